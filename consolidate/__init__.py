@@ -1,0 +1,34 @@
+"""consolidate: decides what an AI agent's working notes graduate into long-term memory.
+
+Python API (light to import: the standard library only until a run needs more)::
+
+    from consolidate import Store, run_queue
+    store = Store(".memofs")
+    store.sessions.add_note("s1", "Use pnpm, not npm: npm breaks the lockfile", flag=True, kind="decision")
+    store.sessions.end("s1", "success")
+    plans = run_queue(store, judges=["api:openai/gpt-4o-mini"])
+    for hit in store.longterm().search("package manager"):
+        print(hit["document"])
+"""
+
+from .errors import ConsolidateError
+from .store import Store
+
+__version__ = "0.1.0"
+
+
+def run_session(*args, **kwargs):
+    """See :func:`consolidate.pipeline.run_session`."""
+    from .pipeline import run_session as _run
+
+    return _run(*args, **kwargs)
+
+
+def run_queue(*args, **kwargs):
+    """See :func:`consolidate.pipeline.run_queue`."""
+    from .pipeline import run_queue as _run
+
+    return _run(*args, **kwargs)
+
+
+__all__ = ["ConsolidateError", "Store", "run_session", "run_queue", "__version__"]

@@ -1,0 +1,118 @@
+"""``consolidate demo``: the whole pipeline on three sample sessions, in a throwaway store.
+
+The sample notes are written for this project (no real data): a debugging session (success), a
+refactor (success) that re-confirms one lesson of the first, and a failed deploy (failure). They hold
+flagged notes, a note with a fake API key, an expired note and plain maybes. The judge is the best one
+available: the API judge when a model is configured or a provider key is set, else the rules judge,
+opted in for the demo (and said so).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+
+# A fake key, assembled at run time so no scanner mistakes this file for a leak.
+_FAKE_KEY = "sk-" + "proj-" + "Zq7uT2mB9xKc4LwR8nVd1YhE6fJp3sGa"
+
+SESSIONS = [
+    ("debug-login-timeout", "success", None, [
+        dict(text="Login tests time out on CI because the test DB container starts after pytest; "
+                  "fixed by adding a healthcheck wait in docker-compose.test.yml", flag=True, kind="failure"),
+        dict(text="Decided to keep session tokens in Redis instead of Postgres because token lookups "
+                  "run on every request and Postgres added 40 ms", flag=True, kind="decision"),
+        dict(text="Run `pytest -x tests/auth` with `DB_WAIT=1`: it works and catches the race locally"),
+        dict(text="currently looking at auth/middleware.py line 80"),
+        dict(text="[x] reproduce the timeout"),
+        dict(text="OPENAI_API_KEY=" + _FAKE_KEY + " (from my shell, for the flaky test)"),
+        dict(text="dev server port for this run: 5173", ttl="1m", expired=True),
+        dict(text="Maybe the timeout is DNS?"),
+    ]),
+    ("refactor-settings", "success", None, [
+        dict(text="The user prefers pnpm over npm for every package in this repo", flag=True, kind="preference"),
+        dict(text="Never import settings at module level in auth/: it breaks test overrides", flag=True,
+             kind="constraint"),
+        dict(text="Login tests time out on CI because the test DB container starts after pytest; "
+                  "fixed by adding a healthcheck wait in docker-compose.test.yml", flag=True, kind="failure"),
+        dict(text="Moved settings.py into config/ and updated 14 imports"),
+        dict(text="Chose pydantic-settings over python-decouple because it validates types at startup"),
+        dict(text="Status: refactor 80% done"),
+        dict(text="For now the staging DB is used for tests", flag=True, kind="fact"),
+        dict(text="Decided to drop the legacy /v1 endpoints", flag=True, kind="decision"),
+    ]),
+    ("deploy-friday", "failure", "deploy rolled back: migration 0042 locked the users table", [
+        dict(text="Migration 0042 locks the users table for minutes on production-size data", flag=True,
+             kind="fact"),
+        dict(text="Tried deploying with --no-verify"),
+    ]),
+]
+
+#: Judged with the no-op judge only, as during a judge outage: the flagged note still graduates, the
+#: maybes are left unjudged (and die with the session), nothing unjudged is written.
+OUTAGE_SESSION = ("judge-outage", "success", None, [
+    dict(text="Feature flags live in config/flags.toml and are read once at startup", flag=True, kind="fact"),
+    dict(text="The payments webhook retries 3 times with a 10 s backoff, so handlers must be idempotent"),
+    dict(text="Looked at the webhook logs for an hour"),
+])
+
+
+def load_samples(store, now: float | None = None) -> None:
+    """Write the sample sessions into ``store`` and end them with their outcomes."""
+    now = time.time() if now is None else now
+    for sid, outcome, reason, notes in SESSIONS + [OUTAGE_SESSION]:
+        for n in notes:
+            created = now - 3600 if n.get("expired") else now
+            store.sessions.add_note(sid, n["text"], flag=n.get("flag", False), kind=n.get("kind"),
+                                    ttl=n.get("ttl"), now=created)
+        store.sessions.end(sid, outcome, reason, now=now)
+
+
+def choose_judges() -> tuple[list[str], str]:
+    """The demo's chain and a sentence saying which judge decides."""
+    from judges.api import APIJudge
+
+    api = APIJudge()
+    ok, why = api.available()
+    if ok:
+        return ["api", "rules"], f"judge: the API judge ({why}); the rules judge answers what it cannot"
+    return ["rules"], ("judge: the rules judge (deterministic wording heuristics, opted in for this demo),"
+                       " because no model is configured: set CONSOLIDATE_API_MODEL (and CONSOLIDATE_API_BASE"
+                       " for a local server) or a provider key to use one")
+
+
+def run_demo(keep: bool = False) -> int:
+    """Run the demo and print what happened; returns 0."""
+    from .pipeline import run_queue, run_session
+    from .report import render_memory, render_plan
+    from .stages.apply import summary
+    from .store import Store
+
+    folder = tempfile.mkdtemp(prefix="consolidate-demo-")
+    started = time.perf_counter()
+    try:
+        store = Store(folder + "/.memofs", project="demo-app")
+        load_samples(store)
+        judges, said = choose_judges()
+        print("consolidate demo: 3 sample sessions in a throwaway store " + (folder if keep else "(deleted at the end)"))
+        print(said)
+        print()
+        plans = [run_session(store, OUTAGE_SESSION[0], judges=["noop"])]
+        plans[0].session_id += " (judge outage simulated with the no-op judge)"
+        plans[:0] = run_queue(store, judges=judges)
+        for plan in plans:
+            print(render_plan(plan))
+            s = summary(plan)
+            print(f"  -> {s['written_durable']} durable, {s['written_quarantined']} quarantined,"
+                  f" {s['written_transient']} transient, {s['reconfirmed']} re-confirmed\n")
+        query = "why do the login tests time out on CI?"
+        print(f'recall "{query}":')
+        for hit in store.longterm().search(query, k=3):
+            print("  " + render_memory(hit["document"], hit["metadata"]))
+        print(f"\nstore layout: manifest.json, sessions.sqlite3, chroma/, graph/, events/memory-events.jsonl,"
+              f" memory/notes.md · demo took {time.perf_counter() - started:.1f} s")
+        store.close()
+    finally:
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+    return 0

@@ -1,0 +1,117 @@
+"""The error tree of consolidate.
+
+Every error the library raises on purpose is a :class:`ConsolidateError`. Subclasses carry their
+context as attributes (never secret material: a blocked value only ever appears as a redacted
+preview). The CLI maps each class to an exit code in one place (``consolidate.cli.EXIT_CODES``) and
+prints ``error: <message>`` on one line, never a traceback.
+
+    ConsolidateError
+    ├── BadInput                 invalid note, import file or argument       (exit 2)
+    │   ├── EmptyNote
+    │   ├── InvalidImportLine
+    │   └── SecretBlocked        a write through the API held secret material
+    ├── UnknownSession           no note and no session end for the id       (exit 3)
+    ├── StoreError               the store folder cannot be used              (exit 4)
+    │   ├── StorePathError       the path is a file, or cannot be created
+    │   ├── StoreCorrupt         a store file cannot be read
+    │   ├── EmbeddingMismatch    the store was built with another embedding function
+    │   └── StoreLocked          another process holds the store lock past the timeout
+    ├── JudgeError               a judge could not answer                     (exit 5)
+    │   ├── JudgeUnavailable     not installed, not reachable, no key, failed before
+    │   ├── JudgeTimeout         past its time box
+    │   └── JudgeOutputInvalid   answered, but not with valid verdicts
+    └── ConfigError              a setting names something that does not exist (exit 2)
+"""
+
+from __future__ import annotations
+
+
+class ConsolidateError(Exception):
+    """Base class of every error consolidate raises on purpose."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, **context):
+        super().__init__(message)
+        self.message = message
+        for key, value in context.items():
+            setattr(self, key, value)
+
+    def __str__(self) -> str:  # one line, always
+        return " ".join(str(self.message).split())
+
+
+class BadInput(ConsolidateError):
+    """The caller gave input the tool cannot take; nothing was written."""
+
+    exit_code = 2
+
+
+class EmptyNote(BadInput):
+    """A note whose content is empty or whitespace only. Attribute: ``session_id``."""
+
+
+class InvalidImportLine(BadInput):
+    """A line of an import file that cannot be taken. Attributes: ``path``, ``line`` (1-based)."""
+
+
+class SecretBlocked(BadInput):
+    """A text written through the API held secret material. Attributes: ``kinds`` (rule names),
+    ``previews`` (redacted: first 3 characters + ``…`` + last character)."""
+
+
+class ConfigError(BadInput):
+    """A setting names something that does not exist (a judge, an embedding function)."""
+
+
+class UnknownSession(ConsolidateError):
+    """No note and no session end exist for ``session_id``."""
+
+    exit_code = 3
+
+
+class StoreError(ConsolidateError):
+    """The store folder cannot be used. Attribute: ``path``."""
+
+    exit_code = 4
+
+
+class StorePathError(StoreError):
+    """The store path is a file, or its folder cannot be created."""
+
+
+class StoreCorrupt(StoreError):
+    """A store file cannot be read (bad JSON, not a SQLite database). Attribute: ``path``."""
+
+
+class EmbeddingMismatch(StoreError):
+    """The store was built with another embedding function. Attributes: ``expected``, ``found``."""
+
+
+class StoreLocked(StoreError):
+    """Another process held the store lock past ``timeout`` seconds."""
+
+
+class JudgeError(ConsolidateError):
+    """A judge could not answer a batch. Attribute: ``judge`` (its name)."""
+
+    exit_code = 5
+    kind = "judge-error"
+
+
+class JudgeUnavailable(JudgeError):
+    """The judge cannot be used now: not installed, unreachable, no key, or failed before."""
+
+    kind = "judge-unavailable"
+
+
+class JudgeTimeout(JudgeError):
+    """The judge did not answer within its time box. Attribute: ``seconds``."""
+
+    kind = "judge-timeout"
+
+
+class JudgeOutputInvalid(JudgeError):
+    """The judge answered, but not with valid verdicts."""
+
+    kind = "judge-output-invalid"

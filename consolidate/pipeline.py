@@ -1,0 +1,123 @@
+"""The consolidation pipeline: one ended session through the stages of SPEC section 4.
+
+``run_session`` builds a plan stage by stage (count, purge, secret gate, flag-promote, judge, write
+policy, contradiction check, provenance stamp) and hands it to ``apply``, the only stage that writes.
+A session with no rows returns after ``count`` without importing chromadb, litellm or instructor.
+The long-term read-check-write section (contradiction check to apply) runs under the store lock;
+judging does not hold it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .plan import Plan
+from .stages import ORDER
+from .store import Store
+
+#: Default time box of one run, in seconds (the whole run: judging gets what is left).
+DEFAULT_TIME_BOX = 120.0
+#: Seconds to wait for the store lock before giving up with StoreLocked.
+LOCK_TIMEOUT = 60.0
+
+_LOCKED_STAGES = ("contradiction", "provenance", "apply")
+
+
+@dataclass
+class RunContext:
+    """What stages may read: the store, the judge chain (built on first use), the clock (Unix
+    seconds, fixed at the start of the run) and whether this is a dry run."""
+
+    store: Store
+    judge_specs: list[str] | None = None
+    chain_factory: Callable | None = None
+    now: float = field(default_factory=time.time)
+    dry_run: bool = False
+    _chain: object = None
+
+    def chain(self):
+        """The judge chain: ``chain_factory()`` when given, else built from the judge specs."""
+        if self._chain is None:
+            if self.chain_factory is not None:
+                self._chain = self.chain_factory()
+            else:
+                from judges.registry import build_chain
+
+                self._chain = build_chain(self.judge_specs)
+        return self._chain
+
+
+def _stage(name: str):
+    return importlib.import_module(f"consolidate.stages.{name}").run
+
+
+def run_session(store: Store, session_id: str, *, outcome: str = "success", reason: str | None = None,
+                judges: list[str] | None = None, chain_factory: Callable | None = None,
+                dry_run: bool = False, time_box: float | None = DEFAULT_TIME_BOX,
+                lock_timeout: float = LOCK_TIMEOUT) -> Plan:
+    """Consolidate one session and return its plan (applied unless ``dry_run``).
+
+    ``outcome`` gates everything (SPEC section 3): ``success`` runs every stage; ``failure``
+    promotes nothing and records ``session.failed``, keeping the rows; ``aborted`` touches nothing.
+    ``judges`` are judge specs (see ``judges.registry``), ``chain_factory`` a callable returning a
+    ready chain (tests). ``time_box`` in seconds bounds the run; judging gets what is left.
+
+    Raises StoreLocked when the store lock is not free within ``lock_timeout`` seconds; judge
+    failures never raise (they become events and unjudged notes)."""
+    ctx = RunContext(store=store, judge_specs=judges, chain_factory=chain_factory, dry_run=dry_run)
+    plan = Plan(session_id=session_id, outcome=outcome, reason=reason, scope=store.project,
+                deadline=ctx.now + time_box if time_box else None)
+    t0 = time.perf_counter()
+    _stage("count")(plan, ctx)
+    plan.stage_seconds["count"] = round(time.perf_counter() - t0, 6)
+    if plan.note_count == 0 or outcome == "aborted":
+        if not dry_run:
+            store.sessions.finish(session_id, "done" if outcome != "aborted" else "aborted", None,
+                                  {"notes": plan.note_count})
+        plan.finished = True
+        return plan
+    if outcome == "failure":
+        plan.decide("session.failed", reason=reason or "the session failed", notes_kept=plan.note_count)
+        return _apply(plan, ctx, lock_timeout)
+    for name in ORDER[1:]:
+        if name in _LOCKED_STAGES:
+            return _apply(plan, ctx, lock_timeout, start=name)
+        t = time.perf_counter()
+        _stage(name)(plan, ctx)
+        plan.stage_seconds[name] = round(time.perf_counter() - t, 6)
+    return plan  # not reached: the loop returns at the first locked stage
+
+
+def _apply(plan: Plan, ctx: RunContext, lock_timeout: float, start: str = "apply") -> Plan:
+    """Run the stages from ``start`` to apply under the store lock (none for a dry run)."""
+    names = ORDER[ORDER.index(start):]
+    if ctx.dry_run:
+        for name in names[:-1]:
+            _run_timed(name, plan, ctx)
+        return plan
+    with ctx.store.lock(lock_timeout):
+        from .stages.apply import replay
+
+        replay(ctx.store)
+        for name in names:
+            _run_timed(name, plan, ctx)
+    plan.finished = True
+    return plan
+
+
+def _run_timed(name: str, plan: Plan, ctx: RunContext) -> None:
+    t = time.perf_counter()
+    _stage(name)(plan, ctx)
+    plan.stage_seconds[name] = round(time.perf_counter() - t, 6)
+
+
+def run_queue(store: Store, *, session_id: str | None = None, **kwargs) -> list[Plan]:
+    """Run every queued session end, oldest first (only ``session_id``'s when given); returns the
+    plans. Keyword arguments go to :func:`run_session`."""
+    plans = []
+    for row in store.sessions.queued(session_id):
+        plans.append(run_session(store, row["session_id"], outcome=row["outcome"], reason=row["reason"], **kwargs))
+    return plans

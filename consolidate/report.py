@@ -1,0 +1,78 @@
+"""Human-readable renderings: a memory with its suffix, a plan's decisions, a store's status."""
+
+from __future__ import annotations
+
+from .plan import Plan
+
+_LABELS = {
+    "note.purged": "expired (TTL)",
+    "note.blocked": "BLOCKED (secret)",
+    "note.flagged": "flagged",
+    "note.judged_keep": "judged keep",
+    "note.judged_drop": "judged drop",
+    "note.unjudged": "unjudged",
+    "candidate.rejected": "rejected by policy",
+    "candidate.blocked": "BLOCKED (secret in judge text)",
+    "candidate.transient": "transient (audit only)",
+    "candidate.quarantined": "quarantined",
+    "candidate.duplicate": "duplicate in run",
+    "memory.reconfirmed": "re-confirmed existing",
+    "candidate.related": "related to existing",
+    "session.failed": "session failed",
+}
+
+
+def suffix(meta: dict) -> str:
+    """``[high, user-stated, 2026-07]``: confidence, evidence, month last confirmed."""
+    month = (meta.get("last_confirmed") or "")[:7]
+    parts = [meta.get("confidence") or "?", meta.get("evidence") or "?"]
+    if month:
+        parts.append(month)
+    return "[" + ", ".join(parts) + "]"
+
+
+def render_memory(document: str, meta: dict) -> str:
+    """One memory on one line: ``Use pnpm, not npm [high, user-stated, 2026-07]``."""
+    return f"{' '.join(document.split())} {suffix(meta)}"
+
+
+def shorten(text: str, width: int = 90) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
+    one = " ".join(text.split())
+    return one if len(one) <= width else one[: width - 1] + "…"
+
+
+def render_plan(plan: Plan, *, show_notes: bool = True, width: int = 90) -> str:
+    """The decisions of a plan, one line per note decision, then the writes and a summary line."""
+    out = [f"session {plan.session_id} ({plan.outcome}) · run {plan.run_id} · {plan.note_count} notes"]
+    if plan.outcome == "aborted":
+        out.append("  aborted: nothing promoted, nothing cleaned; resume the session with the same id")
+        return "\n".join(out)
+    contents = {n.id: n.content for n in plan.notes}
+    for e in plan.events:
+        label = _LABELS.get(e["event"])
+        if label is None:
+            if e["event"] == "judge.failed":
+                out.append(f"  judge {e.get('judge')} failed ({e.get('kind')}): {shorten(e.get('reason', ''), width)}")
+            continue
+        why = e.get("reason", "")
+        if e["event"] in ("note.judged_keep", "note.judged_drop") and e.get("judge"):
+            why = f"{e['judge']}: {why}"
+        if e["event"] == "note.unjudged" and e.get("judge_reasons"):
+            why = "; ".join(e["judge_reasons"])
+        if e["event"] in ("note.blocked", "candidate.blocked"):
+            why = f"{', '.join(e.get('kinds', []))} {' '.join(e.get('previews', []))}"
+        ids = e.get("note_ids") or []
+        text = ""
+        if show_notes and ids and e["event"] not in ("note.blocked", "candidate.blocked"):
+            text = " " + shorten(contents.get(ids[0], ""), 60) if ids[0] in contents else ""
+        which = f"#{ids[0]}" if len(ids) == 1 else (f"{len(ids)} notes" if ids else "")
+        out.append(f"  {label:<22} {which:>6}{text}  ({shorten(why, width)})")
+    writes = plan.writes()
+    if writes:
+        out.append("  graduated:")
+        for c in writes:
+            where = "index" if c.tier == "durable" else "audit only"
+            out.append(f"    + {c.type:<10} {shorten(c.statement, width)} [{c.confidence}, {c.evidence}]"
+                       f" ({c.status}, {where}; {c.source})")
+    return "\n".join(out)

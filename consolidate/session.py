@@ -1,0 +1,310 @@
+"""The session tier: scratch notes per session and the queue of session ends, in one SQLite file.
+
+The file is ``sessions.sqlite3`` in the store folder, in WAL mode (readers never block the writer),
+with a 10 s busy timeout so that concurrent hooks wait instead of failing. Only the standard library
+is imported here: this module is on the session-end fast path.
+
+Tables:
+- ``notes(id, session_id, content, flag, kind, created_at, expires_at, metadata)``; times are Unix
+  seconds, ``metadata`` is a JSON object (fields of an import line other than the known ones).
+- ``session_ends(session_id, outcome, reason, ended_at, status, run_id, result, updated_at)``: the
+  queue. ``status`` is ``queued`` until a run takes it, then ``done``, ``failed`` or ``aborted``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from .errors import BadInput, EmptyNote, InvalidImportLine, StoreCorrupt, UnknownSession
+from .plan import Note
+
+#: Largest note accepted, in characters (1 MB of ASCII). A working note past this is almost surely a
+#: pasted file or log; it is refused with a clear error rather than stored.
+MAX_NOTE_CHARS = 1_000_000
+
+OUTCOMES = ("success", "failure", "aborted")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS notes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    content TEXT NOT NULL,
+    flag INTEGER NOT NULL DEFAULT 0,
+    kind TEXT,
+    created_at REAL NOT NULL,
+    expires_at REAL,
+    metadata TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS notes_session ON notes(session_id);
+CREATE TABLE IF NOT EXISTS session_ends (
+    session_id TEXT PRIMARY KEY,
+    outcome TEXT NOT NULL,
+    reason TEXT,
+    ended_at REAL NOT NULL,
+    status TEXT NOT NULL DEFAULT 'queued',
+    run_id TEXT,
+    result TEXT,
+    updated_at REAL NOT NULL
+);
+"""
+
+_KNOWN_IMPORT_FIELDS = {"content", "flag", "kind", "ttl", "session_id"}
+_TTL_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+_TTL_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_ttl(value: str | int | float | None) -> float | None:
+    """Parse a TTL such as ``20m``, ``2h``, ``90`` (seconds), ``1d`` into seconds.
+
+    Raises BadInput for anything else or for a TTL that is not positive."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        m = _TTL_RE.match(str(value))
+        if not m:
+            raise BadInput(f"bad TTL {value!r}: use a number with s, m, h, d or w (e.g. 20m)", value=value)
+        seconds = float(m.group(1)) * _TTL_UNITS[m.group(2)]
+    if seconds <= 0:
+        raise BadInput(f"bad TTL {value!r}: it must be positive", value=value)
+    return seconds
+
+
+def check_session_id(session_id: str) -> str:
+    """Return the session id stripped; BadInput when it is empty or longer than 200 characters."""
+    sid = (session_id or "").strip()
+    if not sid or len(sid) > 200:
+        raise BadInput("a session id must be 1 to 200 characters", session_id=session_id)
+    return sid
+
+
+def check_content(content: str, session_id: str) -> str:
+    """Validate a note's content: BadInput when it is not text, empty or past MAX_NOTE_CHARS."""
+    if not isinstance(content, str):
+        raise BadInput(f"note content must be text, got {type(content).__name__}", session_id=session_id)
+    if not content.strip():
+        raise EmptyNote("empty note: the content is empty or whitespace only", session_id=session_id)
+    if len(content) > MAX_NOTE_CHARS:
+        raise BadInput(
+            f"note is {len(content):,} characters; the limit is {MAX_NOTE_CHARS:,}",
+            session_id=session_id,
+        )
+    if "\x00" in content:
+        raise BadInput("note content holds a NUL character", session_id=session_id)
+    return content
+
+
+class SessionTier:
+    """The session tier of one store. ``path`` is the SQLite file; it is created on first use.
+
+    Raises StoreCorrupt when the file exists but is not a SQLite database of this layout."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        try:
+            self.db = sqlite3.connect(str(self.path), timeout=10.0, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise StoreCorrupt(f"{self.path} is not a usable SQLite database ({exc})", path=str(self.path)) from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- notes -------------------------------------------------------------------------------------
+
+    def add_note(
+        self,
+        session_id: str,
+        content: str,
+        *,
+        flag: bool = False,
+        ttl: str | float | None = None,
+        kind: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        now: float | None = None,
+    ) -> int:
+        """Write one note and return its id. ``ttl`` in seconds or as ``20m``/``2h``/``1d``.
+
+        Raises BadInput (EmptyNote for an empty note)."""
+        sid = check_session_id(session_id)
+        check_content(content, sid)
+        seconds = parse_ttl(ttl)
+        now = time.time() if now is None else now
+        cur = self.db.execute(
+            "INSERT INTO notes(session_id, content, flag, kind, created_at, expires_at, metadata)"
+            " VALUES (?,?,?,?,?,?,?)",
+            (sid, content, int(bool(flag)), kind or None, now, now + seconds if seconds else None,
+             json.dumps(metadata or {}, ensure_ascii=False)),
+        )
+        return int(cur.lastrowid)
+
+    def import_jsonl(self, path: str | Path, session_id: str | None = None, *, now: float | None = None) -> dict[str, int]:
+        """Import a JSONL file, one note per line, all or nothing.
+
+        ``content`` is required; ``flag``, ``kind`` and ``ttl`` are used when present; every other
+        field is kept as note metadata (an ``id`` field is kept as ``metadata["id"]``). The session is
+        ``session_id`` or, when None, each line's own ``session_id`` field. Blank lines are skipped.
+        Returns ``{session_id: notes imported}``.
+
+        Raises BadInput for an unreadable file, InvalidImportLine (with ``path`` and ``line``) for
+        invalid UTF-8, invalid JSON, a missing/empty ``content``, or a missing session id."""
+        p = Path(path)
+        try:
+            raw = p.read_bytes()
+        except OSError as exc:
+            raise BadInput(f"cannot read {p}: {exc.strerror or exc}", path=str(p)) from None
+        rows = []
+        for lineno, line in enumerate(raw.splitlines(), 1):
+            def bad(why: str):
+                return InvalidImportLine(f"{p}:{lineno}: {why}; nothing was imported", path=str(p), line=lineno)
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise bad(f"invalid UTF-8 at byte {exc.start}") from None
+            if not text.strip():
+                continue
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise bad(f"invalid JSON ({exc.msg})") from None
+            if not isinstance(obj, dict):
+                raise bad("a line must be a JSON object")
+            content = obj.get("content")
+            if not isinstance(content, str) or not content.strip():
+                raise bad("no `content` (a non-empty string is required)")
+            sid = session_id or obj.get("session_id")
+            if not isinstance(sid, str) or not sid.strip():
+                raise bad("no session id: pass --session or give a `session_id` field")
+            try:
+                check_content(content, sid)
+                check_session_id(sid)
+                ttl = parse_ttl(obj.get("ttl")) if obj.get("ttl") is not None else None
+            except BadInput as exc:
+                raise bad(str(exc)) from None
+            meta = {k: v for k, v in obj.items() if k not in _KNOWN_IMPORT_FIELDS}
+            rows.append((sid.strip(), content, bool(obj.get("flag")), obj.get("kind"), ttl, meta))
+        now = time.time() if now is None else now
+        counts: dict[str, int] = {}
+        with self._transaction():
+            for sid, content, flag, kind, ttl, meta in rows:
+                self.db.execute(
+                    "INSERT INTO notes(session_id, content, flag, kind, created_at, expires_at, metadata)"
+                    " VALUES (?,?,?,?,?,?,?)",
+                    (sid, content, int(flag), kind, now, now + ttl if ttl else None, json.dumps(meta, ensure_ascii=False)),
+                )
+                counts[sid] = counts.get(sid, 0) + 1
+        return counts
+
+    def count(self, session_id: str) -> int:
+        """Number of notes of the session (expired ones included)."""
+        return self.db.execute("SELECT COUNT(*) FROM notes WHERE session_id=?", (session_id,)).fetchone()[0]
+
+    def notes(self, session_id: str) -> list[Note]:
+        """The session's notes, oldest first."""
+        rows = self.db.execute(
+            "SELECT id, session_id, content, flag, kind, created_at, expires_at, metadata"
+            " FROM notes WHERE session_id=? ORDER BY id",
+            (session_id,),
+        ).fetchall()
+        return [
+            Note(id=r[0], session_id=r[1], content=r[2], flag=bool(r[3]), kind=r[4], created_at=r[5],
+                 expires_at=r[6], metadata=json.loads(r[7] or "{}"))
+            for r in rows
+        ]
+
+    def delete_notes(self, note_ids: Iterable[int]) -> int:
+        """Delete notes by id; returns how many existed. Deleting a missing id is not an error (replay)."""
+        ids = list(note_ids)
+        n = 0
+        with self._transaction():
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                cur = self.db.execute(f"DELETE FROM notes WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+                n += cur.rowcount
+        return n
+
+    def sessions(self) -> dict[str, int]:
+        """Every session with notes: ``{session_id: note count}``."""
+        return dict(self.db.execute("SELECT session_id, COUNT(*) FROM notes GROUP BY session_id").fetchall())
+
+    # -- session ends (the queue) -----------------------------------------------------------------
+
+    def end(self, session_id: str, outcome: str, reason: str | None = None, *, now: float | None = None) -> None:
+        """Record the session end in the queue (idempotent: a second end of a queued session updates
+        its outcome and reason). Raises BadInput for an unknown outcome."""
+        sid = check_session_id(session_id)
+        if outcome not in OUTCOMES:
+            raise BadInput(f"unknown outcome {outcome!r}: use one of {', '.join(OUTCOMES)}", outcome=outcome)
+        now = time.time() if now is None else now
+        self.db.execute(
+            "INSERT INTO session_ends(session_id, outcome, reason, ended_at, status, updated_at)"
+            " VALUES (?,?,?,?,'queued',?) ON CONFLICT(session_id) DO UPDATE SET outcome=excluded.outcome,"
+            " reason=excluded.reason, ended_at=excluded.ended_at, status='queued', run_id=NULL, result=NULL,"
+            " updated_at=excluded.updated_at",
+            (sid, outcome, reason, now, now),
+        )
+
+    def queued(self, session_id: str | None = None) -> list[dict[str, Any]]:
+        """Queued session ends, oldest first (only ``session_id``'s when given)."""
+        sql = "SELECT session_id, outcome, reason, ended_at FROM session_ends WHERE status='queued'"
+        args: tuple = ()
+        if session_id is not None:
+            sql += " AND session_id=?"
+            args = (session_id,)
+        rows = self.db.execute(sql + " ORDER BY ended_at, session_id", args).fetchall()
+        return [dict(session_id=r[0], outcome=r[1], reason=r[2], ended_at=r[3]) for r in rows]
+
+    def session_end(self, session_id: str) -> dict[str, Any] | None:
+        """The session-end row of ``session_id`` (any status), or None."""
+        r = self.db.execute(
+            "SELECT session_id, outcome, reason, ended_at, status, run_id, result FROM session_ends WHERE session_id=?",
+            (session_id,),
+        ).fetchone()
+        if r is None:
+            return None
+        return dict(session_id=r[0], outcome=r[1], reason=r[2], ended_at=r[3], status=r[4], run_id=r[5],
+                    result=json.loads(r[6]) if r[6] else None)
+
+    def finish(self, session_id: str, status: str, run_id: str | None, result: dict[str, Any] | None = None) -> None:
+        """Record the result of a run for a queued session end."""
+        self.db.execute(
+            "UPDATE session_ends SET status=?, run_id=?, result=?, updated_at=? WHERE session_id=?",
+            (status, run_id, json.dumps(result or {}, ensure_ascii=False), time.time(), session_id),
+        )
+
+    def last_runs(self, limit: int = 1) -> list[dict[str, Any]]:
+        """The most recently finished session ends, newest first."""
+        rows = self.db.execute(
+            "SELECT session_id, outcome, status, run_id, result, updated_at FROM session_ends"
+            " WHERE status!='queued' ORDER BY updated_at DESC LIMIT ?",
+            (limit,),
+        ).fetchall()
+        return [dict(session_id=r[0], outcome=r[1], status=r[2], run_id=r[3],
+                     result=json.loads(r[4]) if r[4] else None, finished_at=r[5]) for r in rows]
+
+    def require_known(self, session_id: str) -> None:
+        """Raise UnknownSession when the session has neither notes nor a session end."""
+        if self.count(session_id) == 0 and self.session_end(session_id) is None:
+            raise UnknownSession(f"unknown session {session_id!r}: it has no notes and no session end",
+                                 session_id=session_id)
+
+    def _transaction(self):
+        db = self.db
+
+        class _Tx:
+            def __enter__(self):
+                db.execute("BEGIN IMMEDIATE")
+
+            def __exit__(self, exc_type, *_):
+                db.execute("ROLLBACK" if exc_type else "COMMIT")
+                return False
+
+        return _Tx()

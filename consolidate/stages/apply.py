@@ -1,0 +1,165 @@
+"""Stage 9, apply: the only stage that writes.
+
+Order: journal (fsynced) -> Chroma upserts (deterministic ids) and re-confirmations -> graph
+(temporary file + rename) -> event log -> notes.md -> session rows cleaned -> queue row finished ->
+journal removed. Each step is recorded in the journal when done; a crash is repaired by the next run
+replaying the steps not yet done (:func:`replay`), and every step is idempotent, so a replay never
+duplicates an entry.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+
+from .. import journal
+
+STEPS = ("chroma", "graph", "events", "notes_md", "session_rows", "queue")
+
+
+def run(plan, ctx):
+    """Write the plan. With ``ctx.dry_run`` write nothing at all."""
+    if ctx.dry_run:
+        return plan
+    journal.write(ctx.store, plan)
+    _apply_steps(plan, ctx.store, set())
+    return plan
+
+
+def replay(store) -> list[str]:
+    """Finish every run left in the journal; returns their run ids."""
+    done = []
+    for plan in journal.pending(store):
+        _apply_steps(plan, store, journal.done_steps(store, plan.run_id), replayed=True)
+        done.append(plan.run_id)
+    return done
+
+
+def _apply_steps(plan, store, done: set[str], replayed: bool = False) -> None:
+    writes = plan.writes()
+    durable = [c for c in writes if c.tier == "durable"]
+    for step in STEPS:
+        if step in done:
+            continue
+        if step == "chroma" and (durable or plan.reconfirmations):
+            _chroma(plan, store, durable)
+        elif step == "graph" and (durable or plan.reconfirmations):
+            _graph(plan, store, durable)
+        elif step == "events":
+            _events(plan, store, writes, replayed)
+        elif step == "notes_md" and writes:
+            _notes_md(plan, store, writes)
+        elif step == "session_rows":
+            _session_rows(plan, store)
+        elif step == "queue":
+            store.sessions.finish(plan.session_id, "done" if plan.outcome == "success" else plan.outcome,
+                                  plan.run_id, summary(plan))
+        journal.mark(store, plan.run_id, step)
+    journal.clear(store, plan.run_id)
+
+
+def _chroma(plan, store, durable) -> None:
+    from ..longterm import record_for
+
+    lt = store.longterm()
+    missing = [c for c in durable if c.embedding is None]
+    if missing:
+        for c, vec in zip(missing, lt.embed([c.statement for c in missing])):
+            c.embedding = list(vec)
+    lt.upsert([record_for(c, plan.scope) for c in durable])
+    for r in plan.reconfirmations:
+        lt.update_metadata(r.memory_id, {"confidence": r.confidence, "last_confirmed": r.last_confirmed,
+                                         "status": r.status})
+
+
+def _graph(plan, store, durable) -> None:
+    from .. import graph
+
+    folder = store.sub("graph")
+    g = graph.load(folder)
+    for c in durable:
+        graph.add_memory(g, c, plan.scope)
+    for r in plan.reconfirmations:
+        session = "session:" + r.session_id
+        g.add_node(session, kind="session")
+        if r.memory_id in g:
+            g.nodes[r.memory_id]["status"] = r.status
+            g.add_edge(r.memory_id, session, key="derived_from", kind="derived_from", run_id=plan.run_id)
+    graph.save(g, folder)
+
+
+def _events(plan, store, writes, replayed: bool) -> None:
+    path = store.events_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if replayed and _has_run(path, plan.run_id):
+        return  # the crash came after the events were appended but before the step was marked
+    ts = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    lines = []
+    for e in plan.events:
+        lines.append({"ts": ts, **e})
+    for c in writes:
+        lines.append({"ts": ts, "event": "memory.written", "run_id": plan.run_id, "session_id": plan.session_id,
+                      "memory_id": c.memory_id, "type": c.type, "status": c.status, "tier": c.tier,
+                      "evidence": c.evidence, "confidence": c.confidence, "source": c.source,
+                      "note_ids": c.note_ids, "reason": c.reason, "prompt_version": c.provenance.get("prompt_version")})
+    lines.append({"ts": ts, "event": "run.applied", "run_id": plan.run_id, "session_id": plan.session_id,
+                  "outcome": plan.outcome, "summary": summary(plan), "stage_seconds": plan.stage_seconds})
+    data = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _has_run(path, run_id: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return any(f'"run_id": "{run_id}"' in line and '"run.applied"' in line for line in f)
+    except FileNotFoundError:
+        return False
+
+
+def _notes_md(plan, store, writes) -> None:
+    path = store.notes_md_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    marker = f"<!-- {plan.run_id} -->"
+    new = not path.exists()
+    if not new and marker in path.read_text(encoding="utf-8"):
+        return  # replay: this run's block is already there
+    stamp = _dt.datetime.fromtimestamp(plan.started_at, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    block = [f"## {stamp} · session {plan.session_id} {marker}", ""]
+    for c in writes:
+        tag = c.type if c.tier == "durable" else f"{c.type}, transient"
+        if c.status != "active":
+            tag += f", {c.status}"
+        block.append(f"- **{tag}**: {c.statement} [{c.confidence}, {c.evidence}] ({c.source})")
+    with open(path, "a", encoding="utf-8") as f:
+        if new:
+            f.write("# What graduated\n\n")
+        f.write("\n".join(block) + "\n\n")
+
+
+def _session_rows(plan, store) -> None:
+    ids = set(plan.delete_note_ids)
+    if plan.outcome == "success":
+        ids |= {n.id for n in plan.notes}  # the maybes die with the session
+    store.sessions.delete_notes(sorted(ids))
+
+
+def summary(plan) -> dict:
+    """What the run did, as counts: notes in, and each outcome."""
+    status_counts: dict[str, int] = {}
+    for s in plan.note_status.values():
+        status_counts[s] = status_counts.get(s, 0) + 1
+    writes = plan.writes()
+    return {
+        "notes": plan.note_count,
+        **{f"notes_{k}": v for k, v in sorted(status_counts.items())},
+        "written_durable": sum(1 for c in writes if c.tier == "durable" and c.status == "active"),
+        "written_quarantined": sum(1 for c in writes if c.tier == "durable" and c.status == "quarantined"),
+        "written_transient": sum(1 for c in writes if c.tier == "transient"),
+        "rejected": sum(1 for c in plan.candidates if c.outcome == "rejected"),
+        "reconfirmed": len(plan.reconfirmations),
+        "judges": plan.judges_used,
+    }

@@ -1,0 +1,37 @@
+"""Stage 4, flag-promote: flagged rows become keepers without a judge.
+
+Certainty recorded at write time survives a judge outage. A flagged note's statement is its content;
+its type is its ``kind`` (default ``fact``); its evidence is the note's ``evidence`` metadata when
+valid, else a default by type (``_DEFAULT_EVIDENCE``). It still passes every
+write policy."""
+
+from __future__ import annotations
+
+from ..memory_types import TYPES, fields_from_text
+from ..plan import EVIDENCE_KINDS, Candidate, initial_confidence
+
+
+#: Evidence of a flagged note without ``evidence`` metadata: a preference is the user's word, a
+#: failure was observed failing, anything else was observed holding when the agent flagged it.
+_DEFAULT_EVIDENCE = {"preference": "user-stated", "failure": "observed-failure"}
+
+
+def run(plan, ctx):
+    """Turn every live flagged note into a candidate with source ``flagged``."""
+    for note in plan.live_notes("live"):
+        if not note.flag:
+            continue
+        type_ = note.kind if note.kind in TYPES else "fact"
+        evidence = note.metadata.get("evidence")
+        if evidence not in EVIDENCE_KINDS:
+            evidence = _DEFAULT_EVIDENCE.get(type_, "observed-success")
+        text = " ".join(note.content.split())
+        plan.note_status[note.id] = "flagged"
+        plan.candidates.append(Candidate(
+            note_ids=[note.id], statement=text, type=type_, source="flagged", evidence=evidence,
+            confidence=initial_confidence(evidence), reason="flagged by the agent when written",
+            fields=fields_from_text(type_, text, note.metadata),
+            entities=[],
+        ))
+        plan.decide("note.flagged", note_ids=[note.id], reason="flagged: promoted without a judge", type=type_)
+    return plan

@@ -1,0 +1,58 @@
+"""Stage 5, judge: unflagged live notes go, in batches, to the judge chain.
+
+Each note ends ``keep`` (a candidate carrying the judge's standalone rewrite, type, fields, evidence
+and reason), ``drop``, or ``unjudged`` (no judge answered: dropped with the session by default, and
+never recorded as a judged drop). Every text a judge writes passes the secret gate again."""
+
+from __future__ import annotations
+
+from ..memory_types import TYPES
+from ..plan import EVIDENCE_KINDS, CONFIDENCE_LEVELS, Candidate, initial_confidence
+from .secret_gate import gate_candidate
+
+
+def run(plan, ctx):
+    """Judge the maybes; add keep/drop/unjudged decisions and the keepers' candidates."""
+    maybes = [n for n in plan.live_notes("live") if not n.flag]
+    if not maybes:
+        return plan
+    from judges.base import JudgeContext
+    from judges.chain import Item
+
+    chain = ctx.chain()
+    items = [Item(key=n.id, content=n.content, section=n.metadata.get("section"), kind=n.kind) for n in maybes]
+    context = JudgeContext(core=ctx.store.core_rules(), project=plan.scope)
+    result = chain.run(items, context, deadline=plan.deadline)
+    plan.judges_used = result.judges_used
+    for event in result.events:
+        plan.decide(event.pop("event"), **event)
+    for note in maybes:
+        judged = result.judged.get(note.id)
+        if judged is None:
+            plan.note_status[note.id] = "unjudged"
+            plan.decide("note.unjudged", note_ids=[note.id], reason="no judge answered; dropped with the session",
+                        judge_reasons=result.unjudged.get(note.id, []))
+            continue
+        v = judged.verdict
+        source = f"judge:{judged.judge}:{judged.model}" if judged.model else f"judge:{judged.judge}"
+        detail = {"judge": judged.judge, "model": judged.model, "prompt_version": judged.prompt_version,
+                  "truncated_from": judged.truncated_from}
+        if v.verdict == "drop":
+            plan.note_status[note.id] = "drop"
+            plan.decide("note.judged_drop", note_ids=[note.id], reason=v.reason or "judged not memorable", **detail)
+            continue
+        plan.note_status[note.id] = "keep"
+        evidence = v.evidence if v.evidence in EVIDENCE_KINDS else "inferred"
+        confidence = v.confidence if v.confidence in CONFIDENCE_LEVELS else initial_confidence(evidence)
+        if evidence == "inferred":
+            confidence = "low"  # SPEC section 6: inferred starts low, whatever the judge says
+        candidate = Candidate(
+            note_ids=[note.id], statement=" ".join(v.statement.split()), type=(v.type or "").strip().lower() or "fact",
+            source=source, evidence=evidence, confidence=confidence, reason=v.reason or "judged memorable",
+            fields=dict(v.fields), entities=[e for e in v.entities if isinstance(e, str)][:20],
+            provenance={"prompt_version": judged.prompt_version},
+        )
+        plan.decide("note.judged_keep", note_ids=[note.id], reason=candidate.reason, type=candidate.type, **detail)
+        if not gate_candidate(plan, candidate):
+            plan.candidates.append(candidate)
+    return plan

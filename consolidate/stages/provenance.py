@@ -1,0 +1,33 @@
+"""Stage 8, provenance stamp: every entry to be written gets its id, provenance and metadata.
+
+``provenance = {session_id, run_id, date, evidence, source, prompt_version, reason, note_ids}``; the
+memory id is deterministic (``mem-`` + the first 16 hex digits of SHA-256 over scope, type and the
+normalised statement), so a replayed run overwrites instead of duplicating."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+
+from ..memory_types import normalize
+
+
+def memory_id(scope: str, type_: str, statement: str) -> str:
+    """Deterministic id of a memory."""
+    digest = hashlib.sha256(f"{scope}\x00{type_}\x00{normalize(statement)}".encode()).hexdigest()
+    return "mem-" + digest[:16]
+
+
+def run(plan, ctx):
+    """Stamp every candidate that will be written."""
+    now = _dt.datetime.fromtimestamp(ctx.now, _dt.timezone.utc)
+    for c in plan.writes():
+        c.memory_id = memory_id(plan.scope, c.type, c.statement)
+        c.last_confirmed = now.date().isoformat()
+        prompt_version = c.provenance.get("prompt_version")
+        c.provenance = {
+            "session_id": plan.session_id, "run_id": plan.run_id, "date": now.isoformat(timespec="seconds"),
+            "evidence": c.evidence, "source": c.source, "prompt_version": prompt_version,
+            "reason": c.reason, "note_ids": list(c.note_ids),
+        }
+    return plan

@@ -1,0 +1,166 @@
+"""The store folder (default ``./.memofs/``): paths, manifest, lock, and its two tiers.
+
+Layout (SPEC section 8)::
+
+    manifest.json              layout version, embedding function id and dimension
+    sessions.sqlite3           session tier (consolidate.session)
+    memory/core.md             project rules kept by people, given to judges as context
+    memory/notes.md            timestamped record of what graduated (and transients)
+    events/memory-events.jsonl append-only audit log
+    chroma/                    ChromaDB persistent store (unless a Chroma server is used)
+    graph/nodes.jsonl, graph/edges.jsonl
+    journal/                   write-ahead journal of the run being applied
+    logs/                      worker logs
+
+Opening a store imports only the standard library; the long-term tier (ChromaDB) is opened on first
+use through :meth:`Store.longterm`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .errors import EmbeddingMismatch, StoreCorrupt, StorePathError
+from .session import SessionTier
+
+LAYOUT_VERSION = 1
+DEFAULT_STORE = ".memofs"
+DEFAULT_EMBEDDING = "minilm"
+
+
+def resolve_store_path(path: str | os.PathLike | None = None) -> Path:
+    """The store folder: ``path`` if given, else ``$CONSOLIDATE_STORE``, else ``./.memofs``."""
+    return Path(path or os.environ.get("CONSOLIDATE_STORE") or DEFAULT_STORE)
+
+
+class Store:
+    """One store folder. Creates the folder on first use.
+
+    ``chroma_url`` (or ``$CONSOLIDATE_CHROMA_URL``) points the long-term tier at a Chroma server
+    instead of the embedded ``chroma/`` folder. ``embedding`` names the embedding function
+    (``$CONSOLIDATE_EMBEDDING``, default ``minilm``); a store is bound to the function that built it.
+    ``project`` is the scope of new memories (default: the name of the folder holding the store).
+
+    Raises StorePathError when the path is a file or cannot be created."""
+
+    def __init__(self, path: str | os.PathLike | None = None, *, chroma_url: str | None = None,
+                 embedding: str | None = None, project: str | None = None):
+        self.path = resolve_store_path(path)
+        if self.path.exists() and not self.path.is_dir():
+            raise StorePathError(f"store path {self.path} is a file, not a folder", path=str(self.path))
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorePathError(f"cannot create store folder {self.path}: {exc.strerror or exc}",
+                                 path=str(self.path)) from None
+        self.chroma_url = chroma_url or os.environ.get("CONSOLIDATE_CHROMA_URL") or None
+        self.embedding_name = embedding or os.environ.get("CONSOLIDATE_EMBEDDING") or DEFAULT_EMBEDDING
+        self.project = project or os.environ.get("CONSOLIDATE_PROJECT") or self.path.resolve().parent.name or "default"
+        self._sessions: SessionTier | None = None
+        self._longterm = None
+
+    # -- paths ----------------------------------------------------------------------------------
+    def sub(self, *parts: str) -> Path:
+        """A path inside the store."""
+        return self.path.joinpath(*parts)
+
+    @property
+    def events_path(self) -> Path:
+        return self.sub("events", "memory-events.jsonl")
+
+    @property
+    def notes_md_path(self) -> Path:
+        return self.sub("memory", "notes.md")
+
+    @property
+    def core_md_path(self) -> Path:
+        return self.sub("memory", "core.md")
+
+    # -- tiers ----------------------------------------------------------------------------------
+    @property
+    def sessions(self) -> SessionTier:
+        """The session tier (opened on first use)."""
+        if self._sessions is None:
+            self._sessions = SessionTier(self.sub("sessions.sqlite3"))
+        return self._sessions
+
+    def longterm(self):
+        """The long-term tier (``consolidate.longterm.LongTerm``); imports ChromaDB on first use.
+
+        Raises EmbeddingMismatch when the store was built with another embedding function."""
+        if self._longterm is None:
+            from .longterm import LongTerm
+
+            self._longterm = LongTerm(self)
+        return self._longterm
+
+    def core_rules(self) -> str:
+        """Text of ``memory/core.md`` ('' when absent)."""
+        try:
+            return self.core_md_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return ""
+        except (OSError, UnicodeDecodeError) as exc:
+            raise StoreCorrupt(f"cannot read {self.core_md_path}: {exc}", path=str(self.core_md_path)) from None
+
+    # -- manifest -------------------------------------------------------------------------------
+    def read_manifest(self) -> dict[str, Any] | None:
+        """The manifest, or None for a store that has no long-term tier yet.
+
+        Raises StoreCorrupt when manifest.json is not a JSON object."""
+        p = self.sub("manifest.json")
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise StoreCorrupt(f"{p} is corrupt ({exc}); restore it or move it away", path=str(p)) from None
+        if not isinstance(data, dict):
+            raise StoreCorrupt(f"{p} is corrupt (not a JSON object)", path=str(p))
+        return data
+
+    def check_embedding(self, embedding_id: str, dimension: int) -> None:
+        """Write the manifest on first use; refuse a store built with another embedding function.
+
+        Raises EmbeddingMismatch with ``expected`` (the store's) and ``found`` (the configured)."""
+        manifest = self.read_manifest()
+        if manifest is None:
+            write_json_atomic(self.sub("manifest.json"), {
+                "layout_version": LAYOUT_VERSION,
+                "embedding": {"id": embedding_id, "dimension": dimension},
+            })
+            return
+        emb = manifest.get("embedding") or {}
+        if emb.get("id") != embedding_id or emb.get("dimension") != dimension:
+            raise EmbeddingMismatch(
+                f"store {self.path} was built with embedding {emb.get('id')} (dimension {emb.get('dimension')}),"
+                f" not {embedding_id} (dimension {dimension}); use that embedding"
+                f" (CONSOLIDATE_EMBEDDING) or a new store",
+                path=str(self.path), expected=emb.get("id"), found=embedding_id,
+            )
+
+    def lock(self, timeout: float = 60.0):
+        """The store's write lock (a filelock.FileLock on ``.lock``); raises StoreLocked on timeout
+        when used as a context manager through :func:`consolidate.locking.store_lock`."""
+        from .locking import store_lock
+
+        return store_lock(self, timeout)
+
+    def close(self) -> None:
+        if self._sessions is not None:
+            self._sessions.close()
+            self._sessions = None
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to ``path`` through a temporary file, fsync, and rename (atomic on POSIX)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, ensure_ascii=False, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

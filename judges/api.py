@@ -1,0 +1,206 @@
+"""The API judge: any litellm model, with structured output through instructor (``Mode.TOOLS``).
+
+Works with hosted providers and with local OpenAI-compatible servers (llama.cpp's server, ollama,
+vLLM) through ``api_base``. Configuration (judge spec ``api:MODEL`` or environment):
+
+- ``CONSOLIDATE_API_MODEL``: the litellm model string (e.g. ``openai/gpt-4o-mini``, or
+  ``openai/local`` for an OpenAI-compatible server);
+- ``CONSOLIDATE_API_BASE``: the server's base URL (e.g. ``http://127.0.0.1:8765/v1``);
+- ``CONSOLIDATE_API_KEY``: the key for that server (provider keys such as ``OPENAI_API_KEY`` are read
+  by litellm itself).
+
+With no model configured it picks a cheap default when a provider key is set (``OPENAI_API_KEY`` ->
+``gpt-4o-mini``, ``ANTHROPIC_API_KEY`` -> ``anthropic/claude-3-5-haiku-latest``), else it is
+unavailable. ``LITELLM_LOCAL_MODEL_COST_MAP=True`` is set before litellm is imported: otherwise
+litellm fetches a price list from the network at import and can hang 5 to 10 s where the network
+drops traffic. Retries (tenacity, exponential backoff with jitter) cover rate limits and 5xx only,
+inside the time box.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from importlib import resources
+from typing import Any, Optional
+
+from pydantic import BaseModel, Field
+
+from consolidate.errors import JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
+
+from .base import JudgeContext, JudgeNote
+
+PROMPT_VERSION = "judge-v1"
+_DEFAULT_BY_KEY = (("OPENAI_API_KEY", "gpt-4o-mini"), ("ANTHROPIC_API_KEY", "anthropic/claude-3-5-haiku-latest"))
+
+
+def load_prompt(version: str = PROMPT_VERSION) -> str:
+    """The template text of prompt ``version`` (``prompts/<version>.md``)."""
+    return resources.files("judges.prompts").joinpath(f"{version}.md").read_text(encoding="utf-8")
+
+
+def render_prompt(batch: list[JudgeNote], context: JudgeContext, version: str = PROMPT_VERSION) -> str:
+    """The prompt for one batch: notes as ``[id] (section: ...) content`` lines."""
+    lines = []
+    for n in batch:
+        head = f"[{n.id}]"
+        if n.section:
+            head += f" (section: {n.section})"
+        if n.kind:
+            head += f" (kind: {n.kind})"
+        lines.append(f"{head} {n.content}")
+    return load_prompt(version).format(project=context.project, core=context.core.strip() or "(none)",
+                                       notes="\n".join(lines))
+
+
+class _ApiVerdict(BaseModel):
+    id: str = Field(description="the note id exactly as given, e.g. n1")
+    verdict: str = Field(description="keep or drop")
+    statement: Optional[str] = Field(None, description="for a keep: one standalone sentence")
+    type: Optional[str] = Field(None, description="decision|constraint|preference|recipe|failure|fact")
+    fields: Optional[dict[str, str]] = Field(None, description="the type's required fields")
+    evidence: Optional[str] = Field(None, description="user-stated|observed-success|observed-failure|inferred")
+    confidence: Optional[str] = Field(None, description="low|medium|high")
+    reason: Optional[str] = Field(None, description="why, at most 12 words")
+    entities: Optional[list[str]] = Field(None, description="files, packages, tools named")
+
+
+class Verdicts(BaseModel):
+    """The structured answer asked of the model: one verdict per note."""
+
+    verdicts: list[_ApiVerdict]
+
+    @classmethod
+    def model_validate_json(cls, json_data, **kwargs):
+        """Parse leniently: llama.cpp's grammar lets raw control characters (newlines) into JSON
+        strings, which pydantic's JSON parser rejects and ``json.loads(strict=False)`` reads
+        (measured on these machines, ../shared/notes/local-models.md)."""
+        try:
+            data = json.loads(json_data, strict=False)
+        except ValueError:
+            return super().model_validate_json(json_data, **kwargs)  # raises the usual error
+        kwargs.pop("strict", None)
+        return cls.model_validate(data, **kwargs)
+
+
+def _import_litellm():
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+class APIJudge:
+    """The litellm + instructor judge. ``arg`` (from the spec ``api:MODEL``) is the model string.
+
+    Raises nothing at construction; ``judge()`` raises JudgeUnavailable (no model configured,
+    connection refused, auth), JudgeTimeout (past the time box) or JudgeOutputInvalid (no valid
+    structured answer). ``usage`` accumulates ``calls``, ``prompt_tokens``, ``completion_tokens``,
+    ``cost`` (USD, when litellm knows the price)."""
+
+    name = "api"
+
+    def __init__(self, arg: str | None = None, *, model: str | None = None, api_base: str | None = None,
+                 api_key: str | None = None, max_retries: int = 2, temperature: float = 0.0, seed: int = 42,
+                 prompt_version: str = PROMPT_VERSION):
+        self.model = model or arg or os.environ.get("CONSOLIDATE_API_MODEL") or self._default_model()
+        self.api_base = api_base or os.environ.get("CONSOLIDATE_API_BASE") or None
+        self.api_key = api_key or os.environ.get("CONSOLIDATE_API_KEY") or None
+        self.max_retries = max_retries
+        self.temperature = temperature
+        self.seed = seed
+        self.prompt_version = prompt_version
+        self.usage: dict[str, Any] = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
+        self.last_call: dict[str, Any] = {}
+
+    @staticmethod
+    def _default_model() -> str | None:
+        for env, model in _DEFAULT_BY_KEY:
+            if os.environ.get(env):
+                return model
+        return None
+
+    def available(self) -> tuple[bool, str]:
+        """(usable now, why), without a model call."""
+        if not self.model:
+            return False, "no model: set CONSOLIDATE_API_MODEL (and CONSOLIDATE_API_BASE for a local server) or a provider key"
+        if self.api_base:
+            return True, f"{self.model} at {self.api_base}"
+        return True, f"{self.model}"
+
+    def judge(self, batch: list[JudgeNote], context: JudgeContext, timeout: float | None) -> list[dict]:
+        """One structured call for the batch; returns raw verdict dicts (validated by the chain)."""
+        ok, why = self.available()
+        if not ok:
+            raise JudgeUnavailable(f"api: {why}", judge=self.name)
+        deadline = None if timeout is None else time.time() + timeout
+        litellm = _import_litellm()
+        import instructor
+        from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_before_delay, wait_random_exponential
+
+        client = instructor.from_litellm(litellm.completion, mode=instructor.Mode.TOOLS)
+        messages = [{"role": "user", "content": render_prompt(batch, context, self.prompt_version)}]
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "response_model": Verdicts,
+                                  "temperature": self.temperature, "max_retries": 0, "seed": self.seed}
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        stop = stop_after_attempt(self.max_retries + 1)
+        if deadline is not None:
+            stop = stop | stop_before_delay(max(0.0, timeout))
+        retrying = Retrying(stop=stop, wait=wait_random_exponential(multiplier=0.5, max=8),
+                            retry=retry_if_exception(_retryable), reraise=True)
+        started = time.time()
+        try:
+            for attempt in retrying:
+                with attempt:
+                    left = None if deadline is None else deadline - time.time()
+                    if left is not None and left <= 0.05:
+                        raise JudgeTimeout(f"api: no answer within {timeout:.1f} s", judge=self.name, seconds=timeout)
+                    kwargs["timeout"] = left
+                    answer, completion = client.chat.completions.create_with_completion(**kwargs)
+        except JudgeTimeout:
+            raise
+        except Exception as exc:
+            raise _classify(exc, self.name, timeout) from None
+        self._record_usage(completion, time.time() - started, litellm)
+        return [v.model_dump(exclude_none=True) for v in answer.verdicts]
+
+    def _record_usage(self, completion, seconds: float, litellm) -> None:
+        usage = getattr(completion, "usage", None)
+        pt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        ct = int(getattr(usage, "completion_tokens", 0) or 0)
+        try:
+            cost = float(litellm.completion_cost(completion_response=completion) or 0.0)
+        except Exception:
+            cost = 0.0
+        self.usage["calls"] += 1
+        self.usage["prompt_tokens"] += pt
+        self.usage["completion_tokens"] += ct
+        self.usage["cost"] += cost
+        self.last_call = {"prompt_tokens": pt, "completion_tokens": ct, "cost": cost, "seconds": round(seconds, 3)}
+
+
+def _retryable(exc: BaseException) -> bool:
+    """Rate limits and 5xx only (litellm's exception classes carry ``status_code``)."""
+    code = getattr(exc, "status_code", None)
+    name = type(exc).__name__
+    return name in ("RateLimitError", "ServiceUnavailableError", "InternalServerError") or (
+        isinstance(code, int) and (code == 429 or 500 <= code < 600))
+
+
+def _classify(exc: Exception, name: str, timeout: float | None):
+    """Map a litellm / instructor / pydantic error to the judge error tree."""
+    cls = type(exc).__name__
+    text = " ".join(str(exc).split())[:300]
+    if "Timeout" in cls or "timed out" in text.lower():
+        return JudgeTimeout(f"{name}: timed out ({text})", judge=name, seconds=timeout)
+    if cls in ("APIConnectionError", "AuthenticationError", "NotFoundError", "BadRequestError",
+               "PermissionDeniedError", "ServiceUnavailableError", "RateLimitError", "InternalServerError",
+               "CannotOverwriteExistingCassetteException") or getattr(exc, "status_code", None):
+        return JudgeUnavailable(f"{name}: {cls}: {text}", judge=name)
+    return JudgeOutputInvalid(f"{name}: {cls}: {text}", judge=name)

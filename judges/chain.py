@@ -1,0 +1,196 @@
+"""The fail-soft judge chain (SPEC section 5).
+
+Per batch, judges in order. A judge that fails, times out, returns invalid output or answers part of a
+batch passes the rest of the batch to the next judge. A judge that failed once is skipped for the rest
+of the run (circuit breaker). Each note ends judged-keep, judged-drop or unjudged (with each failed
+judge's reason). Batches are bounded by note count and by characters; a note longer than the
+per-note limit is truncated for the judge, and the truncation is recorded.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from consolidate.errors import JudgeError, JudgeOutputInvalid, JudgeTimeout
+
+from .base import JudgeContext, JudgeNote, Verdict, validate_verdicts
+
+#: Defaults for batching: at most 20 notes and 12,000 characters a batch (about 3,000 tokens of
+#: notes, leaving room for the prompt in an 8k context); a note is cut at 4,000 characters for the judge.
+MAX_BATCH_NOTES = 20
+MAX_BATCH_CHARS = 12_000
+MAX_NOTE_CHARS_FOR_JUDGE = 4_000
+#: Extra seconds granted to a judge past its time box before the chain stops waiting for it.
+GRACE_SECONDS = 2.0
+
+
+@dataclass
+class Item:
+    """A note to judge: ``key`` is the caller's id (the session-tier note id)."""
+
+    key: int
+    content: str
+    section: str | None = None
+    kind: str | None = None
+
+
+@dataclass
+class Judged:
+    """A valid verdict and who gave it."""
+
+    verdict: Verdict
+    judge: str
+    model: str | None
+    prompt_version: str | None
+    truncated_from: int | None = None
+
+
+@dataclass
+class ChainResult:
+    """``judged``: key -> Judged; ``unjudged``: key -> reasons (one per judge that failed it, or
+    the time box); ``events``: judge-level events for the log (failures, ignored verdicts, calls)."""
+
+    judged: dict[int, Judged] = field(default_factory=dict)
+    unjudged: dict[int, list[str]] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    judges_used: list[str] = field(default_factory=list)
+
+
+def make_batches(items: list[Item], max_notes: int = MAX_BATCH_NOTES, max_chars: int = MAX_BATCH_CHARS,
+                 max_note_chars: int = MAX_NOTE_CHARS_FOR_JUDGE) -> list[list[tuple[Item, JudgeNote]]]:
+    """Split items into batches of at most ``max_notes`` notes and ``max_chars`` characters of
+    content. A note longer than ``max_note_chars`` is truncated for the judge (``truncated_from``
+    set) and, being large, usually ends up alone in its batch. Short ids restart at n1 per batch."""
+    batches: list[list[tuple[Item, JudgeNote]]] = []
+    current: list[tuple[Item, JudgeNote]] = []
+    chars = 0
+    for item in items:
+        content = item.content
+        truncated = None
+        if len(content) > max_note_chars:
+            truncated = len(content)
+            content = content[:max_note_chars] + " […truncated]"
+        if current and (len(current) >= max_notes or chars + len(content) > max_chars):
+            batches.append(current)
+            current, chars = [], 0
+        current.append((item, JudgeNote(id="", content=content, section=item.section, kind=item.kind,
+                                        truncated_from=truncated)))
+        chars += len(content)
+    if current:
+        batches.append(current)
+    for batch in batches:
+        for i, (_, jn) in enumerate(batch, 1):
+            jn.id = f"n{i}"
+    return batches
+
+
+def _call_with_deadline(judge, batch, context, timeout: float | None):
+    """Run ``judge.judge`` in a daemon thread and stop waiting ``GRACE_SECONDS`` after its time box:
+    a judge that ignores its timeout cannot hold the run (the thread is abandoned)."""
+    if timeout is None:
+        return judge.judge(batch, context, None)
+    box: dict[str, Any] = {}
+
+    def target():
+        try:
+            box["result"] = judge.judge(batch, context, timeout)
+        except BaseException as exc:  # handed to the caller below
+            box["error"] = exc
+
+    t = threading.Thread(target=target, daemon=True, name=f"judge-{judge.name}")
+    t.start()
+    t.join(timeout + GRACE_SECONDS)
+    if t.is_alive():
+        raise JudgeTimeout(f"{judge.name}: no answer within {timeout:.1f} s", judge=judge.name, seconds=timeout)
+    if "error" in box:
+        raise box["error"]
+    return box.get("result")
+
+
+class JudgeChain:
+    """Judges tried in order per batch. ``deadline`` (absolute Unix seconds, or None) bounds the
+    whole chain: each call gets the time left, never more."""
+
+    def __init__(self, judges: list, *, max_notes: int = MAX_BATCH_NOTES, max_chars: int = MAX_BATCH_CHARS,
+                 max_note_chars: int = MAX_NOTE_CHARS_FOR_JUDGE):
+        self.judges = list(judges)
+        self.max_notes = max_notes
+        self.max_chars = max_chars
+        self.max_note_chars = max_note_chars
+        self.failed: dict[str, str] = {}
+
+    @property
+    def names(self) -> list[str]:
+        return [j.name for j in self.judges]
+
+    def run(self, items: list[Item], context: JudgeContext, deadline: float | None = None) -> ChainResult:
+        """Judge every item; never raises for a judge's failure (it becomes an event)."""
+        result = ChainResult()
+        for batch in make_batches(items, self.max_notes, self.max_chars, self.max_note_chars):
+            self._run_batch(batch, context, deadline, result)
+        return result
+
+    def _run_batch(self, batch, context, deadline, result: ChainResult) -> None:
+        pending = list(batch)
+        reasons: dict[int, list[str]] = {item.key: [] for item, _ in batch}
+        for judge in self.judges:
+            if not pending:
+                break
+            if judge.name in self.failed:
+                for item, _ in pending:
+                    reasons[item.key].append(f"{judge.name}: skipped (failed earlier in this run: {self.failed[judge.name]})")
+                continue
+            timeout = None if deadline is None else deadline - time.time()
+            if timeout is not None and timeout <= 0:
+                for item, _ in pending:
+                    reasons[item.key].append("time box exhausted before this batch was judged")
+                break
+            notes = [jn for _, jn in pending]
+            started = time.time()
+            try:
+                raw = _call_with_deadline(judge, notes, context, timeout)
+                if not isinstance(raw, list):
+                    raise JudgeOutputInvalid(f"{judge.name}: answer is not a list of verdicts", judge=judge.name)
+            except JudgeError as exc:
+                self._fail(judge, exc.kind, str(exc), pending, reasons, result, started)
+                continue
+            except Exception as exc:  # a plug-in's own bug must not end the run
+                self._fail(judge, "judge-error", f"{judge.name}: {type(exc).__name__}: {exc}", pending, reasons, result, started)
+                continue
+            report = validate_verdicts(notes, raw)
+            call = getattr(judge, "last_call", None)
+            result.events.append({"event": "judge.call", "judge": judge.name, "batch_size": len(notes),
+                                  "answered": len(report.verdicts), "seconds": round(time.time() - started, 3),
+                                  **(call or {})})
+            if judge.name not in result.judges_used:
+                result.judges_used.append(judge.name)
+            if report.problems:
+                result.events.append({"event": "judge.output_problems", "judge": judge.name,
+                                      "problems": report.problems[:20]})
+            still = []
+            for item, jn in pending:
+                v = report.verdicts.get(jn.id)
+                if v is None:
+                    reasons[item.key].append(f"{judge.name}: judge-output-invalid (no valid verdict for this note)")
+                    still.append((item, jn))
+                else:
+                    result.judged[item.key] = Judged(v, judge.name, getattr(judge, "model", None),
+                                                     getattr(judge, "prompt_version", None), jn.truncated_from)
+            if still and not raw:
+                # Answered nothing at all (the no-op judge's job): say so plainly.
+                for item, _ in still:
+                    reasons[item.key][-1] = f"{judge.name}: answered no note"
+            pending = still
+        for item, _ in pending:
+            result.unjudged[item.key] = reasons[item.key] or ["no judge configured"]
+
+    def _fail(self, judge, kind, message, pending, reasons, result, started) -> None:
+        self.failed[judge.name] = kind
+        result.events.append({"event": "judge.failed", "judge": judge.name, "kind": kind,
+                              "reason": message, "seconds": round(time.time() - started, 3),
+                              "batch_size": len(pending)})
+        for item, _ in pending:
+            reasons[item.key].append(f"{judge.name}: {kind}: {message}")

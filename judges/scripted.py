@@ -1,0 +1,77 @@
+"""The scripted judge: a test double that answers from a script, with no model.
+
+Shipped with the package so that users can test their own hooks and configurations offline.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from consolidate.errors import ConfigError, JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
+
+
+class ScriptedJudge:
+    """Answers each note from a rule.
+
+    ``script`` is one of:
+    - a callable ``(JudgeNote) -> dict | None`` (a verdict dict without ``id``, or None for no answer);
+    - a dict ``{content substring: verdict dict}`` (the first substring found in the note wins);
+    - a path to a JSON file holding such a dict (the ``scripted:PATH`` judge spec).
+    Notes the script does not answer get ``default`` (a verdict dict, or None: no answer).
+
+    ``fail`` makes every call raise: ``"unavailable"``, ``"timeout"`` or ``"invalid"``; ``latency``
+    sleeps that many seconds per call (bounded by the time box, then JudgeTimeout). ``calls`` counts
+    calls and ``batches`` records the ids of each batch."""
+
+    prompt_version = "scripted"
+
+    def __init__(self, script: Any = None, *, default: dict | None = None, name: str = "scripted",
+                 model: str | None = "script", fail: str | None = None, latency: float = 0.0):
+        if isinstance(script, (str, Path)):
+            try:
+                script = json.loads(Path(script).read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"scripted judge: cannot read script {script}: {exc}") from None
+        self.script = script or {}
+        self.default = default
+        self.name = name
+        self.model = model
+        self.fail = fail
+        self.latency = latency
+        self.calls = 0
+        self.batches: list[list[str]] = []
+
+    def _answer(self, note) -> dict | None:
+        if callable(self.script):
+            return self.script(note)
+        for needle, verdict in self.script.items():
+            if needle in note.content:
+                return verdict
+        return self.default
+
+    def judge(self, batch, context, timeout):
+        self.calls += 1
+        self.batches.append([n.id for n in batch])
+        if self.latency:
+            if timeout is not None and self.latency > timeout:
+                time.sleep(max(0.0, timeout))
+                raise JudgeTimeout(f"{self.name}: no answer within {timeout:.1f} s", judge=self.name, seconds=timeout)
+            time.sleep(self.latency)
+        if self.fail == "unavailable":
+            raise JudgeUnavailable(f"{self.name}: scripted outage", judge=self.name)
+        if self.fail == "timeout":
+            raise JudgeTimeout(f"{self.name}: scripted timeout", judge=self.name, seconds=timeout)
+        if self.fail == "invalid":
+            raise JudgeOutputInvalid(f"{self.name}: scripted garbage", judge=self.name)
+        out = []
+        for note in batch:
+            answer = self._answer(note)
+            if answer is not None:
+                out.append({"id": note.id, **answer})
+        return out
+
+    def available(self):
+        return True, "test double"
