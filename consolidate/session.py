@@ -111,6 +111,9 @@ class SessionTier:
             self.db = sqlite3.connect(str(self.path), timeout=10.0, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
+            # Deleted notes may hold secrets (the secret gate blocks them from the long-term store,
+            # not from the scratch tier): overwrite their pages instead of leaving them on disk.
+            self.db.execute("PRAGMA secure_delete=ON")
             self.db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise StoreCorrupt(f"{self.path} is not a usable SQLite database ({exc})", path=str(self.path)) from None
@@ -221,7 +224,8 @@ class SessionTier:
         ]
 
     def delete_notes(self, note_ids: Iterable[int]) -> int:
-        """Delete notes by id; returns how many existed. Deleting a missing id is not an error (replay)."""
+        """Delete notes by id, overwriting their content on disk (``secure_delete`` and a WAL
+        checkpoint); returns how many existed. Deleting a missing id is not an error (replay)."""
         ids = list(note_ids)
         n = 0
         with self._transaction():
@@ -229,6 +233,9 @@ class SessionTier:
                 chunk = ids[i:i + 500]
                 cur = self.db.execute(f"DELETE FROM notes WHERE id IN ({','.join('?' * len(chunk))})", chunk)
                 n += cur.rowcount
+        if n:
+            # Old WAL frames still hold the deleted rows: fold them into the database and truncate.
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return n
 
     def sessions(self) -> dict[str, int]:
