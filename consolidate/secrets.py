@@ -1,0 +1,706 @@
+"""The secret gate: find secret material in a note before it reaches a judge or the store.
+
+:func:`scan` returns one :class:`Finding` per secret; an empty list means the text is clean.
+A finding never carries the secret itself, only a redacted :attr:`Finding.preview` (first three
+characters, an ellipsis, the last character) and the offsets of the secret in the text, so that
+:func:`redact` can print a note safely in logs.
+
+Rules, from most to least specific (when two findings overlap, the more specific rule wins):
+
+==============================  ===============================================================
+kind                            source
+==============================  ===============================================================
+``private-key``                 PEM armour (RFC 7468); labels from detect-secrets'
+                                ``PrivateKeyDetector.denylist`` plus ``ENCRYPTED PRIVATE KEY``
+``jwt``                         RFC 7519 compact form; validated by detect-secrets'
+                                ``JwtTokenDetector.is_formally_valid``
+``anthropic-key``               Anthropic's documented key prefix ``sk-ant-``
+``openai-key``                  OpenAI's documented prefixes ``sk-``, ``sk-proj-``, ...
+``aws-access-key``              detect-secrets' ``AWSKeyDetector.denylist[0]``
+``aws-secret-key``              detect-secrets' ``AWSKeyDetector.denylist[1]``, plus a 40-char
+                                base64 value next to an access key id (AWS IAM docs)
+``github-token``                detect-secrets' ``GitHubTokenDetector``, plus ``github_pat_``
+``slack-token``/``slack-webhook``  detect-secrets' ``SlackDetector.denylist``
+``stripe-key``                  detect-secrets' ``StripeDetector.denylist``
+``google-api-key``              Google's documented ``AIza`` + 35 characters
+``<plugin class name>``         other detect-secrets regex plugins, used as they are
+``connection-string-password``  RFC 3986 userinfo, widened from detect-secrets'
+                                ``BasicAuthDetector``
+``bearer-token``                RFC 6750 ``Authorization: Bearer``
+``basic-auth-header``           RFC 7617 ``Authorization: Basic``
+``secret-assignment``           keyword list adapted from detect-secrets' ``KeywordDetector``,
+                                values judged by shape and Shannon entropy; also
+                                ``--password``/``--token`` command-line flags
+``cli-password``                ``curl -u user:password`` (RFC 7617 credentials)
+==============================  ===============================================================
+
+What is deliberately *not* a secret (see :func:`_is_placeholder` and :func:`_value_is_secret`):
+empty values, placeholders (``<API_KEY>``, ``${API_KEY}``, ``$TOKEN``, ``xxxx``, ``sk-...``,
+``your-key-here``, ``changeme``, ``<REDACTED_SECRET kind=...>``), references to where a secret
+lives (``os.environ["API_KEY"]``, paths such as ``~/.ssh/id_rsa``), and bare hashes, commit SHAs
+and UUIDs: detect-secrets' high-entropy plugins are not used because they flag exactly those.
+A hex string or UUID *is* a secret when it is assigned to a secret-named variable.
+
+detect-secrets is imported lazily, on the first call to :func:`scan` (importing it costs
+~0.1-0.2 s because it pulls in ``requests``). Only class attributes of its plugins are used (their
+``denylist`` regexes and ``JwtTokenDetector.is_formally_valid``): ``analyze_line`` and the
+baseline/settings machinery, which keep global state, are never touched.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bisect
+import functools
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, Iterator, NamedTuple, Pattern
+
+__all__ = ["Finding", "scan", "redact", "redact_preview"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One secret found in a text.
+
+    ``kind`` names the rule that fired; ``preview`` is :func:`redact_preview` of the secret;
+    ``start``/``end`` are the character offsets of the secret value in the scanned text
+    (``text[start:end]`` is the secret, e.g. only the password of a connection string).
+    """
+
+    kind: str
+    preview: str
+    start: int
+    end: int
+
+
+def redact_preview(value: str) -> str:
+    """``"sk-abcdefz"`` -> ``"sk-…z"``: first three characters, an ellipsis, the last one.
+
+    Values shorter than five characters become ``"…"`` (the preview would be the value).
+    """
+    if len(value) < 5:
+        return "…"
+    return f"{value[:3]}…{value[-1]}"
+
+
+def redact(text: str) -> str:
+    """The text with every finding replaced by its preview; safe to write to logs."""
+    findings = scan(text)
+    if not findings:
+        return text
+    parts: list[str] = []
+    pos = 0
+    for finding in findings:  # sorted and non-overlapping
+        parts.append(text[pos : finding.start])
+        parts.append(finding.preview)
+        pos = finding.end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+# --------------------------------------------------------------------------------------------
+# Entropy and the shape of values
+# --------------------------------------------------------------------------------------------
+
+
+def shannon_entropy(value: str) -> float:
+    """Shannon entropy in bits per character of ``value`` (0.0 for the empty string)."""
+    n = len(value)
+    if not n:
+        return 0.0
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+# Entropy thresholds, measured on 20,000 random strings per length (random.Random, base62):
+#
+#   length 12: median 3.42 bits/char, 0.8 % below 3.0
+#   length 16: median 3.75, 0.005 % below 3.0 (but 4.6 % below 3.5: too many misses for 3.5)
+#   length 20: median 4.02, 0.1 % below 3.5
+#   hex, 16:   median 3.20, 0.2 % below 2.5 (hex has only 16 symbols: at most 4 bits/char)
+#
+# English identifiers and words score 3.0-3.4 at these lengths ("development_secret" 3.41,
+# "AccessTokenResponse" 3.09), so entropy alone cannot tell them apart from 12-19 character
+# tokens: the shape filters below (word-like, identifier, path, placeholder) do that, and the
+# entropy floor only removes repetitive values. Hence:
+ENTROPY_MIN_SHORT = 3.0  # values of 12-19 characters
+ENTROPY_MIN = 3.5  # values of 20 characters or more
+ENTROPY_MIN_HEX = 2.5  # hex (and UUIDs) of 16+ hex digits, only when assigned to a secret name
+ENTROPY_MIN_PASSWORD = 2.0  # values of 6+ characters assigned to a password-named variable
+ENTROPY_MIN_TOKEN_BODY = 3.0  # the random part of a prefixed provider key
+
+# Documentation placeholders and vendor defaults (RabbitMQ guest/guest, the postgres image,
+# MySQL root) that, used as a password, reveal nothing. Compared lower-cased, whole value.
+_PLACEHOLDER_WORDS = frozenset(
+    """password passwd pass pwd pw secret secrets changeme change_me change-me xxx x
+    postgres root admin guest test user username mysql redis default none null nil true false
+    token apikey api_key api-key key mypassword yourpassword your_password your-password
+    password123 password1 pass123 secret123 admin123 mysecret mysecretpassword supersecret
+    s3cret s3cr3t p@ssw0rd p@ssword passw0rd 123456 12345678 qwerty letmein dev local""".split()
+)
+# A placeholder by its whole shape: <API_KEY>, [token], ${API_KEY}, ${{ secrets.X }}, $TOKEN,
+# {token}, {{ token }}, %s, %(password)s, %TOKEN%, and runs of mask characters (xxxx, ****, ...).
+_PLACEHOLDER_SHAPE = re.compile(
+    r"""^(?:
+        <.* | \[[^\[\]]*\]
+      | \$\{.* | \$[A-Za-z_][A-Za-z0-9_]*
+      | \{.*\}
+      | %\(?[A-Za-z_]*\)?s | %[A-Za-z_][A-Za-z0-9_]*%
+      | [xX*.•#_\-…0]+
+    )$""",
+    re.X | re.S,
+)
+# A placeholder by a marker inside it. Markers are 5+ characters (or anchored) so that a random
+# 40-character token contains one by chance with probability below 1e-6.
+_PLACEHOLDER_MARKER = re.compile(
+    r"""(?ix)
+      ^your | [^a-z]your[-_ ] | example | placeholder | redacted | changeme | change[-_ ]me
+    | dummy | sample | replace[-_ ]?me | insert[-_ ] | [-_ ]here$ | ^fake | [-_]fake
+    | \.\.\. | … | (?-i:x{5,}|X{5,}) | \*{3,}
+    """
+)
+
+
+def _is_placeholder(value: str) -> bool:
+    """True for values that stand in for a secret rather than being one (see module docs)."""
+    if not value:
+        return True
+    if value.lower() in _PLACEHOLDER_WORDS:
+        return True
+    if _PLACEHOLDER_SHAPE.match(value):
+        return True
+    return _PLACEHOLDER_MARKER.search(value) is not None
+
+
+def _char_classes(value: str) -> int:
+    """How many of upper case, lower case and digits occur in ``value``."""
+    upper = lower = digit = False
+    for ch in value:
+        if ch.isdigit():
+            digit = True
+        elif ch.isupper():
+            upper = True
+        elif ch.islower():
+            lower = True
+    return upper + lower + digit
+
+
+_HEX_OR_UUID = re.compile(r"^(?:[0-9a-fA-F]{16,}|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})$")
+_LETTERS_AND_SEPARATORS = re.compile(r"^[A-Za-z]+(?:[-_./ :?!]+[A-Za-z]+)*$")
+_CAMEL_SEGMENT = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+_SNAKE_IDENTIFIER = re.compile(r"^[a-z][a-z0-9]*(?:[_-][a-z0-9]+)+$")
+_CALL_OR_SUBSCRIPT = re.compile(r"^([A-Za-z_$][A-Za-z0-9_.:>?!-]*)[(\[]")
+_DATE_OR_NUMBER = re.compile(r"^[0-9.,:/_+\-TZ ]+$")
+_DIGEST_PREFIX = re.compile(r"^(?:sha\d*|md5|blake2[bs]?|sha3-\d+|arn):", re.I)
+_PATH_ROOTS = frozenset(
+    "home users etc usr var tmp opt root srv mnt run app apps data workspace workspaces "
+    "secrets config private keys certs ssl dev proc sys library volumes".split()
+)
+
+
+def _is_word_like(value: str) -> bool:
+    """Letters and separators only, in segments averaging 3+ letters: ``AccessTokenResponse``,
+    ``my-app-secrets``, ``secrets/prod``, ``token?.slice``. Random letters split into 1-2 letter
+    segments."""
+    value = value.strip("-_./:?!")
+    if not _LETTERS_AND_SEPARATORS.match(value):
+        return False
+    segments = _CAMEL_SEGMENT.findall(value)
+    return bool(segments) and sum(map(len, segments)) / len(segments) >= 3
+
+
+def _is_path(value: str) -> bool:
+    """``~/.ssh/id_rsa``, ``./secrets/prod.json``, ``/etc/ssl/private``, ``C:\\keys\\a.pem``.
+
+    base64 never holds a dot, so a value with ``/`` is a path when its last segment has an
+    extension; an absolute path without one must start with a well-known root directory.
+    """
+    if "/" not in value and "\\" not in value:
+        return False
+    if value.startswith(("~", "./", "../", ".\\", "..\\")) or re.match(r"^[A-Za-z]:\\", value):
+        return True
+    if value.startswith("/"):
+        first = value[1:].split("/", 1)[0].lower()
+        if first in _PATH_ROOTS:
+            return True
+    last = re.split(r"[/\\]", value.rstrip("/\\"))[-1]
+    return "." in last.strip(".")
+
+
+def _is_reference(value: str) -> bool:
+    """Code or configuration that names where the secret lives instead of holding it:
+    ``os.environ["API_KEY"]``, ``process.env.TOKEN``, ``getenv("TOKEN")``, ``$(cat file)``,
+    ``!vault``, ``hashed_pw``, ``arn:aws:...``, ``sha256:...``, URLs. (Dotted names such as
+    ``settings.SECRET_KEY`` are word-like and dropped by :func:`_is_word_like`.)"""
+    if value[0] in "$<[{%!@&*(":
+        return True
+    if "://" in value or _DIGEST_PREFIX.match(value):
+        return True
+    call = _CALL_OR_SUBSCRIPT.match(value)
+    if call and _is_word_like(call.group(1)):
+        return True
+    return bool(_SNAKE_IDENTIFIER.match(value))
+
+
+def _token_body_is_random(body: str, min_classes: int = 2) -> bool:
+    """The random part of a prefixed provider key: not a placeholder, mixed characters, and not
+    repetitive (Shannon entropy >= :data:`ENTROPY_MIN_TOKEN_BODY`)."""
+    return (
+        not _is_placeholder(body)
+        and _char_classes(body) >= min_classes
+        and shannon_entropy(body) >= ENTROPY_MIN_TOKEN_BODY
+    )
+
+
+# Last segment of a secret-named variable that makes it metadata about a secret, not a secret:
+# api_key_id, secret_name, token_url, password_hash, max_tokens, token_type, ...
+_METADATA_SUFFIXES = frozenset(
+    """id ids name names url urls uri endpoint path paths file files dir arn type types length
+    len count limit limits size ttl expiry expires expiration expired format env var vars ref
+    version header headers field fields prefix hash hashed digest checksum fingerprint sha sha1
+    sha256 sha512 md5
+    tokens usage budget index location store manager provider policy rotation required min max
+    scope scopes label labels mode enabled""".split()
+)
+_NAME_SPLIT = re.compile(r"[_.\-\s]+|(?<=[a-z0-9])(?=[A-Z])")
+
+
+# Keys that are public by design: Stripe publishable keys, VAPID/RSA public keys, ...
+_PUBLIC_NAME = re.compile(r"(?i)publishable|public|(?<![a-z])pub[-_]?key")
+
+
+def _name_is_metadata(name: str) -> bool:
+    segments = [s for s in _NAME_SPLIT.split(name.strip("\"'`*[]")) if s]
+    return bool(segments) and segments[-1].lower() in _METADATA_SUFFIXES
+
+
+def _value_is_secret(value: str, password_named: bool) -> bool:
+    """Whether a value assigned to a secret-named variable is secret material.
+
+    * never: placeholders, references, paths, URLs, digits/dates, values with spaces
+    * hex and UUIDs (16+ hex digits): entropy >= :data:`ENTROPY_MIN_HEX` (hashes and UUIDs are
+      not secrets on their own, but ``API_KEY=<uuid>`` is how many services issue keys)
+    * password-named variables: 6+ characters, letters and a digit or symbol, not an identifier,
+      entropy >= :data:`ENTROPY_MIN_PASSWORD` (passwords are short and human-made)
+    * other secret names: 12+ characters, at least two of upper/lower/digits, not word-like,
+      entropy >= :data:`ENTROPY_MIN_SHORT` below 20 characters, :data:`ENTROPY_MIN` from 20
+    """
+    if not value or _is_placeholder(value) or any(ch.isspace() for ch in value):
+        return False
+    if _DATE_OR_NUMBER.match(value) or _is_reference(value) or _is_path(value):
+        return False
+    if _HEX_OR_UUID.match(value):
+        return len(value.replace("-", "")) >= 16 and shannon_entropy(value) >= ENTROPY_MIN_HEX
+    if _is_word_like(value):
+        return False
+    if password_named and len(value) >= 6:
+        has_letter = any(ch.isalpha() for ch in value)
+        has_other = any(not ch.isalpha() for ch in value)
+        return has_letter and has_other and shannon_entropy(value) >= ENTROPY_MIN_PASSWORD
+    if len(value) < 12 or _char_classes(value) < 2:
+        return False
+    threshold = ENTROPY_MIN_SHORT if len(value) < 20 else ENTROPY_MIN
+    return shannon_entropy(value) >= threshold
+
+
+# --------------------------------------------------------------------------------------------
+# Our own regexes (compiled at import; the detect-secrets ones are compiled on first scan)
+# --------------------------------------------------------------------------------------------
+
+_B64URL = "A-Za-z0-9_-"
+
+# Anthropic API docs: keys look like sk-ant-api03-<93 base64url chars>; admin keys sk-ant-admin01-.
+_ANTHROPIC_RE = re.compile(r"(?<![A-Za-z0-9_-])sk-ant-(?:[a-z]+\d\d-)?(?P<body>[A-Za-z0-9_-]{20,512})")
+# OpenAI API docs: legacy user keys sk-<48>, project keys sk-proj-..., service accounts
+# sk-svcacct-..., admin keys sk-admin-... (detect-secrets' OpenAIDetector only knows legacy keys
+# holding "T3BlbkFJ", base64 of "OpenAI", so this rule replaces it).
+_OPENAI_RE = re.compile(
+    r"(?<![A-Za-z0-9_-])sk-(?!ant-)(?:proj-|svcacct-|admin-|None-)?(?P<body>[A-Za-z0-9_-]{20,512})"
+)
+# GitHub docs, "About authentication to GitHub / GitHub's token formats": fine-grained personal
+# access tokens are github_pat_<22>_<59>; detect-secrets' GitHubTokenDetector covers gh[pousr]_.
+_GITHUB_PAT_RE = re.compile(r"(?<![A-Za-z0-9_])github_pat_(?P<body>[A-Za-z0-9_]{22,255})")
+# Google Cloud docs ("API keys"; the pattern GitHub secret scanning uses): AIza + 35 chars.
+_GOOGLE_RE = re.compile(r"(?<![A-Za-z0-9_-])AIza(?P<body>[0-9A-Za-z_-]{35})(?![0-9A-Za-z_-])")
+_PROVIDER_RULES = (
+    ("anthropic-key", _ANTHROPIC_RE, ("sk-ant-",)),
+    ("openai-key", _OPENAI_RE, ("sk-",)),
+    ("github-token", _GITHUB_PAT_RE, ("github_pat_",)),
+    ("google-api-key", _GOOGLE_RE, ("aiza",)),
+)
+# RFC 7519: three base64url segments; the JOSE header is a JSON object, so it starts "eyJ" ('{"').
+_JWT_RE = re.compile(
+    rf"(?<![{_B64URL}])eyJ[{_B64URL}]{{2,4096}}={{0,2}}\.[{_B64URL}]{{2,16384}}={{0,2}}"
+    rf"\.[{_B64URL}]{{0,4096}}={{0,2}}"
+)
+# RFC 3986 §3.2.1 userinfo "user:password@" in any URL (postgres, mysql, mongodb+srv, redis,
+# amqp, https...). detect-secrets' BasicAuthDetector needs a non-empty user and refuses passwords
+# with sub-delimiters (!$&'()*+,;=), so it misses redis://:pass@host and p4ss!word: widened here.
+_CONN_RE = re.compile(
+    r"://(?P<user>[^\s:/@?#\"'<>`]{0,128}):(?P<pw>[^\s/@?#\"'`]{1,256})@(?=[\w\[%-])"
+)
+# RFC 6750 §2.1 bearer credentials (b64token), RFC 7617 basic credentials.
+_BEARER_RE = re.compile(r"\b[Bb]earer[ \t]+(?P<value>[A-Za-z0-9._~+/-]{8,4096}=*)")
+_BASIC_RE = re.compile(
+    r"(?i)authorization[\"']?\s*[:=]\s*[\"']?\s*basic[ \t]+(?P<value>[A-Za-z0-9+/]{8,2048}={0,2})"
+)
+# Secret-named variables. Keywords adapted from detect-secrets' KeywordDetector.DENYLIST (which
+# comes from bandit): api_key, auth_key, private_key, client_key, password, passwd, pwd, secret,
+# plus token, passphrase, credential and common *_key names. The match starts at the keyword
+# (not at the variable name) so that a long run of word characters cannot cause backtracking.
+_PASSWORD_KEYWORD = re.compile(r"(?i)passw(?:or)?d|pwd|passphrase|contrase[ñn]a")
+_ASSIGN_RE = re.compile(
+    r"""(?ix)
+    (?P<kw> api[-_ ]?key | secret | token | passw(?:or)?d | pwd | passphrase | credential
+          | contrase[ñn]a
+          | (?:private|access|auth|signing|encryption|master|client|session|app|account|service)[-_ ]?key
+          | (?-i:(?<=[A-Z0-9]_)KEY) )      # any upper-case env var ending in _KEY
+    (?P<suffix>[A-Za-z0-9_.-]{0,40})
+    (?P<close>["'`*\]]{0,3})[ \t]*
+    (?::=|=>|===?|=|:|>|[ \t]+(?=["'`]))[ \t]*   # >: <password>...</password>
+    (?: (?P<q>["'`]) (?P<qval>[^"'`\r\n]{1,1024}) (?P=q)
+      | (?P<uval>[^\s"'`,;<]{1,1024}) )
+    """
+)
+# Lower-case needles of _ASSIGN_RE's keywords, and the words that make "key" a keyword.
+_KEYWORD_FINDER = re.compile(r"key|secret|token|passw|pwd|passphrase|credential|contrase")
+_KEY_PREFIX = re.compile(
+    r"(?:api|private|access|auth|signing|encryption|master|client|session|app|account|service)[-_ ]?$"
+)
+# --flag forms on command lines: --password hunter22, --api-key=..., --token ... (starts with the
+# literal "-" so the regex engine can skip ahead; the word boundary is checked in code)
+_FLAG_RE = re.compile(
+    r"(?i)--?(?P<kw>(?:[a-z]+-){0,4}(?:api-?key|secret|token|password|passwd|pass|pwd|passphrase))"
+    r"(?:=|[ \t]+)(?P<q>[\"']?)(?P<value>[^\s\"'`,;]{1,1024})(?P=q)"
+)
+# curl -u user:password, --user user:password (RFC 7617 credentials on a command line)
+_CLI_USER_RE = re.compile(r"-(?:u|-user)(?:=|[ \t]+)[\"']?[^\s:\"'$]{1,128}:(?P<pw>[^\s\"']{1,256})")
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+# RFC 7468 private-key armour; the body may be on its own lines, on one line separated by spaces,
+# JSON-escaped with literal "\n", or cut off before the END line. Encrypted PEM (RFC 1421) and
+# PGP armour put "Name: value" headers before the body.
+_PEM_SEP = r"""(?:\s|\\+[rnt]|["'])"""  # quotes: "...\n" "..." string concatenation
+_PEM_BODY_RE = re.compile(
+    rf"(?:{_PEM_SEP}*[A-Za-z][A-Za-z-]*:[^\n\\]*)*{_PEM_SEP}*"
+    rf"(?P<body>[A-Za-z0-9+/=]{{16,}}(?:{_PEM_SEP}+[A-Za-z0-9+/=]{{16,}})*"
+    rf"(?:{_PEM_SEP}+[A-Za-z0-9+/=]{{1,15}}(?={_PEM_SEP}*-----END))?)"
+)
+_PUTTY_PRIVATE_RE = re.compile(r"Private-Lines:[ \t]*\d+")
+_AWS_SECRET_CANDIDATE_RE = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_ID_NEEDLES = ("a3t", "abia", "acca", "akia", "asia")  # detect-secrets' AWS id prefixes
+_AWS_WINDOW = 256  # characters either side of an access key id searched for its secret key
+
+
+def _aws_secret_ok(value: str) -> bool:
+    """AWS secret access keys are 40 base64 characters of mixed case (IAM docs); requiring both
+    cases rules out git SHAs (40 lower-case hex)."""
+    return (
+        any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
+        and not _is_placeholder(value)
+        and not _is_path(value)
+        and shannon_entropy(value) >= ENTROPY_MIN
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# detect-secrets, loaded on first use
+# --------------------------------------------------------------------------------------------
+
+
+class _Candidate(NamedTuple):
+    priority: int
+    kind: str
+    start: int
+    end: int
+
+
+class _DetectSecrets(NamedTuple):
+    aws_key_id: Pattern[str]
+    aws_secret_quoted: Pattern[str]
+    pem_header: Pattern[str]
+    putty_header: Pattern[str]
+    jwt_valid: Callable[[str], bool]
+    token_rules: tuple[tuple[str, Pattern[str], tuple[str, ...], Callable[[str], bool]], ...]
+    extra_rules: tuple[tuple[str, Pattern[str], tuple[str, ...]], ...]
+
+
+def _bounded(pattern: Pattern[str], chars: str = "A-Za-z0-9") -> Pattern[str]:
+    """A detect-secrets denylist regex with word boundaries added (theirs have none)."""
+    return re.compile(rf"(?<![{chars}])(?:{pattern.pattern})(?![{chars}])", pattern.flags)
+
+
+@functools.cache
+def _detect_secrets() -> _DetectSecrets:
+    from detect_secrets.plugins.aws import AWSKeyDetector
+    from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+    from detect_secrets.plugins.discord import DiscordBotTokenDetector
+    from detect_secrets.plugins.github_token import GitHubTokenDetector
+    from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+    from detect_secrets.plugins.jwt import JwtTokenDetector
+    from detect_secrets.plugins.mailchimp import MailchimpDetector
+    from detect_secrets.plugins.npm import NpmDetector
+    from detect_secrets.plugins.private_key import PrivateKeyDetector
+    from detect_secrets.plugins.pypi_token import PypiTokenDetector
+    from detect_secrets.plugins.sendgrid import SendGridDetector
+    from detect_secrets.plugins.slack import SlackDetector
+    from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+    from detect_secrets.plugins.stripe import StripeDetector
+    from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+
+    labels = [
+        p.pattern[len("BEGIN ") :] for p in PrivateKeyDetector.denylist if p.pattern.startswith("BEGIN ")
+    ]
+    labels.append("ENCRYPTED PRIVATE KEY")  # PKCS#8 encrypted, RFC 7468 §11; missing upstream
+    pem_header = re.compile(
+        r"-----BEGIN (?:" + "|".join(map(re.escape, sorted(set(labels), key=len, reverse=True))) + r")-----"
+    )
+    putty = [p.pattern for p in PrivateKeyDetector.denylist if p.pattern.startswith("PuTTY")]
+    putty_header = re.compile("|".join(re.escape(p).replace("2", "[23]") for p in putty) or r"(?!)")
+
+    slack_token, slack_webhook = SlackDetector.denylist
+    token_rules = (
+        ("github-token", _bounded(GitHubTokenDetector.denylist[0], "A-Za-z0-9_"),
+         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), lambda v: _token_body_is_random(v[4:])),
+        ("slack-token", _bounded(slack_token, "A-Za-z0-9-"), ("xox",),
+         lambda v: not _is_placeholder(v.split("-", 1)[1])),
+        ("slack-webhook", slack_webhook, ("hooks.slack.com",),
+         lambda v: not _is_placeholder(v.rsplit("/", 1)[-1])),
+        # Stripe keys grew past the 24 characters the plugin asks for: extended to the full key.
+        ("stripe-key", re.compile(rf"(?<![A-Za-z0-9_])(?:{StripeDetector.denylist[0].pattern})[0-9a-zA-Z]*"),
+         ("k_live_",), lambda v: _token_body_is_random(v[8:])),
+    )
+    # Kept out: TwilioKeyDetector (account/key SIDs are identifiers, not secrets),
+    # ArtifactoryDetector (AP[0-9A-F]... matches words such as "APACHEKAFKA"), Cloudant, IBM and
+    # SoftLayer (keyword assignments: covered by secret-assignment), KeywordDetector (flags any
+    # value), the high-entropy plugins (flag hashes and UUIDs), IPPublicDetector (not a secret).
+    needles = {  # lower-case substrings every match of the plugin's regexes contains
+        AzureStorageKeyDetector: ("accountkey=",),
+        DiscordBotTokenDetector: (".",),
+        GitLabTokenDetector: ("gl", "gr1348941"),
+        MailchimpDetector: ("-us",),
+        NpmDetector: ("_authtoken",),
+        PypiTokenDetector: ("pypi-",),
+        SendGridDetector: ("sg.",),
+        SquareOAuthDetector: ("sq0csp-",),
+        TelegramBotTokenDetector: (":",),
+    }
+    extra_rules = tuple(
+        (cls.__name__, pattern, needle) for cls, needle in needles.items() for pattern in cls.denylist
+    )
+    return _DetectSecrets(
+        aws_key_id=_bounded(AWSKeyDetector.denylist[0]),
+        aws_secret_quoted=AWSKeyDetector.denylist[1],
+        pem_header=pem_header,
+        putty_header=putty_header,
+        jwt_valid=JwtTokenDetector.is_formally_valid,
+        token_rules=token_rules,
+        extra_rules=extra_rules,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Scanning
+# --------------------------------------------------------------------------------------------
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_P_PRIVATE_KEY, _P_JWT, _P_PROVIDER, _P_CONNECTION, _P_HEADER, _P_ASSIGNMENT = range(6)
+
+
+def scan(text: str) -> list[Finding]:
+    """Every secret in ``text``, sorted by position, never overlapping; ``[]`` means clean."""
+    if not isinstance(text, str):
+        raise TypeError(f"scan() takes a str, not {type(text).__name__}")
+    if len(text) < 8:
+        return []
+    ds = _detect_secrets()
+    # Every rule has needles: lower-case substrings one of which any match must contain. Looking
+    # for them in the lower-cased text is a superset test, and costs far less than running the
+    # regex: most notes skip most rules.
+    low = text.lower()
+    if len(low) != len(text):  # U+0130 lower-cases to two characters: keep offsets aligned
+        low = text.translate(_ASCII_LOWER)
+    candidates: list[_Candidate] = []
+    add = candidates.append
+
+    for start, end in _private_keys(text, ds):
+        add(_Candidate(_P_PRIVATE_KEY, "private-key", start, end))
+
+    if "eyj" in low:
+        for m in _JWT_RE.finditer(text):
+            if ds.jwt_valid(m.group().rstrip(".")):
+                add(_Candidate(_P_JWT, "jwt", m.start(), m.end()))
+
+    for kind, regex, needles in _PROVIDER_RULES:
+        if any(n in low for n in needles):
+            for m in regex.finditer(text):
+                if _token_body_is_random(m.group("body")):
+                    add(_Candidate(_P_PROVIDER, kind, m.start(), m.end()))
+
+    for kind, regex, needles, accept in ds.token_rules:
+        if any(n in low for n in needles):
+            for m in regex.finditer(text):
+                if accept(m.group()):
+                    add(_Candidate(_P_PROVIDER, kind, m.start(), m.end()))
+
+    for kind, regex, needles in ds.extra_rules:
+        if any(n in low for n in needles):
+            for m in regex.finditer(text):
+                # NpmDetector captures the token in group 1 after "//registry/:_authToken=";
+                # the other plugins' groups capture only a prefix (GitLab's "glpat").
+                start, end = m.span(1) if kind == "NpmDetector" else m.span()
+                if _token_body_is_random(text[start:end]):
+                    add(_Candidate(_P_PROVIDER, kind, start, end))
+
+    candidates.extend(_aws(text, low, ds))
+    candidates.extend(_connection_strings(text))
+    candidates.extend(_auth_headers(text, low))
+    candidates.extend(_assignments(text, low))
+
+    return _resolve(text, candidates)
+
+
+def _resolve(text: str, candidates: list[_Candidate]) -> list[Finding]:
+    """Keep the most specific finding where findings overlap; sort by position."""
+    starts: list[int] = []  # kept spans, sorted by start and disjoint
+    kept: list[_Candidate] = []
+    for cand in sorted(candidates, key=lambda c: (c.priority, c.start, -c.end)):
+        if cand.end <= cand.start:
+            continue
+        i = bisect.bisect_right(starts, cand.start)
+        if i and kept[i - 1].end > cand.start:
+            continue
+        if i < len(kept) and kept[i].start < cand.end:
+            continue
+        starts.insert(i, cand.start)
+        kept.insert(i, cand)
+    return [Finding(c.kind, redact_preview(text[c.start : c.end]), c.start, c.end) for c in kept]
+
+
+def _private_keys(text: str, ds: _DetectSecrets) -> Iterator[tuple[int, int]]:
+    """PEM private keys: the span is the key body (headers excluded), which must hold at least
+    one run of 16+ base64 characters, so a bare mention of the header, or a documentation
+    sample with ``...`` as its body, is not a finding."""
+    if "PRIVATE KEY" in text:
+        for header in ds.pem_header.finditer(text):
+            body = _PEM_BODY_RE.match(text, header.end())
+            if body:
+                yield body.span("body")
+    if "PuTTY-User-Key-File" in text and ds.putty_header.search(text):
+        for private in _PUTTY_PRIVATE_RE.finditer(text):
+            body = _PEM_BODY_RE.match(text, private.end())
+            if body:
+                yield body.span("body")
+
+
+def _aws(text: str, low: str, ds: _DetectSecrets) -> Iterator[_Candidate]:
+    """AWS access key ids (detect-secrets' AWSKeyDetector), and the secret access key next to
+    one: a 40-character mixed-case base64 value within :data:`_AWS_WINDOW` characters, as in
+    ``credentials`` files, ``.env`` files and the console's CSV download. detect-secrets' second
+    AWS regex (``aws ... key ... "<40 chars>"``) catches quoted secrets without the id."""
+    if any(n in low for n in _AWS_ID_NEEDLES):
+        yield from _aws_pairs(text, ds)
+    if "aws" in low:
+        for m in ds.aws_secret_quoted.finditer(text):
+            if _aws_secret_ok(m.group(1)):
+                yield _Candidate(_P_PROVIDER, "aws-secret-key", *m.span(1))
+
+
+def _aws_pairs(text: str, ds: _DetectSecrets) -> Iterator[_Candidate]:
+    for m in ds.aws_key_id.finditer(text):
+        if _is_placeholder(m.group()) or shannon_entropy(m.group()[4:]) < 2.5:
+            continue
+        yield _Candidate(_P_PROVIDER, "aws-access-key", m.start(), m.end())
+        lo, hi = max(0, m.start() - _AWS_WINDOW), min(len(text), m.end() + _AWS_WINDOW)
+        for s in _AWS_SECRET_CANDIDATE_RE.finditer(text, lo, hi):
+            if _aws_secret_ok(s.group()):
+                yield _Candidate(_P_PROVIDER, "aws-secret-key", s.start(), s.end())
+
+
+def _connection_strings(text: str) -> Iterator[_Candidate]:
+    """Passwords in URLs: ``postgres://user:pass@host``, ``redis://:pass@host``, ... The literal
+    words password/pass/secret/changeme, vendor defaults (guest, postgres, root), ``xxx``,
+    ``<...>``, ``${...}`` and ``$VAR`` are documentation placeholders (:func:`_is_placeholder`)."""
+    if "://" not in text:
+        return
+    for m in _CONN_RE.finditer(text):
+        pw = m.group("pw")
+        if not _is_placeholder(pw) and not _is_placeholder(pw.strip("[]{}<>")):
+            yield _Candidate(_P_CONNECTION, "connection-string-password", *m.span("pw"))
+
+
+def _auth_headers(text: str, low: str) -> Iterator[_Candidate]:
+    """``Bearer <token>`` (RFC 6750) with a high-entropy token, and ``Authorization: Basic``
+    (RFC 7617) whose base64 decodes to ``user:password`` with a real password."""
+    for m in _BEARER_RE.finditer(text) if "bearer" in low else ():
+        value = m.group("value")
+        if _value_is_secret(value, password_named=False) and len(value) >= 16:
+            yield _Candidate(_P_HEADER, "bearer-token", *m.span("value"))
+    if "authorization" in low:
+        for m in _BASIC_RE.finditer(text):
+            try:
+                decoded = base64.b64decode(m.group("value"), validate=True).decode("utf-8")
+            except (binascii.Error, ValueError):
+                continue
+            _, sep, password = decoded.partition(":")
+            if sep and password and not _is_placeholder(password):
+                yield _Candidate(_P_HEADER, "basic-auth-header", *m.span("value"))
+
+
+def _assignments(text: str, low: str) -> Iterator[_Candidate]:
+    """``API_KEY=...``, ``password: "..."``, ``"client_secret": "..."``, ``export TOKEN=...``,
+    ``--password ...``: a secret-named variable (keywords after detect-secrets'
+    KeywordDetector) given a value that :func:`_value_is_secret` accepts."""
+    for m in _assignment_matches(text, low):
+        start = m.start("kw")
+        lo = start
+        while lo > 0 and start - lo < 64 and text[lo - 1] in _NAME_CHARS:
+            lo -= 1
+        name = text[lo : m.end("suffix")]
+        if _name_is_metadata(name) or _PUBLIC_NAME.search(name):
+            continue
+        group = "qval" if m.group("qval") is not None else "uval"
+        vstart, vend = m.span(group)
+        value = text[vstart:vend]
+        if group == "uval":  # unquoted values end before sentence punctuation and closers
+            stripped = value.rstrip(".:)]}>")
+            vend -= len(value) - len(stripped)
+            value = stripped
+        if _value_is_secret(value, bool(_PASSWORD_KEYWORD.match(m.group("kw")))):
+            yield _Candidate(_P_ASSIGNMENT, "secret-assignment", vstart, vend)
+    for m in _CLI_USER_RE.finditer(text) if "-u" in low else ():
+        if m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_-"):
+            continue
+        if _value_is_secret(m.group("pw"), password_named=True):
+            yield _Candidate(_P_ASSIGNMENT, "cli-password", *m.span("pw"))
+    for m in _FLAG_RE.finditer(text):
+        if m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_-"):
+            continue  # inside a word: not a command-line flag
+        value = m.group("value")
+        kw = m.group("kw").lower()
+        password_named = bool(_PASSWORD_KEYWORD.search(kw)) or kw.endswith("pass")
+        if _value_is_secret(value, password_named):
+            yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *m.span("value"))
+
+
+def _assignment_matches(text: str, low: str) -> Iterator[re.Match[str]]:
+    """The matches of :data:`_ASSIGN_RE` at every keyword, found fast: a case-insensitive
+    alternation tried at every position costs ~0.17 s per MB, so keywords are first found in the
+    lower-cased text with a plain alternation (~0.01 s per MB) and the full regex is only tried
+    where one starts. Every keyword is tried, also inside the value of an earlier match, so that
+    ``note: `export API_KEY=...` `` is not hidden by its rejected outer match."""
+    for hit in _KEYWORD_FINDER.finditer(low):
+        pos = hit.start()
+        if hit.group() == "key":  # "key" is only a keyword after api/private/access/...
+            prefix = _KEY_PREFIX.search(low, max(0, pos - 14), pos)
+            if prefix is not None:
+                pos = prefix.start()
+            elif not (text.startswith("KEY", pos) and pos > 1 and text[pos - 1] == "_"):
+                continue  # ... or at the end of an upper-case name: SERVICE_ROLE_KEY
+        m = _ASSIGN_RE.match(text, pos)
+        if m is not None:
+            yield m
