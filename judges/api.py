@@ -32,6 +32,9 @@ from consolidate.errors import JudgeOutputInvalid, JudgeTimeout, JudgeUnavailabl
 from .base import JudgeContext, JudgeNote
 
 PROMPT_VERSION = "judge-v1"
+#: Output budget: about 150 tokens per verdict (a keep's statement, fields, reason and entities), capped.
+TOKENS_PER_NOTE = 150
+MAX_TOKENS_CAP = 4096
 _DEFAULT_BY_KEY = (("OPENAI_API_KEY", "gpt-4o-mini"), ("ANTHROPIC_API_KEY", "anthropic/claude-3-5-haiku-latest"))
 
 
@@ -143,8 +146,12 @@ class APIJudge:
 
         client = instructor.from_litellm(litellm.completion, mode=instructor.Mode.TOOLS)
         messages = [{"role": "user", "content": render_prompt(batch, context, self.prompt_version)}]
+        max_tokens = min(MAX_TOKENS_CAP, TOKENS_PER_NOTE * len(batch) + 200)
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "response_model": Verdicts,
-                                  "temperature": self.temperature, "max_retries": 0, "seed": self.seed}
+                                  "temperature": self.temperature, "max_retries": 0, "seed": self.seed,
+                                  "max_tokens": max_tokens,
+                                  # the OpenAI SDK's own retries off: tenacity retries, inside the time box
+                                  "num_retries": 0}
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self.api_key:
@@ -168,6 +175,9 @@ class APIJudge:
         except Exception as exc:
             raise _classify(exc, self.name, timeout) from None
         self._record_usage(completion, time.time() - started, litellm)
+        if self.last_call.get("completion_tokens") == max_tokens:
+            # llama.cpp reports finish_reason "tool_calls" even when cut at max_tokens: check the count.
+            raise JudgeOutputInvalid(f"api: answer cut at max_tokens ({max_tokens})", judge=self.name)
         return [v.model_dump(exclude_none=True) for v in answer.verdicts]
 
     def _record_usage(self, completion, seconds: float, litellm) -> None:
@@ -185,22 +195,42 @@ class APIJudge:
         self.last_call = {"prompt_tokens": pt, "completion_tokens": ct, "cost": cost, "seconds": round(seconds, 3)}
 
 
+def _cause(exc: BaseException) -> BaseException:
+    """The provider error under instructor's wrapping (``InstructorRetryException`` chains it)."""
+    seen, cur = set(), exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if type(cur).__module__.startswith(("litellm", "openai", "httpx")) or hasattr(cur, "status_code"):
+            return cur
+        cur = cur.__cause__ or cur.__context__
+    return exc
+
+
+def _connection_error(exc: BaseException) -> bool:
+    text = str(exc)
+    return "Connection error" in text or "Connection refused" in text or type(exc).__name__ == "APIConnectionError"
+
+
 def _retryable(exc: BaseException) -> bool:
-    """Rate limits and 5xx only (litellm's exception classes carry ``status_code``)."""
+    """Rate limits and 5xx only (litellm's exception classes carry ``status_code``); a refused
+    connection is not retried (litellm reports it as an InternalServerError)."""
+    exc = _cause(exc)
+    if _connection_error(exc):
+        return False
     code = getattr(exc, "status_code", None)
-    name = type(exc).__name__
-    return name in ("RateLimitError", "ServiceUnavailableError", "InternalServerError") or (
+    return type(exc).__name__ in ("RateLimitError", "ServiceUnavailableError", "InternalServerError") or (
         isinstance(code, int) and (code == 429 or 500 <= code < 600))
 
 
 def _classify(exc: Exception, name: str, timeout: float | None):
     """Map a litellm / instructor / pydantic error to the judge error tree."""
-    cls = type(exc).__name__
-    text = " ".join(str(exc).split())[:300]
+    root = _cause(exc)
+    cls = type(root).__name__
+    text = " ".join(str(root).split())[:300]
     if "Timeout" in cls or "timed out" in text.lower():
         return JudgeTimeout(f"{name}: timed out ({text})", judge=name, seconds=timeout)
-    if cls in ("APIConnectionError", "AuthenticationError", "NotFoundError", "BadRequestError",
-               "PermissionDeniedError", "ServiceUnavailableError", "RateLimitError", "InternalServerError",
-               "CannotOverwriteExistingCassetteException") or getattr(exc, "status_code", None):
+    if _connection_error(root) or cls in ("AuthenticationError", "NotFoundError", "BadRequestError",
+                                          "PermissionDeniedError", "ServiceUnavailableError", "RateLimitError",
+                                          "InternalServerError") or getattr(root, "status_code", None):
         return JudgeUnavailable(f"{name}: {cls}: {text}", judge=name)
     return JudgeOutputInvalid(f"{name}: {cls}: {text}", judge=name)

@@ -103,7 +103,8 @@ class ValidationReport:
 def validate_verdicts(batch: list[JudgeNote], raw: list[Any]) -> ValidationReport:
     """Check a judge's raw verdicts (dicts or Verdicts) against its batch.
 
-    Unknown ids and second verdicts for an id are ignored and reported in ``problems``; a verdict
+    A bare number is read as the batch id it numbers (``"1"`` -> ``"n1"``). Unknown ids and second
+    verdicts for an id are ignored and reported in ``problems``; a verdict
     that does not validate is ignored (its note stays unjudged by this judge); a keep without a
     statement is ignored the same way. Never raises."""
     report = ValidationReport()
@@ -115,6 +116,9 @@ def validate_verdicts(batch: list[JudgeNote], raw: list[Any]) -> ValidationRepor
             rid = item.get("id") if isinstance(item, dict) else None
             report.problems.append(f"invalid verdict for id {rid!r}: {exc.errors()[0]['msg']}")
             continue
+        if v.id not in known and f"n{v.id.strip()}" in known:
+            # Small models often drop the letter ("1" for "n1"); a bare number still names a batch id.
+            v = v.model_copy(update={"id": f"n{v.id.strip()}"})
         if v.id not in known:
             report.problems.append(f"verdict for unknown id {v.id!r} ignored")
             continue

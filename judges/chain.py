@@ -63,7 +63,7 @@ def make_batches(items: list[Item], max_notes: int = MAX_BATCH_NOTES, max_chars:
                  max_note_chars: int = MAX_NOTE_CHARS_FOR_JUDGE) -> list[list[tuple[Item, JudgeNote]]]:
     """Split items into batches of at most ``max_notes`` notes and ``max_chars`` characters of
     content. A note longer than ``max_note_chars`` is truncated for the judge (``truncated_from``
-    set) and, being large, usually ends up alone in its batch. Short ids restart at n1 per batch."""
+    set) and gets a batch of its own. Short ids restart at n1 per batch."""
     batches: list[list[tuple[Item, JudgeNote]]] = []
     current: list[tuple[Item, JudgeNote]] = []
     chars = 0
@@ -73,11 +73,17 @@ def make_batches(items: list[Item], max_notes: int = MAX_BATCH_NOTES, max_chars:
         if len(content) > max_note_chars:
             truncated = len(content)
             content = content[:max_note_chars] + " […truncated]"
+        note = JudgeNote(id="", content=content, section=item.section, kind=item.kind, truncated_from=truncated)
+        if truncated is not None:  # a huge note gets a batch of its own
+            if current:
+                batches.append(current)
+                current, chars = [], 0
+            batches.append([(item, note)])
+            continue
         if current and (len(current) >= max_notes or chars + len(content) > max_chars):
             batches.append(current)
             current, chars = [], 0
-        current.append((item, JudgeNote(id="", content=content, section=item.section, kind=item.kind,
-                                        truncated_from=truncated)))
+        current.append((item, note))
         chars += len(content)
     if current:
         batches.append(current)
