@@ -79,10 +79,7 @@ class Verdicts(BaseModel):
         """Parse leniently: llama.cpp's grammar lets raw control characters (newlines) into JSON
         strings, which pydantic's JSON parser rejects and ``json.loads(strict=False)`` reads
         (measured on these machines, ../shared/notes/local-models.md)."""
-        try:
-            data = json.loads(json_data, strict=False)
-        except ValueError:
-            return super().model_validate_json(json_data, **kwargs)  # raises the usual error
+        data = json.loads(json_data, strict=False)  # JSONDecodeError (a ValueError) names the spot
         kwargs.pop("strict", None)
         return cls.model_validate(data, **kwargs)
 
@@ -197,6 +194,9 @@ class APIJudge:
 
 def _cause(exc: BaseException) -> BaseException:
     """The provider error under instructor's wrapping (``InstructorRetryException`` chains it)."""
+    attempts = getattr(exc, "failed_attempts", None)
+    if attempts and getattr(attempts[-1], "exception", None) is not None:
+        exc = attempts[-1].exception
     seen, cur = set(), exc
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
