@@ -1,0 +1,5 @@
+"""CLI commands, one module per group. Each module has ``register(sub, common)`` that adds its
+sub-parsers (with ``parents=[common]`` for the store options) and sets ``func`` to a function
+``(args) -> exit code``. To add a command: write a module here and add its name to ``MODULES``."""
+
+MODULES = ("session", "run", "read", "demo")

@@ -1,0 +1,52 @@
+"""Session-tier commands: ``note``, ``import``, ``end`` (standard library only: the fast path)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ._common import open_store
+
+
+def cmd_note(args) -> int:
+    store = open_store(args)
+    note_id = store.sessions.add_note(args.session, args.text, flag=args.flag, ttl=args.ttl, kind=args.kind)
+    print(f"note {note_id} written to session {args.session}")
+    return 0
+
+
+def cmd_import(args) -> int:
+    store = open_store(args)
+    counts = store.sessions.import_jsonl(args.file, args.session)
+    for sid, n in counts.items():
+        print(f"imported {n} notes into session {sid}")
+    if not counts:
+        print("no notes in the file (blank lines only)")
+    return 0
+
+
+def cmd_end(args) -> int:
+    store = open_store(args)
+    store.sessions.end(args.session, args.outcome, args.reason)
+    n = store.sessions.count(args.session)
+    print(f"session {args.session} ended ({args.outcome}, {n} notes); queued for `consolidate run`")
+    return 0
+
+
+def register(sub, common) -> None:
+    s = sub.add_parser("note", parents=[common], help="write a note to a session")
+    s.add_argument("--session", required=True)
+    s.add_argument("text")
+    s.add_argument("--flag", action="store_true", help="a keeper: promoted without a judge")
+    s.add_argument("--ttl", help="expire the note after this long (20m, 2h, 1d)")
+    s.add_argument("--kind", help="decision, constraint, preference, recipe, failure or fact")
+    s.set_defaults(func=cmd_note)
+    s = sub.add_parser("import", parents=[common], help="import a JSONL file of notes (one per line, `content` required)")
+    s.add_argument("file")
+    s.add_argument("--session", help="session id (default: each line's session_id)")
+    s.set_defaults(func=cmd_import)
+    s = sub.add_parser("end", parents=[common], help="record a session end in the queue")
+    s.add_argument("--session", required=True)
+    s.add_argument("--outcome", required=True, choices=["success", "failure", "aborted"])
+    s.add_argument("--reason")
+    s.set_defaults(func=cmd_end)
