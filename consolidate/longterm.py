@@ -111,6 +111,12 @@ class LongTerm:
             return []
         return self.neighbours(self.embed([query])[0], scope=scope, k=k, statuses=statuses)
 
+    def active(self, scope: str | None = None, tier: str = "durable") -> list[dict[str, Any]]:
+        """Every active memory of ``scope`` in ``tier``: dicts with ``id``, ``document``, ``metadata``."""
+        where = _where(scope=scope, statuses=("active",), tier=tier)
+        res = self.collection.get(where=where, include=["documents", "metadatas"])
+        return [{"id": i, "document": d, "metadata": m} for i, d, m in zip(res["ids"], res["documents"], res["metadatas"])]
+
     def counts(self) -> dict[str, int]:
         """Memories by ``status/tier``."""
         out: dict[str, int] = {}

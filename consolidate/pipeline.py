@@ -114,10 +114,24 @@ def _run_timed(name: str, plan: Plan, ctx: RunContext) -> None:
     plan.stage_seconds[name] = round(time.perf_counter() - t, 6)
 
 
-def run_queue(store: Store, *, session_id: str | None = None, **kwargs) -> list[Plan]:
-    """Run every queued session end, oldest first (only ``session_id``'s when given); returns the
-    plans. Keyword arguments go to :func:`run_session`."""
+def run_queue(store: Store, *, session_id: str | None = None, stale_after: float = 600.0, **kwargs) -> list[Plan]:
+    """Run every pending session end, oldest first (only ``session_id``'s when given); returns the
+    plans. Each session end is claimed first, so two processes never consolidate the same session;
+    one claimed by a process that died (or longer ago than ``stale_after`` seconds) is taken over.
+    Keyword arguments go to :func:`run_session`; a dry run claims nothing."""
     plans = []
-    for row in store.sessions.queued(session_id):
-        plans.append(run_session(store, row["session_id"], outcome=row["outcome"], reason=row["reason"], **kwargs))
+    for row in store.sessions.pending(session_id):
+        if kwargs.get("dry_run"):
+            if row in store.sessions.queued(row["session_id"]):
+                plans.append(run_session(store, row["session_id"], outcome=row["outcome"], reason=row["reason"], **kwargs))
+            continue
+        claimed = store.sessions.claim(row["session_id"], stale_after=stale_after)
+        if claimed is None:
+            continue
+        try:
+            plans.append(run_session(store, claimed["session_id"], outcome=claimed["outcome"],
+                                     reason=claimed["reason"], **kwargs))
+        except BaseException:
+            store.sessions.release(claimed["session_id"])
+            raise
     return plans

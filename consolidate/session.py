@@ -7,15 +7,19 @@ is imported here: this module is on the session-end fast path.
 Tables:
 - ``notes(id, session_id, content, flag, kind, created_at, expires_at, metadata)``; times are Unix
   seconds, ``metadata`` is a JSON object (fields of an import line other than the known ones).
-- ``session_ends(session_id, outcome, reason, ended_at, status, run_id, result, updated_at)``: the
-  queue. ``status`` is ``queued`` until a run takes it, then ``done``, ``failed`` or ``aborted``.
+- ``session_ends(session_id, outcome, reason, ended_at, status, run_id, result, updated_at,
+  claimed_by, claimed_at)``: the queue. ``status`` is ``queued``; ``running`` while a process (pid
+  ``claimed_by``) holds it; then ``done``, ``failure`` or ``aborted``. A ``running`` row whose process
+  is gone, or whose claim is older than the stale age, is claimable again: a dead worker loses nothing.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Any, Iterable
@@ -49,7 +53,9 @@ CREATE TABLE IF NOT EXISTS session_ends (
     status TEXT NOT NULL DEFAULT 'queued',
     run_id TEXT,
     result TEXT,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    claimed_by INTEGER,
+    claimed_at REAL
 );
 """
 
@@ -100,6 +106,19 @@ def check_content(content: str, session_id: str) -> str:
     return content
 
 
+def _alive(pid: int | None) -> bool:
+    """Whether process ``pid`` exists (on this machine)."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class SessionTier:
     """The session tier of one store. ``path`` is the SQLite file; it is created on first use.
 
@@ -107,19 +126,33 @@ class SessionTier:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        try:
-            self.db = sqlite3.connect(str(self.path), timeout=10.0, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            # Deleted notes may hold secrets (the secret gate blocks them from the long-term store,
-            # not from the scratch tier): overwrite their pages instead of leaving them on disk.
-            self.db.execute("PRAGMA secure_delete=ON")
-            self.db.executescript(_SCHEMA)
-        except sqlite3.DatabaseError as exc:
-            raise StoreCorrupt(f"{self.path} is not a usable SQLite database ({exc})", path=str(self.path)) from None
+        self._local = threading.local()
+        self.db  # open now, so a corrupt file is reported at once
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """This thread's connection (batch runs consolidate sessions in several threads)."""
+        conn = getattr(self._local, "db", None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(str(self.path), timeout=10.0, isolation_level=None)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                # Deleted notes may hold secrets (the secret gate blocks them from the long-term store,
+                # not from the scratch tier): overwrite their pages instead of leaving them on disk.
+                conn.execute("PRAGMA secure_delete=ON")
+                conn.executescript(_SCHEMA)
+            except sqlite3.DatabaseError as exc:
+                raise StoreCorrupt(f"{self.path} is not a usable SQLite database ({exc})", path=str(self.path)) from None
+            self._local.db = conn
+        return conn
 
     def close(self) -> None:
-        self.db.close()
+        """Close this thread's connection."""
+        conn = getattr(self._local, "db", None)
+        if conn is not None:
+            conn.close()
+            self._local.db = None
 
     # -- notes -------------------------------------------------------------------------------------
 
@@ -260,7 +293,7 @@ class SessionTier:
         )
 
     def queued(self, session_id: str | None = None) -> list[dict[str, Any]]:
-        """Queued session ends, oldest first (only ``session_id``'s when given)."""
+        """Queued session ends (not yet taken by a run), oldest first (only ``session_id``'s when given)."""
         sql = "SELECT session_id, outcome, reason, ended_at FROM session_ends WHERE status='queued'"
         args: tuple = ()
         if session_id is not None:
@@ -280,10 +313,43 @@ class SessionTier:
         return dict(session_id=r[0], outcome=r[1], reason=r[2], ended_at=r[3], status=r[4], run_id=r[5],
                     result=json.loads(r[6]) if r[6] else None)
 
+    def claim(self, session_id: str, *, stale_after: float = 600.0, now: float | None = None) -> dict[str, Any] | None:
+        """Atomically take a queued session end for this process; returns the row, or None when it
+        is not queued or another live process holds it (claimed less than ``stale_after`` seconds ago)."""
+        now = time.time() if now is None else now
+        with self._transaction():
+            r = self.db.execute(
+                "SELECT session_id, outcome, reason, ended_at, status, claimed_by, claimed_at FROM session_ends"
+                " WHERE session_id=?", (session_id,)).fetchone()
+            if r is None or r[4] not in ("queued", "running"):
+                return None
+            if r[4] == "running" and r[5] != os.getpid() and _alive(r[5]) and (now - (r[6] or 0)) < stale_after:
+                return None
+            self.db.execute("UPDATE session_ends SET status='running', claimed_by=?, claimed_at=?, updated_at=?"
+                            " WHERE session_id=?", (os.getpid(), now, now, session_id))
+        return dict(session_id=r[0], outcome=r[1], reason=r[2], ended_at=r[3])
+
+    def release(self, session_id: str) -> None:
+        """Put a session end this process claimed back in the queue (after an interruption)."""
+        self.db.execute("UPDATE session_ends SET status='queued', claimed_by=NULL, claimed_at=NULL"
+                        " WHERE session_id=? AND status='running' AND claimed_by=?", (session_id, os.getpid()))
+
+    def pending(self, session_id: str | None = None) -> list[dict[str, Any]]:
+        """Session ends a run may take, oldest first: queued ones and running ones (a live claim is
+        refused later by :meth:`claim`)."""
+        sql = ("SELECT session_id, outcome, reason, ended_at FROM session_ends WHERE status IN ('queued','running')")
+        args: tuple = ()
+        if session_id is not None:
+            sql += " AND session_id=?"
+            args = (session_id,)
+        rows = self.db.execute(sql + " ORDER BY ended_at, session_id", args).fetchall()
+        return [dict(session_id=r[0], outcome=r[1], reason=r[2], ended_at=r[3]) for r in rows]
+
     def finish(self, session_id: str, status: str, run_id: str | None, result: dict[str, Any] | None = None) -> None:
         """Record the result of a run for a queued session end."""
         self.db.execute(
-            "UPDATE session_ends SET status=?, run_id=?, result=?, updated_at=? WHERE session_id=?",
+            "UPDATE session_ends SET status=?, run_id=?, result=?, updated_at=?, claimed_by=NULL, claimed_at=NULL"
+            " WHERE session_id=?",
             (status, run_id, json.dumps(result or {}, ensure_ascii=False), time.time(), session_id),
         )
 

@@ -15,7 +15,9 @@ import os
 
 from .. import journal
 
-STEPS = ("chroma", "graph", "events", "notes_md", "session_rows", "queue")
+STEPS = ("chroma", "graph", "events", "notes_md", "context_md", "session_rows", "queue")
+#: How many memories ``memory/context.md`` (the SessionStart context) holds.
+CONTEXT_MEMORIES = 30
 
 
 def run(plan, ctx):
@@ -50,6 +52,8 @@ def _apply_steps(plan, store, done: set[str], replayed: bool = False) -> None:
             _events(plan, store, writes, replayed)
         elif step == "notes_md" and writes:
             _notes_md(plan, store, writes)
+        elif step == "context_md" and (durable or plan.reconfirmations):
+            write_context(store, plan.scope)
         elif step == "session_rows":
             _session_rows(plan, store)
         elif step == "queue":
@@ -138,6 +142,26 @@ def _notes_md(plan, store, writes) -> None:
         if new:
             f.write("# What graduated\n\n")
         f.write("\n".join(block) + "\n\n")
+
+
+def write_context(store, scope: str, limit: int = CONTEXT_MEMORIES) -> None:
+    """Rewrite ``memory/context.md``: the top active durable memories of ``scope`` (high confidence
+    first, then most recently confirmed), one line each with its suffix. The SessionStart hook prints
+    this file, so starting a session imports nothing heavy."""
+    from ..report import render_memory
+    from ..store import write_text_atomic
+
+    rank = {"high": 0, "medium": 1, "low": 2}
+    rows = store.longterm().active(scope)
+    rows.sort(key=lambda r: (rank.get(r["metadata"].get("confidence"), 3), _neg(r["metadata"].get("last_confirmed"))))
+    lines = [f"# Project memory ({scope}): {len(rows)} active memories, top {min(limit, len(rows))}", ""]
+    lines += ["- " + render_memory(r["document"], r["metadata"]) for r in rows[:limit]]
+    write_text_atomic(store.sub("memory", "context.md"), "\n".join(lines) + "\n")
+
+
+def _neg(date: str | None) -> str:
+    """Sort key putting later ISO dates first."""
+    return "".join(chr(0x10FFFF - ord(c)) for c in (date or ""))
 
 
 def _session_rows(plan, store) -> None:

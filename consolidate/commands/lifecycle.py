@@ -1,0 +1,60 @@
+"""Session lifecycle commands: ``hook`` (what agent CLIs call) and ``worker`` (what the hook starts)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from ._common import open_store
+
+
+def cmd_hook(args) -> int:
+    """Always exits 0: a hook must never fail or block the agent."""
+    from ..hook import log, parse_event, read_stdin, run_hook
+
+    try:
+        payload = {} if args.session else parse_event(read_stdin())
+        if args.session:
+            payload = {"hook_event_name": args.event or "SessionEnd", "session_id": args.session}
+        elif args.event:
+            payload.setdefault("hook_event_name", args.event)
+        store = args.store or os.environ.get("CONSOLIDATE_STORE")
+        if not store:
+            cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+            store = str(Path(cwd) / ".memofs") if cwd else ".memofs"
+        code, text = run_hook(Path(store), payload=payload, outcome=args.outcome, harvest_notes=args.harvest,
+                              spawn=not args.no_worker)
+        if text:
+            sys.stdout.write(text + "\n")
+    except BaseException as exc:  # noqa: BLE001 - the hook's promise is exit 0, whatever happens
+        try:
+            log(Path(args.store or ".memofs"), f"hook failed: {type(exc).__name__}: {exc}")
+        except Exception:
+            pass
+    return 0
+
+
+def cmd_worker(args) -> int:
+    from ..worker import run_worker
+
+    store = open_store(args)
+    run_worker(store, time_box=args.time_box, judges=args.judge)
+    return 0
+
+
+def register(sub, common) -> None:
+    s = sub.add_parser("hook", parents=[common],
+                       help="for agent CLI hooks: queue a session end and start a worker, or print context")
+    s.add_argument("--harvest", action="store_true", help="also take notes from the Claude Code transcript")
+    s.add_argument("--outcome", default="success", choices=["success", "failure", "aborted"],
+                   help="outcome recorded for an end event (default success)")
+    s.add_argument("--session", help="plain form: end this session (no JSON on stdin)")
+    s.add_argument("--event", help="event name when stdin does not say (SessionEnd, SessionStart, Stop)")
+    s.add_argument("--no-worker", action="store_true", help="queue only; do not start a worker")
+    s.set_defaults(func=cmd_hook)
+
+    s = sub.add_parser("worker", parents=[common], help="drain the queue (what the hook starts, detached)")
+    s.add_argument("--time-box", type=float, help="seconds per session (default $CONSOLIDATE_TIME_BOX or 120)")
+    s.add_argument("--judge", action="append", help="judge spec, repeatable")
+    s.set_defaults(func=cmd_worker)

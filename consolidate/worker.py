@@ -1,0 +1,59 @@
+"""``consolidate worker``: the detached process a session-end hook starts.
+
+It takes the worker lock (``.worker.lock``; a second worker exits at once and the queue stays for
+the running one), drains the queue oldest first, each session within its time box, and records each
+result in the queue row. If it dies, the claimed rows are taken over by the next worker (their
+claiming process is gone), so nothing queued is lost.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import sys
+
+#: Default time box of one session in the worker, in seconds (configurable: --time-box or
+#: CONSOLIDATE_TIME_BOX).
+DEFAULT_TIME_BOX = 120.0
+
+
+def time_box_from_env(default: float = DEFAULT_TIME_BOX) -> float:
+    try:
+        return float(os.environ.get("CONSOLIDATE_TIME_BOX") or default)
+    except ValueError:
+        return default
+
+
+def run_worker(store, *, time_box: float | None = None, judges: list[str] | None = None, out=None) -> int:
+    """Drain the queue under the worker lock; returns the number of sessions consolidated (0 when
+    another worker holds the lock)."""
+    import filelock
+
+    from .pipeline import run_queue
+    from .stages.apply import summary
+
+    out = out or sys.stdout
+    time_box = time_box or time_box_from_env()
+    lock = filelock.FileLock(str(store.sub(".worker.lock")))
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        print(_stamp(), "another worker is draining this store; leaving the queue to it", file=out, flush=True)
+        return 0
+    done = 0
+    try:
+        while True:
+            plans = run_queue(store, judges=judges, time_box=time_box)
+            for plan in plans:
+                print(_stamp(), f"session {plan.session_id} ({plan.outcome}) run {plan.run_id}:", summary(plan),
+                      file=out, flush=True)
+            done += len(plans)
+            if not plans or not store.sessions.pending():
+                break
+    finally:
+        lock.release()
+    return done
+
+
+def _stamp() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
