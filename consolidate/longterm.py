@@ -87,6 +87,11 @@ class LongTerm:
             self.collection.upsert(ids=[r["id"] for r in chunk], documents=[r["document"] for r in chunk],
                                    metadatas=[r["metadata"] for r in chunk], embeddings=[r["embedding"] for r in chunk])
 
+    def delete(self, ids: list[str]) -> None:
+        """Remove memories from the recall index (missing ids are not an error: replay)."""
+        if ids:
+            self.collection.delete(ids=ids)
+
     def get(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """``{id: {"document", "metadata"}}`` for the ids that exist."""
         if not ids:

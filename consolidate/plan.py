@@ -101,6 +101,23 @@ class Reconfirmation:
 
 
 @dataclass
+class MemoryUpdate:
+    """A change to an existing memory decided by a stage or by batch maintenance.
+
+    ``action``: ``update`` (merge ``changes`` into its metadata), ``archive`` (copy to
+    ``archive/<id>.json``, then remove from the recall index and mark the graph node), or
+    ``tombstone`` (archive, and never let a later write bring the id back). ``event`` and ``reason``
+    go to the event log."""
+
+    memory_id: str
+    action: str
+    changes: dict[str, Any] = field(default_factory=dict)
+    event: str = "memory.updated"
+    reason: str = ""
+    edges: list[list[str]] = field(default_factory=list)
+
+
+@dataclass
 class Plan:
     """Everything one run decided. Times are Unix seconds; ``deadline`` is absolute."""
 
@@ -111,11 +128,11 @@ class Plan:
     started_at: float = field(default_factory=time.time)
     deadline: float | None = None
     scope: str = "default"
-    prompt_version: str | None = None
     note_count: int = 0
     notes: list[Note] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     reconfirmations: list[Reconfirmation] = field(default_factory=list)
+    updates: list[MemoryUpdate] = field(default_factory=list)
     delete_note_ids: list[int] = field(default_factory=list)
     note_status: dict[int, str] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -167,6 +184,7 @@ class Plan:
         data["notes"] = [Note(**n) for n in data.get("notes", [])]
         data["candidates"] = [Candidate(**c) for c in data.get("candidates", [])]
         data["reconfirmations"] = [Reconfirmation(**r) for r in data.get("reconfirmations", [])]
+        data["updates"] = [MemoryUpdate(**u) for u in data.get("updates", [])]
         data["note_status"] = {int(k): v for k, v in data.get("note_status", {}).items()}
         return cls(**data)
 

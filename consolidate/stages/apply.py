@@ -44,15 +44,15 @@ def _apply_steps(plan, store, done: set[str], replayed: bool = False) -> None:
     for step in STEPS:
         if step in done:
             continue
-        if step == "chroma" and (durable or plan.reconfirmations):
+        if step == "chroma" and (durable or plan.reconfirmations or plan.updates):
             _chroma(plan, store, durable)
-        elif step == "graph" and (durable or plan.reconfirmations):
+        elif step == "graph" and (durable or plan.reconfirmations or plan.updates):
             _graph(plan, store, durable)
         elif step == "events":
             _events(plan, store, writes, replayed)
         elif step == "notes_md" and writes:
             _notes_md(plan, store, writes)
-        elif step == "context_md" and (durable or plan.reconfirmations):
+        elif step == "context_md" and (durable or plan.reconfirmations or plan.updates):
             write_context(store, plan.scope)
         elif step == "session_rows":
             _session_rows(plan, store)
@@ -64,9 +64,12 @@ def _apply_steps(plan, store, done: set[str], replayed: bool = False) -> None:
 
 
 def _chroma(plan, store, durable) -> None:
+    from .. import archive
     from ..longterm import record_for
 
     lt = store.longterm()
+    dead = archive.tombstones(store)
+    durable = [c for c in durable if c.memory_id not in dead]  # a late write never revives a tombstone
     missing = [c for c in durable if c.embedding is None]
     if missing:
         for c, vec in zip(missing, lt.embed([c.statement for c in missing])):
@@ -75,6 +78,17 @@ def _chroma(plan, store, durable) -> None:
     for r in plan.reconfirmations:
         lt.update_metadata(r.memory_id, {"confidence": r.confidence, "last_confirmed": r.last_confirmed,
                                          "status": r.status})
+    for u in plan.updates:
+        if u.action == "update":
+            lt.update_metadata(u.memory_id, u.changes)
+            continue
+        current = lt.get([u.memory_id]).get(u.memory_id)
+        if current is not None:
+            current["metadata"] = {**current["metadata"], **u.changes}
+            archive.save(store, u.memory_id, current, u.reason, plan.run_id)
+            lt.delete([u.memory_id])
+        if u.action == "tombstone":
+            archive.tombstone(store, u.memory_id, u.reason, plan.run_id)
 
 
 def _graph(plan, store, durable) -> None:
@@ -90,6 +104,16 @@ def _graph(plan, store, durable) -> None:
         if r.memory_id in g:
             g.nodes[r.memory_id]["status"] = r.status
             g.add_edge(r.memory_id, session, key="derived_from", kind="derived_from", run_id=plan.run_id)
+    for u in plan.updates:
+        if u.memory_id not in g:
+            continue
+        if u.action == "update":
+            if "status" in u.changes:
+                g.nodes[u.memory_id]["status"] = u.changes["status"]
+        else:
+            g.nodes[u.memory_id]["status"] = u.changes.get("status", "archived")
+        for source, kind in u.edges:
+            g.add_edge(source, u.memory_id, key=kind, kind=kind, run_id=plan.run_id)
     graph.save(g, folder)
 
 
@@ -107,6 +131,10 @@ def _events(plan, store, writes, replayed: bool) -> None:
                       "memory_id": c.memory_id, "type": c.type, "status": c.status, "tier": c.tier,
                       "evidence": c.evidence, "confidence": c.confidence, "source": c.source,
                       "note_ids": c.note_ids, "reason": c.reason, "prompt_version": c.provenance.get("prompt_version")})
+    for u in plan.updates:
+        lines.append({"ts": ts, "event": u.event, "run_id": plan.run_id, "session_id": plan.session_id,
+                      "memory_id": u.memory_id, "action": u.action, "reason": u.reason,
+                      "changes": u.changes})
     lines.append({"ts": ts, "event": "run.applied", "run_id": plan.run_id, "session_id": plan.session_id,
                   "outcome": plan.outcome, "summary": summary(plan), "stage_seconds": plan.stage_seconds})
     data = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines)

@@ -1,0 +1,65 @@
+"""Cold copies and tombstones (``archive/`` in the store).
+
+``archive/<memory-id>.json`` is a full-fidelity copy of an entry taken out of the recall index
+(superseded, expired, re-judged away, undone). ``archive/tombstones.jsonl`` lists ids that must never
+come back: a late or replayed write of a tombstoned id is refused.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .store import write_json_atomic
+
+
+def _folder(store) -> Path:
+    return store.sub("archive")
+
+
+def save(store, memory_id: str, record: dict[str, Any], reason: str, run_id: str) -> Path:
+    """Write the cold copy of one entry (``record``: ``document``, ``metadata``); idempotent."""
+    path = _folder(store) / f"{memory_id}.json"
+    if not path.exists():
+        write_json_atomic(path, {"id": memory_id, **record, "archived_reason": reason, "archived_by": run_id,
+                                 "archived_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")})
+    return path
+
+
+def load(store, memory_id: str) -> dict[str, Any] | None:
+    """The cold copy of ``memory_id``, or None."""
+    try:
+        return json.loads((_folder(store) / f"{memory_id}.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+
+
+def tombstones(store) -> set[str]:
+    """Ids that must never be written again."""
+    path = _folder(store) / "tombstones.jsonl"
+    out = set()
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    out.add(json.loads(line)["id"])
+                except (ValueError, KeyError, TypeError):
+                    continue  # a torn last line from a crash: the tombstone is re-appended by the replay
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def tombstone(store, memory_id: str, reason: str, run_id: str) -> None:
+    """Record that ``memory_id`` must never come back (idempotent)."""
+    if memory_id in tombstones(store):
+        return
+    folder = _folder(store)
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "tombstones.jsonl", "a", encoding="utf-8") as f:
+        f.write(json.dumps({"id": memory_id, "reason": reason, "run_id": run_id}) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
