@@ -122,6 +122,20 @@ class LongTerm:
         res = self.collection.get(where=where, include=["documents", "metadatas"])
         return [{"id": i, "document": d, "metadata": m} for i, d, m in zip(res["ids"], res["documents"], res["metadatas"])]
 
+    def with_status(self, *statuses: str) -> list[dict[str, Any]]:
+        """Every memory (any scope and tier) with one of ``statuses``."""
+        res = self.collection.get(where=_where(statuses=statuses), include=["documents", "metadatas"])
+        return [{"id": i, "document": d, "metadata": m} for i, d, m in zip(res["ids"], res["documents"], res["metadatas"])]
+
+    def all(self) -> list[dict[str, Any]]:
+        """Every memory, in pages of 5,000."""
+        out = []
+        total = self.collection.count()
+        for offset in range(0, total, 5000):
+            res = self.collection.get(include=["documents", "metadatas"], limit=5000, offset=offset)
+            out += [{"id": i, "document": d, "metadata": m} for i, d, m in zip(res["ids"], res["documents"], res["metadatas"])]
+        return out
+
     def counts(self) -> dict[str, int]:
         """Memories by ``status/tier``."""
         out: dict[str, int] = {}

@@ -32,8 +32,11 @@ def suffix(meta: dict) -> str:
 
 
 def render_memory(document: str, meta: dict) -> str:
-    """One memory on one line: ``Use pnpm, not npm [high, user-stated, 2026-07]``."""
-    return f"{' '.join(document.split())} {suffix(meta)}"
+    """One memory on one line: ``Use pnpm, not npm [high, user-stated, 2026-07]``, with
+    ``[disputed]`` or ``[quarantined]`` after it where that applies."""
+    status = meta.get("status")
+    extra = f" [{status}]" if status in ("disputed", "quarantined") else ""
+    return f"{' '.join(document.split())} {suffix(meta)}{extra}"
 
 
 def shorten(text: str, width: int = 90) -> str:

@@ -200,3 +200,71 @@ class JudgeChain:
                               "batch_size": len(pending)})
         for item, _ in pending:
             reasons[item.key].append(f"{judge.name}: {kind}: {message}")
+
+
+@dataclass
+class Pair:
+    """A new statement and an existing memory to compare; ``key`` is the caller's id."""
+
+    key: str
+    new: str
+    old: str
+    type: str
+
+
+RELATIONS = ("duplicate", "contradicts", "unrelated")
+
+
+def compare_pairs(chain: "JudgeChain", pairs: list[Pair], context: JudgeContext,
+                  deadline: float | None = None) -> tuple[dict[str, tuple[str, str]], list[dict[str, Any]]]:
+    """Ask the chain's judges that can compare (those with a ``compare`` method) how each pair
+    relates: ``duplicate``, ``contradicts`` or ``unrelated``. Returns ``({key: (relation, judge)},
+    events)``; a pair no judge answered is absent (nothing is guessed). Same fail-soft rules as
+    judging: a judge that fails is skipped for the rest of the run."""
+    answered: dict[str, tuple[str, str]] = {}
+    events: list[dict[str, Any]] = []
+    pending = list(pairs)
+    for judge in chain.judges:
+        if not pending:
+            break
+        if not hasattr(judge, "compare") or judge.name in chain.failed:
+            continue
+        timeout = None if deadline is None else deadline - time.time()
+        if timeout is not None and timeout <= 0:
+            break
+        ids = {f"p{i}": p for i, p in enumerate(pending, 1)}
+        started = time.time()
+        try:
+
+            class _Adapter:  # lets _call_with_deadline time-box compare() like judge()
+                name = judge.name
+
+                def judge(self, batch, context, timeout):
+                    return judge.compare(batch, context, timeout)
+
+            raw = _call_with_deadline(_Adapter(), [(pid, p) for pid, p in ids.items()], context, timeout)
+            if not isinstance(raw, list):
+                raise JudgeOutputInvalid(f"{judge.name}: compare answer is not a list", judge=judge.name)
+        except JudgeError as exc:
+            chain.failed[judge.name] = exc.kind
+            events.append({"event": "judge.failed", "judge": judge.name, "kind": exc.kind, "reason": str(exc),
+                           "seconds": round(time.time() - started, 3), "stage": "contradiction"})
+            continue
+        except Exception as exc:
+            chain.failed[judge.name] = "judge-error"
+            events.append({"event": "judge.failed", "judge": judge.name, "kind": "judge-error",
+                           "reason": f"{type(exc).__name__}: {exc}", "stage": "contradiction"})
+            continue
+        call = getattr(judge, "last_call", None)
+        events.append({"event": "judge.call", "judge": judge.name, "stage": "contradiction",
+                       "batch_size": len(ids), "seconds": round(time.time() - started, 3), **(call or {})})
+        for item in raw:
+            if not isinstance(item, dict):
+                continue
+            pid, rel = str(item.get("id", "")).strip(), str(item.get("relation", "")).strip().lower()
+            if pid not in ids and f"p{pid}" in ids:
+                pid = f"p{pid}"
+            if pid in ids and rel in RELATIONS and ids[pid].key not in answered:
+                answered[ids[pid].key] = (rel, judge.name)
+        pending = [p for p in pending if p.key not in answered]
+    return answered, events

@@ -24,12 +24,14 @@ class ScriptedJudge:
 
     ``fail`` makes every call raise: ``"unavailable"``, ``"timeout"`` or ``"invalid"``; ``latency``
     sleeps that many seconds per call (bounded by the time box, then JudgeTimeout). ``calls`` counts
-    calls and ``batches`` records the ids of each batch."""
+    calls and ``batches`` records the ids of each batch. ``relations`` answers the contradiction
+    check (see :meth:`compare`)."""
 
     prompt_version = "scripted"
 
     def __init__(self, script: Any = None, *, default: dict | None = None, name: str = "scripted",
-                 model: str | None = "script", fail: str | None = None, latency: float = 0.0):
+                 model: str | None = "script", fail: str | None = None, latency: float = 0.0,
+                 relations: Any = None):
         if isinstance(script, (str, Path)):
             try:
                 script = json.loads(Path(script).read_text(encoding="utf-8"))
@@ -41,6 +43,7 @@ class ScriptedJudge:
         self.model = model
         self.fail = fail
         self.latency = latency
+        self.relations = relations or {}
         self.calls = 0
         self.batches: list[list[str]] = []
 
@@ -71,6 +74,23 @@ class ScriptedJudge:
             answer = self._answer(note)
             if answer is not None:
                 out.append({"id": note.id, **answer})
+        return out
+
+    def compare(self, pairs, context, timeout):
+        """Answer contradiction pairs ``[(pid, Pair)]`` from ``relations``: a callable ``(Pair) ->
+        relation | None`` or a dict ``{substring of the new statement: relation}``."""
+        self.calls += 1
+        if self.fail:
+            return self.judge([], context, timeout)
+        out = []
+        for pid, pair in pairs:
+            rel = None
+            if callable(self.relations):
+                rel = self.relations(pair)
+            else:
+                rel = next((r for needle, r in self.relations.items() if needle in pair.new), None)
+            if rel is not None:
+                out.append({"id": pid, "relation": rel})
         return out
 
     def available(self):

@@ -1,26 +1,45 @@
-"""Stage 7, contradiction check (basic form; SPEC section 4.7).
+"""Stage 7, contradiction check (SPEC section 4.7, section 6 quarantine).
 
-Each durable keeper is compared with the existing same-type, same-scope memories (vector neighbours
-from Chroma) and with the keepers of the same run:
-- the same statement (equal after normalisation, or cosine similarity >= DUPLICATE_SIMILARITY) is a
-  duplicate: the existing entry is re-confirmed (last_confirmed bumped, confidence one step up, a
-  quarantined entry seen in another session promoted to active) and nothing new is written;
-- a close but different neighbour (>= RELATED_SIMILARITY) is recorded as ``candidate.related`` for
-  review (supersede and dispute resolution by a judge come with the write-policy work).
-Two active entries with the same statement are never kept."""
+Each durable keeper, flagged ones included, is compared with the keepers of the same run and with the
+existing same-type, same-scope memories (Chroma neighbours, nearest first, with cosine similarity at
+least CANDIDATE_SIMILARITY):
+
+- the same statement (equal after normalisation, or similarity >= DUPLICATE_SIMILARITY) is a
+  duplicate: the existing entry is re-confirmed (last_confirmed today; confidence one step up when seen
+  in another session; a quarantined entry seen in another session is promoted to active and its
+  evidence upgraded) and nothing new is written;
+- the other candidates go to the judge chain's contradiction prompt, which answers duplicate,
+  contradicts or unrelated. For a contradiction the evidence decides: stronger new evidence supersedes
+  (the old entry is archived with a ``superseded_by`` link and a ``supersedes`` graph edge), weaker new
+  evidence is rejected (the event cites the existing entry), equal evidence makes both ``disputed``.
+  A quarantined entry contradicted by a new observation is deleted with a tombstone.
+- with no judge able to compare, nothing is guessed to be a contradiction: only duplicates act.
+
+Never are two contradicting entries left active. A new fact that only mentions an entity does not
+retire other facts about it: only the judge's ``contradicts`` does.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
 
 from ..memory_types import normalize
-from ..plan import Reconfirmation, step_confidence
+from ..plan import MemoryUpdate, Reconfirmation, step_confidence
 
-#: Cosine similarity at or above which two statements are the same memory. Chosen on MiniLM-L6-v2,
-#: where paraphrases of one rule score 0.85-0.95 and rewrites of the same sentence score above 0.95.
+#: Cosine similarity at or above which two statements are the same memory without asking a judge.
+#: MiniLM-L6-v2 scores rewrites of one sentence above 0.95 and paraphrases of one rule 0.85-0.95.
 DUPLICATE_SIMILARITY = 0.95
-RELATED_SIMILARITY = 0.80
+#: Neighbours at or above this similarity are shown to the contradiction judge.
+CANDIDATE_SIMILARITY = 0.60
 NEIGHBOURS = 5
+_EVIDENCE_RANK = {"inferred": 0, "observed-failure": 1, "observed-success": 1, "user-stated": 2}
+_CONFIDENCE_RANK = {"low": 0, "medium": 1, "high": 2}
+
+
+def strength(evidence: str | None, confidence: str | None) -> tuple[int, int]:
+    """Comparable strength of an entry: evidence rank (user-stated > observed > inferred), then
+    confidence."""
+    return _EVIDENCE_RANK.get(evidence or "", 0), _CONFIDENCE_RANK.get(confidence or "", 0)
 
 
 def _cos(a, b) -> float:
@@ -28,49 +47,135 @@ def _cos(a, b) -> float:
 
 
 def run(plan, ctx):
-    """Mark duplicates, add re-confirmations, compute embeddings of what will be indexed."""
+    """Mark duplicates, re-confirmations, supersessions, rejections and disputes."""
     durable = [c for c in plan.candidates if c.pending and c.tier == "durable"]
     if not durable:
         return plan
     longterm = ctx.store.longterm()
     vectors = longterm.embed([c.statement for c in durable])
     today = _dt.datetime.fromtimestamp(ctx.now, _dt.timezone.utc).date().isoformat()
-    kept = []
+    kept, to_compare = [], []
     for c, vec in zip(durable, vectors):
         c.embedding = list(vec)
-        # 1. keepers of this run
         twin = next((k for k in kept if k.type == c.type and (normalize(k.statement) == normalize(c.statement)
                                                              or _cos(k.embedding, c.embedding) >= DUPLICATE_SIMILARITY)), None)
         if twin is not None:
-            c.outcome, c.outcome_reason, c.duplicate_of = "duplicate", "same as another keeper of this run", None
+            c.outcome, c.outcome_reason = "duplicate", "same as another keeper of this run"
             twin.note_ids = sorted(set(twin.note_ids) | set(c.note_ids))
             plan.decide("candidate.duplicate", note_ids=c.note_ids, reason=c.outcome_reason)
             continue
-        # 2. the store
-        match, related = None, []
-        for hit in longterm.neighbours(c.embedding, type_=c.type, scope=plan.scope, k=NEIGHBOURS):
-            same = normalize(hit["document"]) == normalize(c.statement) or hit["similarity"] >= DUPLICATE_SIMILARITY
-            if same and match is None:
-                match = hit
-            elif hit["similarity"] >= RELATED_SIMILARITY:
-                related.append(hit["id"])
+        hits = [h for h in longterm.neighbours(c.embedding, type_=c.type, scope=plan.scope, k=NEIGHBOURS)
+                if h["similarity"] >= CANDIDATE_SIMILARITY]
+        match = next((h for h in hits if normalize(h["document"]) == normalize(c.statement)
+                      or h["similarity"] >= DUPLICATE_SIMILARITY), None)
         if match is not None:
-            meta = match["metadata"]
-            other_session = meta.get("session_id") != plan.session_id
-            status = "active" if (meta.get("status") == "quarantined" and other_session) else meta.get("status", "active")
-            confidence = step_confidence(meta.get("confidence", "low"), 1 if other_session else 0)
-            if status == "active" and meta.get("status") == "quarantined" and confidence == "low":
-                confidence = "medium"
-            c.outcome, c.duplicate_of = "duplicate", match["id"]
-            c.outcome_reason = f"re-confirms {match['id']} (similarity {match['similarity']:.3f})"
-            plan.reconfirmations.append(Reconfirmation(
-                memory_id=match["id"], confidence=confidence, last_confirmed=today, status=status,
-                session_id=plan.session_id, note_ids=c.note_ids))
-            plan.decide("memory.reconfirmed", note_ids=c.note_ids, reason=c.outcome_reason, memory_id=match["id"],
-                        confidence=confidence, status=status)
+            _reconfirm(plan, c, match, today)
             continue
-        if related:
-            plan.decide("candidate.related", note_ids=c.note_ids, reason="close to existing memories; kept both",
-                        related=related)
         kept.append(c)
+        to_compare.extend((c, h) for h in hits)
+    # keepers of the same run against each other (below the duplicate threshold)
+    for i, a in enumerate(kept):
+        for b in kept[i + 1:]:
+            if a.type == b.type and _cos(a.embedding, b.embedding) >= CANDIDATE_SIMILARITY:
+                to_compare.append((b, {"id": None, "document": a.statement, "candidate": a,
+                                       "metadata": {"evidence": a.evidence, "confidence": a.confidence,
+                                                    "status": a.status, "session_id": plan.session_id},
+                                       "similarity": _cos(a.embedding, b.embedding)}))
+    if to_compare:
+        _judge_pairs(plan, ctx, to_compare, today)
     return plan
+
+
+def _reconfirm(plan, c, match, today) -> None:
+    meta = match["metadata"]
+    other_session = meta.get("session_id") != plan.session_id
+    status = meta.get("status", "active")
+    evidence = meta.get("evidence") or c.evidence
+    confidence = step_confidence(meta.get("confidence", "low"), 1 if other_session else 0)
+    if status == "quarantined" and other_session:
+        status = "active"  # a second, consistent observation in another session promotes it
+        if strength(c.evidence, None) > strength(evidence, None):
+            evidence = c.evidence
+        elif evidence == "inferred":
+            evidence = "observed-success"  # corroborated by an independent session
+        confidence = max(confidence, "medium", key=_CONFIDENCE_RANK.get)
+    c.outcome, c.duplicate_of = "duplicate", match["id"]
+    c.outcome_reason = f"re-confirms {match['id']} (similarity {match['similarity']:.3f})"
+    plan.reconfirmations.append(Reconfirmation(
+        memory_id=match["id"], confidence=confidence, last_confirmed=today, status=status,
+        session_id=plan.session_id, note_ids=c.note_ids))
+    if evidence != meta.get("evidence"):
+        plan.updates.append(MemoryUpdate(match["id"], "update", {"evidence": evidence},
+                                         event="memory.promoted", reason="corroborated in another session"))
+    plan.decide("memory.reconfirmed", note_ids=c.note_ids, reason=c.outcome_reason, memory_id=match["id"],
+                confidence=confidence, status=status)
+
+
+def _judge_pairs(plan, ctx, to_compare, today) -> None:
+    from judges.base import JudgeContext
+    from judges.chain import Pair, compare_pairs
+
+    pairs = [Pair(key=str(i), new=c.statement, old=h["document"], type=c.type) for i, (c, h) in enumerate(to_compare)]
+    answered, events = compare_pairs(ctx.chain(), pairs, JudgeContext(core=ctx.store.core_rules(), project=plan.scope),
+                                     plan.deadline)
+    for e in events:
+        plan.decide(e.pop("event"), **e)
+    for i, (c, h) in enumerate(to_compare):
+        if not c.pending:
+            continue
+        rel, judge = answered.get(str(i), (None, None))
+        if rel is None:
+            if h["id"]:
+                plan.decide("candidate.related", note_ids=c.note_ids, memory_id=h["id"],
+                            reason="close to an existing memory; no judge compared them, nothing guessed")
+            continue
+        if rel == "unrelated":
+            continue
+        other = h.get("candidate")
+        if rel == "duplicate":
+            if other is not None:
+                c.outcome, c.outcome_reason = "duplicate", f"same as another keeper of this run ({judge})"
+                other.note_ids = sorted(set(other.note_ids) | set(c.note_ids))
+                plan.decide("candidate.duplicate", note_ids=c.note_ids, reason=c.outcome_reason)
+            else:
+                _reconfirm(plan, c, h, today)
+            continue
+        _contradiction(plan, c, h, judge)
+
+
+def _contradiction(plan, c, h, judge) -> None:
+    meta, other = h["metadata"], h.get("candidate")
+    old_id = h["id"] or "(this run)"
+    new_s, old_s = strength(c.evidence, c.confidence), strength(meta.get("evidence"), meta.get("confidence"))
+    if meta.get("status") == "quarantined" and other is None:
+        # a contradicting observation deletes a quarantined entry, for good
+        plan.updates.append(MemoryUpdate(h["id"], "tombstone", {"status": "deleted"}, event="memory.tombstoned",
+                                         reason=f"quarantined entry contradicted by a new observation ({judge})"))
+        plan.decide("memory.contradicted", note_ids=c.note_ids, memory_id=h["id"], judge=judge,
+                    reason="contradicts a quarantined entry: the entry is deleted")
+        return
+    if new_s > old_s:
+        if other is not None:
+            other.outcome, other.outcome_reason = "rejected", f"superseded in the same run by stronger evidence ({judge})"
+            plan.decide("candidate.rejected", note_ids=other.note_ids, reason=other.outcome_reason)
+            return
+        plan.updates.append(MemoryUpdate(h["id"], "archive", {"status": "superseded"}, event="memory.superseded",
+                                         reason=f"superseded by stronger evidence ({c.evidence}, {c.confidence}; {judge})"))
+        c.provenance["supersedes"] = h["id"]
+        plan.decide("memory.superseded", note_ids=c.note_ids, memory_id=h["id"], judge=judge,
+                    reason=f"new evidence {c.evidence}/{c.confidence} beats {meta.get('evidence')}/{meta.get('confidence')}")
+    elif new_s < old_s:
+        c.outcome = "rejected"
+        c.outcome_reason = f"contradicts {old_id} which has stronger evidence ({meta.get('evidence')}, {meta.get('confidence')})"
+        plan.decide("candidate.rejected", note_ids=c.note_ids, reason=c.outcome_reason, memory_id=h["id"], judge=judge)
+    else:
+        c.status = "disputed"
+        if other is not None:
+            other.status = "disputed"
+            c.provenance["disputes"] = "run"
+        else:
+            c.provenance["disputes"] = h["id"]
+            plan.updates.append(MemoryUpdate(h["id"], "update", {"status": "disputed"}, event="memory.disputed",
+                                             reason=f"contradicted by equally strong evidence ({judge})"))
+        plan.decide("memory.disputed", note_ids=c.note_ids, memory_id=h["id"], judge=judge,
+                    reason="equal evidence, incompatible statements: both disputed, listed by `consolidate disputes`")

@@ -19,15 +19,29 @@ def memory_id(scope: str, type_: str, statement: str) -> str:
 
 
 def run(plan, ctx):
-    """Stamp every candidate that will be written."""
+    """Stamp every candidate that will be written; link supersessions and disputes to its id."""
+    from .. import archive
+
     now = _dt.datetime.fromtimestamp(ctx.now, _dt.timezone.utc)
+    dead = archive.tombstones(ctx.store) if plan.writes() else set()
     for c in plan.writes():
         c.memory_id = memory_id(plan.scope, c.type, c.statement)
+        if c.memory_id in dead:
+            c.outcome, c.outcome_reason = "rejected", f"{c.memory_id} was deleted (tombstone): never written again"
+            plan.decide("candidate.rejected", note_ids=c.note_ids, reason=c.outcome_reason, memory_id=c.memory_id)
+            continue
         c.last_confirmed = now.date().isoformat()
-        prompt_version = c.provenance.get("prompt_version")
+        links = {k: c.provenance[k] for k in ("supersedes", "disputes") if c.provenance.get(k)}
         c.provenance = {
             "session_id": plan.session_id, "run_id": plan.run_id, "date": now.isoformat(timespec="seconds"),
-            "evidence": c.evidence, "source": c.source, "prompt_version": prompt_version,
-            "reason": c.reason, "note_ids": list(c.note_ids),
+            "evidence": c.evidence, "source": c.source, "prompt_version": c.provenance.get("prompt_version"),
+            "reason": c.reason, "note_ids": list(c.note_ids), **links,
         }
+        for u in plan.updates:
+            if u.memory_id == links.get("supersedes"):
+                u.changes["superseded_by"] = c.memory_id
+                u.edges.append([c.memory_id, "supersedes"])
+            elif u.memory_id == links.get("disputes"):
+                u.changes["disputed_with"] = c.memory_id
+                u.edges.append([c.memory_id, "disputes"])
     return plan

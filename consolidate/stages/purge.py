@@ -1,6 +1,23 @@
-"""Stage 2, purge: rows past their TTL are deleted (not archived) and never judged."""
+"""Stage 2, purge: rows past their TTL are deleted (not archived) and never judged; quarantined
+long-term entries idle past the quarantine TTL (default 14 days, ``CONSOLIDATE_QUARANTINE_TTL_DAYS``)
+expire (archived, out of the index)."""
 
 from __future__ import annotations
+
+import datetime as _dt
+import os
+
+from ..plan import MemoryUpdate
+
+#: Days a quarantined entry may stay unconfirmed before it expires (SPEC section 6).
+QUARANTINE_TTL_DAYS = 14.0
+
+
+def quarantine_ttl_days() -> float:
+    try:
+        return float(os.environ.get("CONSOLIDATE_QUARANTINE_TTL_DAYS") or QUARANTINE_TTL_DAYS)
+    except ValueError:
+        return QUARANTINE_TTL_DAYS
 
 
 def run(plan, ctx):
@@ -12,4 +29,20 @@ def run(plan, ctx):
     if expired:
         plan.delete_note_ids.extend(expired)
         plan.decide("note.purged", note_ids=expired, reason="TTL expired before the session ended")
+    if ctx.store.read_manifest() is not None:  # a long-term tier exists: expire idle quarantine
+        expire_quarantine(plan, ctx.store, ctx.now)
     return plan
+
+
+def expire_quarantine(plan, store, now: float, ttl_days: float | None = None) -> int:
+    """Add an ``archive`` update for every quarantined entry last confirmed more than ``ttl_days``
+    ago; returns how many."""
+    ttl_days = quarantine_ttl_days() if ttl_days is None else ttl_days
+    cutoff = (_dt.datetime.fromtimestamp(now, _dt.timezone.utc) - _dt.timedelta(days=ttl_days)).date().isoformat()
+    n = 0
+    for row in store.longterm().with_status("quarantined"):
+        if (row["metadata"].get("last_confirmed") or "") < cutoff:
+            plan.updates.append(MemoryUpdate(row["id"], "archive", {"status": "expired"}, event="memory.expired",
+                                             reason=f"quarantined and unconfirmed for more than {ttl_days:g} days"))
+            n += 1
+    return n
