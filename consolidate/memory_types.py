@@ -115,8 +115,6 @@ def memorability_problem(statement: str) -> str | None:
     """None when ``statement`` passes the rules the code can check; else the reason it is not
     memorable: too short, a bare number, URL or path, or a task-list / status line."""
     s = statement.strip()
-    if len(s) < MIN_STATEMENT_CHARS or len(s.split()) < 3 and not _CMD.search(s):
-        return f"too short to stand alone ({len(s)} characters)"
     if _BARE_NUMBER.match(s):
         return "a bare number"
     if _BARE_URL.match(s):
@@ -125,6 +123,8 @@ def memorability_problem(statement: str) -> str | None:
         return "a bare path"
     if _TASK_LINE.match(s):
         return "a task-list or status line"
+    if len(s) < MIN_STATEMENT_CHARS or len(s.split()) < 3 and not _CMD.search(s):
+        return f"too short to stand alone ({len(s)} characters)"
     return None
 
 

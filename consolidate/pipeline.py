@@ -57,19 +57,22 @@ def _stage(name: str):
 def run_session(store: Store, session_id: str, *, outcome: str = "success", reason: str | None = None,
                 judges: list[str] | None = None, chain_factory: Callable | None = None,
                 dry_run: bool = False, time_box: float | None = DEFAULT_TIME_BOX,
-                lock_timeout: float = LOCK_TIMEOUT) -> Plan:
+                lock_timeout: float = LOCK_TIMEOUT, now: float | None = None) -> Plan:
     """Consolidate one session and return its plan (applied unless ``dry_run``).
 
     ``outcome`` gates everything (SPEC section 3): ``success`` runs every stage; ``failure``
     promotes nothing and records ``session.failed``, keeping the rows; ``aborted`` touches nothing.
     ``judges`` are judge specs (see ``judges.registry``), ``chain_factory`` a callable returning a
-    ready chain (tests). ``time_box`` in seconds bounds the run; judging gets what is left.
+    ready chain (tests). ``time_box`` in seconds bounds the run; judging gets what is left. ``now``
+    (Unix seconds) fixes the run's clock for TTLs and dates (simulations; default: the real time).
 
     Raises StoreLocked when the store lock is not free within ``lock_timeout`` seconds; judge
     failures never raise (they become events and unjudged notes)."""
     ctx = RunContext(store=store, judge_specs=judges, chain_factory=chain_factory, dry_run=dry_run)
+    if now is not None:
+        ctx.now = now
     plan = Plan(session_id=session_id, outcome=outcome, reason=reason, scope=store.project,
-                deadline=ctx.now + time_box if time_box else None)
+                deadline=time.time() + time_box if time_box else None, started_at=ctx.now)
     t0 = time.perf_counter()
     _stage("count")(plan, ctx)
     plan.stage_seconds["count"] = round(time.perf_counter() - t0, 6)
@@ -81,6 +84,7 @@ def run_session(store: Store, session_id: str, *, outcome: str = "success", reas
         return plan
     if outcome == "failure":
         plan.decide("session.failed", reason=reason or "the session failed", notes_kept=plan.note_count)
+        _run_timed("failure_link", plan, ctx)
         return _apply(plan, ctx, lock_timeout)
     for name in ORDER[1:]:
         if name in _LOCKED_STAGES:

@@ -215,6 +215,17 @@ class Pair:
 RELATIONS = ("duplicate", "contradicts", "unrelated")
 
 
+class _CompareAdapter:
+    """Lets :func:`_call_with_deadline` time-box ``compare()`` exactly like ``judge()``."""
+
+    def __init__(self, judge):
+        self.name = judge.name
+        self._judge = judge
+
+    def judge(self, batch, context, timeout):
+        return self._judge.compare(batch, context, timeout)
+
+
 def compare_pairs(chain: "JudgeChain", pairs: list[Pair], context: JudgeContext,
                   deadline: float | None = None) -> tuple[dict[str, tuple[str, str]], list[dict[str, Any]]]:
     """Ask the chain's judges that can compare (those with a ``compare`` method) how each pair
@@ -236,13 +247,7 @@ def compare_pairs(chain: "JudgeChain", pairs: list[Pair], context: JudgeContext,
         started = time.time()
         try:
 
-            class _Adapter:  # lets _call_with_deadline time-box compare() like judge()
-                name = judge.name
-
-                def judge(self, batch, context, timeout):
-                    return judge.compare(batch, context, timeout)
-
-            raw = _call_with_deadline(_Adapter(), [(pid, p) for pid, p in ids.items()], context, timeout)
+            raw = _call_with_deadline(_CompareAdapter(judge), [(pid, p) for pid, p in ids.items()], context, timeout)
             if not isinstance(raw, list):
                 raise JudgeOutputInvalid(f"{judge.name}: compare answer is not a list", judge=judge.name)
         except JudgeError as exc:

@@ -4,8 +4,8 @@ Each durable keeper, flagged ones included, is compared with the keepers of the 
 existing same-type, same-scope memories (Chroma neighbours, nearest first, with cosine similarity at
 least CANDIDATE_SIMILARITY):
 
-- the same statement (equal after normalisation, or similarity >= DUPLICATE_SIMILARITY) is a
-  duplicate: the existing entry is re-confirmed (last_confirmed today; confidence one step up when seen
+- the same statement (:func:`same_memory`: equal after normalisation, or similarity >=
+  DUPLICATE_SIMILARITY with the same numbers and negations) is a duplicate: the existing entry is re-confirmed (last_confirmed today; confidence one step up when seen
   in another session; a quarantined entry seen in another session is promoted to active and its
   evidence upgraded) and nothing new is written;
 - the other candidates go to the judge chain's contradiction prompt, which answers duplicate,
@@ -22,6 +22,7 @@ retire other facts about it: only the judge's ``contradicts`` does.
 from __future__ import annotations
 
 import datetime as _dt
+import re
 
 from ..memory_types import normalize
 from ..plan import MemoryUpdate, Reconfirmation, step_confidence
@@ -42,6 +43,21 @@ def strength(evidence: str | None, confidence: str | None) -> tuple[int, int]:
     return _EVIDENCE_RANK.get(evidence or "", 0), _CONFIDENCE_RANK.get(confidence or "", 0)
 
 
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+_NEGATION = re.compile(r"\b(?:not|never|no|don't|doesn't|isn't|aren't|without|instead|cannot|can't|won't)\b", re.IGNORECASE)
+
+
+def same_memory(a: str, b: str, similarity: float) -> bool:
+    """Whether two statements are the same memory without asking a judge: equal after
+    normalisation, or at least DUPLICATE_SIMILARITY similar AND carrying the same numbers and the same
+    negations (embeddings score "timeout is 30 s" and "timeout is 60 s" at 0.97: a contradiction, not
+    a re-confirmation)."""
+    if normalize(a) == normalize(b):
+        return True
+    return (similarity >= DUPLICATE_SIMILARITY and sorted(_NUMBER.findall(a)) == sorted(_NUMBER.findall(b))
+            and sorted(m.lower() for m in _NEGATION.findall(a)) == sorted(m.lower() for m in _NEGATION.findall(b)))
+
+
 def _cos(a, b) -> float:
     return float(sum(x * y for x, y in zip(a, b)))  # embeddings are L2-normalised
 
@@ -57,8 +73,8 @@ def run(plan, ctx):
     kept, to_compare = [], []
     for c, vec in zip(durable, vectors):
         c.embedding = list(vec)
-        twin = next((k for k in kept if k.type == c.type and (normalize(k.statement) == normalize(c.statement)
-                                                             or _cos(k.embedding, c.embedding) >= DUPLICATE_SIMILARITY)), None)
+        twin = next((k for k in kept if k.type == c.type
+                     and same_memory(k.statement, c.statement, _cos(k.embedding, c.embedding))), None)
         if twin is not None:
             c.outcome, c.outcome_reason = "duplicate", "same as another keeper of this run"
             twin.note_ids = sorted(set(twin.note_ids) | set(c.note_ids))
@@ -66,8 +82,7 @@ def run(plan, ctx):
             continue
         hits = [h for h in longterm.neighbours(c.embedding, type_=c.type, scope=plan.scope, k=NEIGHBOURS)
                 if h["similarity"] >= CANDIDATE_SIMILARITY]
-        match = next((h for h in hits if normalize(h["document"]) == normalize(c.statement)
-                      or h["similarity"] >= DUPLICATE_SIMILARITY), None)
+        match = next((h for h in hits if same_memory(h["document"], c.statement, h["similarity"])), None)
         if match is not None:
             _reconfirm(plan, c, match, today)
             continue

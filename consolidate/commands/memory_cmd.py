@@ -1,0 +1,67 @@
+"""Commands on the long-term store itself: ``disputes``, ``resolve``, ``backfill``."""
+
+from __future__ import annotations
+
+import json
+
+from ._common import open_store
+
+
+def cmd_disputes(args) -> int:
+    from ..maintenance import disputes
+    from ..report import render_memory
+
+    store = open_store(args)
+    rows = disputes(store) if store.read_manifest() else []
+    if args.json:
+        print(json.dumps([{"id": r["id"], "statement": r["document"], "with": r["with"], **r["metadata"]} for r in rows],
+                         ensure_ascii=False))
+        return 0
+    if not rows:
+        print("no disputes")
+    for r in rows:
+        print(f"{r['id']}  {render_memory(r['document'], r['metadata'])}")
+        if r["with"]:
+            print(f"    disputes with {', '.join(r['with'])}; settle with: consolidate resolve {r['id']} --keep ID")
+    return 0
+
+
+def cmd_resolve(args) -> int:
+    from ..maintenance import apply_updates, plan_resolve
+
+    store = open_store(args)
+    plan = apply_updates(store, plan_resolve(store, args.memory_id, args.keep))
+    archived = [u.memory_id for u in plan.updates if u.action == "archive"]
+    print(f"kept {args.keep}; archived {', '.join(archived) or 'nothing'} (run {plan.run_id})")
+    return 0
+
+
+def cmd_backfill(args) -> int:
+    from ..maintenance import apply_updates, plan_backfill
+
+    store = open_store(args)
+    plan = plan_backfill(store)
+    if args.dry_run:
+        for u in plan.updates:
+            print(u.memory_id, json.dumps(u.changes, ensure_ascii=False))
+        print(f"{len(plan.updates)} entries would be backfilled (dry run: nothing written)")
+        return 0
+    if plan.updates:
+        apply_updates(store, plan)
+    print(f"backfilled {len(plan.updates)} entries" + (f" (run {plan.run_id})" if plan.updates else ""))
+    return 0
+
+
+def register(sub, common) -> None:
+    s = sub.add_parser("disputes", parents=[common], help="list disputed memories")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_disputes)
+
+    s = sub.add_parser("resolve", parents=[common], help="settle a dispute: keep one entry, archive the other")
+    s.add_argument("memory_id")
+    s.add_argument("--keep", required=True, help="id of the entry to keep")
+    s.set_defaults(func=cmd_resolve)
+
+    s = sub.add_parser("backfill", parents=[common], help="give entries that lack metadata best-effort values")
+    s.add_argument("--dry-run", action="store_true")
+    s.set_defaults(func=cmd_backfill)
