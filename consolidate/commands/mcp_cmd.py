@@ -1,0 +1,26 @@
+"""``consolidate mcp``: the MCP server over stdio (imports the ``mcp`` package only when run)."""
+
+from __future__ import annotations
+
+from ..errors import ConfigError
+from ._common import open_store
+
+
+def cmd_mcp(args) -> int:
+    try:
+        from ..mcp_server import serve
+    except ImportError as exc:  # mcp missing, or 1.x (no mcp.server.mcpserver)
+        raise ConfigError(f"the MCP server needs the mcp package 2.x (pip install 'mcp>=2,<3'): {exc}") from None
+
+    # Open once here so a bad --store is a one-line error before the server starts; the server
+    # opens its own Store on the same folder, on its store thread.
+    store = open_store(args)
+    store.close()
+    serve(store)
+    return 0
+
+
+def register(sub, common) -> None:
+    s = sub.add_parser("mcp", parents=[common],
+                       help="MCP server over stdio: note, session_read, recall, session_complete")
+    s.set_defaults(func=cmd_mcp)

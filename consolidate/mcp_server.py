@@ -1,0 +1,280 @@
+"""``consolidate mcp``: the session tools for any MCP-speaking agent, over stdio.
+
+Built on the ``mcp`` package 2.x (``mcp.server.mcpserver.MCPServer``). Tools:
+
+- ``note(session_id, content, flag, ttl, kind)`` writes one working note; returns its id.
+- ``session_read(session_id)`` returns the session's notes and its queued end, if any.
+- ``recall(query, k, include_quarantined)`` returns the nearest memories, each rendered with its
+  suffix (``Use pnpm, not npm [high, user-stated, 2026-07]``) and its id.
+- ``session_complete(session_id, outcome, reason)`` records the session end in the queue and returns
+  at once: it never runs the pipeline inline. A worker consolidates the queue (started here when one
+  is available, else by the next hook, ``consolidate worker`` or ``consolidate run``).
+
+Bad input (an empty note, an unknown outcome, a bad TTL) comes back as a tool error whose text is the
+one-line message of the ConsolidateError, never a traceback.
+
+All store access runs on one dedicated thread that owns the Store (its SQLite connection and, on
+first recall, its Chroma client), so calls are serialized and never block the event loop. This
+module imports ``mcp``: only ``consolidate mcp`` imports it, never the hook's fast path.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib
+import importlib.util
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Callable
+
+import anyio.to_thread
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from .errors import BadInput, ConsolidateError
+from .session import OUTCOMES, check_session_id
+from .store import Store
+
+log = logging.getLogger("consolidate.mcp")
+
+SERVER_NAME = "consolidate"
+INSTRUCTIONS = (
+    "Working memory for this project. While you work, write short notes with `note` (flag=true for a "
+    "keeper you are sure of: a decision with its reason, a gotcha that just bit; ttl for temporary "
+    "values such as a port). When the session ends call `session_complete` with its outcome: on "
+    "success the notes worth keeping graduate into long-term memory, which `recall` searches."
+)
+#: Largest ``k`` a recall may ask for.
+MAX_K = 50
+
+#: ``spawn`` argument of :func:`build_server`: "auto" starts the worker the project provides.
+AUTO = "auto"
+
+
+def _iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    one = " ".join(str(text).split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def find_spawner() -> tuple[Callable[[Store], Any] | None, str]:
+    """The function that starts a detached worker for a store, and its name; ``(None, why)`` when
+    the project has none. Prefers ``consolidate.worker.spawn(store)``; else
+    ``consolidate.hook.spawn_worker(store_path, extra_env)`` with the store's settings in the
+    environment, so the worker opens the same store the same way."""
+    if importlib.util.find_spec("consolidate.worker") is not None:
+        spawn = getattr(importlib.import_module("consolidate.worker"), "spawn", None)
+        if callable(spawn):
+            return spawn, "consolidate.worker.spawn"
+    if importlib.util.find_spec("consolidate.hook") is not None:
+        spawn_worker = getattr(importlib.import_module("consolidate.hook"), "spawn_worker", None)
+        if callable(spawn_worker):
+            def spawn(store: Store):
+                env = {"CONSOLIDATE_EMBEDDING": store.embedding_name, "CONSOLIDATE_PROJECT": store.project}
+                if store.chroma_url:
+                    env["CONSOLIDATE_CHROMA_URL"] = store.chroma_url
+                return spawn_worker(store.path.resolve(), env)
+
+            return spawn, "consolidate.hook.spawn_worker"
+    return None, "no worker is available in this installation"
+
+
+class StoreThread:
+    """Runs functions of the store on one dedicated thread that opens (and later closes) the Store.
+
+    ``open_store`` is called on that thread on first use. ``start``/``stop`` are reference
+    counted, so one server object can serve several connections in turn (tests)."""
+
+    def __init__(self, open_store: Callable[[], Store]):
+        self._open = open_store
+        self._store: Store | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._users = 0
+
+    def start(self) -> None:
+        self._users += 1
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="consolidate-store")
+
+    def stop(self) -> None:
+        self._users = max(0, self._users - 1)
+        if self._users or self._pool is None:
+            return
+        pool, self._pool = self._pool, None
+        pool.submit(self._close).result()
+        pool.shutdown(wait=True)
+
+    def _close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def _call(self, fn: Callable[[Store], Any]) -> Any:
+        if self._store is None:
+            self._store = self._open()
+        return fn(self._store)
+
+    async def run(self, fn: Callable[[Store], Any]) -> Any:
+        """``fn(store)`` on the store thread. A ConsolidateError becomes a ToolError with its one-line
+        message; any other exception is logged (with its traceback, on stderr) and reported in one
+        line."""
+        if self._pool is None:
+            self.start()
+        future = self._pool.submit(self._call, fn)
+        try:
+            return await anyio.to_thread.run_sync(future.result)
+        except ConsolidateError as exc:
+            raise ToolError(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - a tool never answers with a traceback
+            log.exception("tool failed")
+            raise ToolError(f"internal error: {type(exc).__name__}: {_one_line(exc)}") from None
+
+
+def build_server(store: Store | Callable[[], Store] | None = None, *,
+                 spawn: Callable[[Store], Any] | str | None = AUTO) -> MCPServer:
+    """The MCP server over one store.
+
+    ``store`` is a Store (the server opens its own Store on the same folder with the same settings),
+    a callable returning a Store, or None for ``$CONSOLIDATE_STORE``/``./.memofs``. ``spawn`` is
+    called with the store after ``session_complete`` queues a session end, to start a detached
+    worker: ``"auto"`` finds the project's (see :func:`find_spawner`), None starts nothing."""
+    if isinstance(store, Store):
+        path, chroma_url, embedding, project = store.path, store.chroma_url, store.embedding_name, store.project
+
+        def open_store() -> Store:
+            return Store(path, chroma_url=chroma_url, embedding=embedding, project=project)
+    elif store is None:
+        open_store = Store
+    else:
+        open_store = store
+    backend = StoreThread(open_store)
+    if spawn == AUTO:
+        spawner, spawner_name = find_spawner()
+    elif spawn is None:
+        spawner, spawner_name = None, "worker start disabled"
+    elif callable(spawn):
+        spawner, spawner_name = spawn, getattr(spawn, "__name__", "spawn")
+    else:
+        raise ValueError(f"spawn must be a callable, None or {AUTO!r}")
+
+    @asynccontextmanager
+    async def lifespan(_server):
+        backend.start()
+        try:
+            yield {}
+        finally:
+            await anyio.to_thread.run_sync(backend.stop)
+
+    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
+
+    @server.tool()
+    async def note(
+        session_id: Annotated[str, Field(description="Your session id; use the same id for the whole session.")],
+        content: Annotated[str, Field(description="The note: one fact, decision (with its reason), "
+                                                  "gotcha, recipe or failure, in plain words.")],
+        flag: Annotated[bool, Field(description="True when you already know this is worth keeping "
+                                                "(promoted without a judge).")] = False,
+        ttl: Annotated[str | None, Field(description="Expire the note after this long: 20m, 2h, 1d "
+                                                     "(for temporary values such as a port).")] = None,
+        kind: Annotated[str | None, Field(description="decision, constraint, preference, recipe, "
+                                                      "failure or fact")] = None,
+    ) -> int:
+        """Write one working note to the session's scratch tier; returns the note's id."""
+        return await backend.run(
+            lambda s: s.sessions.add_note(session_id, content, flag=flag, ttl=ttl or None, kind=kind or None))
+
+    @server.tool()
+    async def session_read(
+        session_id: Annotated[str, Field(description="The session id.")],
+    ) -> dict[str, Any]:
+        """The session's notes, oldest first, and its recorded end (None while it is open)."""
+        def read(s: Store) -> dict[str, Any]:
+            sid = check_session_id(session_id)
+            now = _dt.datetime.now(_dt.timezone.utc).timestamp()
+            notes = [{"id": n.id, "content": n.content, "flag": n.flag, "kind": n.kind,
+                      "created_at": _iso(n.created_at), "expires_at": _iso(n.expires_at),
+                      "expired": n.expires_at is not None and n.expires_at <= now}
+                     for n in s.sessions.notes(sid)]
+            end = s.sessions.session_end(sid)
+            if end is not None:
+                end = {k: (_iso(v) if k == "ended_at" else v) for k, v in end.items()
+                       if k in ("outcome", "reason", "ended_at", "status", "run_id", "result")}
+            return {"session_id": sid, "count": len(notes), "notes": notes, "end": end}
+
+        return await backend.run(read)
+
+    @server.tool()
+    async def recall(
+        query: Annotated[str, Field(description="What you want to know, in plain words.")],
+        k: Annotated[int, Field(description=f"How many memories, 1 to {MAX_K}.")] = 5,
+        include_quarantined: Annotated[bool, Field(description="Also return quarantined entries "
+                                                               "(low-confidence single observations).")] = False,
+    ) -> dict[str, Any]:
+        """Semantic search over long-term memory: each memory rendered with its suffix
+        ``[confidence, evidence, month last confirmed]``, its id, type, status and similarity."""
+        def search(s: Store) -> dict[str, Any]:
+            from .report import render_memory
+
+            if not isinstance(query, str) or not query.strip():
+                raise BadInput("empty query: say what you want to recall")
+            if not 1 <= k <= MAX_K:
+                raise BadInput(f"bad k {k}: use 1 to {MAX_K}")
+            if s.read_manifest() is None:  # nothing consolidated yet: do not create the index
+                return {"count": 0, "memories": []}
+            statuses = ("active", "quarantined") if include_quarantined else ("active",)
+            hits = s.longterm().search(query, k=k, statuses=statuses)
+            memories = [{"id": h["id"], "text": render_memory(h["document"], h["metadata"]),
+                         "type": h["metadata"].get("type"), "status": h["metadata"].get("status"),
+                         "similarity": round(float(h["similarity"]), 4)} for h in hits]
+            return {"count": len(memories), "memories": memories}
+
+        return await backend.run(search)
+
+    @server.tool()
+    async def session_complete(
+        session_id: Annotated[str, Field(description="The session id.")],
+        outcome: Annotated[str, Field(description="success: consolidate the notes; failure: promote "
+                                                  "nothing, record why; aborted: touch nothing (the "
+                                                  "session can be resumed with the same id).",
+                                      json_schema_extra={"enum": list(OUTCOMES)})],
+        reason: Annotated[str | None, Field(description="Why the session ended (kept in the audit "
+                                                        "log for a failure).")] = None,
+    ) -> dict[str, Any]:
+        """Record the session end in the queue and return at once; a background worker consolidates
+        it. Completing the same session again replaces its outcome while it is still queued."""
+        def complete(s: Store) -> dict[str, Any]:
+            sid = check_session_id(session_id)
+            s.sessions.end(sid, outcome, reason or None)
+            result = {"session_id": sid, "outcome": outcome, "notes": s.sessions.count(sid), "status": "queued"}
+            if spawner is None:
+                result["worker"] = "not started"
+                result["message"] = (f"queued; no worker was started ({spawner_name}): it will be consolidated "
+                                     "by the next session-end hook, `consolidate worker` or `consolidate run`")
+                return result
+            try:
+                spawner(s)
+            except Exception as exc:  # noqa: BLE001 - the session end is queued whatever happens
+                log.warning("could not start a worker: %s", exc)
+                result["worker"] = "failed to start"
+                result["message"] = (f"queued, but the worker could not be started ({type(exc).__name__}: "
+                                     f"{_one_line(exc)}); `consolidate run` will consolidate it")
+                return result
+            result["worker"] = "started"
+            result["message"] = "queued; a background worker is consolidating it"
+            return result
+
+        return await backend.run(complete)
+
+    return server
+
+
+def serve(store: Store | Callable[[], Store] | None = None) -> None:
+    """Run the server over stdio until the client closes it."""
+    build_server(store).run("stdio")
