@@ -1,0 +1,280 @@
+"""``consolidate install-hook``: merge our hook commands into an agent CLI's settings file.
+
+Claude Code (``.claude/settings.json``, project or user) and Gemini CLI (``.gemini/settings.json``)
+share one shape: ``{"hooks": {EVENT: [{"matcher": ..., "hooks": [{"type": "command", "command":
+..., "timeout": ...}]}]}}``. Claude Code's ``timeout`` is in seconds; Gemini CLI's in milliseconds,
+and its hooks carry a ``name`` (used by ``/hooks enable|disable``) and a ``description``. We add one
+group per event with no ``matcher`` (every source/reason of the event).
+
+The merge keeps every other setting and every other hook; it is idempotent (a hook that already runs
+``consolidate hook`` is ours: left alone, or its command updated in place when the path to
+``consolidate`` changed); before an existing file is changed it is copied to
+``settings.json.bak-<timestamp>``; the change is returned as a unified diff. A settings file that is
+not valid JSON (or not a JSON object) is an error and is left untouched. Only the standard library.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import BadInput
+
+SCOPES = ("project", "user")
+
+
+@dataclass(frozen=True)
+class HookSpec:
+    """One event we hook: its name in the agent's vocabulary and the fields of our hook entry."""
+
+    event: str
+    timeout: int
+    name: str | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class Agent:
+    key: str
+    label: str
+    folder: str
+    hooks: tuple[HookSpec, ...]
+    project_notes: tuple[str, ...] = ()  # printed after a project-scope install
+
+
+AGENTS: dict[str, Agent] = {
+    # https://docs.claude.com/en/docs/claude-code/hooks : timeout in seconds; SessionEnd hooks
+    # share about 1.5 s in total by default (CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS).
+    "claude-code": Agent(
+        key="claude-code", label="Claude Code", folder=".claude",
+        hooks=(HookSpec("SessionEnd", 5), HookSpec("SessionStart", 10), HookSpec("PreCompact", 10)),
+    ),
+    # https://geminicli.com/docs/hooks/reference : timeout in milliseconds (default 60000); Gemini
+    # CLI does not wait for SessionEnd hooks. PreCompact is called PreCompress there.
+    "gemini-cli": Agent(
+        key="gemini-cli", label="Gemini CLI", folder=".gemini",
+        hooks=(
+            HookSpec("SessionEnd", 5000, "consolidate-session-end",
+                     "consolidate: queue the session end; a background worker consolidates the notes"),
+            HookSpec("SessionStart", 10000, "consolidate-session-start",
+                     "consolidate: recall project memory as context for the new session"),
+        ),
+        project_notes=("Gemini CLI runs a project's hooks only when the folder is trusted.",),
+    ),
+}
+
+
+@dataclass
+class InstallResult:
+    agent: str
+    path: Path
+    command: str
+    actions: list[str] = field(default_factory=list)  # "added SessionEnd", "updated SessionStart"
+    diff: str = ""
+    backup: Path | None = None
+    written: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.actions)
+
+
+def consolidate_argv() -> list[str]:
+    """How to run this very ``consolidate`` from anywhere (no venv activated, any PATH): the console
+    script being run, else the one beside this interpreter, else ``<python> -m consolidate``.
+    Paths are absolute but symlinks are kept (a venv's ``bin/python`` must stay the venv's)."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    if argv0 and Path(argv0).name in ("consolidate", "consolidate.exe") and Path(argv0).is_file():
+        return [os.path.abspath(argv0)]
+    bindir = Path(os.path.abspath(sys.executable)).parent
+    for name in ("consolidate", "consolidate.exe"):
+        candidate = bindir / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return [str(candidate)]
+    return [os.path.abspath(sys.executable), "-m", "consolidate"]
+
+
+def hook_command(*, store: str | os.PathLike | None = None, harvest: bool = False) -> str:
+    """The shell command our hooks run: ``/abs/consolidate hook [--store /abs/store] [--harvest]``."""
+    argv = consolidate_argv() + ["hook"]
+    if store:
+        argv += ["--store", os.path.abspath(store)]
+    if harvest:
+        argv.append("--harvest")
+    return shlex.join(argv)
+
+
+def is_our_command(command: Any) -> bool:
+    """True for a command that runs ``consolidate hook`` (any path to it, ``-m consolidate`` too)."""
+    if not isinstance(command, str):
+        return False
+    try:
+        tokens = shlex.split(command)
+    except ValueError:
+        return False
+    for i, tok in enumerate(tokens[:-1]):
+        if Path(tok).name in ("consolidate", "consolidate.exe") and tokens[i + 1] == "hook":
+            return True
+        if tok == "-m" and tokens[i + 1] == "consolidate" and i + 2 < len(tokens) and tokens[i + 2] == "hook":
+            return True
+    return False
+
+
+def settings_path(agent: str, scope: str = "project", *, cwd: str | os.PathLike | None = None) -> Path:
+    """``<cwd>/.claude/settings.json`` (project) or ``$HOME/.claude/settings.json`` (user)."""
+    spec = _agent(agent)
+    if scope not in SCOPES:
+        raise BadInput(f"unknown scope {scope!r}: use project or user")
+    base = Path(cwd or os.getcwd()) if scope == "project" else Path.home()
+    return base / spec.folder / "settings.json"
+
+
+def merge_hooks(data: dict[str, Any], agent: str, command: str, *, where: str = "settings") -> list[str]:
+    """Merge our hooks into ``data`` (a parsed settings file) in place; returns what changed
+    (``["added SessionEnd", ...]``, empty when everything was already there).
+
+    Raises BadInput when ``hooks`` or an event's value does not have the documented shape."""
+    spec = _agent(agent)
+    hooks = data.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise BadInput(f"{where}: `hooks` is a {type(hooks).__name__}, not an object; fix it by hand")
+    actions = []
+    for h in spec.hooks:
+        groups = hooks.setdefault(h.event, [])
+        if not isinstance(groups, list):
+            raise BadInput(f"{where}: `hooks.{h.event}` is a {type(groups).__name__}, not a list; fix it by hand")
+        ours = [entry for group in groups if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+                for entry in group["hooks"] if isinstance(entry, dict) and is_our_command(entry.get("command"))]
+        if ours:
+            stale = [entry for entry in ours if entry.get("command") != command]
+            for entry in stale:
+                entry["command"] = command
+            if stale:
+                actions.append(f"updated {h.event}")
+            continue
+        entry: dict[str, Any] = {}
+        if h.name:
+            entry["name"] = h.name
+        entry.update({"type": "command", "command": command, "timeout": h.timeout})
+        if h.description:
+            entry["description"] = h.description
+        groups.append({"hooks": [entry]})
+        actions.append(f"added {h.event}")
+    return actions
+
+
+def install(agent: str, scope: str = "project", *, dry_run: bool = False, store: str | None = None,
+            harvest: bool = False, cwd: str | os.PathLike | None = None, now: float | None = None) -> InstallResult:
+    """Install our hooks for ``agent`` (``claude-code`` or ``gemini-cli``) in its ``scope`` settings
+    file. Writes nothing when ``dry_run`` or when the hooks are already there.
+
+    Raises BadInput when the existing file cannot be read, is not valid JSON or not a JSON object."""
+    spec = _agent(agent)
+    path = settings_path(agent, scope, cwd=cwd)
+    command = hook_command(store=store, harvest=harvest)
+    result = InstallResult(agent=spec.key, path=path, command=command)
+
+    old_text = None
+    if path.exists():
+        try:
+            old_text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInput(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}; nothing was changed",
+                           path=str(path)) from None
+    if old_text is None or not old_text.strip():
+        data: Any = {}
+    else:
+        try:
+            data = json.loads(old_text)
+        except json.JSONDecodeError as exc:
+            raise BadInput(f"{path} is not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg});"
+                           f" fix it or move it away; nothing was changed", path=str(path)) from None
+        if not isinstance(data, dict):
+            raise BadInput(f"{path} holds a JSON {type(data).__name__}, not an object; nothing was changed",
+                           path=str(path))
+    result.actions = merge_hooks(data, agent, command, where=str(path))
+    if agent == "gemini-cli":
+        hooks_config = data.get("hooksConfig")
+        if isinstance(hooks_config, dict) and hooks_config.get("enabled") is False:
+            result.warnings.append(f"hooks are disabled in {path} (hooksConfig.enabled is false):"
+                                   " Gemini CLI will not run them until you enable them")
+    if scope == "project":
+        result.warnings.extend(spec.project_notes)
+    if not result.changed:
+        return result
+
+    new_text = json.dumps(data, indent=_indent_of(old_text), ensure_ascii=False) + "\n"
+    label = str(path)
+    result.diff = "".join(difflib.unified_diff(
+        (old_text or "").splitlines(keepends=True), new_text.splitlines(keepends=True),
+        fromfile=label if old_text is not None else "/dev/null", tofile=label))
+    if dry_run:
+        return result
+    target = path.resolve() if path.is_symlink() else path  # keep a dotfiles symlink a symlink
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if old_text is not None:
+        result.backup = _backup(target, now)
+    _write_atomic(target, new_text)
+    result.written = True
+    return result
+
+
+def _agent(agent: str) -> Agent:
+    try:
+        return AGENTS[agent]
+    except KeyError:
+        raise BadInput(f"unknown agent {agent!r}: use {' or '.join(AGENTS)}") from None
+
+
+def _indent_of(text: str | None) -> int | str:
+    """The indent of an existing file (so the diff shows only our change); 2 by default."""
+    m = re.search(r"^\{[ \t]*\r?\n([ \t]+)\S", text or "")
+    if not m:
+        return 2
+    ws = m.group(1)
+    return ws if "\t" in ws else len(ws)
+
+
+def _backup(path: Path, now: float | None) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    backup = path.with_name(f"{path.name}.bak-{stamp}")
+    n = 1
+    while backup.exists():
+        backup = path.with_name(f"{path.name}.bak-{stamp}-{n}")
+        n += 1
+    shutil.copy2(path, backup)
+    return backup
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    if path.exists():
+        mode = path.stat().st_mode & 0o7777
+    else:  # a new file gets the usual permissions, not mkstemp's 0600
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
