@@ -13,9 +13,10 @@ import datetime as _dt
 import json
 import os
 
-from .. import journal
+from .. import journal, snapshots
+from ..faults import armed, crash_point
 
-STEPS = ("chroma", "graph", "events", "notes_md", "context_md", "session_rows", "queue")
+STEPS = ("snapshot", "chroma", "graph", "events", "notes_md", "context_md", "session_rows", "queue")
 #: How many memories ``memory/context.md`` (the SessionStart context) holds.
 CONTEXT_MEMORIES = 30
 
@@ -25,6 +26,7 @@ def run(plan, ctx):
     if ctx.dry_run:
         return plan
     journal.write(ctx.store, plan)
+    crash_point("apply:journal")
     _apply_steps(plan, ctx.store, set())
     return plan
 
@@ -41,24 +43,28 @@ def replay(store) -> list[str]:
 def _apply_steps(plan, store, done: set[str], replayed: bool = False) -> None:
     writes = plan.writes()
     durable = [c for c in writes if c.tier == "durable"]
+    touches_index = bool(durable or plan.reconfirmations or plan.updates)
     for step in STEPS:
         if step in done:
             continue
-        if step == "chroma" and (durable or plan.reconfirmations or plan.updates):
+        if step == "snapshot" and touches_index:
+            snapshots.take(store, plan, durable)
+        elif step == "chroma" and touches_index:
             _chroma(plan, store, durable)
-        elif step == "graph" and (durable or plan.reconfirmations or plan.updates):
+        elif step == "graph" and touches_index:
             _graph(plan, store, durable)
         elif step == "events":
             _events(plan, store, writes, replayed)
         elif step == "notes_md" and writes:
             _notes_md(plan, store, writes)
-        elif step == "context_md" and (durable or plan.reconfirmations or plan.updates):
+        elif step == "context_md" and touches_index:
             write_context(store, plan.scope)
         elif step == "session_rows":
             _session_rows(plan, store)
         elif step == "queue":
             store.sessions.finish(plan.session_id, "done" if plan.outcome == "success" else plan.outcome,
                                   plan.run_id, summary(plan))
+        crash_point(f"apply:{step}")
         journal.mark(store, plan.run_id, step)
     journal.clear(store, plan.run_id)
 
@@ -92,12 +98,16 @@ def _chroma(plan, store, durable) -> None:
 
 
 def _graph(plan, store, durable) -> None:
-    from .. import graph
+    from .. import archive, graph
 
     folder = store.sub("graph")
     g = graph.load(folder)
+    before_nodes = {n: dict(a) for n, a in g.nodes(data=True)}
+    before_edges = set(g.edges(keys=True))
+    dead = archive.tombstones(store) - {u.memory_id for u in plan.updates if u.action == "tombstone"}
     for c in durable:
-        graph.add_memory(g, c, plan.scope)
+        if c.memory_id not in dead:
+            graph.add_memory(g, c, plan.scope)
     for r in plan.reconfirmations:
         session = "session:" + r.session_id
         g.add_node(session, kind="session")
@@ -114,42 +124,84 @@ def _graph(plan, store, durable) -> None:
             g.nodes[u.memory_id]["status"] = u.changes.get("status", "archived")
         for source, kind in u.edges:
             g.add_edge(source, u.memory_id, key=kind, kind=kind, run_id=plan.run_id)
+    snapshots.record_graph_diff(store, plan.run_id, before_nodes, before_edges, g)
     graph.save(g, folder)
 
 
-def _events(plan, store, writes, replayed: bool) -> None:
-    path = store.events_path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if replayed and _has_run(path, plan.run_id):
-        return  # the crash came after the events were appended but before the step was marked
-    ts = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    lines = []
-    for e in plan.events:
-        lines.append({"ts": ts, **e})
+def event_lines(plan, writes) -> list[dict]:
+    """Every event line of a run, each with the run id and a sequence number (the replay key)."""
+    ts = _dt.datetime.fromtimestamp(plan.started_at, _dt.timezone.utc).isoformat(timespec="seconds")
+    lines = [{"ts": ts, **e} for e in plan.events]
+    base = {"ts": ts, "run_id": plan.run_id, "session_id": plan.session_id}
     for c in writes:
-        lines.append({"ts": ts, "event": "memory.written", "run_id": plan.run_id, "session_id": plan.session_id,
-                      "memory_id": c.memory_id, "type": c.type, "status": c.status, "tier": c.tier,
-                      "evidence": c.evidence, "confidence": c.confidence, "source": c.source,
+        lines.append({**base, "event": "memory.written", "memory_id": c.memory_id, "type": c.type, "status": c.status,
+                      "tier": c.tier, "evidence": c.evidence, "confidence": c.confidence, "source": c.source,
                       "note_ids": c.note_ids, "reason": c.reason, "prompt_version": c.provenance.get("prompt_version")})
     for u in plan.updates:
-        lines.append({"ts": ts, "event": u.event, "run_id": plan.run_id, "session_id": plan.session_id,
-                      "memory_id": u.memory_id, "action": u.action, "reason": u.reason,
+        lines.append({**base, "event": u.event, "memory_id": u.memory_id, "action": u.action, "reason": u.reason,
                       "changes": u.changes})
-    lines.append({"ts": ts, "event": "run.applied", "run_id": plan.run_id, "session_id": plan.session_id,
-                  "outcome": plan.outcome, "summary": summary(plan), "stage_seconds": plan.stage_seconds})
-    data = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines)
+    lines.append({**base, "event": "run.applied", "outcome": plan.outcome, "summary": summary(plan),
+                  "stage_seconds": plan.stage_seconds})
+    for i, line in enumerate(lines):
+        line["seq"] = i
+    return lines
+
+
+def _events(plan, store, writes, replayed: bool) -> None:
+    """Append the run's event lines. Idempotent: a torn last line (a crash mid-write) is cut off, and
+    on a replay the lines of this run already in the log (same run id and seq) are not appended again."""
+    path = store.events_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _cut_torn_tail(path)
+    present = _seqs_of_run(path, plan.run_id) if replayed else set()
+    lines = [x for x in event_lines(plan, writes) if x["seq"] not in present]
+    data = [json.dumps(x, ensure_ascii=False) + "\n" for x in lines]
     with open(path, "a", encoding="utf-8") as f:
-        f.write(data)
+        if armed("apply:events:partial") and len(data) > 1:
+            f.write("".join(data[: len(data) // 2]) + data[len(data) // 2][:20])
+            f.flush()
+            crash_point("apply:events:partial")
+        f.write("".join(data))
         f.flush()
         os.fsync(f.fileno())
 
 
-def _has_run(path, run_id: str) -> bool:
+def _cut_torn_tail(path) -> None:
+    """Truncate a last line that has no newline (left by a crash mid-append)."""
+    try:
+        with open(path, "rb+") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            if size == 0:
+                return
+            f.seek(size - 1)
+            if f.read(1) == b"\n":
+                return
+            back = min(size, 1 << 20)
+            f.seek(size - back)
+            tail = f.read(back)
+            cut = tail.rfind(b"\n")
+            f.truncate(size - back + cut + 1 if cut >= 0 else 0)
+    except FileNotFoundError:
+        return
+
+
+def _seqs_of_run(path, run_id: str) -> set[int]:
+    """Sequence numbers of ``run_id``'s lines already in the log (scanned only on a replay; a
+    substring test comes before any JSON parsing)."""
+    needle = f'"run_id": "{run_id}"'
+    out = set()
     try:
         with open(path, encoding="utf-8") as f:
-            return any(f'"run_id": "{run_id}"' in line and '"run.applied"' in line for line in f)
+            for line in f:
+                if needle in line:
+                    try:
+                        out.add(json.loads(line).get("seq"))
+                    except ValueError:
+                        continue
     except FileNotFoundError:
-        return False
+        pass
+    return out
 
 
 def _notes_md(plan, store, writes) -> None:

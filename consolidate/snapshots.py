@@ -1,0 +1,87 @@
+"""Undo records (``snapshots/<run_id>.json``), one per run that touched the recall index.
+
+Written by ``apply`` before its first index write: the ids the run adds, and the full earlier state
+(document, metadata, embedding) of every existing entry it overwrites, re-confirms, updates, archives
+or tombstones; the graph step adds the graph diff (nodes added, earlier attributes of nodes changed,
+edges added) before it saves the graph. ``consolidate undo RUN_ID`` reverses exactly that.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .errors import BadInput, StoreCorrupt
+from .store import write_json_atomic
+
+
+def path_of(store, run_id: str) -> Path:
+    return store.sub("snapshots", f"{run_id}.json")
+
+
+def load(store, run_id: str) -> dict[str, Any]:
+    """The undo record of ``run_id``. Raises BadInput for an unknown run, StoreCorrupt for a bad file."""
+    p = path_of(store, run_id)
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadInput(f"no undo record for run {run_id!r} (see `consolidate runs`)", run_id=run_id) from None
+    except ValueError as exc:
+        raise StoreCorrupt(f"{p} is corrupt ({exc})", path=str(p)) from None
+
+
+def take(store, plan, durable) -> None:
+    """Record the earlier state of everything the run will touch in the index (kept as it is on a
+    replay: the first record is the true earlier state)."""
+    p = path_of(store, plan.run_id)
+    if p.exists():
+        return
+    lt = store.longterm()
+    ids = [c.memory_id for c in durable] + [r.memory_id for r in plan.reconfirmations] + [u.memory_id for u in plan.updates]
+    before = {}
+    if ids:
+        res = lt.collection.get(ids=sorted(set(ids)), include=["documents", "metadatas", "embeddings"])
+        for i, d, m, e in zip(res["ids"], res["documents"], res["metadatas"], res["embeddings"]):
+            before[i] = {"document": d, "metadata": m, "embedding": [float(x) for x in e]}
+    from . import archive
+
+    write_json_atomic(p, {
+        "run_id": plan.run_id, "session_id": plan.session_id, "outcome": plan.outcome,
+        "started_at": plan.started_at,
+        "added": sorted({c.memory_id for c in durable} - set(before)),
+        "before": before,
+        "tombstoned": sorted({u.memory_id for u in plan.updates if u.action == "tombstone"} - archive.tombstones(store)),
+        "graph": None,
+    })
+
+
+def record_graph_diff(store, run_id: str, g_before_nodes: dict, g_before_edges: set, g_after) -> None:
+    """Store the graph diff of the run in its undo record (once)."""
+    p = path_of(store, run_id)
+    if not p.exists():
+        return
+    data = json.loads(p.read_text(encoding="utf-8"))
+    if data.get("graph") is not None:
+        return
+    added_nodes = [n for n in g_after.nodes if n not in g_before_nodes]
+    changed = {n: attrs for n, attrs in g_before_nodes.items()
+               if n in g_after.nodes and dict(g_after.nodes[n]) != attrs}
+    added_edges = [[u, v, k] for u, v, k in g_after.edges(keys=True) if (u, v, k) not in g_before_edges]
+    data["graph"] = {"added_nodes": added_nodes, "changed_nodes": changed, "added_edges": added_edges}
+    write_json_atomic(p, data)
+
+
+def list_runs(store) -> list[dict[str, Any]]:
+    """Every undo record, newest first, without the bulky earlier states."""
+    folder = store.sub("snapshots")
+    out = []
+    for p in folder.glob("*.json") if folder.is_dir() else []:
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except ValueError:
+            continue
+        out.append({"run_id": data["run_id"], "session_id": data["session_id"], "outcome": data.get("outcome"),
+                    "started_at": data.get("started_at", 0), "added": len(data.get("added", [])),
+                    "changed": len(data.get("before", {})), "undone": bool(data.get("undone"))})
+    return sorted(out, key=lambda r: r["started_at"], reverse=True)
