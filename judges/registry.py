@@ -7,19 +7,36 @@ third parties register theirs the same way::
     [project.entry-points."consolidate.judges"]
     myjudge = "mypkg.judge:MyJudge"     # MyJudge(arg: str | None) -> a Judge
 
-The chain comes from configuration, in this order: explicit specs (``--judge``), then
-``$CONSOLIDATE_JUDGES`` (comma-separated), then the default chain ``api,noop``.
+The chain comes from configuration; the first of these that names judges wins:
+
+1. explicit specs (``--judge``, repeatable, each may be comma-separated);
+2. ``$CONSOLIDATE_JUDGES`` (comma-separated);
+3. ``consolidate.toml`` in the store folder: ``judges = ["cli:claude", "api", "noop"]``;
+4. ``[tool.consolidate] judges = [...]`` in ``pyproject.toml`` of the project folder (the current
+   working directory unless given);
+5. the default chain: the local CLI judge (the first preset whose executable is on PATH and that can
+   run: claude, llm, ollama, codex; none when no CLI is there), then ``api``, then ``noop``.
+
+A TOML file that cannot be read, or whose ``judges`` is not a list of strings (or one comma-separated
+string), raises ConfigError naming the file. The items of a list are not split on commas (a
+``cli:template:`` command may hold one); a single string is. An empty list counts as not set.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import tomllib
 from importlib.metadata import entry_points
+from pathlib import Path
 
 from consolidate.errors import ConfigError
 
 GROUP = "consolidate.judges"
+#: The default chain after the local CLI judge (which is there only when a CLI is on PATH).
 DEFAULT_CHAIN = ("api", "noop")
+#: The store's own configuration file (in the store folder).
+STORE_CONFIG = "consolidate.toml"
 
 # Fallback for running from a source tree that is not pip-installed (entry points unavailable).
 _BUILTIN = {
@@ -27,6 +44,7 @@ _BUILTIN = {
     "rules": "judges.rules:RulesJudge",
     "scripted": "judges.scripted:ScriptedJudge",
     "api": "judges.api:APIJudge",
+    "cli": "judges.cli:CLIJudge",
 }
 
 
@@ -56,21 +74,139 @@ def load(spec: str):
     return cls(arg or None)
 
 
-def chain_specs(explicit: list[str] | None = None) -> list[str]:
-    """The configured chain as a list of specs (see the module docstring for precedence)."""
+def _split(value: str) -> list[str]:
+    return [p.strip() for p in value.split(",") if p.strip()]
+
+
+def _toml_judges(path: Path, table: tuple[str, ...]) -> list[str] | None:
+    """``judges`` under ``table`` in the TOML file ``path``; None when the file or key is absent."""
+    if not path.is_file():
+        return None
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}", path=str(path)) from None
+    for key in table:
+        data = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(data, dict) or "judges" not in data:
+        return None
+    value = data["judges"]
+    where = ".".join((*table, "judges")) if table else "judges"
+    if isinstance(value, str):
+        return _split(value)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return [v.strip() for v in value if v.strip()]
+    raise ConfigError(f"{path}: {where} must be a list of judge specs, e.g. [\"cli:claude\", \"api\", \"noop\"]",
+                      path=str(path))
+
+
+def default_chain() -> list[str]:
+    """The default chain: ``cli:PRESET`` for the first CLI preset that can run here (executable on
+    PATH, model set when the preset needs one), then ``api``, then ``noop``. Runs no model."""
+    from .cli import PRESET_ORDER, CLIJudge
+
+    specs: list[str] = []
+    for preset in PRESET_ORDER:
+        ok, _ = CLIJudge(preset=preset).available()
+        if ok:
+            specs.append(f"cli:{preset}")
+            break
+    return specs + list(DEFAULT_CHAIN)
+
+
+def chain_config(explicit: list[str] | None = None, store_path: str | os.PathLike | None = None,
+                 project_dir: str | os.PathLike | None = None) -> tuple[list[str], str]:
+    """The configured chain and where it came from (``"--judge"``, ``"CONSOLIDATE_JUDGES"``, a
+    file's path, or ``"default"``). See the module docstring for the order. Raises ConfigError for a
+    malformed configuration file."""
     if explicit:
         specs: list[str] = []
         for s in explicit:
-            specs.extend(p for p in s.split(",") if p.strip())
-        return specs
+            specs.extend(_split(s))
+        if specs:
+            return specs, "--judge"
     env = os.environ.get("CONSOLIDATE_JUDGES")
-    if env and env.strip():
-        return [p.strip() for p in env.split(",") if p.strip()]
-    return list(DEFAULT_CHAIN)
+    if env and _split(env):
+        return _split(env), "CONSOLIDATE_JUDGES"
+    if store_path is not None:
+        path = Path(store_path) / STORE_CONFIG
+        found = _toml_judges(path, ())
+        if found:
+            return found, str(path)
+    path = Path(project_dir if project_dir is not None else os.getcwd()) / "pyproject.toml"
+    found = _toml_judges(path, ("tool", "consolidate"))
+    if found:
+        return found, f"{path} [tool.consolidate]"
+    return default_chain(), "default"
 
 
-def build_chain(explicit: list[str] | None = None):
-    """A JudgeChain of the configured judges."""
+def chain_specs(explicit: list[str] | None = None, store_path: str | os.PathLike | None = None,
+                project_dir: str | os.PathLike | None = None) -> list[str]:
+    """The configured chain as a list of specs (see the module docstring for precedence)."""
+    return chain_config(explicit, store_path, project_dir)[0]
+
+
+def build_chain(explicit: list[str] | None = None, store_path: str | os.PathLike | None = None,
+                project_dir: str | os.PathLike | None = None):
+    """A JudgeChain of the configured judges. Raises ConfigError for an unknown judge or a
+    malformed configuration file."""
     from .chain import JudgeChain
 
-    return JudgeChain([load(s) for s in chain_specs(explicit)])
+    return JudgeChain([load(s) for s in chain_specs(explicit, store_path, project_dir)])
+
+
+def probe_api_base(api_base: str, api_key: str | None = None, timeout: float = 1.0) -> tuple[bool, str]:
+    """Whether an OpenAI-compatible server answers ``GET {api_base}/models`` with a 2xx within
+    ``timeout`` seconds. No model call. Returns (answers, why)."""
+    import urllib.error
+    import urllib.request
+
+    url = api_base.rstrip("/") + "/models"
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (a configured local URL)
+            body = resp.read(65536)
+    except urllib.error.HTTPError as exc:
+        return False, f"{url} answered HTTP {exc.code}"
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return False, f"{url} did not answer within {timeout:g} s ({reason})"
+    try:
+        n = len(json.loads(body).get("data") or [])
+        return True, f"{url} answers ({n} model{'s' if n != 1 else ''})"
+    except (ValueError, AttributeError):
+        return True, f"{url} answers"
+
+
+def availability(judge, probe: bool = True, probe_timeout: float = 1.0) -> tuple[bool, str]:
+    """``judge.available()`` and, for a judge with an ``api_base`` (the API judge on a local
+    server), whether that server answers ``GET /models`` within ``probe_timeout`` seconds. Never
+    calls a model; never raises for a judge's own error."""
+    check = getattr(judge, "available", None)
+    if check is None:
+        return True, "no availability check (assumed available)"
+    try:
+        ok, why = check()
+    except Exception as exc:  # a plug-in's bug: report it, do not crash the listing
+        return False, f"available() raised {type(exc).__name__}: {exc}"
+    base = getattr(judge, "api_base", None)
+    if ok and probe and base:
+        answers, how = probe_api_base(base, getattr(judge, "api_key", None), probe_timeout)
+        return answers, f"{why}; {how}"
+    if ok and not base and hasattr(judge, "api_key") and not getattr(judge, "api_key", None) and getattr(judge, "model", None):
+        missing = _missing_provider_keys(judge.model)
+        if missing:
+            return False, f"{why}: {' or '.join(missing)} not set"
+    return ok, why
+
+
+def _missing_provider_keys(model: str) -> list[str]:
+    """The provider key variables litellm needs for ``model`` and cannot find (no network; imports
+    litellm). Base-URL variables are not counted: providers such as ollama have a local default."""
+    try:
+        from .api import _import_litellm
+
+        report = _import_litellm().validate_environment(model=model)
+    except Exception:
+        return []
+    return [k for k in report.get("missing_keys") or [] if k.endswith(("_KEY", "_TOKEN"))]
