@@ -142,6 +142,10 @@ class Plan:
 
     def decide(self, event: str, *, note_ids: list[int] | None = None, reason: str = "", **detail) -> dict:
         """Add one decision (an event with its reason) to the plan and return it."""
+        from .stages.secret_gate import redact_value
+
+        detail = redact_value(detail)  # the last net: no event carries a secret
+        reason = redact_value(reason)
         record: dict[str, Any] = {"event": event, "run_id": self.run_id, "session_id": self.session_id}
         if note_ids is not None:
             record["note_ids"] = list(note_ids)

@@ -32,6 +32,7 @@ from .plan import Note
 MAX_NOTE_CHARS = 1_000_000
 
 OUTCOMES = ("success", "failure", "aborted")
+MAX_TTL_SECONDS = 10 * 365 * 86400.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS notes (
@@ -79,31 +80,79 @@ def parse_ttl(value: str | int | float | None) -> float | None:
         seconds = float(m.group(1)) * _TTL_UNITS[m.group(2)]
     if seconds <= 0:
         raise BadInput(f"bad TTL {value!r}: it must be positive", value=value)
+    if seconds > MAX_TTL_SECONDS:
+        raise BadInput(f"bad TTL {value!r}: at most 10 years", value=value)
     return seconds
 
 
-def check_session_id(session_id: str) -> str:
-    """Return the session id stripped; BadInput when it is empty or longer than 200 characters."""
-    sid = (session_id or "").strip()
-    if not sid or len(sid) > 200:
-        raise BadInput("a session id must be 1 to 200 characters", session_id=session_id)
+def check_session_id(session_id) -> str:
+    """Return the session id stripped (a number is taken as its text); BadInput when it is empty,
+    longer than 200 characters, or not valid text."""
+    if isinstance(session_id, (int, float)) and not isinstance(session_id, bool):
+        session_id = str(session_id)
+    if not isinstance(session_id, str):
+        raise BadInput(f"a session id must be text, got {type(session_id).__name__}", session_id=None)
+    sid = session_id.strip()
+    if not sid:
+        raise BadInput("the session id is empty", session_id=session_id)
+    if len(sid) > 200:
+        raise BadInput(f"the session id is {len(sid)} characters; the limit is 200", session_id=sid[:20])
+    _check_text(sid, "the session id")
     return sid
 
 
+#: Characters that render as nothing: a note made only of these (and whitespace) is empty.
+_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
+
+
+def _check_text(text: str, what: str) -> None:
+    """BadInput for a NUL character or a lone surrogate (invalid UTF-8 given on a command line
+    arrives as lone surrogates)."""
+    if "\x00" in text:
+        raise BadInput(f"{what} holds a NUL character")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise BadInput(f"{what} is not valid UTF-8 text (undecodable byte or lone surrogate at character {exc.start})") from None
+
+
 def check_content(content: str, session_id: str) -> str:
-    """Validate a note's content: BadInput when it is not text, empty or past MAX_NOTE_CHARS."""
+    """Validate a note's content: BadInput when it is not text, empty (whitespace or invisible
+    characters only), past MAX_NOTE_CHARS, or holds NUL or invalid UTF-8."""
     if not isinstance(content, str):
         raise BadInput(f"note content must be text, got {type(content).__name__}", session_id=session_id)
-    if not content.strip():
+    if not content.strip().strip(_INVISIBLE).strip():
         raise EmptyNote("empty note: the content is empty or whitespace only", session_id=session_id)
     if len(content) > MAX_NOTE_CHARS:
         raise BadInput(
             f"note is {len(content):,} characters; the limit is {MAX_NOTE_CHARS:,}",
             session_id=session_id,
         )
-    if "\x00" in content:
-        raise BadInput("note content holds a NUL character", session_id=session_id)
+    _check_text(content, "note content")
     return content
+
+
+#: The memory types a note's ``kind`` may name (SPEC section 6).
+KINDS = ("decision", "constraint", "preference", "recipe", "failure", "fact")
+
+
+def check_kind(kind) -> str | None:
+    """The kind in lower case, None for no kind; BadInput for anything but the six memory types."""
+    if kind is None or (isinstance(kind, str) and not kind.strip()):
+        return None
+    k = kind.strip().lower() if isinstance(kind, str) else None
+    if k not in KINDS:
+        raise BadInput(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}", kind=kind)
+    return k
+
+
+def check_flag(flag) -> bool:
+    """A note's flag: JSON true/false (or 1/0); BadInput for anything else (``"false"`` is not false)."""
+    if flag is None:
+        return False
+    if isinstance(flag, bool) or flag in (0, 1):
+        return bool(flag)
+    raise BadInput(f"flag must be true or false, got {flag!r}")
 
 
 def _alive(pid: int | None) -> bool:
@@ -172,12 +221,13 @@ class SessionTier:
         Raises BadInput (EmptyNote for an empty note)."""
         sid = check_session_id(session_id)
         check_content(content, sid)
+        kind = check_kind(kind)
         seconds = parse_ttl(ttl)
         now = time.time() if now is None else now
         cur = self.db.execute(
             "INSERT INTO notes(session_id, content, flag, kind, created_at, expires_at, metadata)"
             " VALUES (?,?,?,?,?,?,?)",
-            (sid, content, int(bool(flag)), kind or None, now, now + seconds if seconds else None,
+            (sid, content, int(bool(flag)), kind, now, now + seconds if seconds else None,
              json.dumps(metadata or {}, ensure_ascii=False)),
         )
         return int(cur.lastrowid)
@@ -211,22 +261,27 @@ class SessionTier:
                 obj = json.loads(text)
             except json.JSONDecodeError as exc:
                 raise bad(f"invalid JSON ({exc.msg})") from None
+            except RecursionError:
+                raise bad("JSON nested too deeply") from None
             if not isinstance(obj, dict):
                 raise bad("a line must be a JSON object")
             content = obj.get("content")
             if not isinstance(content, str) or not content.strip():
                 raise bad("no `content` (a non-empty string is required)")
             sid = session_id or obj.get("session_id")
-            if not isinstance(sid, str) or not sid.strip():
+            if sid is None or (isinstance(sid, str) and not sid.strip()):
                 raise bad("no session id: pass --session or give a `session_id` field")
             try:
+                sid = check_session_id(sid)
                 check_content(content, sid)
-                check_session_id(sid)
                 ttl = parse_ttl(obj.get("ttl")) if obj.get("ttl") is not None else None
+                flag = check_flag(obj.get("flag"))
+                kind = check_kind(obj.get("kind"))
+                meta = {k: v for k, v in obj.items() if k not in _KNOWN_IMPORT_FIELDS}
+                _check_text(json.dumps(meta, ensure_ascii=False), "a metadata field")
             except BadInput as exc:
                 raise bad(str(exc)) from None
-            meta = {k: v for k, v in obj.items() if k not in _KNOWN_IMPORT_FIELDS}
-            rows.append((sid.strip(), content, bool(obj.get("flag")), obj.get("kind"), ttl, meta))
+            rows.append((sid, content, flag, kind, ttl, meta))
         now = time.time() if now is None else now
         counts: dict[str, int] = {}
         with self._transaction():
@@ -279,10 +334,16 @@ class SessionTier:
 
     def end(self, session_id: str, outcome: str, reason: str | None = None, *, now: float | None = None) -> None:
         """Record the session end in the queue (idempotent: a second end of a queued session updates
-        its outcome and reason). Raises BadInput for an unknown outcome."""
+        its outcome and reason). A reason holding secret material is stored redacted. Raises BadInput
+        for an unknown outcome."""
         sid = check_session_id(session_id)
         if outcome not in OUTCOMES:
             raise BadInput(f"unknown outcome {outcome!r}: use one of {', '.join(OUTCOMES)}", outcome=outcome)
+        if reason:
+            from .secrets import redact, scan  # only when a reason is given: keeps the hook light
+
+            if scan(reason):
+                reason = redact(reason)
         now = time.time() if now is None else now
         self.db.execute(
             "INSERT INTO session_ends(session_id, outcome, reason, ended_at, status, updated_at)"

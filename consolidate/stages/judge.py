@@ -2,13 +2,13 @@
 
 Each note ends ``keep`` (a candidate carrying the judge's standalone rewrite, type, fields, evidence
 and reason), ``drop``, or ``unjudged`` (no judge answered: dropped with the session by default, and
-never recorded as a judged drop). Every text a judge writes passes the secret gate again."""
+never recorded as a judged drop). Every text a judge writes passes the secret gate again at the
+start of the write policy stage."""
 
 from __future__ import annotations
 
 from ..memory_types import TYPES
 from ..plan import EVIDENCE_KINDS, CONFIDENCE_LEVELS, Candidate, initial_confidence
-from .secret_gate import gate_candidate
 
 
 def run(plan, ctx):
@@ -53,6 +53,5 @@ def run(plan, ctx):
             provenance={"prompt_version": judged.prompt_version},
         )
         plan.decide("note.judged_keep", note_ids=[note.id], reason=candidate.reason, type=candidate.type, **detail)
-        if not gate_candidate(plan, candidate):
-            plan.candidates.append(candidate)
+        plan.candidates.append(candidate)
     return plan

@@ -1,8 +1,10 @@
 """Stage 3, secret gate: a row holding secret material is blocked before any judge sees it.
 
 It is never sent to a judge and never stored; the event keeps only redacted previews (first 3
-characters + "…" + last character). The same check runs again on every text a judge writes
-(:func:`gate_candidate`, called by the judge stage)."""
+characters + "…" + last character), and the plan keeps only the redacted text (so the journal and
+``run --dry-run --json`` hold no secret either). The same check runs again on every candidate before
+the write policy (:func:`gate_candidate`: judge-written text, flagged notes' fields taken from
+metadata) and, as a last net, on every event line (:func:`redact_value`)."""
 
 from __future__ import annotations
 
@@ -13,24 +15,41 @@ def run(plan, ctx):
     """Mark every live note that holds a secret ``blocked``."""
     for note in plan.live_notes("live"):
         findings = secrets.scan(note.content)
-        if findings:
+        meta_findings = [f for v in note.metadata.values() if isinstance(v, str) for f in secrets.scan(v)]
+        if findings or meta_findings:
+            findings = findings + meta_findings
             plan.note_status[note.id] = "blocked"
+            note.content = secrets.redact(note.content)
+            note.metadata = redact_value(note.metadata)
             plan.decide("note.blocked", note_ids=[note.id], reason="secret material",
                         kinds=sorted({f.kind for f in findings}), previews=[f.preview for f in findings][:5])
     return plan
 
 
+def redact_value(value):
+    """``value`` (str, list, dict, nested) with every secret in every string replaced by its preview."""
+    if isinstance(value, str):
+        return secrets.redact(value) if secrets.scan(value) else value
+    if isinstance(value, list):
+        return [redact_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: redact_value(v) for k, v in value.items()}
+    return value
+
+
 def gate_candidate(plan, candidate) -> bool:
-    """Scan a judge-written candidate's statement and fields; on a secret, take it out of the write
-    set with an event and return True."""
-    texts = [candidate.statement, *candidate.fields.values(), *candidate.entities]
+    """Scan a candidate's statement, fields, entities and reason; on a secret, take it out of the
+    write set with an event and return True."""
+    texts = [candidate.statement, *candidate.fields.values(), *candidate.entities, candidate.reason]
     findings = [f for t in texts for f in secrets.scan(t)]
     if not findings:
         return False
     candidate.outcome = "rejected"
-    candidate.outcome_reason = "secret material in the judge's text"
+    candidate.outcome_reason = "secret material in the candidate's text"
     candidate.statement = secrets.redact(candidate.statement)
     candidate.fields = {k: secrets.redact(v) for k, v in candidate.fields.items()}
+    candidate.entities = [secrets.redact(e) for e in candidate.entities]
+    candidate.reason = secrets.redact(candidate.reason)
     plan.decide("candidate.blocked", note_ids=candidate.note_ids, reason=candidate.outcome_reason,
                 kinds=sorted({f.kind for f in findings}), previews=[f.preview for f in findings][:5])
     return True

@@ -1,5 +1,6 @@
 """Stage 6, write policy (SPEC section 6): each keeper is checked before it may be written.
 
+- secret material anywhere in its text (judge-written, or a flagged note's metadata fields): blocked;
 - missing required fields for its type: rejected, with the reason;
 - not memorable by the rules the code can check (too short, a bare number/URL/path, a task-list or
   status line): rejected;
@@ -9,12 +10,13 @@
 from __future__ import annotations
 
 from ..memory_types import durability, memorability_problem, missing_fields
+from .secret_gate import gate_candidate
 
 
 def run(plan, ctx):
     """Decide each pending candidate's outcome, status and tier."""
     for c in plan.candidates:
-        if not c.pending:
+        if not c.pending or gate_candidate(plan, c):
             continue
         problem = missing_fields(c.type, c.statement, c.fields) or memorability_problem(c.statement)
         if problem:
