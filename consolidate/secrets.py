@@ -23,6 +23,12 @@ kind                            source
 ``slack-token``/``slack-webhook``  detect-secrets' ``SlackDetector.denylist``
 ``stripe-key``                  detect-secrets' ``StripeDetector.denylist``
 ``google-api-key``              Google's documented ``AIza`` + 35 characters
+``slack-token`` (``xapp-``),    documented prefixes with no detect-secrets plugin: Slack
+``stripe-webhook-secret``,      app-level tokens, Stripe ``whsec_``, npm ``npm_``, Hugging
+``npm-token``,                  Face ``hf_``, Groq ``gsk_``, Replicate ``r8_``, DigitalOcean
+``huggingface-token``,          ``dop_v1_``/``doo_v1_``/``dor_v1_``
+``groq-key``, ``replicate-token``,
+``digitalocean-token``
 ``<plugin class name>``         other detect-secrets regex plugins, used as they are
 ``connection-string-password``  RFC 3986 userinfo, widened from detect-secrets'
                                 ``BasicAuthDetector``
@@ -30,8 +36,13 @@ kind                            source
 ``basic-auth-header``           RFC 7617 ``Authorization: Basic``
 ``secret-assignment``           keyword list adapted from detect-secrets' ``KeywordDetector``,
                                 values judged by shape and Shannon entropy; also
-                                ``--password``/``--token`` command-line flags
-``cli-password``                ``curl -u user:password`` (RFC 7617 credentials)
+                                ``--password``/``--token`` command-line flags, and prose
+                                (``the password is X``, ``with password X``)
+``cli-password``                ``curl -u user:password`` (RFC 7617 credentials), ``mysql -u u
+                                -pPASS``, ``docker login -u u -p PASS``, ``sshpass -p``,
+                                ``redis-cli -a``
+``netrc-password``              ``machine HOST login USER password PASS`` (~/.netrc)
+``cookie``                      ``Cookie:`` header values of session/auth/token cookies
 ==============================  ===============================================================
 
 What is deliberately *not* a secret (see :func:`_is_placeholder` and :func:`_value_is_secret`):
@@ -193,6 +204,7 @@ _LETTERS_AND_SEPARATORS = re.compile(r"^[A-Za-z]+(?:[-_./ :?!]+[A-Za-z]+)*$")
 _CAMEL_SEGMENT = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 _SNAKE_IDENTIFIER = re.compile(r"^[a-z][a-z0-9]*(?:[_-][a-z0-9]+)+$")
 _CALL_OR_SUBSCRIPT = re.compile(r"^([A-Za-z_$][A-Za-z0-9_.:>?!-]*)[(\[]")
+_NO_DIGITS = str.maketrans("", "", "0123456789")
 _DATE_OR_NUMBER = re.compile(r"^[0-9.,:/_+\-TZ ]+$")
 _DIGEST_PREFIX = re.compile(r"^(?:sha\d*|md5|blake2[bs]?|sha3-\d+|arn):", re.I)
 _PATH_ROOTS = frozenset(
@@ -240,7 +252,8 @@ def _is_reference(value: str) -> bool:
     if "://" in value or _DIGEST_PREFIX.match(value):
         return True
     call = _CALL_OR_SUBSCRIPT.match(value)
-    if call and _is_word_like(call.group(1)):
+    # digits dropped: ``boto3.client(`` and ``s3.Bucket(`` are calls as much as ``getenv(``
+    if call and _is_word_like(call.group(1).translate(_NO_DIGITS)):
         return True
     return bool(_SNAKE_IDENTIFIER.match(value))
 
@@ -290,10 +303,14 @@ def _value_is_secret(value: str, password_named: bool) -> bool:
     """
     if not value or _is_placeholder(value) or any(ch.isspace() for ch in value):
         return False
-    if _DATE_OR_NUMBER.match(value) or _is_reference(value) or _is_path(value):
+    if _DATE_OR_NUMBER.match(value):
         return False
+    # before the reference test: a UUID that starts with a letter has the shape of a kebab-case
+    # identifier (``b3f39e4a-8dcb-...``), and 6 UUIDs in 16 start with a letter
     if _HEX_OR_UUID.match(value):
         return len(value.replace("-", "")) >= 16 and shannon_entropy(value) >= ENTROPY_MIN_HEX
+    if _is_reference(value) or _is_path(value):
+        return False
     if _is_word_like(value):
         return False
     if password_named and len(value) >= 6:
@@ -325,11 +342,29 @@ _OPENAI_RE = re.compile(
 _GITHUB_PAT_RE = re.compile(r"(?<![A-Za-z0-9_])github_pat_(?P<body>[A-Za-z0-9_]{22,255})")
 # Google Cloud docs ("API keys"; the pattern GitHub secret scanning uses): AIza + 35 chars.
 _GOOGLE_RE = re.compile(r"(?<![A-Za-z0-9_-])AIza(?P<body>[0-9A-Za-z_-]{35})(?![0-9A-Za-z_-])")
+# Other documented prefixed tokens that detect-secrets has no plugin for, each as the issuer (or
+# GitHub secret scanning's partner pattern) describes it: Slack app-level tokens xapp-1-..., Stripe
+# webhook signing secrets whsec_..., npm granular/automation tokens npm_<36>, Hugging Face hf_<34>,
+# Groq gsk_<52>, Replicate r8_<37>, DigitalOcean dop_v1_/doo_v1_/dor_v1_<64 hex>.
+_SLACK_APP_RE = re.compile(r"(?<![A-Za-z0-9-])xapp-\d-[A-Z0-9]{8,}-\d{8,}-(?P<body>[a-f0-9]{32,})")
+_STRIPE_WHSEC_RE = re.compile(r"(?<![A-Za-z0-9_])whsec_(?P<body>[A-Za-z0-9+/]{24,}={0,2})")
+_NPM_TOKEN_RE = re.compile(r"(?<![A-Za-z0-9_])npm_(?P<body>[A-Za-z0-9]{36})(?![A-Za-z0-9])")
+_HF_TOKEN_RE = re.compile(r"(?<![A-Za-z0-9_])hf_(?P<body>[A-Za-z0-9]{30,40})(?![A-Za-z0-9])")
+_GROQ_RE = re.compile(r"(?<![A-Za-z0-9_])gsk_(?P<body>[A-Za-z0-9]{48,56})(?![A-Za-z0-9])")
+_REPLICATE_RE = re.compile(r"(?<![A-Za-z0-9_])r8_(?P<body>[A-Za-z0-9]{37})(?![A-Za-z0-9])")
+_DIGITALOCEAN_RE = re.compile(r"(?<![A-Za-z0-9_])do[opr]_v1_(?P<body>[a-f0-9]{64})(?![A-Za-z0-9])")
 _PROVIDER_RULES = (
     ("anthropic-key", _ANTHROPIC_RE, ("sk-ant-",)),
     ("openai-key", _OPENAI_RE, ("sk-",)),
     ("github-token", _GITHUB_PAT_RE, ("github_pat_",)),
     ("google-api-key", _GOOGLE_RE, ("aiza",)),
+    ("slack-token", _SLACK_APP_RE, ("xapp-",)),
+    ("stripe-webhook-secret", _STRIPE_WHSEC_RE, ("whsec_",)),
+    ("npm-token", _NPM_TOKEN_RE, ("npm_",)),
+    ("huggingface-token", _HF_TOKEN_RE, ("hf_",)),
+    ("groq-key", _GROQ_RE, ("gsk_",)),
+    ("replicate-token", _REPLICATE_RE, ("r8_",)),
+    ("digitalocean-token", _DIGITALOCEAN_RE, ("_v1_",)),
 )
 # RFC 7519: three base64url segments; the JOSE header is a JSON object, so it starts "eyJ" ('{"').
 _JWT_RE = re.compile(
@@ -339,8 +374,10 @@ _JWT_RE = re.compile(
 # RFC 3986 §3.2.1 userinfo "user:password@" in any URL (postgres, mysql, mongodb+srv, redis,
 # amqp, https...). detect-secrets' BasicAuthDetector needs a non-empty user and refuses passwords
 # with sub-delimiters (!$&'()*+,;=), so it misses redis://:pass@host and p4ss!word: widened here.
+# "?" and "#" should be percent-encoded in a password, but people paste them as they are
+# (amqp://worker:Lim4#x@rabbit): the password then runs to the "@".
 _CONN_RE = re.compile(
-    r"://(?P<user>[^\s:/@?#\"'<>`]{0,128}):(?P<pw>[^\s/@?#\"'`]{1,256})@(?=[\w\[%-])"
+    r"://(?P<user>[^\s:/@?#\"'<>`]{0,128}):(?P<pw>[^\s/@\"'`]{1,256})@(?=[\w\[%-])"
 )
 # RFC 6750 §2.1 bearer credentials (b64token), RFC 7617 basic credentials.
 _BEARER_RE = re.compile(r"\b[Bb]earer[ \t]+(?P<value>[A-Za-z0-9._~+/-]{8,4096}=*)")
@@ -359,8 +396,10 @@ _ASSIGN_RE = re.compile(
           | (?:private|access|auth|signing|encryption|master|client|session|app|account|service)[-_ ]?key
           | (?-i:(?<=[A-Z0-9]_)KEY) )      # any upper-case env var ending in _KEY
     (?P<suffix>[A-Za-z0-9_.-]{0,40})
-    (?P<close>["'`*\]]{0,3})[ \t]*
-    (?::=|=>|===?|=|:|>|[ \t]+(?=["'`]))[ \t]*   # >: <password>...</password>
+    (?P<close>["'`*\]]{0,3})
+    (?: [ \t]*(?::=|=>|===?|=|:|>)[ \t]*         # >: <password>...</password>
+      | [ \t]+(?-i:is|was)[ \t]+                 # prose: "the admin password is ..."
+      | (?P<ws>[ \t]+) )                         # "password 'abc'", "with password abc"
     (?: (?P<q>["'`]) (?P<qval>[^"'`\r\n]{1,1024}) (?P=q)
       | (?P<uval>[^\s"'`,;<]{1,1024}) )
     """
@@ -378,6 +417,25 @@ _FLAG_RE = re.compile(
 )
 # curl -u user:password, --user user:password (RFC 7617 credentials on a command line)
 _CLI_USER_RE = re.compile(r"-(?:u|-user)(?:=|[ \t]+)[\"']?[^\s:\"'$]{1,128}:(?P<pw>[^\s\"']{1,256})")
+# mysql -u root -pS3cret, docker login -u ci -p TOKEN: a short -p after a -u user
+# (mysql reads "-p VALUE" as a prompt for the password and VALUE as the database: with a space,
+# only after "login", as in docker/podman/helm registry login)
+_CLI_USER_P_RE = re.compile(
+    r"(?<![\w-])-u(?:=|[ \t]*)[^\s\"'`-][^\s\"'`]{0,127}[ \t]+-p(?P<sp>=|[ \t]+)?[\"']?"
+    r"(?P<pw>[^\s\"'`-][^\s\"'`]{0,255})"
+)
+# password flags of particular tools: sshpass -p PASSWORD, redis-cli -a PASSWORD
+_TOOL_PASSWORD_RE = re.compile(
+    r"\b(?:sshpass[ \t]+-p|redis-cli\b[^\n]{0,256}?[ \t]-a)(?:=|[ \t]*)[\"']?(?P<pw>[^\s\"'`-][^\s\"'`]{0,255})"
+)
+# Cookie: name=value; ... (RFC 6265) where the cookie's name says it holds a session or a token
+_COOKIE_RE = re.compile(r"(?i)\b(?:set-)?cookie[\"']?[ \t]*:[ \t]*(?P<pairs>[^\r\n\"'`]{1,4096})")
+_COOKIE_PAIR_RE = re.compile(r"(?P<name>[A-Za-z0-9_.-]{1,64})=(?P<value>[^;\s,]{1,2048})")
+_COOKIE_SECRET_NAME = re.compile(r"(?i)sess|sid|auth|token|jwt|remember|login")
+# ~/.netrc (and _netrc): "machine HOST login USER password SECRET", on one line or several
+_NETRC_RE = re.compile(
+    r"\bmachine\s+\S+(?:\s+(?:login|account)\s+\S+)*\s+password\s+(?P<pw>\S{1,256})"
+)
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 
 # RFC 7468 private-key armour; the body may be on its own lines, on one line separated by spaces,
@@ -664,19 +722,41 @@ def _assignments(text: str, low: str) -> Iterator[_Candidate]:
         if _name_is_metadata(name) or _PUBLIC_NAME.search(name):
             continue
         group = "qval" if m.group("qval") is not None else "uval"
+        password_named = bool(_PASSWORD_KEYWORD.match(m.group("kw")))
+        if group == "uval" and m.group("ws") is not None and (m.group("suffix") or not password_named):
+            continue  # "token bucket", "secret santa": only "password VALUE" needs no separator
         vstart, vend = m.span(group)
         value = text[vstart:vend]
         if group == "uval":  # unquoted values end before sentence punctuation and closers
             stripped = value.rstrip(".:)]}>")
             vend -= len(value) - len(stripped)
             value = stripped
-        if _value_is_secret(value, bool(_PASSWORD_KEYWORD.match(m.group("kw")))):
+        if group == "uval" and m.group("ws") is not None and not _prose_password_ok(value):
+            continue  # "**Password Hashing**", "password reset", "password manager"
+        if _value_is_secret(value, password_named):
             yield _Candidate(_P_ASSIGNMENT, "secret-assignment", vstart, vend)
     for m in _CLI_USER_RE.finditer(text) if "-u" in low else ():
         if m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_-"):
             continue
         if _value_is_secret(m.group("pw"), password_named=True):
             yield _Candidate(_P_ASSIGNMENT, "cli-password", *m.span("pw"))
+    for m in _CLI_USER_P_RE.finditer(text) if "-u" in low else ():
+        if m.group("sp") and m.group("sp") != "=":
+            line_start = text.rfind("\n", 0, m.start()) + 1
+            if "login" not in low[line_start : m.start()]:
+                continue
+        if _value_is_secret(m.group("pw"), password_named=True):
+            yield _Candidate(_P_ASSIGNMENT, "cli-password", *m.span("pw"))
+    for m in _TOOL_PASSWORD_RE.finditer(text) if "sshpass" in low or "redis-cli" in low else ():
+        if _value_is_secret(m.group("pw"), password_named=True):
+            yield _Candidate(_P_ASSIGNMENT, "cli-password", *m.span("pw"))
+    for m in _COOKIE_RE.finditer(text) if "cookie" in low else ():
+        for pair in _COOKIE_PAIR_RE.finditer(text, m.start("pairs"), m.end("pairs")):
+            if _COOKIE_SECRET_NAME.search(pair.group("name")) and _value_is_secret(pair.group("value"), False):
+                yield _Candidate(_P_ASSIGNMENT, "cookie", *pair.span("value"))
+    for m in _NETRC_RE.finditer(text) if "machine" in low else ():
+        if _value_is_secret(m.group("pw"), password_named=True):
+            yield _Candidate(_P_ASSIGNMENT, "netrc-password", *m.span("pw"))
     for m in _FLAG_RE.finditer(text):
         if m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_-"):
             continue  # inside a word: not a command-line flag
@@ -685,6 +765,16 @@ def _assignments(text: str, low: str) -> Iterator[_Candidate]:
         password_named = bool(_PASSWORD_KEYWORD.search(kw)) or kw.endswith("pass")
         if _value_is_secret(value, password_named):
             yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *m.span("value"))
+
+
+def _prose_password_ok(value: str) -> bool:
+    """``with password VALUE`` (no ``=`` or ``:``) reads like prose as often as like a
+    credential: the value must also hold a letter and a digit, and not be a word in markdown."""
+    return (
+        any(ch.isdigit() for ch in value)
+        and any(ch.isalpha() for ch in value)
+        and not _is_word_like(value.strip("*_`~"))
+    )
 
 
 def _assignment_matches(text: str, low: str) -> Iterator[re.Match[str]]:

@@ -118,6 +118,24 @@ PEM_ENCRYPTED = (
 PEM_CONCATENATED = 'KEY = (\n    "' + PEM_EC.replace("\n", '\\n"\n    "') + '\\n"\n)'
 PEM_CUT_OFF = PEM_RSA.split("\n-----END")[0].rsplit("\n", 5)[0]  # no END line, last lines lost
 
+# Found by the secret corpus (tests/secret_corpus/): formats the gate missed at first
+UUID_LETTER_KEY = "b" + str(uuid.UUID(int=RNG.getrandbits(128)))[1:]  # a UUID that starts with a letter
+PROSE_PASSWORD = "Kadumi" + rand(4) + "42%"
+NETRC_PASSWORD = rand(32)
+DOCKER_PASSWORD = rand(32)
+MYSQL_GLUED_PASSWORD = "Wopa" + rand(6) + "7&"
+SSHPASS_PASSWORD = "Rute" + rand(6) + "9#"
+REDIS_CLI_PASSWORD = rand(32)
+COOKIE_SESSION = rand(40, B64URL)
+SLACK_APP = "xa" + "pp-1-A" + rand(10, BASE32) + "-" + digits(13) + "-" + rand(64, HEX)
+STRIPE_WHSEC = "wh" + "sec_" + rand(32)
+NPM_TOKEN = "np" + "m_" + rand(36)
+HF_TOKEN = "h" + "f_" + rand(34, string.ascii_letters)
+GROQ_KEY = "gs" + "k_" + rand(52)
+REPLICATE_TOKEN = "r" + "8_" + rand(37)
+DO_TOKEN = "do" + "p_v1_" + rand(64, HEX)
+HASH_PASSWORD = "Lime" + rand(6) + "5#x"
+
 
 # (id, text, the secret values that must never survive redaction)
 POSITIVE: list[tuple[str, str, list[str]]] = [
@@ -173,6 +191,24 @@ POSITIVE: list[tuple[str, str, list[str]]] = [
     ("assignment-inside-backticks", f"notes: `fly secrets set STRIPE_WEBHOOK_SECRET={NESTED_KEY}` done", [NESTED_KEY]),
     ("bearer-opaque", f"Authorization: Bearer {BEARER}", [BEARER]),
     ("basic-header", f"-H 'Authorization: Basic {BASIC}'", [BASIC]),
+    ("uuid-starting-with-a-letter", f"HEROKU_API_KEY={UUID_LETTER_KEY} in CI", [UUID_LETTER_KEY]),
+    ("prose-password-is", f"the grafana admin password is {PROSE_PASSWORD}, reset it later", [PROSE_PASSWORD]),
+    ("prose-with-password", f"logged in as ops with password {PROSE_PASSWORD}", [PROSE_PASSWORD]),
+    ("netrc-lines", f"machine git.acme.dev\nlogin ci-bot\npassword {NETRC_PASSWORD}", [NETRC_PASSWORD]),
+    ("netrc-one-line", f"machine api.heroku.com login a@b.dev password {UUID_LETTER_KEY}", [UUID_LETTER_KEY]),
+    ("docker-login", f"docker login registry.acme.dev -u ci -p {DOCKER_PASSWORD}", [DOCKER_PASSWORD]),
+    ("mysql-glued", f"mysqldump -u backup -p{MYSQL_GLUED_PASSWORD} shop > shop.sql", [MYSQL_GLUED_PASSWORD]),
+    ("sshpass", f"sshpass -p '{SSHPASS_PASSWORD}' ssh pi@host", [SSHPASS_PASSWORD]),
+    ("redis-cli", f"redis-cli -h cache -a {REDIS_CLI_PASSWORD} ping", [REDIS_CLI_PASSWORD]),
+    ("cookie-header", f"curl -H 'Cookie: session={COOKIE_SESSION}; theme=dark' localhost", [COOKIE_SESSION]),
+    ("conn-password-with-hash", f"amqp://worker:{HASH_PASSWORD}@rabbit:5672/jobs", [HASH_PASSWORD]),
+    ("slack-app-token", f"socket mode token {SLACK_APP}", [SLACK_APP]),
+    ("stripe-webhook-secret", f"stripe listen printed the signing secret {STRIPE_WHSEC}", [STRIPE_WHSEC]),
+    ("npm-bare", f"generated an automation token {NPM_TOKEN} for CI", [NPM_TOKEN]),
+    ("huggingface", f"huggingface-cli login with {HF_TOKEN}", [HF_TOKEN]),
+    ("groq", f"groq key {GROQ_KEY} works", [GROQ_KEY]),
+    ("replicate", f"tried {REPLICATE_TOKEN} and the model ran", [REPLICATE_TOKEN]),
+    ("digitalocean", f"doctl auth init --access-token {DO_TOKEN}", [DO_TOKEN]),
 ]
 
 NEGATIVE: list[tuple[str, str]] = [
@@ -230,6 +266,14 @@ NEGATIVE: list[tuple[str, str]] = [
     ("ssh-public-key", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + rand(43, B64) + " deploy@ci"),
     ("hash-named", "password_hash: " + rand(64, HEX)),
     ("word-password", "password: hunter"),
+    ("markdown-password-heading", "**Password Hashing**: bcrypt with salt rounds for secure password storage"),
+    ("password-manager-prose", "the password manager v8 update moved the vault"),
+    ("call-with-digits", 'secretsmanager_client = boto3.client("secretsmanager", region_name="eu-west-1")'),
+    ("mysql-password-prompt", "mysql -u root -p shop_db2 < dump.sql prompts for the password"),
+    ("docker-run-port", "docker run -u 1000 -p 8080:80 nginx"),
+    ("css-class-sk", "the spinner uses the sk-folding-cube-animation-delay class"),
+    ("prefix-mentions", "PATs start with ghp_ or github_pat_, HF tokens with hf_, Groq keys with gsk_, npm ones with npm_"),
+    ("cookie-preferences", "Cookie: theme=dark; lang=en-GB; sidebar=collapsed"),
     ("markdown-prose", "**Token budget**: keep prompts under 8k tokens; the API key is read from the keychain."),
 ]
 
