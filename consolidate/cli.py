@@ -13,19 +13,29 @@ import importlib
 import sys
 
 from .commands import MODULES
-from .errors import ConsolidateError
+from . import __version__
+from .errors import ConsolidateError, StoreError
+
+
+COMMON_OPTIONS = ("store", "chroma_url", "project", "embedding")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of every command in ``consolidate.commands.MODULES``."""
+    """The parser of every command in ``consolidate.commands.MODULES``. The store options work
+    before or after the command (``consolidate --store X status`` and ``consolidate status --store X``)."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--store", help="store folder (default $CONSOLIDATE_STORE or ./.memofs)")
-    common.add_argument("--chroma-url", help="use a Chroma server (default $CONSOLIDATE_CHROMA_URL)")
-    common.add_argument("--project", help="scope of new memories (default: the folder holding the store)")
-    common.add_argument("--embedding", help="embedding function: minilm (default), hash, chroma:NAME")
+    common.add_argument("--store", default=argparse.SUPPRESS,
+                        help="store folder (default $CONSOLIDATE_STORE or ./.memofs)")
+    common.add_argument("--chroma-url", default=argparse.SUPPRESS,
+                        help="use a Chroma server (default $CONSOLIDATE_CHROMA_URL)")
+    common.add_argument("--project", default=argparse.SUPPRESS,
+                        help="scope of new memories (default: the folder holding the store)")
+    common.add_argument("--embedding", default=argparse.SUPPRESS,
+                        help="embedding function: minilm (default), hash, chroma:NAME")
 
-    p = argparse.ArgumentParser(prog="consolidate",
+    p = argparse.ArgumentParser(prog="consolidate", parents=[common],
                                 description="Decide what an agent's working notes graduate into long-term memory.")
+    p.add_argument("--version", action="version", version=f"consolidate {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in MODULES:
         importlib.import_module(f"consolidate.commands.{name}").register(sub, common)
@@ -35,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     args = build_parser().parse_args(argv)
+    for name in COMMON_OPTIONS:
+        if not hasattr(args, name):
+            setattr(args, name, None)
     try:
         return args.func(args)
     except ConsolidateError as exc:
@@ -45,6 +58,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # disk full, permission denied, read-only store: one line, the store's exit code
+        where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+        print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return StoreError.exit_code
 
 
 if __name__ == "__main__":

@@ -94,7 +94,7 @@ def run_demo(keep: bool = False) -> int:
         store = Store(folder + "/.memofs", project="demo-app")
         load_samples(store)
         judges, said = choose_judges()
-        print("consolidate demo: 3 sample sessions in a throwaway store " + (folder if keep else "(deleted at the end)"))
+        print("consolidate demo: 4 sample sessions in a throwaway store " + (folder if keep else "(deleted at the end)"))
         print(said)
         print()
         plans = [run_session(store, OUTAGE_SESSION[0], judges=["noop"])]

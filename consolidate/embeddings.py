@@ -464,6 +464,8 @@ def get_embedding_function(name: str | None = None) -> EmbeddingFunction:
         return MiniLMOnnx()
     if key.lower() == "hash":
         return HashEmbedding(256)
+    if key.lower().startswith("hash-") and key[5:].isdigit():  # the id recorded in a manifest
+        return HashEmbedding(int(key[5:]))
     if key.lower().startswith("chroma:"):
         return ChromaNamed(key.split(":", 1)[1].strip())
     raise ConfigError(

@@ -16,7 +16,7 @@ import os
 from typing import Any
 from urllib.parse import urlparse
 
-from .errors import ConfigError, StoreCorrupt, StoreError
+from .errors import ConfigError, EmbeddingMismatch, StoreCorrupt, StoreError
 
 COLLECTION = "memories"
 
@@ -52,14 +52,21 @@ class LongTerm:
 
         self.store = store
         self.ef = get_embedding_function(store.embedding_name)
-        store.check_embedding(self.ef.id, self.ef.dimension)
+        store.read_manifest()  # refuses a corrupt or newer-layout manifest before anything is opened
         self.client = _client(store)
         try:
             self.collection = self.client.get_or_create_collection(
                 COLLECTION, embedding_function=None,
-                metadata={"hnsw:space": "cosine", "embedding": self.ef.id})
+                metadata={"hnsw:space": "cosine", "embedding": self.ef.id, "dimension": self.ef.dimension})
         except Exception as exc:
             raise StoreCorrupt(f"cannot open the Chroma collection of {store.path}: {exc}", path=str(store.path)) from None
+        # the collection remembers its embedding too: a lost manifest cannot let another one in
+        built = (self.collection.metadata or {}).get("embedding")
+        if built and built != self.ef.id:
+            raise EmbeddingMismatch(
+                f"store {store.path} was built with embedding {built}, not {self.ef.id}; use that embedding"
+                f" (CONSOLIDATE_EMBEDDING) or a new store", path=str(store.path), expected=built, found=self.ef.id)
+        store.check_embedding(self.ef.id, self.ef.dimension)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Embeddings of ``texts``: one list of ``dimension`` floats each, L2-normalised."""

@@ -75,7 +75,10 @@ def missing_fields(type_: str, statement: str, fields: dict[str, str]) -> str | 
     return None
 
 
-_BECAUSE = re.compile(r"\b(?:because|since|so that|due to)\b", re.IGNORECASE)
+#: Words that introduce a reason, in the languages of the real notes (en, es, pt, fr, de, ru, ja,
+#: zh, ar): a flagged decision's reason is what follows.
+_BECAUSE = re.compile(r"\b(?:because|since|so that|due to|porque|pois|parce que|car|weil|потому что|так как)\b"
+                      r"|(?:因为|由于|ので|から|ため|لأن)", re.IGNORECASE)
 _CAUSE = re.compile(r"\b(?:because|caused by|due to|root cause)\b", re.IGNORECASE)
 _CMD = re.compile(r"`([^`\n]{2,300})`")
 

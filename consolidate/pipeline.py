@@ -46,7 +46,7 @@ class RunContext:
             else:
                 from judges.registry import build_chain
 
-                self._chain = build_chain(self.judge_specs)
+                self._chain = build_chain(self.judge_specs, store_path=self.store.path)
         return self._chain
 
 

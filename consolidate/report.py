@@ -2,7 +2,30 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 from .plan import Plan
+
+#: C0/C1 control characters (tab and newline kept) and bidirectional overrides: printed escaped on a
+#: terminal so a note cannot move the cursor, recolour the screen or reverse the text around it.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with control characters and bidi overrides shown as ``\\xNN`` / ``\\uNNNN``."""
+    return _UNSAFE.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
+
+
+def memory_json(hit: dict) -> dict:
+    """A recall hit as JSON-ready data, with provenance and fields as objects, not strings."""
+    meta = dict(hit["metadata"])
+    for key in ("provenance", "fields"):
+        try:
+            meta[key] = json.loads(meta[key]) if isinstance(meta.get(key), str) else meta.get(key)
+        except ValueError:
+            pass
+    return {"id": hit["id"], "statement": hit["document"], "similarity": round(hit["similarity"], 4), **meta}
 
 _LABELS = {
     "note.purged": "expired (TTL)",
@@ -40,8 +63,8 @@ def render_memory(document: str, meta: dict) -> str:
 
 
 def shorten(text: str, width: int = 90) -> str:
-    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
-    one = " ".join(text.split())
+    """``text`` on one line, terminal-safe, cut to ``width`` characters with an ellipsis."""
+    one = terminal_safe(" ".join(text.split()))
     return one if len(one) <= width else one[: width - 1] + "…"
 
 
@@ -72,10 +95,15 @@ def render_plan(plan: Plan, *, show_notes: bool = True, width: int = 90) -> str:
         which = f"#{ids[0]}" if len(ids) == 1 else (f"{len(ids)} notes" if ids else "")
         out.append(f"  {label:<22} {which:>6}{text}  ({shorten(why, width)})")
     writes = plan.writes()
-    if writes:
-        out.append("  graduated:")
-        for c in writes:
-            where = "index" if c.tier == "durable" else "audit only"
+    indexed = [c for c in writes if c.tier == "durable"]
+    audit = [c for c in writes if c.tier != "durable"]
+    if indexed:
+        out.append("  graduated (recall index):")
+        for c in indexed:
             out.append(f"    + {c.type:<10} {shorten(c.statement, width)} [{c.confidence}, {c.evidence}]"
-                       f" ({c.status}, {where}; {c.source})")
+                       f" ({c.status}; {c.source})")
+    if audit:
+        out.append("  recorded as transient (audit trail and notes.md only, never recalled):")
+        for c in audit:
+            out.append(f"    ~ {c.type:<10} {shorten(c.statement, width)} ({c.source})")
     return "\n".join(out)

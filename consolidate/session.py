@@ -242,11 +242,14 @@ class SessionTier:
 
         Raises BadInput for an unreadable file, InvalidImportLine (with ``path`` and ``line``) for
         invalid UTF-8, invalid JSON, a missing/empty ``content``, or a missing session id."""
-        p = Path(path)
-        try:
-            raw = p.read_bytes()
-        except OSError as exc:
-            raise BadInput(f"cannot read {p}: {exc.strerror or exc}", path=str(p)) from None
+        if hasattr(path, "read"):  # a binary stream (standard input)
+            p, raw = Path("<stdin>"), path.read()
+        else:
+            p = Path(path)
+            try:
+                raw = p.read_bytes()
+            except OSError as exc:
+                raise BadInput(f"cannot read {p}: {exc.strerror or exc}", path=str(p)) from None
         rows = []
         for lineno, line in enumerate(raw.splitlines(), 1):
             def bad(why: str):

@@ -37,30 +37,53 @@ def resolve_store_path(path: str | os.PathLike | None = None) -> Path:
 
 
 class Store:
-    """One store folder. Creates the folder on first use.
+    """One store folder.
 
     ``chroma_url`` (or ``$CONSOLIDATE_CHROMA_URL``) points the long-term tier at a Chroma server
     instead of the embedded ``chroma/`` folder. ``embedding`` names the embedding function
-    (``$CONSOLIDATE_EMBEDDING``, default ``minilm``); a store is bound to the function that built it.
-    ``project`` is the scope of new memories (default: the name of the folder holding the store).
+    (``$CONSOLIDATE_EMBEDDING``; default: the one recorded in the store's manifest, else ``minilm``);
+    a store is bound to the function that built it. ``project`` is the scope of new memories
+    (default: the name of the folder holding the store). ``create=False`` opens an existing store
+    only (read commands): ``exists`` tells whether there is one, and nothing is created.
 
-    Raises StorePathError when the path is a file or cannot be created."""
+    Raises StorePathError when the path is a file, empty, or cannot be created."""
 
     def __init__(self, path: str | os.PathLike | None = None, *, chroma_url: str | None = None,
-                 embedding: str | None = None, project: str | None = None):
+                 embedding: str | None = None, project: str | None = None, create: bool = True):
+        if path is not None and not str(path).strip():
+            raise StorePathError("the store path is empty", path="")
         self.path = resolve_store_path(path)
         if self.path.exists() and not self.path.is_dir():
             raise StorePathError(f"store path {self.path} is a file, not a folder", path=str(self.path))
-        try:
-            self.path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StorePathError(f"cannot create store folder {self.path}: {exc.strerror or exc}",
-                                 path=str(self.path)) from None
+        if create:
+            try:
+                self.path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StorePathError(f"cannot create store folder {self.path}: {exc.strerror or exc}",
+                                     path=str(self.path)) from None
         self.chroma_url = chroma_url or os.environ.get("CONSOLIDATE_CHROMA_URL") or None
-        self.embedding_name = embedding or os.environ.get("CONSOLIDATE_EMBEDDING") or DEFAULT_EMBEDDING
+        self._embedding = embedding or os.environ.get("CONSOLIDATE_EMBEDDING") or None
         self.project = project or os.environ.get("CONSOLIDATE_PROJECT") or self.path.resolve().parent.name or "default"
         self._sessions: SessionTier | None = None
         self._longterm = None
+
+    @property
+    def exists(self) -> bool:
+        """Whether the store folder exists."""
+        return self.path.is_dir()
+
+    @property
+    def embedding_name(self) -> str:
+        """The configured embedding function, else the store's own (manifest), else the default."""
+        if self._embedding:
+            return self._embedding
+        manifest = self.read_manifest()
+        return ((manifest or {}).get("embedding") or {}).get("id") or DEFAULT_EMBEDDING
+
+    @property
+    def has_longterm(self) -> bool:
+        """Whether the long-term tier exists (a manifest, an embedded Chroma folder, or a server)."""
+        return bool(self.chroma_url) or self.sub("manifest.json").exists() or self.sub("chroma").is_dir()
 
     # -- paths ----------------------------------------------------------------------------------
     def sub(self, *parts: str) -> Path:
@@ -119,7 +142,11 @@ class Store:
         except (OSError, ValueError) as exc:
             raise StoreCorrupt(f"{p} is corrupt ({exc}); restore it or move it away", path=str(p)) from None
         if not isinstance(data, dict):
-            raise StoreCorrupt(f"{p} is corrupt (not a JSON object)", path=str(p))
+            raise StoreCorrupt(f"{p} is corrupt (not a JSON object); restore it or move it away", path=str(p))
+        version = data.get("layout_version")
+        if isinstance(version, int) and version > LAYOUT_VERSION:
+            raise StoreCorrupt(f"store {self.path} has layout version {version}; this consolidate reads up to"
+                               f" {LAYOUT_VERSION}: upgrade consolidate", path=str(p))
         return data
 
     def check_embedding(self, embedding_id: str, dimension: int) -> None:

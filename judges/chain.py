@@ -126,7 +126,8 @@ class JudgeChain:
         self.max_notes = max_notes
         self.max_chars = max_chars
         self.max_note_chars = max_note_chars
-        self.failed: dict[str, str] = {}
+        #: id(judge) -> failure kind: the circuit breaker, per judge object (two judges may share a name)
+        self.failed: dict[int, str] = {}
 
     @property
     def names(self) -> list[str]:
@@ -145,9 +146,9 @@ class JudgeChain:
         for judge in self.judges:
             if not pending:
                 break
-            if judge.name in self.failed:
+            if id(judge) in self.failed:
                 for item, _ in pending:
-                    reasons[item.key].append(f"{judge.name}: skipped (failed earlier in this run: {self.failed[judge.name]})")
+                    reasons[item.key].append(f"{judge.name}: skipped (failed earlier in this run: {self.failed[id(judge)]})")
                 continue
             timeout = None if deadline is None else deadline - time.time()
             if timeout is not None and timeout <= 0:
@@ -194,7 +195,7 @@ class JudgeChain:
             result.unjudged[item.key] = reasons[item.key] or ["no judge configured"]
 
     def _fail(self, judge, kind, message, pending, reasons, result, started) -> None:
-        self.failed[judge.name] = kind
+        self.failed[id(judge)] = kind
         result.events.append({"event": "judge.failed", "judge": judge.name, "kind": kind,
                               "reason": message, "seconds": round(time.time() - started, 3),
                               "batch_size": len(pending)})
@@ -238,7 +239,7 @@ def compare_pairs(chain: "JudgeChain", pairs: list[Pair], context: JudgeContext,
     for judge in chain.judges:
         if not pending:
             break
-        if not hasattr(judge, "compare") or judge.name in chain.failed:
+        if not hasattr(judge, "compare") or id(judge) in chain.failed:
             continue
         timeout = None if deadline is None else deadline - time.time()
         if timeout is not None and timeout <= 0:
@@ -251,12 +252,12 @@ def compare_pairs(chain: "JudgeChain", pairs: list[Pair], context: JudgeContext,
             if not isinstance(raw, list):
                 raise JudgeOutputInvalid(f"{judge.name}: compare answer is not a list", judge=judge.name)
         except JudgeError as exc:
-            chain.failed[judge.name] = exc.kind
+            chain.failed[id(judge)] = exc.kind
             events.append({"event": "judge.failed", "judge": judge.name, "kind": exc.kind, "reason": str(exc),
                            "seconds": round(time.time() - started, 3), "stage": "contradiction"})
             continue
         except Exception as exc:
-            chain.failed[judge.name] = "judge-error"
+            chain.failed[id(judge)] = "judge-error"
             events.append({"event": "judge.failed", "judge": judge.name, "kind": "judge-error",
                            "reason": f"{type(exc).__name__}: {exc}", "stage": "contradiction"})
             continue

@@ -47,8 +47,10 @@ def test_truncation_is_recorded_in_events(store):
     assert drop["truncated_from"] == 50_000
 
 
-def test_registry_specs_and_precedence(monkeypatch):
+def test_registry_specs_and_precedence(monkeypatch, tmp_path):
     monkeypatch.delenv("CONSOLIDATE_JUDGES", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no agent CLI on PATH: the default chain has no CLI judge
+    monkeypatch.chdir(tmp_path)
     assert registry.chain_specs() == ["api", "noop"]
     monkeypatch.setenv("CONSOLIDATE_JUDGES", "rules, noop")
     assert registry.chain_specs() == ["rules", "noop"]

@@ -3,9 +3,54 @@
 from __future__ import annotations
 
 
-def open_store(args):
+def open_store(args, create: bool = True):
     """The Store named by ``--store``/``--chroma-url``/``--embedding``/``--project`` (or their
-    environment variables)."""
+    environment variables). ``create=False`` for commands that only read."""
     from ..store import Store
 
-    return Store(args.store, chroma_url=args.chroma_url, embedding=args.embedding, project=args.project)
+    return Store(args.store, chroma_url=args.chroma_url, embedding=args.embedding, project=args.project,
+                 create=create)
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a number of seconds greater than 0."""
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def count_1_to(limit: int):
+    """argparse type: an integer from 1 to ``limit``."""
+    import argparse
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not 1 <= value <= limit:
+            raise argparse.ArgumentTypeError(f"must be from 1 to {limit}, got {value}")
+        return value
+
+    return parse
+
+
+def read_text_arg(text: str) -> str:
+    """``-`` means: read the text from standard input (for notes too long for a command line)."""
+    import sys
+
+    if text != "-":
+        return text
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        from ..errors import BadInput
+
+        raise BadInput(f"standard input is not valid UTF-8 (byte {exc.start})") from None

@@ -5,33 +5,44 @@ from __future__ import annotations
 import json
 import sys
 
-from ._common import open_store
+from ._common import count_1_to, open_store
 
 
 def cmd_recall(args) -> int:
-    from ..report import render_memory
+    from ..errors import BadInput
+    from ..report import memory_json, render_memory, terminal_safe
 
-    store = open_store(args)
-    statuses = ("active", "quarantined", "disputed") if args.all else ("active",)
-    hits = store.longterm().search(args.query, k=args.k, statuses=statuses)
+    if not args.query.strip():
+        raise BadInput("empty query: say what to recall")
+    store = open_store(args, create=False)
+    hits = []
+    if store.exists and store.has_longterm:
+        statuses = ("active", "quarantined", "disputed") if args.all else ("active",)
+        hits = [h for h in store.longterm().search(args.query, k=args.k, statuses=statuses)
+                if h["similarity"] >= args.min_similarity]
     if args.json:
-        print(json.dumps([{"id": h["id"], "statement": h["document"], "similarity": round(h["similarity"], 4),
-                           **{k: v for k, v in h["metadata"].items()}} for h in hits], ensure_ascii=False))
+        print(json.dumps([memory_json(h) for h in hits], ensure_ascii=False))
         return 0
     if not hits:
-        print("no memories")
+        print("no memories" + ("" if store.exists else f" (no store at {store.path})"))
     for h in hits:
-        print(render_memory(h["document"], h["metadata"]))
+        print(terminal_safe(render_memory(h["document"], h["metadata"])))
     return 0
 
 
 def cmd_status(args) -> int:
-    store = open_store(args)
+    store = open_store(args, create=False)
+    if not store.exists:
+        if args.json:
+            print(json.dumps({"store": str(store.path), "exists": False}))
+        else:
+            print(f"store: {store.path} (none yet: `consolidate note` or `import` creates it)")
+        return 0
     queued = store.sessions.queued()
     status: dict = {"store": str(store.path), "queued": [q["session_id"] for q in queued],
                     "sessions_with_notes": store.sessions.sessions(), "memories": {},
                     "last_run": (store.sessions.last_runs(1) or [None])[0]}
-    if store.read_manifest() is not None:
+    if store.has_longterm:
         status["memories"] = store.longterm().counts()
     if args.json:
         print(json.dumps(status, ensure_ascii=False, default=str))
@@ -52,7 +63,9 @@ def cmd_status(args) -> int:
 def register(sub, common) -> None:
     s = sub.add_parser("recall", parents=[common], help="semantic search over active memories")
     s.add_argument("query")
-    s.add_argument("-k", type=int, default=5)
+    s.add_argument("-k", type=count_1_to(1000), default=5, help="how many memories (1 to 1000, default 5)")
+    s.add_argument("--min-similarity", type=float, default=0.2,
+                   help="leave out memories less similar than this (cosine, default 0.2)")
     s.add_argument("--all", action="store_true", help="include quarantined and disputed entries")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_recall)

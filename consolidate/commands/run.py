@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-import sys
 
-from ._common import open_store
+from ._common import open_store, positive_float
 
 
 def cmd_run(args) -> int:
@@ -14,10 +13,11 @@ def cmd_run(args) -> int:
     store = open_store(args)
     if args.session:
         store.sessions.require_known(args.session)
-        if not store.sessions.queued(args.session):
-            print(f"session {args.session} has no queued session end; end it first"
-                  f" (consolidate end --session {args.session} --outcome success)", file=sys.stderr)
-            return 2
+        if not store.sessions.pending(args.session):
+            from ..errors import BadInput
+
+            raise BadInput(f"session {args.session} has no queued session end; end it first"
+                           f" (consolidate end --session {args.session} --outcome success)")
     plans = run_queue(store, session_id=args.session, judges=args.judge, dry_run=args.dry_run,
                       time_box=args.time_box)
     if not plans:
@@ -47,6 +47,6 @@ def register(sub, common) -> None:
     s.add_argument("--session", help="only this session")
     s.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     s.add_argument("--judge", action="append", help="judge spec, repeatable, in chain order (e.g. api:MODEL, rules, noop)")
-    s.add_argument("--time-box", type=float, default=120.0, help="seconds for the whole run (default 120)")
+    s.add_argument("--time-box", type=positive_float, default=120.0, help="seconds for the whole run (default 120)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_run)

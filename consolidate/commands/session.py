@@ -5,19 +5,20 @@ from __future__ import annotations
 import json
 import sys
 
-from ._common import open_store
+from ._common import open_store, read_text_arg
 
 
 def cmd_note(args) -> int:
     store = open_store(args)
-    note_id = store.sessions.add_note(args.session, args.text, flag=args.flag, ttl=args.ttl, kind=args.kind)
+    note_id = store.sessions.add_note(args.session, read_text_arg(args.text), flag=args.flag, ttl=args.ttl,
+                                      kind=args.kind)
     print(f"note {note_id} written to session {args.session}")
     return 0
 
 
 def cmd_import(args) -> int:
     store = open_store(args)
-    counts = store.sessions.import_jsonl(args.file, args.session)
+    counts = store.sessions.import_jsonl(sys.stdin.buffer if args.file == "-" else args.file, args.session)
     for sid, n in counts.items():
         print(f"imported {n} notes into session {sid}")
     if not counts:
@@ -27,8 +28,14 @@ def cmd_import(args) -> int:
 
 def cmd_end(args) -> int:
     store = open_store(args)
+    before = store.sessions.session_end(args.session.strip()) if args.session.strip() else None
     store.sessions.end(args.session, args.outcome, args.reason)
-    n = store.sessions.count(args.session)
+    n = store.sessions.count(args.session.strip())
+    if before and before["status"] in ("queued", "running") and before["outcome"] != args.outcome:
+        print(f"note: replaces the queued outcome {before['outcome']} with {args.outcome}", file=sys.stderr)
+    elif before and before["status"] not in ("queued", "running") and n == 0:
+        print(f"note: session {args.session} was already consolidated ({before['status']}); nothing new to do",
+              file=sys.stderr)
     print(f"session {args.session} ended ({args.outcome}, {n} notes); queued for `consolidate run`")
     return 0
 
@@ -36,13 +43,13 @@ def cmd_end(args) -> int:
 def register(sub, common) -> None:
     s = sub.add_parser("note", parents=[common], help="write a note to a session")
     s.add_argument("--session", required=True)
-    s.add_argument("text")
+    s.add_argument("text", help="the note; - reads it from standard input")
     s.add_argument("--flag", action="store_true", help="a keeper: promoted without a judge")
     s.add_argument("--ttl", help="expire the note after this long (20m, 2h, 1d)")
     s.add_argument("--kind", help="decision, constraint, preference, recipe, failure or fact")
     s.set_defaults(func=cmd_note)
     s = sub.add_parser("import", parents=[common], help="import a JSONL file of notes (one per line, `content` required)")
-    s.add_argument("file")
+    s.add_argument("file", help="JSONL file; - reads standard input")
     s.add_argument("--session", help="session id (default: each line's session_id)")
     s.set_defaults(func=cmd_import)
     s = sub.add_parser("end", parents=[common], help="record a session end in the queue")

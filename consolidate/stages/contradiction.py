@@ -58,6 +58,21 @@ def same_memory(a: str, b: str, similarity: float) -> bool:
             and sorted(m.lower() for m in _NEGATION.findall(a)) == sorted(m.lower() for m in _NEGATION.findall(b)))
 
 
+class _NoIndex:
+    """Stands in for an index that does not exist yet: embeds, finds no neighbours."""
+
+    def __init__(self, embedding_name: str):
+        from ..embeddings import get_embedding_function
+
+        self.ef = get_embedding_function(embedding_name)
+
+    def embed(self, texts):
+        return self.ef.embed(texts)
+
+    def neighbours(self, *args, **kwargs):
+        return []
+
+
 def _cos(a, b) -> float:
     return float(sum(x * y for x, y in zip(a, b)))  # embeddings are L2-normalised
 
@@ -67,7 +82,10 @@ def run(plan, ctx):
     durable = [c for c in plan.candidates if c.pending and c.tier == "durable"]
     if not durable:
         return plan
-    longterm = ctx.store.longterm()
+    if ctx.dry_run and not ctx.store.has_longterm:
+        longterm = _NoIndex(ctx.store.embedding_name)  # a dry run creates no index to compare with
+    else:
+        longterm = ctx.store.longterm()
     vectors = longterm.embed([c.statement for c in durable])
     today = _dt.datetime.fromtimestamp(ctx.now, _dt.timezone.utc).date().isoformat()
     kept, to_compare = [], []

@@ -12,7 +12,7 @@ from .contradiction import same_memory
 
 def run(plan, ctx):
     """Add a ``memory.weakened`` update per linked active entry."""
-    if ctx.store.read_manifest() is None:
+    if not ctx.store.has_longterm:
         return plan  # no long-term tier: nothing to weaken
     notes = ctx.store.sessions.notes(plan.session_id)
     lt = ctx.store.longterm()

@@ -29,7 +29,7 @@ def run(plan, ctx):
     if expired:
         plan.delete_note_ids.extend(expired)
         plan.decide("note.purged", note_ids=expired, reason="TTL expired before the session ended")
-    if ctx.store.read_manifest() is not None:  # a long-term tier exists: expire idle quarantine
+    if ctx.store.has_longterm:  # a long-term tier exists: expire idle quarantine
         expire_quarantine(plan, ctx.store, ctx.now)
     return plan
 
