@@ -241,6 +241,7 @@ VALUE_KINDS: dict[str, Callable[[_Gen], str]] = {
     "docker_id": lambda g: g.rand(12, HEX),
     "ipfs": lambda g: "Qm" + g.rand(44, "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"),
     "aws_key_id_example": lambda g: "AK" + "IA" + "IOSFODNN7" + "EXAMPLE",
+    "aws_secret_example": lambda g: "wJalrXUtnFEMI/" + "K7MDENG/" + "bPxRfiCY" + "EXAMPLEKEY",
     "trace": lambda g: g.rand(32, HEX),
     "span": lambda g: g.rand(16, HEX),
     "b64_png": lambda g: "iVBORw0KGgo" + base64.b64encode(g.rng.randbytes(60)).decode(),
