@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,7 @@ class Store:
         self.project = project or os.environ.get("CONSOLIDATE_PROJECT") or self.path.resolve().parent.name or "default"
         self._sessions: SessionTier | None = None
         self._longterm = None
+        self._open_lock = threading.Lock()
 
     @property
     def exists(self) -> bool:
@@ -115,9 +117,11 @@ class Store:
 
         Raises EmbeddingMismatch when the store was built with another embedding function."""
         if self._longterm is None:
-            from .longterm import LongTerm
+            with self._open_lock:  # batch threads may ask at once: open it once
+                if self._longterm is None:
+                    from .longterm import LongTerm
 
-            self._longterm = LongTerm(self)
+                    self._longterm = LongTerm(self)
         return self._longterm
 
     def core_rules(self) -> str:

@@ -58,3 +58,40 @@ def register(sub, common) -> None:
     s.add_argument("--time-box", type=float, help="seconds per session (default $CONSOLIDATE_TIME_BOX or 120)")
     s.add_argument("--judge", action="append", help="judge spec, repeatable")
     s.set_defaults(func=cmd_worker)
+    register_batch(sub, common)
+
+
+def cmd_batch(args) -> int:
+    from ..batch import run_batch
+
+    store = open_store(args)
+    r = run_batch(store, concurrency=args.concurrency, judges=args.judge, time_box=args.time_box,
+                  orphan_age=args.orphan_age * 3600, rejudge=args.rejudge, since=args.since,
+                  prompt_version=args.prompt_version)
+    errors = [s for s in r.sessions if "error" in s]
+    print(f"batch: {len(r.sessions)} sessions ({len(errors)} errors), {len(r.orphans_ended)} orphans ended,"
+          f" {r.expired} quarantined entries expired, {r.decayed} decayed"
+          + (f", re-judged {r.rejudged}" if args.rejudge else "") + f" in {r.seconds:.1f} s")
+    for s in errors:
+        print(f"  {s['session_id']}: {s['error']}", file=sys.stderr)
+    if r.interrupted:
+        print(f"interrupted: {r.left_in_queue} session ends left in the queue; run `consolidate batch` again",
+              file=sys.stderr)
+        return 130
+    return 1 if errors else 0
+
+
+def register_batch(sub, common) -> None:
+    from ._common import positive_float
+
+    s = sub.add_parser("batch", parents=[common],
+                       help="drain the queue and orphaned sessions, expire quarantine, decay, optionally re-judge")
+    s.add_argument("--concurrency", type=int, default=4, help="sessions judged at once (default 4)")
+    s.add_argument("--judge", action="append", help="judge spec, repeatable")
+    s.add_argument("--time-box", type=positive_float, default=120.0, help="seconds per session (default 120)")
+    s.add_argument("--orphan-age", type=positive_float, default=24.0,
+                   help="hours after its last note a session without an end counts as orphaned (default 24)")
+    s.add_argument("--rejudge", action="store_true", help="re-judge entries written under other prompt versions")
+    s.add_argument("--since", help="with --rejudge: only entries written on or after this date (YYYY-MM-DD)")
+    s.add_argument("--prompt-version", help="with --rejudge: only entries written under this prompt version")
+    s.set_defaults(func=cmd_batch)

@@ -1,0 +1,155 @@
+"""``consolidate batch``: re-consolidation of a whole store.
+
+In order: replay an unfinished journal; end orphaned sessions (notes older than ``orphan_age``
+seconds with no session end) with outcome ``success``; drain every pending session end, with up to
+``concurrency`` sessions judged at once (their judge calls run concurrently; the read-check-write
+section of each run is serialised by the store lock); expire quarantine past its TTL; apply decay;
+with ``rejudge``, re-run the judge over entries written under other prompt versions. A progress bar
+shows on a terminal (tqdm), plain lines otherwise. Ctrl-C stops taking new sessions, lets the
+running ones finish their (journaled) apply, and leaves the rest in the queue.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+#: Sessions with notes and no session end for this long (seconds) are orphaned.
+ORPHAN_AGE = 24 * 3600.0
+
+
+@dataclass
+class BatchResult:
+    """What a batch run did."""
+
+    orphans_ended: list[str] = field(default_factory=list)
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    expired: int = 0
+    decayed: int = 0
+    rejudged: dict[str, int] = field(default_factory=dict)
+    interrupted: bool = False
+    left_in_queue: int = 0
+    seconds: float = 0.0
+
+
+def end_orphans(store, orphan_age: float = ORPHAN_AGE, now: float | None = None) -> list[str]:
+    """Queue a ``success`` end for every session whose newest note is older than ``orphan_age``
+    seconds and that has no pending session end; returns their ids."""
+    now = time.time() if now is None else now
+    rows = store.sessions.db.execute(
+        "SELECT session_id, MAX(created_at) FROM notes GROUP BY session_id").fetchall()
+    ended = []
+    for sid, newest in rows:
+        end = store.sessions.session_end(sid)
+        if end is not None and end["status"] in ("queued", "running"):
+            continue
+        if end is not None and end["status"] == "aborted":
+            continue  # an aborted session waits to be resumed
+        if newest < now - orphan_age:
+            store.sessions.end(sid, "success", f"orphaned: no session end for {orphan_age / 3600:g} h", now=now)
+            ended.append(sid)
+    return ended
+
+
+def _progress(total: int, out):
+    """A tqdm bar on a terminal, else a function that prints plain lines."""
+    if getattr(out, "isatty", lambda: False)():
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, unit="session", file=out)
+        return bar.update, bar.set_postfix_str, bar.close
+    state = {"n": 0}
+
+    def update(n=1):
+        state["n"] += n
+
+    def postfix(text):
+        print(f"[{state['n']}/{total}] {text}", file=out, flush=True)
+
+    return update, postfix, lambda: None
+
+
+def run_batch(store, *, concurrency: int = 4, judges: list[str] | None = None, chain_factory: Callable | None = None,
+              time_box: float | None = 120.0, orphan_age: float = ORPHAN_AGE, rejudge: bool = False,
+              since: str | None = None, prompt_version: str | None = None, now: float | None = None,
+              out=None) -> BatchResult:
+    """Run the batch (see the module docstring). ``concurrency`` >= 1 sessions at once."""
+    from .maintenance import apply_updates, new_plan, plan_decay
+    from .pipeline import run_session
+    from .stages.apply import replay, summary
+    from .stages.purge import expire_quarantine
+
+    out = out or sys.stderr
+    started = time.perf_counter()
+    result = BatchResult()
+    if store.sub("journal").is_dir() and any(store.sub("journal").glob("*.json")):
+        with store.lock():
+            replay(store)
+    result.orphans_ended = end_orphans(store, orphan_age, now)
+    pending = store.sessions.pending()
+    update, postfix, close = _progress(len(pending), out)
+
+    def one(row):
+        claimed = store.sessions.claim(row["session_id"])
+        if claimed is None:
+            return {"session_id": row["session_id"], "skipped": "held by another process"}
+        try:
+            plan = run_session(store, claimed["session_id"], outcome=claimed["outcome"], reason=claimed["reason"],
+                               judges=judges, chain_factory=chain_factory, time_box=time_box)
+        except BaseException:
+            store.sessions.release(claimed["session_id"])
+            raise
+        return {"session_id": plan.session_id, "run_id": plan.run_id, **summary(plan)}
+
+    pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="batch")
+    futures = {}
+    queue = list(pending)
+    try:
+        while queue or futures:
+            while queue and len(futures) < max(1, concurrency):
+                row = queue.pop(0)
+                futures[pool.submit(one, row)] = row
+            done, _ = wait(list(futures), return_when=FIRST_COMPLETED)
+            for f in done:
+                row = futures.pop(f)
+                try:
+                    res = f.result()
+                except Exception as exc:  # one session's error does not stop the batch
+                    res = {"session_id": row["session_id"], "error": f"{type(exc).__name__}: {exc}"}
+                result.sessions.append(res)
+                update(1)
+                postfix(f"{res['session_id']}: " + ("error" if "error" in res else res.get("skipped") or
+                                                    f"{res.get('written_durable', 0)} durable"))
+    except KeyboardInterrupt:
+        result.interrupted = True
+        queue.clear()
+        for f in list(futures):  # the running sessions finish their journaled apply
+            try:
+                result.sessions.append(f.result())
+            except BaseException as exc:
+                result.sessions.append({"session_id": futures[f]["session_id"], "error": repr(exc)})
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        close()
+    result.left_in_queue = len(store.sessions.pending())
+    if result.interrupted:
+        result.seconds = time.perf_counter() - started
+        return result
+    if store.has_longterm:
+        plan = new_plan(store, "batch")
+        result.expired = expire_quarantine(plan, store, time.time() if now is None else now)
+        decay = plan_decay(store, now)
+        plan.updates += decay.updates
+        result.decayed = len(decay.updates)
+        if rejudge:
+            from .rejudge import plan_rejudge
+
+            result.rejudged = plan_rejudge(store, plan, judges=judges, chain_factory=chain_factory, since=since,
+                                           prompt_version=prompt_version, time_box=time_box)
+        if plan.updates or plan.events:
+            apply_updates(store, plan)
+    result.seconds = time.perf_counter() - started
+    return result
