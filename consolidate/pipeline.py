@@ -124,6 +124,12 @@ def run_queue(store: Store, *, session_id: str | None = None, stale_after: float
     one claimed by a process that died (or longer ago than ``stale_after`` seconds) is taken over.
     Keyword arguments go to :func:`run_session`; a dry run claims nothing."""
     plans = []
+    if not kwargs.get("dry_run") and any(store.sub("journal").glob("*.json")):
+        # a crashed run first: its session must not be consolidated twice
+        from .stages.apply import replay
+
+        with store.lock(kwargs.get("lock_timeout", LOCK_TIMEOUT)):
+            replay(store)
     for row in store.sessions.pending(session_id):
         if kwargs.get("dry_run"):
             if row in store.sessions.queued(row["session_id"]):

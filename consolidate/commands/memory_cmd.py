@@ -1,4 +1,4 @@
-"""Commands on the long-term store itself: ``disputes``, ``resolve``, ``backfill``."""
+"""Commands on the long-term store itself: ``disputes``, ``resolve``, ``backfill``, ``runs``, ``undo``."""
 
 from __future__ import annotations
 
@@ -65,3 +65,42 @@ def register(sub, common) -> None:
     s = sub.add_parser("backfill", parents=[common], help="give entries that lack metadata best-effort values")
     s.add_argument("--dry-run", action="store_true")
     s.set_defaults(func=cmd_backfill)
+    register_runs(sub, common)
+
+
+def cmd_runs(args) -> int:
+    import datetime as dt
+
+    from ..snapshots import list_runs
+
+    store = open_store(args, create=False)
+    rows = list_runs(store) if store.exists else []
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    if not rows:
+        print("no runs with an undo record")
+    for r in rows[: args.limit]:
+        when = dt.datetime.fromtimestamp(r["started_at"], dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+        print(f"{r['run_id']}  {when}  {r['session_id']:<30} {r['outcome'] or '':<11} +{r['added']} added,"
+              f" {r['changed']} changed" + ("  (undone)" if r["undone"] else ""))
+    return 0
+
+
+def cmd_undo(args) -> int:
+    from ..undo import undo_run
+
+    store = open_store(args, create=False)
+    counts = undo_run(store, args.run_id)
+    print(f"undid {args.run_id}: removed {counts['removed']} entries, restored {counts['restored']}")
+    return 0
+
+
+def register_runs(sub, common) -> None:
+    s = sub.add_parser("runs", parents=[common], help="list consolidation runs with their counts (newest first)")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--limit", type=int, default=50)
+    s.set_defaults(func=cmd_runs)
+    s = sub.add_parser("undo", parents=[common], help="revert one run (see `consolidate runs`)")
+    s.add_argument("run_id")
+    s.set_defaults(func=cmd_undo)

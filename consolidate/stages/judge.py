@@ -7,6 +7,7 @@ start of the write policy stage."""
 
 from __future__ import annotations
 
+from ..faults import crash_point
 from ..memory_types import TYPES
 from ..plan import EVIDENCE_KINDS, CONFIDENCE_LEVELS, Candidate, initial_confidence
 
@@ -23,6 +24,7 @@ def run(plan, ctx):
     items = [Item(key=n.id, content=n.content, section=n.metadata.get("section"), kind=n.kind) for n in maybes]
     context = JudgeContext(core=ctx.store.core_rules(), project=plan.scope)
     result = chain.run(items, context, deadline=plan.deadline)
+    crash_point("judge")
     plan.judges_used = result.judges_used
     for event in result.events:
         plan.decide(event.pop("event"), **event)

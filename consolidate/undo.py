@@ -1,0 +1,89 @@
+"""``consolidate undo RUN_ID``: revert one run from its undo record (``snapshots/<run_id>.json``).
+
+Removes the entries the run added, restores every entry it overwrote, re-confirmed, updated, archived
+or tombstoned to its earlier state (document, metadata and embedding), reverses its graph diff,
+lifts the tombstones it laid, and appends ``memory.undone`` / ``run.undone`` events. Every step is
+idempotent, and the record is marked undone only at the end, so an interrupted undo is finished by
+running it again. Session notes the run consumed are not restored (they were scratch).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+
+from . import graph, snapshots
+from .errors import BadInput
+from .store import write_json_atomic, write_text_atomic
+
+
+def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
+    """Revert ``run_id``; returns counts ``{removed, restored}``. Raises BadInput for an unknown
+    run or one already undone."""
+    record = snapshots.load(store, run_id)
+    if record.get("undone"):
+        raise BadInput(f"run {run_id} was already undone")
+    with store.lock(lock_timeout):
+        from .stages.apply import replay, write_context
+
+        replay(store)
+        lt = store.longterm()
+        added = record.get("added", [])
+        before = record.get("before", {})
+        lt.delete(added)
+        if before:
+            lt.upsert([{"id": i, "document": r["document"], "metadata": r["metadata"], "embedding": r["embedding"]}
+                       for i, r in before.items()])
+        _lift_tombstones(store, set(record.get("tombstoned", [])))
+        _reverse_graph(store, record.get("graph"))
+        ts = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        lines = [{"ts": ts, "event": "memory.undone", "run_id": run_id, "memory_id": i, "action": "removed"} for i in added]
+        lines += [{"ts": ts, "event": "memory.undone", "run_id": run_id, "memory_id": i, "action": "restored"}
+                  for i in before]
+        lines.append({"ts": ts, "event": "run.undone", "run_id": run_id, "session_id": record.get("session_id"),
+                      "removed": len(added), "restored": len(before)})
+        store.events_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(store.events_path, "a", encoding="utf-8") as f:
+            f.write("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
+            f.flush()
+            os.fsync(f.fileno())
+        write_context(store, store.project)
+        record["undone"] = ts
+        write_json_atomic(snapshots.path_of(store, run_id), record)
+    return {"removed": len(added), "restored": len(before)}
+
+
+def _lift_tombstones(store, ids: set[str]) -> None:
+    if not ids:
+        return
+    path = store.sub("archive", "tombstones.jsonl")
+    if not path.exists():
+        return
+    keep = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            if json.loads(line)["id"] in ids:
+                continue
+        except (ValueError, KeyError, TypeError):
+            pass
+        keep.append(line)
+    write_text_atomic(path, "".join(x + "\n" for x in keep))
+
+
+def _reverse_graph(store, diff: dict | None) -> None:
+    if not diff:
+        return
+    folder = store.sub("graph")
+    g = graph.load(folder)
+    for u, v, k in diff.get("added_edges", []):
+        if g.has_edge(u, v, key=k):
+            g.remove_edge(u, v, key=k)
+    for node, attrs in diff.get("changed_nodes", {}).items():
+        if node in g:
+            g.nodes[node].clear()
+            g.nodes[node].update(attrs)
+    for node in diff.get("added_nodes", []):
+        if node in g and g.degree(node) == 0:
+            g.remove_node(node)
+    graph.save(g, folder)
