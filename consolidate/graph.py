@@ -66,7 +66,9 @@ def load(folder: Path):
                 try:
                     obj = json.loads(line)
                 except ValueError:
-                    raise StoreCorrupt(f"{path}:{lineno} is not JSON; the graph file is corrupt", path=str(path)) from None
+                    raise StoreCorrupt(f"{path}:{lineno} is not JSON; the graph file is corrupt"
+                                       " (`consolidate doctor --repair` moves bad lines aside)",
+                                       path=str(path), line=lineno) from None
                 if name == "nodes.jsonl":
                     node = obj.pop("id")
                     g.add_node(node, **obj)

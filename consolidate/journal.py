@@ -26,11 +26,15 @@ def write(store, plan: Plan) -> Path:
     folder = _folder(store)
     path = folder / f"{plan.run_id}.json"
     tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(plan.to_dict(), f, ensure_ascii=False)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(plan.to_dict(), f, ensure_ascii=False)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a full disk must not keep a half journal (and the notes in it)
+        raise
     dfd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dfd)

@@ -159,10 +159,16 @@ class Store:
         Raises EmbeddingMismatch with ``expected`` (the store's) and ``found`` (the configured)."""
         manifest = self.read_manifest()
         if manifest is None:
-            write_json_atomic(self.sub("manifest.json"), {
-                "layout_version": LAYOUT_VERSION,
-                "embedding": {"id": embedding_id, "dimension": dimension},
-            })
+            try:
+                write_json_atomic(self.sub("manifest.json"), {
+                    "layout_version": LAYOUT_VERSION,
+                    "embedding": {"id": embedding_id, "dimension": dimension},
+                })
+            except OSError as exc:
+                from .errors import StoreError
+
+                raise StoreError(f"store {self.path} cannot be written (manifest.json: {exc.strerror or exc});"
+                                 " nothing was changed", path=str(self.path)) from None
             return
         emb = manifest.get("embedding") or {}
         if emb.get("id") != embedding_id or emb.get("dimension") != dimension:

@@ -96,7 +96,24 @@ def cmd_undo(args) -> int:
     return 0
 
 
+def cmd_doctor(args) -> int:
+    from ..doctor import check, exit_code
+
+    store = open_store(args, create=False)
+    if not store.exists:
+        print(f"no store at {store.path}")
+        return 0
+    findings = check(store, repair=args.repair)
+    for f in findings:
+        print(f.line())
+    print("healthy" if not findings else f"{len(findings)} finding(s)")
+    return exit_code(findings)
+
+
 def register_runs(sub, common) -> None:
+    s = sub.add_parser("doctor", parents=[common], help="check the store; --repair fixes what is safe to fix")
+    s.add_argument("--repair", action="store_true")
+    s.set_defaults(func=cmd_doctor)
     s = sub.add_parser("runs", parents=[common], help="list consolidation runs with their counts (newest first)")
     s.add_argument("--json", action="store_true")
     s.add_argument("--limit", type=int, default=50)

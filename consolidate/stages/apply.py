@@ -16,7 +16,9 @@ import os
 from .. import journal, snapshots
 from ..faults import armed, crash_point
 
-STEPS = ("snapshot", "chroma", "graph", "events", "notes_md", "context_md", "session_rows", "queue")
+# The graph goes before Chroma: a graph file that cannot be read stops the run before the recall
+# index changes (the journal keeps the run for a replay once `consolidate doctor --repair` ran).
+STEPS = ("snapshot", "graph", "chroma", "events", "notes_md", "context_md", "session_rows", "queue")
 #: How many memories ``memory/context.md`` (the SessionStart context) holds.
 CONTEXT_MEMORIES = 30
 
@@ -25,10 +27,42 @@ def run(plan, ctx):
     """Write the plan. With ``ctx.dry_run`` write nothing at all."""
     if ctx.dry_run:
         return plan
+    preflight(ctx.store)
     journal.write(ctx.store, plan)
     crash_point("apply:journal")
     _apply_steps(plan, ctx.store, set())
     return plan
+
+
+#: Bytes written (then removed) in each folder before a run writes anything: a read-only or nearly
+#: full store fails here, before the first write, instead of halfway through.
+PREFLIGHT_BYTES = 256 * 1024
+
+
+def preflight(store) -> None:
+    """Check that every folder apply writes to can take a write. Raises StoreError (one line) when
+    one cannot: read-only, full, or a file where a folder should be."""
+    from ..errors import StoreError
+
+    for name in ("journal", "events", "graph", "memory", "snapshots"):
+        folder = store.sub(name)
+        probe = folder / ".preflight"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with open(probe, "wb") as f:
+                f.write(b"\0" * PREFLIGHT_BYTES)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:
+            raise StoreError(f"store {store.path} cannot be written ({name}/: {exc.strerror or exc});"
+                             " nothing was changed", path=str(store.path)) from None
+        finally:
+            try:
+                probe.unlink()
+            except OSError:
+                pass
+    if store.events_path.exists() and not store.events_path.is_file():
+        raise StoreError(f"{store.events_path} is not a file; nothing was changed", path=str(store.events_path))
 
 
 def replay(store) -> list[str]:

@@ -1,0 +1,149 @@
+"""``consolidate doctor [--repair]``: check a store and repair what can be repaired safely.
+
+Checks, in order: the manifest; the session database (SQLite ``integrity_check``); an unfinished
+journal (repair: replay it); corrupt lines in the event log and the graph files (repair: move them to
+``<file>.corrupt`` beside it, keep the rest); leftover temporary files (repair: remove); memories in
+the recall index missing from the graph (repair: add them); claims held by dead processes (repair:
+put the session end back in the queue). Nothing is deleted without a copy.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ConsolidateError
+
+
+@dataclass
+class Finding:
+    """One problem: where, what, and whether it was repaired."""
+
+    where: str
+    problem: str
+    repaired: bool = False
+    repairable: bool = True
+
+    def line(self) -> str:
+        state = "repaired" if self.repaired else ("repairable with --repair" if self.repairable else "needs a person")
+        return f"{self.where}: {self.problem} [{state}]"
+
+
+def _bad_lines(path: Path) -> list[int]:
+    bad = []
+    with open(path, "rb") as f:
+        for i, raw in enumerate(f, 1):
+            try:
+                if raw.strip():
+                    json.loads(raw.decode("utf-8"))
+            except (ValueError, UnicodeDecodeError):
+                bad.append(i)
+    return bad
+
+
+def _quarantine_lines(path: Path, bad: list[int]) -> None:
+    """Move the bad lines of a JSONL file to ``<file>.corrupt`` and rewrite the file without them."""
+    from .store import write_text_atomic
+
+    lines = path.read_bytes().splitlines(keepends=True)
+    bad_set = set(bad)
+    with open(path.with_name(path.name + ".corrupt"), "ab") as f:
+        for i in sorted(bad_set):
+            f.write(lines[i - 1].rstrip(b"\n") + b"\n")
+    keep = b"".join(x if x.endswith(b"\n") else x + b"\n" for i, x in enumerate(lines, 1) if i not in bad_set)
+    write_text_atomic(path, keep.decode("utf-8"))
+
+
+def check(store, repair: bool = False) -> list[Finding]:
+    """Run every check; with ``repair`` fix what can be fixed safely. Returns the findings."""
+    found: list[Finding] = []
+    try:
+        store.read_manifest()
+    except ConsolidateError as exc:
+        found.append(Finding("manifest.json", str(exc), repairable=False))
+    try:
+        ok = store.sessions.db.execute("PRAGMA integrity_check").fetchone()[0]
+        if ok != "ok":
+            found.append(Finding("sessions.sqlite3", f"integrity check: {ok}", repairable=False))
+    except ConsolidateError as exc:
+        found.append(Finding("sessions.sqlite3", str(exc), repairable=False))
+    for path in sorted(store.path.rglob("*.tmp")):
+        if "chroma" in path.parts:
+            continue
+        f = Finding(str(path.relative_to(store.path)), "leftover temporary file from an interrupted write")
+        if repair:
+            path.unlink(missing_ok=True)
+            f.repaired = True
+        found.append(f)
+    for rel in ("events/memory-events.jsonl", "graph/nodes.jsonl", "graph/edges.jsonl", "archive/tombstones.jsonl"):
+        path = store.sub(*rel.split("/"))
+        if not path.exists():
+            continue
+        if not path.is_file():
+            found.append(Finding(rel, "is not a file", repairable=False))
+            continue
+        bad = _bad_lines(path)
+        if bad:
+            f = Finding(rel, f"{len(bad)} corrupt line(s): {', '.join(map(str, bad[:10]))}"
+                              + (" …" if len(bad) > 10 else ""))
+            if repair:
+                _quarantine_lines(path, bad)
+                f.repaired = True
+            found.append(f)
+    journal = store.sub("journal")
+    if journal.is_dir() and any(journal.glob("*.json")):
+        f = Finding("journal/", "an interrupted run is waiting to be replayed")
+        if repair:
+            from .stages.apply import replay
+
+            with store.lock():
+                replay(store)
+            f.repaired = True
+        found.append(f)
+    if store.has_longterm and not any(x.where.startswith(("graph/", "manifest")) and not x.repaired for x in found):
+        found += _index_vs_graph(store, repair)
+    for row in store.sessions.db.execute(
+            "SELECT session_id, claimed_by FROM session_ends WHERE status='running'").fetchall():
+        from .session import _alive
+
+        if not _alive(row[1]):
+            f = Finding(f"queue:{row[0]}", f"claimed by process {row[1]}, which is gone")
+            if repair:
+                store.sessions.db.execute("UPDATE session_ends SET status='queued', claimed_by=NULL, claimed_at=NULL"
+                                          " WHERE session_id=? AND status='running'", (row[0],))
+                f.repaired = True
+            found.append(f)
+    return found
+
+
+def _index_vs_graph(store, repair: bool) -> list[Finding]:
+    from . import graph
+    from .plan import Candidate
+
+    rows = store.longterm().all()
+    folder = store.sub("graph")
+    g = graph.load(folder)
+    missing = [r for r in rows if r["metadata"].get("tier") == "durable" and r["id"] not in g]
+    if not missing:
+        return []
+    f = Finding("graph/", f"{len(missing)} memories of the recall index have no graph node")
+    if repair:
+        for r in missing:
+            m = r["metadata"]
+            prov = json.loads(m.get("provenance") or "{}")
+            c = Candidate(note_ids=prov.get("note_ids", []), statement=r["document"], type=m.get("type", "fact"),
+                          source=m.get("source", "unknown"), evidence=m.get("evidence", "inferred"),
+                          confidence=m.get("confidence", "low"), reason=prov.get("reason", ""),
+                          fields=json.loads(m.get("fields") or "{}"), status=m.get("status", "active"),
+                          memory_id=r["id"], provenance={"session_id": m.get("session_id", "unknown"),
+                                                         "run_id": m.get("run_id", "unknown")})
+            graph.add_memory(g, c, m.get("scope") or store.project)
+        graph.save(g, folder)
+        f.repaired = True
+    return [f]
+
+
+def exit_code(findings: list[Finding]) -> int:
+    """0 when nothing is left to fix, 1 otherwise."""
+    return 0 if all(f.repaired for f in findings) else 1
