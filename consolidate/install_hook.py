@@ -105,9 +105,12 @@ def consolidate_argv() -> list[str]:
     return [os.path.abspath(sys.executable), "-m", "consolidate"]
 
 
-def hook_command(*, store: str | os.PathLike | None = None, harvest: bool = False) -> str:
-    """The shell command our hooks run: ``/abs/consolidate hook [--store /abs/store] [--harvest]``."""
+def hook_command(*, store: str | os.PathLike | None = None, harvest: bool = False, output: str | None = None) -> str:
+    """The shell command our hooks run: ``/abs/consolidate hook [--output gemini] [--store /abs/store]
+    [--harvest]`` (Gemini CLI reads a SessionStart hook's stdout as JSON only)."""
     argv = consolidate_argv() + ["hook"]
+    if output:
+        argv += ["--output", output]
     if store:
         argv += ["--store", os.path.abspath(store)]
     if harvest:
@@ -182,7 +185,7 @@ def install(agent: str, scope: str = "project", *, dry_run: bool = False, store:
     Raises BadInput when the existing file cannot be read, is not valid JSON or not a JSON object."""
     spec = _agent(agent)
     path = settings_path(agent, scope, cwd=cwd)
-    command = hook_command(store=store, harvest=harvest)
+    command = hook_command(store=store, harvest=harvest, output="gemini" if agent == "gemini-cli" else None)
     result = InstallResult(agent=spec.key, path=path, command=command)
 
     old_text = None

@@ -163,3 +163,14 @@ def test_live_claim_is_respected(tmp_path):
         assert store.sessions.count("l") == 1
     finally:
         other.kill()
+
+
+def test_session_start_json_for_gemini(tmp_path):
+    st = tmp_path / ".memofs"
+    (st / "memory").mkdir(parents=True)
+    (st / "memory" / "core.md").write_text("- Never push to main directly\n")
+    out = subprocess.run(HOOK + ["--output", "gemini"], input=b'{"hook_event_name":"SessionStart","session_id":"g"}',
+                         capture_output=True, env=_env(st), timeout=30)
+    data = json.loads(out.stdout)
+    assert data["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert "Never push to main" in data["hookSpecificOutput"]["additionalContext"]

@@ -25,7 +25,13 @@ def cmd_hook(args) -> int:
             store = str(Path(cwd) / ".memofs") if cwd else ".memofs"
         code, text = run_hook(Path(store), payload=payload, outcome=args.outcome, harvest_notes=args.harvest,
                               spawn=not args.no_worker)
-        if text:
+        if text and args.output == "gemini":
+            # Gemini CLI takes a SessionStart hook's stdout as JSON only
+            import json
+
+            sys.stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
+                                                                "additionalContext": text}}) + "\n")
+        elif text:
             sys.stdout.write(text + "\n")
     except BaseException as exc:  # noqa: BLE001 - the hook's promise is exit 0, whatever happens
         try:
@@ -52,6 +58,8 @@ def register(sub, common) -> None:
     s.add_argument("--session", help="plain form: end this session (no JSON on stdin)")
     s.add_argument("--event", help="event name when stdin does not say (SessionEnd, SessionStart, Stop)")
     s.add_argument("--no-worker", action="store_true", help="queue only; do not start a worker")
+    s.add_argument("--output", choices=["text", "gemini"], default="text",
+                   help="SessionStart context as plain text (Claude Code) or Gemini CLI's JSON")
     s.set_defaults(func=cmd_hook)
 
     s = sub.add_parser("worker", parents=[common], help="drain the queue (what the hook starts, detached)")
