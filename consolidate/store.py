@@ -133,6 +133,21 @@ class Store:
         except (OSError, UnicodeDecodeError) as exc:
             raise StoreCorrupt(f"cannot read {self.core_md_path}: {exc}", path=str(self.core_md_path)) from None
 
+    def write_core(self, text: str) -> None:
+        """Replace ``memory/core.md`` (the project rules given to judges). The text passes the secret
+        gate first: raises SecretBlocked (kinds and redacted previews only) and writes nothing when it
+        holds secret material."""
+        from .errors import SecretBlocked
+        from .secrets import scan
+
+        findings = scan(text)
+        if findings:
+            kinds = sorted({f.kind for f in findings})
+            previews = [f.preview for f in findings][:5]
+            raise SecretBlocked(f"core.md not written: it holds secret material ({', '.join(kinds)}: {' '.join(previews)})",
+                                kinds=kinds, previews=previews)
+        write_text_atomic(self.core_md_path, text)
+
     # -- manifest -------------------------------------------------------------------------------
     def read_manifest(self) -> dict[str, Any] | None:
         """The manifest, or None for a store that has no long-term tier yet.

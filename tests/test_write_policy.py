@@ -286,3 +286,15 @@ def test_decay(store):
     [m] = mems(store).values()
     assert m["metadata"]["confidence"] == "medium"
     assert plan_decay(store, now=T0 + 201 * DAY).updates == []  # once per period
+
+
+def test_core_md_writes_pass_the_secret_gate(store):
+    from consolidate.errors import SecretBlocked
+
+    store.write_core("- Never push to main directly\n")
+    assert "Never push" in store.core_rules()
+    key = "sk-ant-" + "api03-" + "Qw3rTy7UiOp9AsDf2GhJk4LzXc6VbNm8Qa1Ws5Ed"
+    with pytest.raises(SecretBlocked) as info:
+        store.write_core(f"- use {key} for the judge\n")
+    assert key not in str(info.value) and info.value.previews
+    assert "Never push" in store.core_rules()  # unchanged
