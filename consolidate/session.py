@@ -358,11 +358,15 @@ class SessionTier:
 
     def queued(self, session_id: str | None = None) -> list[dict[str, Any]]:
         """Queued session ends (not yet taken by a run), oldest first (only ``session_id``'s when given)."""
-        sql = "SELECT session_id, outcome, reason, ended_at FROM session_ends WHERE status='queued'"
-        args: tuple = ()
+        return self._ends(("queued",), session_id)
+
+    def _ends(self, statuses: tuple[str, ...], session_id: str | None) -> list[dict[str, Any]]:
+        sql = (f"SELECT session_id, outcome, reason, ended_at FROM session_ends"
+               f" WHERE status IN ({','.join('?' * len(statuses))})")
+        args: tuple = statuses
         if session_id is not None:
             sql += " AND session_id=?"
-            args = (session_id,)
+            args += (session_id,)
         rows = self.db.execute(sql + " ORDER BY ended_at, session_id", args).fetchall()
         return [dict(session_id=r[0], outcome=r[1], reason=r[2], ended_at=r[3]) for r in rows]
 
@@ -401,13 +405,7 @@ class SessionTier:
     def pending(self, session_id: str | None = None) -> list[dict[str, Any]]:
         """Session ends a run may take, oldest first: queued ones and running ones (a live claim is
         refused later by :meth:`claim`)."""
-        sql = ("SELECT session_id, outcome, reason, ended_at FROM session_ends WHERE status IN ('queued','running')")
-        args: tuple = ()
-        if session_id is not None:
-            sql += " AND session_id=?"
-            args = (session_id,)
-        rows = self.db.execute(sql + " ORDER BY ended_at, session_id", args).fetchall()
-        return [dict(session_id=r[0], outcome=r[1], reason=r[2], ended_at=r[3]) for r in rows]
+        return self._ends(("queued", "running"), session_id)
 
     def finish(self, session_id: str, status: str, run_id: str | None, result: dict[str, Any] | None = None) -> None:
         """Record the result of a run for a queued session end."""
