@@ -1,0 +1,40 @@
+"""``consolidate eval``: measure a judge chain against a labeled JSONL file."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+
+def cmd_eval(args) -> int:
+    from judges.base import JudgeContext
+    from judges.registry import build_chain
+
+    from ..evaluation import evaluate, load_labels, render_report
+
+    labels = load_labels(args.labels, limit=args.limit)  # BadInput / InvalidImportLine: one-line error
+    chain = build_chain(args.judge)
+    deadline = None if args.time_box is None else time.time() + args.time_box
+    report = evaluate(chain, labels, context=JudgeContext(project=args.project), deadline=deadline,
+                      labels_name=str(args.labels))
+    if args.json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False))
+    else:
+        print(render_report(report))
+    if not report.predicted:
+        print(f"error: no judge answered any of the {report.total} notes; metrics are undefined", file=sys.stderr)
+        return 5
+    return 0
+
+
+def register(sub, common) -> None:
+    s = sub.add_parser("eval", help="measure a judge chain against labeled notes (JSONL: id, content, verdict)")
+    s.add_argument("--judge", action="append",
+                   help="judge spec, repeatable, in chain order (default: $CONSOLIDATE_JUDGES, else api,noop)")
+    s.add_argument("--labels", required=True, help="JSONL file: id, content, optional section, verdict keep|drop, optional type")
+    s.add_argument("--limit", type=int, help="only the first N labeled notes")
+    s.add_argument("--project", default="default", help="project name given to the judge as context")
+    s.add_argument("--time-box", type=float, help="seconds for the whole run (default: no limit)")
+    s.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    s.set_defaults(func=cmd_eval)
