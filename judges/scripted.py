@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from consolidate.errors import ConfigError, JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
 

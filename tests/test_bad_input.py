@@ -5,7 +5,6 @@ import json
 
 import pytest
 
-from consolidate import Store
 from consolidate.cli import main
 from consolidate.doctor import check
 from consolidate.pipeline import run_queue

@@ -3,7 +3,6 @@ re-judges, and survives Ctrl-C with a consistent store and a resumable queue."""
 
 import io
 import json
-import os
 import signal
 import subprocess
 import sys

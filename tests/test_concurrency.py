@@ -5,7 +5,6 @@ restores the exact earlier store."""
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 

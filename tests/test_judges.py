@@ -1,6 +1,5 @@
 """Judges: the contract's validation, batching, the registry, the rules judge, the API judge offline."""
 
-import json
 import socket
 
 import pytest

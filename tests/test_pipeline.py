@@ -9,7 +9,7 @@ import networkx as nx
 import pytest
 
 from consolidate import graph as graphmod
-from consolidate.pipeline import run_queue, run_session
+from consolidate.pipeline import run_queue
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 

@@ -9,7 +9,6 @@ test then starts the server itself on 127.0.0.1.
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 import subprocess
 import sys

@@ -1,7 +1,6 @@
 """The session tier: notes, TTLs, imports, session ends, and bad input that must lose nothing."""
 
 import json
-import sqlite3
 
 import pytest
 

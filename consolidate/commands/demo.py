@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import sys
 
-from ._common import open_store
 
 
 def cmd_demo(args) -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 
 from ._common import count_1_to, open_store
 

@@ -8,7 +8,6 @@ start of the write policy stage."""
 from __future__ import annotations
 
 from ..faults import crash_point
-from ..memory_types import TYPES
 from ..plan import EVIDENCE_KINDS, CONFIDENCE_LEVELS, Candidate, initial_confidence
 
 
