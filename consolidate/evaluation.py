@@ -211,6 +211,7 @@ class EvalReport:
     metrics: dict[str, float | None]
     baseline: dict[str, float | None]
     keep_recall_by_type: dict[str, dict[str, int]] = field(default_factory=dict)
+    as_run: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (what ``consolidate eval --json`` prints)."""
@@ -222,6 +223,7 @@ class EvalReport:
             "keep_recall_by_type": self.keep_recall_by_type, "usage": self.usage,
             "per_100_notes": {k: per_100(self.usage[k], self.total)
                               for k in ("calls", "prompt_tokens", "completion_tokens", "seconds")},
+            "circuit_breaker": "whole run" if self.as_run else "reset per batch",
             "unjudged_reasons": _reason_counts(self.unjudged),
             "verdicts": self.predicted,
         }
@@ -271,15 +273,20 @@ def usage_of(chain, events: list[dict[str, Any]], seconds: float,
 
 
 def evaluate(chain, labels: list[LabeledNote], *, context=None, deadline: float | None = None,
-             labels_name: str = "", secret_gate: bool = True) -> EvalReport:
+             labels_name: str = "", secret_gate: bool = True, as_run: bool = False) -> EvalReport:
     """Run ``chain`` over ``labels`` (in the chain's own batches, in file order) and measure it.
 
     ``context`` is the JudgeContext (default: no core rules, project ``default``); ``deadline`` an
     absolute time box for the whole run (None: none). With ``secret_gate`` (the default) a note
     holding secret material is not sent to any judge, as in a consolidation run, and is reported in
-    ``blocked``. Never raises for a judge's failure: its notes end unjudged, with reasons."""
+    ``blocked``. Never raises for a judge's failure: its notes end unjudged, with reasons.
+
+    By default every batch is offered to every judge of the chain: the chain's circuit breaker (a
+    judge that failed once is skipped for the rest of a run) is reset between batches, so that one
+    malformed answer does not leave the rest of the label file unmeasured. ``as_run=True`` keeps the
+    breaker across batches, as a consolidation run does."""
     from judges.base import JudgeContext
-    from judges.chain import Item
+    from judges.chain import ChainResult, Item, make_batches
 
     from . import secrets
 
@@ -290,7 +297,17 @@ def evaluate(chain, labels: list[LabeledNote], *, context=None, deadline: float 
     items = [Item(key=i, content=n.content, section=n.section) for i, n in enumerate(sent)]
     before = usage_snapshot(chain)
     started = time.monotonic()
-    result = chain.run(items, context, deadline=deadline)
+    if as_run:
+        result = chain.run(items, context, deadline=deadline)
+    else:
+        result = ChainResult()
+        for batch in make_batches(items, chain.max_notes, chain.max_chars, chain.max_note_chars):
+            chain.failed.clear()  # the breaker, reset: each batch meets every judge
+            part = chain.run([item for item, _ in batch], context, deadline=deadline)
+            result.judged.update(part.judged)
+            result.unjudged.update(part.unjudged)
+            result.events.extend(part.events)
+            result.judges_used.extend(j for j in part.judges_used if j not in result.judges_used)
     seconds = time.monotonic() - started
     predicted = {sent[k].id: j.verdict.verdict for k, j in sorted(result.judged.items())}
     unjudged = {sent[k].id: reasons for k, reasons in sorted(result.unjudged.items())}
@@ -305,7 +322,7 @@ def evaluate(chain, labels: list[LabeledNote], *, context=None, deadline: float 
                       gold_keeps=sum(v == "keep" for v in gold.values()), predicted=predicted, unjudged=unjudged,
                       blocked=blocked, usage=usage_of(chain, result.events, seconds, before), confusion=c,
                       metrics=metrics(c), baseline=metrics(always_drop(c)),
-                      keep_recall_by_type=dict(sorted(by_type.items())))
+                      keep_recall_by_type=dict(sorted(by_type.items())), as_run=as_run)
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -321,7 +338,8 @@ def render_report(report: EvalReport) -> str:
     calls, tokens and seconds in total and per 100 notes."""
     d = report.to_dict()
     judged = d["judged"]
-    lines = [f"judge chain: {', '.join(report.judges) or '(empty)'}",
+    lines = [f"judge chain: {', '.join(report.judges) or '(empty)'} (a failed judge is skipped "
+             + ("for the rest of the run)" if report.as_run else "for the rest of its batch only)"),
              f"labels: {report.labels or '-'}: {report.total} notes ({report.gold_keeps} keep,"
              f" {report.total - report.gold_keeps} drop)",
              f"judged: {judged} of {report.total}; unjudged: {d['unjudged']} (not counted as drops)"
@@ -343,7 +361,8 @@ def render_report(report: EvalReport) -> str:
                                                           for t, v in report.keep_recall_by_type.items()))
     u, p = report.usage, d["per_100_notes"]
     lines.append(f"cost: {u['calls']} calls ({u['failed_calls']} failed), {u['prompt_tokens']:,} prompt tokens,"
-                 f" {u['completion_tokens']:,} completion tokens, {u['seconds']:.1f} s")
+                 f" {u['completion_tokens']:,} completion tokens, {u['seconds']:.1f} s"
+                 + (" (a failed call may not report its tokens)" if u["failed_calls"] else ""))
     lines.append(f"per 100 notes: {_fmt_num(p['calls'])} calls, {_fmt_num(p['prompt_tokens'])} prompt tokens,"
                  f" {_fmt_num(p['completion_tokens'])} completion tokens, {_fmt_num(p['seconds'])} s")
     if report.unjudged:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from consolidate.cli import main
-from consolidate.errors import BadInput, InvalidImportLine
+from consolidate.errors import BadInput, InvalidImportLine, JudgeOutputInvalid
 from consolidate.evaluation import (Confusion, accuracy, always_drop, cohen_kappa, confusion, evaluate, keep_f1,
                                     keep_precision, keep_recall, load_labels, metrics, render_report)
 from judges.chain import JudgeChain
@@ -182,6 +182,28 @@ def test_evaluate_counts_failed_calls_and_falls_through_the_chain(tmp_path):
     assert report.usage["calls"] == 2 and report.usage["failed_calls"] == 1
     assert report.metrics["accuracy"] == report.baseline["accuracy"] == pytest.approx(3 / 5)
     assert report.metrics["cohen_kappa"] == 0
+
+
+class FailsOnce(ScriptedJudge):
+    """Answers invalid output on its first call only."""
+
+    def judge(self, batch, context, timeout):
+        if self.calls == 0:
+            self.calls += 1
+            raise JudgeOutputInvalid(f"{self.name}: garbage once", judge=self.name)
+        return super().judge(batch, context, timeout)
+
+
+def test_one_bad_batch_does_not_void_the_rest_unless_as_run(tmp_path):
+    labels = load_labels(write_labels(tmp_path / "l.jsonl", ROWS))
+    report = evaluate(JudgeChain([FailsOnce(default=DROP)], max_notes=2), labels)
+    assert set(report.unjudged) == {"a", "b"} and len(report.predicted) == 3  # batches 2 and 3 still judged
+    assert report.usage["calls"] == 3 and report.usage["failed_calls"] == 1
+    assert report.to_dict()["circuit_breaker"] == "reset per batch"
+    run = evaluate(JudgeChain([FailsOnce(default=DROP)], max_notes=2), labels, as_run=True)
+    assert len(run.unjudged) == 5 and not run.predicted and run.usage["calls"] == 1  # skipped after its failure
+    assert "skipped (failed earlier in this run" in " ".join(run.unjudged["e"])
+    assert "for the rest of the run" in render_report(run)
 
 
 def test_evaluate_never_sends_secrets_to_a_judge(tmp_path):

@@ -17,7 +17,7 @@ def cmd_eval(args) -> int:
     chain = build_chain(args.judge)
     deadline = None if args.time_box is None else time.time() + args.time_box
     report = evaluate(chain, labels, context=JudgeContext(project=args.project), deadline=deadline,
-                      labels_name=str(args.labels))
+                      labels_name=str(args.labels), as_run=args.as_run)
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
     else:
@@ -36,5 +36,8 @@ def register(sub, common) -> None:
     s.add_argument("--limit", type=int, help="only the first N labeled notes")
     s.add_argument("--project", default="default", help="project name given to the judge as context")
     s.add_argument("--time-box", type=float, help="seconds for the whole run (default: no limit)")
+    s.add_argument("--as-run", action="store_true",
+                   help="skip a judge for the rest of the file once it fails, as a consolidation run does"
+                        " (default: every batch is offered to every judge)")
     s.add_argument("--json", action="store_true", help="print the report as one JSON object")
     s.set_defaults(func=cmd_eval)
