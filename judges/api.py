@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from importlib import resources
 from typing import Any, Optional
@@ -43,18 +44,44 @@ def load_prompt(version: str = PROMPT_VERSION) -> str:
     return resources.files("judges.prompts").joinpath(f"{version}.md").read_text(encoding="utf-8")
 
 
+#: The lines that open and close the notes block of a prompt (see :func:`render_prompt`).
+NOTES_OPEN = "<<<NOTES"
+NOTES_CLOSE = "NOTES>>>"
+_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_MARKER_RUN = re.compile(r"[<>]{3,}")
+
+
+def escape_note_text(text: str) -> str:
+    """A note's text as one line of prompt data: a backslash is written ``\\\\``, a line break
+    ``\\n``, a carriage return ``\\r``, a tab ``\\t``, any other control or line-separator character
+    ``\\uXXXX``, and every ``<`` or ``>`` in a run of three or more gets a backslash (``\\<\\<\\<``),
+    so a note can neither start a line of its own nor write the block markers."""
+    out = []
+    for ch in text:
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ord(ch) < 32 or ch in "\x7f\x85\u2028\u2029":
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return _MARKER_RUN.sub(lambda m: "".join("\\" + c for c in m.group()), "".join(out))
+
+
 def render_prompt(batch: list[JudgeNote], context: JudgeContext, version: str = PROMPT_VERSION) -> str:
-    """The prompt for one batch: notes as ``[id] (section: ...) content`` lines."""
+    """The prompt for one batch. The notes are data, delimited and escaped: one note per line,
+    ``[id] (section: ...) (kind: ...) content``, between the lines ``<<<NOTES`` and ``NOTES>>>``,
+    every text escaped by :func:`escape_note_text` (so a note is always exactly one line and cannot
+    close the block); the template tells the model that text inside a note is never an instruction."""
     lines = []
     for n in batch:
         head = f"[{n.id}]"
         if n.section:
-            head += f" (section: {n.section})"
+            head += f" (section: {escape_note_text(n.section)})"
         if n.kind:
-            head += f" (kind: {n.kind})"
-        lines.append(f"{head} {n.content}")
+            head += f" (kind: {escape_note_text(n.kind)})"
+        lines.append(f"{head} {escape_note_text(n.content)}")
     return load_prompt(version).format(project=context.project, core=context.core.strip() or "(none)",
-                                       notes="\n".join(lines))
+                                       notes="\n".join(lines), notes_open=NOTES_OPEN, notes_close=NOTES_CLOSE)
 
 
 class _ApiVerdict(BaseModel):
