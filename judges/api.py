@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 import time
 from importlib import resources
 from typing import Any, Optional
@@ -106,9 +107,17 @@ class Verdicts(BaseModel):
         """Parse leniently: llama.cpp's grammar lets raw control characters (newlines) into JSON
         strings, which pydantic's JSON parser rejects and ``json.loads(strict=False)`` reads
         (measured on these machines, ../shared/notes/local-models.md)."""
-        data = json.loads(json_data, strict=False)  # JSONDecodeError (a ValueError) names the spot
+        try:
+            data = json.loads(json_data)
+        except ValueError:
+            data = json.loads(json_data, strict=False)  # JSONDecodeError (a ValueError) names the spot
+            _LENIENT.parsed = True  # read by APIJudge into the run's judge.call event
         kwargs.pop("strict", None)
         return cls.model_validate(data, **kwargs)
+
+
+#: Set when the last answer on this thread needed the lenient parse (raw control characters).
+_LENIENT = threading.local()
 
 
 def _import_litellm():
@@ -193,6 +202,7 @@ class APIJudge:
                     if left is not None and left <= 0.05:
                         raise JudgeTimeout(f"api: no answer within {timeout:.1f} s", judge=self.name, seconds=timeout)
                     kwargs["timeout"] = left
+                    _LENIENT.parsed = False
                     answer, completion = client.chat.completions.create_with_completion(**kwargs)
         except JudgeTimeout:
             raise
@@ -217,6 +227,9 @@ class APIJudge:
         self.usage["completion_tokens"] += ct
         self.usage["cost"] += cost
         self.last_call = {"prompt_tokens": pt, "completion_tokens": ct, "cost": cost, "seconds": round(seconds, 3)}
+        if getattr(_LENIENT, "parsed", False):
+            self.last_call["parsed_leniently"] = "raw control characters inside JSON strings"
+            _LENIENT.parsed = False
 
 
 def _cause(exc: BaseException) -> BaseException:

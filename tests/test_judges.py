@@ -91,8 +91,12 @@ def test_api_judge_connection_refused_is_unavailable():
 
 def test_verdicts_parse_raw_control_characters():
     raw = '{"verdicts": [{"id": "n1", "verdict": "keep", "statement": "line one\nline two", "reason": "r"}]}'
+    from judges import api
+
+    api._LENIENT.parsed = False
     parsed = Verdicts.model_validate_json(raw)
     assert parsed.verdicts[0].statement == "line one\nline two"
+    assert api._LENIENT.parsed  # recorded, and reported as parsed_leniently in the judge.call event
 
 
 def test_prompt_has_notes_ids_and_core():
