@@ -1,0 +1,172 @@
+"""Hook latency (issue 7, benchmark 1): ``consolidate hook`` on a Claude Code SessionEnd payload
+against ``python -c pass`` and ``python -c "import sqlite3, json"``, side by side, interleaved.
+
+Goal: the hook (``--no-worker``) takes at most 1.5 times ``python -c "import sqlite3, json"``.
+Also: the same with a short reason; the import part alone; a brand-new store; a reference minimal
+hook (stdlib only: parse the payload, one SQLite insert into the queue table, close), what a
+SQLite queue cannot go below; the hook with its worker spawn (each worker waited for, untimed,
+before the next round); and ``python -X importtime -m consolidate hook --no-worker``: the 10
+slowest imports and a check that no heavy module (chromadb, litellm, instructor, onnxruntime,
+numpy, pydantic, networkx) is imported. When the goal is missed, the hook's steps are timed one
+by one in a fresh interpreter.
+
+    python benchmarks/bench_hook.py [--runs 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bench import (CONSOLE, HEAVY, PYTHON, check_venv, goal_line, interleaved, median, ms,  # noqa: E402
+                    report_importtime, run_cmd, spread)
+
+def payload(sid: str, cwd: str, reason: str = "prompt_input_exit") -> bytes:
+    """Claude Code's SessionEnd payload; its reasons are clear, logout, prompt_input_exit, other."""
+    return json.dumps({"session_id": sid, "transcript_path": f"{cwd}/{sid}.jsonl", "cwd": cwd,
+                       "hook_event_name": "SessionEnd", "reason": reason}).encode()
+
+
+#: The hook's steps one by one, in a fresh interpreter (milliseconds on stdout as JSON).
+STEPS = r"""
+import json, sys, time
+out = {}
+t = time.perf_counter(); import consolidate.cli as cli; out["import consolidate.cli"] = time.perf_counter() - t
+t = time.perf_counter(); cli.build_parser(); out["build_parser (imports every command module)"] = time.perf_counter() - t
+t = time.perf_counter(); import consolidate.hook, consolidate.session; out["import consolidate.hook, .session"] = time.perf_counter() - t
+from consolidate.session import SessionTier
+t = time.perf_counter(); tier = SessionTier(sys.argv[1]); out["SessionTier open (connect, WAL, schema)"] = time.perf_counter() - t
+t = time.perf_counter(); import consolidate.secrets as s; out["import consolidate.secrets (a reason is given)"] = time.perf_counter() - t
+t = time.perf_counter(); s.scan("prompt_input_exit"); out["secrets.scan of a reason of 8+ characters (imports detect_secrets)"] = time.perf_counter() - t
+t = time.perf_counter(); tier.end(sys.argv[2], "success", None); tier.close(); out["queue the session end (insert)"] = time.perf_counter() - t
+print(json.dumps(out))
+"""
+
+
+#: The least a SQLite-queue hook can do: stdlib only, one insert into the queue table, close.
+MINIMAL_HOOK = r"""
+import json, sqlite3, sys, time
+payload = json.loads(sys.stdin.buffer.read() or b"{}")
+c = sqlite3.connect(sys.argv[1], timeout=10.0, isolation_level=None)
+c.execute("PRAGMA journal_mode=WAL")
+c.execute("PRAGMA synchronous=NORMAL")
+c.execute("INSERT INTO session_ends(session_id, outcome, reason, ended_at, status, updated_at) VALUES (?,?,?,?,'queued',?)"
+          " ON CONFLICT(session_id) DO UPDATE SET status='queued'",
+          ("min-" + payload["session_id"], "success", payload.get("reason"), time.time(), time.time()))
+c.close()
+"""
+
+
+def wait_for_worker(store: Path, timeout: float = 60.0) -> None:
+    """Wait (untimed) until the worker the last hook started has exited."""
+    log = store / "logs" / "hook.log"
+    m = re.search(r"worker pid (\d+)", log.read_text().splitlines()[-1]) if log.exists() else None
+    if not m:
+        return
+    pid, deadline = int(m.group(1)), time.time() + timeout
+    while time.time() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.02)
+    print(f"note: worker {pid} still running after {timeout:.0f} s")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=15, help="timed runs per case (>= 5; default 15)")
+    args = ap.parse_args()
+    runs = max(5, args.runs)
+    check_venv()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-hook-"))
+    store = tmp / "store"
+    ids = itertools.count()
+    # the store exists before the session ends (the agent wrote notes during the session)
+    run_cmd([CONSOLE, "hook", "--no-worker", "--store", str(store)], stdin=payload("warm", str(tmp)))
+
+    def hook(*extra, where=store):
+        return lambda: run_cmd([CONSOLE, "hook", *extra, "--store", str(where)],
+                               stdin=payload(f"s{next(ids)}", str(tmp)))
+
+    def hook_new_store():
+        return run_cmd([CONSOLE, "hook", "--no-worker", "--store", str(tmp / f"new{next(ids)}")],
+                       stdin=payload("s", str(tmp)))
+
+    print(f"python: {PYTHON}\nconsole script: {CONSOLE}\nstore: {store} (fresh temp store)\n")
+    cases = {
+        "python -c pass": lambda: run_cmd([PYTHON, "-c", "pass"]),
+        'python -c "import sqlite3, json"': lambda: run_cmd([PYTHON, "-c", "import sqlite3, json"]),
+        "consolidate hook --no-worker (SessionEnd)": hook("--no-worker"),
+        "  same, reason 'other' (under 8 characters: not scanned)": lambda: run_cmd(
+            [CONSOLE, "hook", "--no-worker", "--store", str(store)], stdin=payload(f"s{next(ids)}", str(tmp), "other")),
+        "  imports only: python -c 'import consolidate.cli, consolidate.hook, ...'": lambda: run_cmd(
+            [PYTHON, "-c", "import consolidate.cli, consolidate.hook, consolidate.session, consolidate.commands.lifecycle"]),
+        "consolidate hook --no-worker, brand-new store": hook_new_store,
+        "  reference: minimal stdlib hook (json, sqlite3: one insert, close)": lambda: run_cmd(
+            [PYTHON, "-c", MINIMAL_HOOK, str(store / "sessions.sqlite3")], stdin=payload(f"s{next(ids)}", str(tmp))),
+    }
+    res = interleaved(cases, runs, warmup=2)
+    base = median(res['python -c "import sqlite3, json"'])
+    print(f"Phase 1: {runs} interleaved rounds (after 2 warm-up rounds); median, min, max of wall clock")
+    for name, xs in res.items():
+        print(f"  {name:<75} {spread(xs)}   {median(xs) / base:.2f}x of import sqlite3, json")
+
+    # Phase 2: with the worker spawn. Each worker is waited for before the next round (untimed),
+    # so a running worker never slows the next measurement.
+    spawn = {'python -c "import sqlite3, json"': lambda: run_cmd([PYTHON, "-c", "import sqlite3, json"]),
+             "consolidate hook (SessionEnd, spawns the worker)": hook()}
+    res2 = interleaved(spawn, runs, warmup=1, setup=lambda name, r: wait_for_worker(store))
+    wait_for_worker(store)
+    base2 = median(res2['python -c "import sqlite3, json"'])
+    print(f"\nPhase 2: with the worker spawn ({runs} interleaved rounds; each worker waited for, untimed)")
+    for name, xs in res2.items():
+        print(f"  {name:<75} {spread(xs)}   {median(xs) / base2:.2f}x of import sqlite3, json")
+    worker_log = store / "logs" / "worker.log"
+    if worker_log.exists():
+        lines = worker_log.read_text().strip().splitlines()
+        print(f"  worker.log: {len(lines)} lines; last: {lines[-1][:160] if lines else '(empty)'}")
+
+    # importtime
+    argv = [PYTHON, "-X", "importtime", "-m", "consolidate", "hook", "--no-worker", "--store", str(store)]
+    heavy, packages = report_importtime("python -X importtime -m consolidate hook --no-worker", argv, payload("imp", str(tmp)))
+
+    ratio = median(res["consolidate hook --no-worker (SessionEnd)"]) / base
+    if ratio > 1.5:
+        import subprocess
+
+        steps: dict[str, list[float]] = {}
+        for i in range(5):
+            p = subprocess.run([PYTHON, "-c", STEPS, str(store / "sessions.sqlite3"), f"step{i}"],
+                               capture_output=True, text=True, check=True)
+            for k, v in json.loads(p.stdout).items():
+                steps.setdefault(k, []).append(v)
+        print("\nWhere the hook's time goes (its steps one by one in a fresh interpreter, median of 5;"
+              f" interpreter start-up itself: python -c pass = {ms(median(res['python -c pass']))}):")
+        for k, v in steps.items():
+            print(f"    {ms(median(v)):>10}  {k}")
+    print(f"\nhook --no-worker {ms(median(res['consolidate hook --no-worker (SessionEnd)']))} vs python -c pass"
+          f" {ms(median(res['python -c pass']))} vs import sqlite3, json {ms(base)};"
+          f" with the worker spawn {median(res2['consolidate hook (SessionEnd, spawns the worker)']) / base2:.2f}x")
+    also = ""
+    if "detect_secrets" in packages:
+        also = (f"; not on that list but imported: detect_secrets {packages['detect_secrets']:.0f} ms cumulative"
+                f" (with requests and urllib3), loaded by secrets.scan of the end event's reason")
+    if heavy:
+        print(f"GOAL no heavy import on the hook path ({', '.join(HEAVY)}): MISSED ({', '.join(heavy)}){also}")
+    else:
+        print(f"GOAL no heavy import on the hook path ({', '.join(HEAVY)}): MET{also}")
+    ok = goal_line("hook latency", ratio, 1.5, what='of python -c "import sqlite3, json"')
+    return 0 if ok and not heavy else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
