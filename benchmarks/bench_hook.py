@@ -20,6 +20,7 @@ import itertools
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -164,6 +165,8 @@ def main() -> int:
         print(f"GOAL no heavy import on the hook path ({', '.join(HEAVY)}): MISSED ({', '.join(heavy)}){also}")
     else:
         print(f"GOAL no heavy import on the hook path ({', '.join(HEAVY)}): MET{also}")
+    wait_for_worker(store)
+    shutil.rmtree(tmp, ignore_errors=True)
     ok = goal_line("hook latency", ratio, 1.5, what='of python -c "import sqlite3, json"')
     return 0 if ok and not heavy else 1
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -93,6 +94,7 @@ def main() -> int:
 
     print(f"\nidle run {ms(median(res['consolidate run --session S (ended, no notes)']))} vs python -c pass"
           f" {ms(median(res['python -c pass']))} vs import sqlite3, json {ms(base)}")
+    shutil.rmtree(tmp, ignore_errors=True)
     print(f"GOAL no heavy import on the idle path: {'MISSED (' + ', '.join(heavy) + ')' if heavy else 'MET'}")
     ok = goal_line("idle run", ratio, 1.5, what='of python -c "import sqlite3, json"')
     return 0 if ok and not heavy else 1
