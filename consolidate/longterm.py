@@ -123,37 +123,45 @@ class LongTerm:
             return []
         return self.neighbours(self.embed([query])[0], scope=scope, k=k, statuses=statuses)
 
-    def active(self, scope: str | None = None, tier: str = "durable") -> list[dict[str, Any]]:
-        """Every active memory of ``scope`` in ``tier``: dicts with ``id``, ``document``, ``metadata``."""
+    #: Rows per ``get``: Chroma 1.5 fails a ``get`` returning more than 32,766 rows ("too many SQL
+    #: variables", measured by benchmarks/bench_scale.py), so every bulk read is paged.
+    PAGE = 5000
+
+    def _get_all(self, where: dict | None = None, include=("documents", "metadatas")) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        offset = 0
+        while True:
+            res = self.collection.get(where=where, include=list(include), limit=self.PAGE, offset=offset)
+            docs = res.get("documents") or [None] * len(res["ids"])
+            metas = res.get("metadatas") or [None] * len(res["ids"])
+            out += [{"id": i, "document": d, "metadata": m} for i, d, m in zip(res["ids"], docs, metas)]
+            if len(res["ids"]) < self.PAGE:
+                return out
+            offset += self.PAGE
+
+    def active(self, scope: str | None = None, tier: str = "durable", confidence: str | None = None) -> list[dict[str, Any]]:
+        """Every active memory of ``scope`` in ``tier`` (and ``confidence`` when given): dicts with
+        ``id``, ``document``, ``metadata``."""
         where = _where(scope=scope, statuses=("active",), tier=tier)
-        res = self.collection.get(where=where, include=["documents", "metadatas"])
-        return [{"id": i, "document": d, "metadata": m} for i, d, m in zip(res["ids"], res["documents"], res["metadatas"])]
+        if confidence:
+            where = {"$and": [*where["$and"], {"confidence": confidence}]}
+        return self._get_all(where)
 
     def with_status(self, *statuses: str) -> list[dict[str, Any]]:
         """Every memory (any scope and tier) with one of ``statuses``."""
-        res = self.collection.get(where=_where(statuses=statuses), include=["documents", "metadatas"])
-        return [{"id": i, "document": d, "metadata": m} for i, d, m in zip(res["ids"], res["documents"], res["metadatas"])]
+        return self._get_all(_where(statuses=statuses))
 
     def all(self) -> list[dict[str, Any]]:
-        """Every memory, in pages of 5,000."""
-        out = []
-        total = self.collection.count()
-        for offset in range(0, total, 5000):
-            res = self.collection.get(include=["documents", "metadatas"], limit=5000, offset=offset)
-            out += [{"id": i, "document": d, "metadata": m} for i, d, m in zip(res["ids"], res["documents"], res["metadatas"])]
-        return out
+        """Every memory, in pages."""
+        return self._get_all()
 
     def counts(self) -> dict[str, int]:
         """Memories by ``status/tier``."""
         out: dict[str, int] = {}
-        total = self.collection.count()
-        for offset in range(0, total, 5000):
-            res = self.collection.get(include=["metadatas"], limit=5000, offset=offset)
-            for m in res["metadatas"]:
-                key = f"{m.get('status', '?')}/{m.get('tier', '?')}"
-                out[key] = out.get(key, 0) + 1
+        for row in self._get_all(include=("metadatas",)):
+            key = f"{row['metadata'].get('status', '?')}/{row['metadata'].get('tier', '?')}"
+            out[key] = out.get(key, 0) + 1
         return out
-
 
 def _where(*, type_=None, scope=None, statuses=(), tier=None) -> dict | None:
     clauses: list[dict] = []

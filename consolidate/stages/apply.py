@@ -261,15 +261,21 @@ def _notes_md(plan, store, writes) -> None:
 def write_context(store, scope: str, limit: int = CONTEXT_MEMORIES) -> None:
     """Rewrite ``memory/context.md``: the top active durable memories of ``scope`` (high confidence
     first, then most recently confirmed), one line each with its suffix. The SessionStart hook prints
-    this file, so starting a session imports nothing heavy."""
+    this file, so starting a session imports nothing heavy. Reads one confidence level at a time and
+    stops once ``limit`` entries are found."""
     from ..report import render_memory
     from ..store import write_text_atomic
 
-    rank = {"high": 0, "medium": 1, "low": 2}
-    rows = store.longterm().active(scope)
-    rows.sort(key=lambda r: (rank.get(r["metadata"].get("confidence"), 3), _neg(r["metadata"].get("last_confirmed"))))
-    lines = [f"# Project memory ({scope}): {len(rows)} active memories, top {min(limit, len(rows))}", ""]
-    lines += ["- " + render_memory(r["document"], r["metadata"]) for r in rows[:limit]]
+    lt = store.longterm()
+    rows: list = []
+    for level in ("high", "medium", "low"):
+        found = lt.active(scope, confidence=level)
+        found.sort(key=lambda r: _neg(r["metadata"].get("last_confirmed")))
+        rows += found[: limit - len(rows)]
+        if len(rows) >= limit:
+            break
+    lines = [f"# Project memory ({scope}): the top {len(rows)} active memories", ""]
+    lines += ["- " + render_memory(r["document"], r["metadata"]) for r in rows]
     write_text_atomic(store.sub("memory", "context.md"), "\n".join(lines) + "\n")
 
 
