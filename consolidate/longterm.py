@@ -48,10 +48,8 @@ class LongTerm:
     store was built with another embedding function, StoreCorrupt when Chroma cannot open it."""
 
     def __init__(self, store):
-        from .embeddings import get_embedding_function
-
         self.store = store
-        self.ef = get_embedding_function(store.embedding_name)
+        self.ef = store.embedder()
         store.read_manifest()  # refuses a corrupt or newer-layout manifest before anything is opened
         self.client = _client(store)
         try:

@@ -155,6 +155,16 @@ def check_flag(flag) -> bool:
     raise BadInput(f"flag must be true or false, got {flag!r}")
 
 
+_SECRETISH = re.compile(r"[^\sA-Za-z_.,;!?'()-]")
+
+
+def _may_hold_secret(text: str) -> bool:
+    """False for text that cannot hold secret material: only letters, spaces, underscores and
+    punctuation (Claude Code's reasons such as ``prompt_input_exit``). Every secret format the gate
+    knows has a digit, ``=``, ``:``, ``/`` or ``+``; this spares the hook importing the gate."""
+    return bool(_SECRETISH.search(text))
+
+
 def _alive(pid: int | None) -> bool:
     """Whether process ``pid`` exists (on this machine)."""
     if not pid:
@@ -342,8 +352,8 @@ class SessionTier:
         sid = check_session_id(session_id)
         if outcome not in OUTCOMES:
             raise BadInput(f"unknown outcome {outcome!r}: use one of {', '.join(OUTCOMES)}", outcome=outcome)
-        if reason:
-            from .secrets import redact, scan  # only when a reason is given: keeps the hook light
+        if reason and _may_hold_secret(reason):
+            from .secrets import redact, scan  # only for a reason that could hold one: keeps the hook light
 
             if scan(reason):
                 reason = redact(reason)

@@ -67,7 +67,7 @@ class Store:
         self.project = project or os.environ.get("CONSOLIDATE_PROJECT") or self.path.resolve().parent.name or "default"
         self._sessions: SessionTier | None = None
         self._longterm = None
-        self._open_lock = threading.Lock()
+        self._open_lock = threading.RLock()
 
     @property
     def exists(self) -> bool:
@@ -112,6 +112,16 @@ class Store:
             self._sessions = SessionTier(self.sub("sessions.sqlite3"))
         return self._sessions
 
+    def embedder(self):
+        """The store's embedding function (``consolidate.embeddings``), loaded once per Store."""
+        if getattr(self, "_embedder", None) is None:
+            with self._open_lock:
+                if getattr(self, "_embedder", None) is None:
+                    from .embeddings import get_embedding_function
+
+                    self._embedder = get_embedding_function(self.embedding_name)
+        return self._embedder
+
     def longterm(self):
         """The long-term tier (``consolidate.longterm.LongTerm``); imports ChromaDB on first use.
 
@@ -119,9 +129,14 @@ class Store:
         if self._longterm is None:
             with self._open_lock:  # batch threads may ask at once: open it once
                 if self._longterm is None:
+                    import filelock
+
                     from .longterm import LongTerm
 
-                    self._longterm = LongTerm(self)
+                    # Chroma's embedded client fails ("database is locked") when several processes
+                    # open the same folder at the same instant: open it one process at a time.
+                    with filelock.FileLock(str(self.sub(".open.lock")), timeout=60):
+                        self._longterm = LongTerm(self)
         return self._longterm
 
     def core_rules(self) -> str:

@@ -61,38 +61,33 @@ def same_memory(a: str, b: str, similarity: float) -> bool:
 class _NoIndex:
     """Stands in for an index that does not exist yet: embeds, finds no neighbours."""
 
-    def __init__(self, embedding_name: str):
-        from ..embeddings import get_embedding_function
-
-        self.ef = get_embedding_function(embedding_name)
+    def __init__(self, store):
+        self.ef = store.embedder()
 
     def embed(self, texts):
-        return self.ef.embed(texts)
+        return self.ef.embed(texts) if texts else []
 
     def neighbours(self, *args, **kwargs):
         return []
 
 
-def _cos(a, b) -> float:
-    return float(sum(x * y for x, y in zip(a, b)))  # embeddings are L2-normalised
-
-
 def run(plan, ctx):
     """Mark duplicates, re-confirmations, supersessions, rejections and disputes."""
+    import numpy as np
+
     durable = [c for c in plan.candidates if c.pending and c.tier == "durable"]
     if not durable:
         return plan
-    if ctx.dry_run and not ctx.store.has_longterm:
-        longterm = _NoIndex(ctx.store.embedding_name)  # a dry run creates no index to compare with
-    else:
-        longterm = ctx.store.longterm()
-    vectors = longterm.embed([c.statement for c in durable])
+    longterm = _index(ctx)
+    embed_keepers(plan, ctx, longterm)
+    sims = np.asarray([c.embedding for c in durable], dtype=np.float32)
+    sims = sims @ sims.T  # cosine: the embeddings are L2-normalised
     today = _dt.datetime.fromtimestamp(ctx.now, _dt.timezone.utc).date().isoformat()
-    kept, to_compare = [], []
-    for c, vec in zip(durable, vectors):
-        c.embedding = list(vec)
-        twin = next((k for k in kept if k.type == c.type
-                     and same_memory(k.statement, c.statement, _cos(k.embedding, c.embedding))), None)
+    kept: list[int] = []
+    to_compare = []
+    for i, c in enumerate(durable):
+        twin = next((durable[k] for k in kept if durable[k].type == c.type
+                     and same_memory(durable[k].statement, c.statement, float(sims[k, i]))), None)
         if twin is not None:
             c.outcome, c.outcome_reason = "duplicate", "same as another keeper of this run"
             twin.note_ids = sorted(set(twin.note_ids) | set(c.note_ids))
@@ -104,19 +99,38 @@ def run(plan, ctx):
         if match is not None:
             _reconfirm(plan, c, match, today)
             continue
-        kept.append(c)
+        kept.append(i)
         to_compare.extend((c, h) for h in hits)
     # keepers of the same run against each other (below the duplicate threshold)
-    for i, a in enumerate(kept):
-        for b in kept[i + 1:]:
-            if a.type == b.type and _cos(a.embedding, b.embedding) >= CANDIDATE_SIMILARITY:
+    for x, i in enumerate(kept):
+        a = durable[i]
+        for j in kept[x + 1:]:
+            b, sim = durable[j], float(sims[i, j])
+            if a.type == b.type and sim >= CANDIDATE_SIMILARITY:
                 to_compare.append((b, {"id": None, "document": a.statement, "candidate": a,
                                        "metadata": {"evidence": a.evidence, "confidence": a.confidence,
                                                     "status": a.status, "session_id": plan.session_id},
-                                       "similarity": _cos(a.embedding, b.embedding)}))
+                                       "similarity": sim}))
     if to_compare:
         _judge_pairs(plan, ctx, to_compare, today)
     return plan
+
+
+def _index(ctx):
+    if ctx.dry_run and not ctx.store.has_longterm:
+        return _NoIndex(ctx.store)  # a dry run creates no index to compare with
+    return ctx.store.longterm()
+
+
+def embed_keepers(plan, ctx, longterm=None) -> None:
+    """Embed the durable keepers that have no embedding yet. The pipeline calls this before taking
+    the store lock, so concurrent runs embed in parallel and hold the lock only to compare and write."""
+    todo = [c for c in plan.candidates if c.pending and c.tier == "durable" and c.embedding is None]
+    if todo:
+        # the embedding function alone: no Chroma client is opened outside the lock
+        vectors = (longterm.embed if longterm is not None else ctx.store.embedder().embed)([c.statement for c in todo])
+        for c, vec in zip(todo, vectors):
+            c.embedding = [float(x) for x in vec]
 
 
 def _reconfirm(plan, c, match, today) -> None:
