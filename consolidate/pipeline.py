@@ -84,6 +84,8 @@ def run_session(store: Store, session_id: str, *, outcome: str = "success", reas
         return plan
     if outcome == "failure":
         plan.decide("session.failed", reason=reason or "the session failed", notes_kept=plan.note_count)
+        plan.notes = store.sessions.notes(session_id)
+        _run_timed("secret_gate", plan, ctx)  # the kept rows are redacted in place by apply
         _run_timed("failure_link", plan, ctx)
         return _apply(plan, ctx, lock_timeout)
     for name in ORDER[1:]:

@@ -339,6 +339,17 @@ class SessionTier:
             self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return n
 
+    def redact_notes(self, redacted: dict[int, tuple[str, dict]]) -> None:
+        """Overwrite notes with their redacted content and metadata (kept rows of a failed session
+        that held secrets), on disk too (``secure_delete`` and a WAL checkpoint)."""
+        if not redacted:
+            return
+        with self._transaction():
+            for nid, (content, meta) in redacted.items():
+                self.db.execute("UPDATE notes SET content=?, metadata=? WHERE id=?",
+                                (content, json.dumps(meta, ensure_ascii=False), nid))
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def sessions(self) -> dict[str, int]:
         """Every session with notes: ``{session_id: note count}``."""
         return dict(self.db.execute("SELECT session_id, COUNT(*) FROM notes GROUP BY session_id").fetchall())

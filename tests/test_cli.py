@@ -57,7 +57,7 @@ def test_import_command(cli, tmp_path):
     (("note", "--session", "s1", "   "), 2, "empty note"),
     (("note", "--session", "s1", "--ttl", "soon", "x y z"), 2, "bad TTL"),
     (("run", "--session", "ghost"), 3, "unknown session 'ghost'"),
-    (("run", "--judge", "nosuchjudge"), 0, None),  # nothing queued: no judge is built
+    (("run", "--judge", "nosuchjudge"), 2, "unknown judge 'nosuchjudge'"),  # checked before anything runs
 ])
 def test_bad_input_one_line(cli, argv, code, message):
     got, out, err = cli(*argv)

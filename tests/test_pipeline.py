@@ -164,6 +164,18 @@ def test_failure_outcome_promotes_nothing_and_keeps_rows(store):
     assert store.read_manifest() is None  # the recall index was never opened
 
 
+def test_failed_session_keeps_rows_but_not_secrets(store):
+    key = "sk-" + "proj-" + "Hx7Kd2Lq9Wm4Zr8Tn3Vb6Yc1Pf5Gs0Ja2Ue4Io7"
+    store.sessions.add_note("f", f"exported OPENAI_API_KEY={key} in the shell", metadata={"context": f"key {key}"})
+    store.sessions.add_note("f", "the deploy broke on the migration step")
+    store.sessions.end("f", "failure", f"failed with {key}")
+    run_queue(store, judges=["noop"])
+    assert store.sessions.count("f") == 2  # rows kept...
+    for path in store.path.rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path  # ...but no secret anywhere
+
+
 def test_aborted_touches_nothing_and_can_resume(store):
     store.sessions.add_note("s1", "Feature flags live in config/flags.toml", flag=True)
     store.sessions.end("s1", "aborted")

@@ -12,8 +12,8 @@ def open_store(args, create: bool = True):
                  create=create)
 
 
-def positive_float(text: str) -> float:
-    """argparse type: a number of seconds greater than 0."""
+def positive_float(text: str, unit: str = "seconds") -> float:
+    """argparse type: a number (of ``unit``) greater than 0."""
     import argparse
 
     try:
@@ -21,8 +21,13 @@ def positive_float(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not value > 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a positive number of {unit}, got {text!r}")
     return value
+
+
+def positive_hours(text: str) -> float:
+    """argparse type: a number of hours greater than 0."""
+    return positive_float(text, "hours")
 
 
 def count_1_to(limit: int):

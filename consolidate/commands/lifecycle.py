@@ -90,14 +90,14 @@ def cmd_batch(args) -> int:
 
 
 def register_batch(sub, common) -> None:
-    from ._common import positive_float
+    from ._common import positive_float, positive_hours
 
     s = sub.add_parser("batch", parents=[common],
                        help="drain the queue and orphaned sessions, expire quarantine, decay, optionally re-judge")
     s.add_argument("--concurrency", type=int, default=4, help="sessions judged at once (default 4)")
     s.add_argument("--judge", action="append", help="judge spec, repeatable")
     s.add_argument("--time-box", type=positive_float, default=120.0, help="seconds per session (default 120)")
-    s.add_argument("--orphan-age", type=positive_float, default=24.0,
+    s.add_argument("--orphan-age", type=positive_hours, default=24.0,
                    help="hours after its last note a session without an end counts as orphaned (default 24)")
     s.add_argument("--rejudge", action="store_true", help="re-judge entries written under other prompt versions")
     s.add_argument("--since", help="with --rejudge: only entries written on or after this date (YYYY-MM-DD)")

@@ -14,15 +14,19 @@ def cmd_recall(args) -> int:
     if not args.query.strip():
         raise BadInput("empty query: say what to recall")
     store = open_store(args, create=False)
-    hits = []
+    hits, below = [], 0
     if store.exists and store.has_longterm:
         statuses = ("active", "quarantined", "disputed") if args.all else ("active",)
-        hits = [h for h in store.longterm().search(args.query, k=args.k, statuses=statuses)
-                if h["similarity"] >= args.min_similarity]
+        found = store.longterm().search(args.query, k=args.k, statuses=statuses)
+        hits = [h for h in found if h["similarity"] >= args.min_similarity]
+        below = len(found) - len(hits)
     if args.json:
         print(json.dumps([memory_json(h) for h in hits], ensure_ascii=False))
         return 0
-    if not hits:
+    if not hits and below:
+        print(f"no memory at similarity {args.min_similarity:g} or more ({below} less similar:"
+              f" --min-similarity 0 shows them)")
+    elif not hits:
         print("no memories" + ("" if store.exists else f" (no store at {store.path})"))
     for h in hits:
         print(terminal_safe(render_memory(h["document"], h["metadata"])))

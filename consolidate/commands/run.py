@@ -10,6 +10,14 @@ from ._common import open_store, positive_float
 def cmd_run(args) -> int:
     from ..pipeline import run_queue
 
+    if args.judge:
+        from judges.registry import chain_specs, installed
+        from ..errors import ConfigError
+
+        for spec in chain_specs(args.judge):
+            name = spec.partition(":")[0].strip()
+            if name not in installed():
+                raise ConfigError(f"unknown judge {name!r}; installed: {', '.join(sorted(installed()))}", judge=name)
     store = open_store(args)
     if args.session:
         store.sessions.require_known(args.session)

@@ -32,6 +32,8 @@ def cmd_end(args) -> int:
     n = store.sessions.count(args.session.strip())
     if before and before["status"] in ("queued", "running") and before["outcome"] != args.outcome:
         print(f"note: replaces the queued outcome {before['outcome']} with {args.outcome}", file=sys.stderr)
+    elif before is None and n == 0:
+        print(f"note: session {args.session} has no notes (a typo?); its end is queued anyway", file=sys.stderr)
     elif before and before["status"] not in ("queued", "running") and n == 0:
         print(f"note: session {args.session} was already consolidated ({before['status']}); nothing new to do",
               file=sys.stderr)

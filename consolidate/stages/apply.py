@@ -288,6 +288,9 @@ def _session_rows(plan, store) -> None:
     ids = set(plan.delete_note_ids)
     if plan.outcome == "success":
         ids |= {n.id for n in plan.notes}  # the maybes die with the session
+    else:  # a failed session keeps its rows: the ones holding secrets are kept redacted
+        store.sessions.redact_notes({n.id: (n.content, n.metadata) for n in plan.notes
+                                     if plan.note_status.get(n.id) == "blocked"})
     store.sessions.delete_notes(sorted(ids))
 
 
