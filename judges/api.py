@@ -120,6 +120,41 @@ class Verdicts(BaseModel):
 _LENIENT = threading.local()
 
 
+COMPARE_PROMPT_VERSION = "contradiction-v1"
+
+
+def render_compare_prompt(pairs: list, context: JudgeContext, version: str = COMPARE_PROMPT_VERSION) -> str:
+    """The contradiction prompt: one pair per line, ``[id] (type) NEW: ... || OLD: ...``, escaped and
+    delimited like the notes of the judge prompt."""
+    lines = [f"[{pid}] ({escape_note_text(p.type)}) NEW: {escape_note_text(p.new)} || OLD: {escape_note_text(p.old)}"
+             for pid, p in pairs]
+    return load_prompt(version).format(project=context.project, pairs="\n".join(lines),
+                                       notes_open=NOTES_OPEN, notes_close=NOTES_CLOSE)
+
+
+class _Relation(BaseModel):
+    id: str = Field(description="the pair id exactly as given, e.g. p1")
+    relation: str = Field(description="duplicate | contradicts | unrelated")
+    reason: Optional[str] = Field(None, description="why, at most 12 words")
+
+
+class Relations(BaseModel):
+    """The structured answer of the contradiction check: one relation per pair."""
+
+    relations: list[_Relation]
+
+    @classmethod
+    def model_validate_json(cls, json_data, **kwargs):
+        """Lenient like :meth:`Verdicts.model_validate_json`."""
+        try:
+            data = json.loads(json_data)
+        except ValueError:
+            data = json.loads(json_data, strict=False)
+            _LENIENT.parsed = True
+        kwargs.pop("strict", None)
+        return cls.model_validate(data, **kwargs)
+
+
 def _import_litellm():
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
@@ -169,6 +204,22 @@ class APIJudge:
 
     def judge(self, batch: list[JudgeNote], context: JudgeContext, timeout: float | None) -> list[dict]:
         """One structured call for the batch; returns raw verdict dicts (validated by the chain)."""
+        answer = self._structured(render_prompt(batch, context, self.prompt_version), Verdicts,
+                                  min(MAX_TOKENS_CAP, TOKENS_PER_NOTE * len(batch) + 200), timeout)
+        return [v.model_dump(exclude_none=True) for v in answer.verdicts]
+
+    def compare(self, pairs: list, context: JudgeContext, timeout: float | None) -> list[dict]:
+        """The contradiction check: ``pairs`` is ``[(pid, Pair)]``; returns ``[{"id", "relation",
+        "reason"}]`` with relation ``duplicate``, ``contradicts`` or ``unrelated`` (prompt
+        ``contradiction-v1``)."""
+        answer = self._structured(render_compare_prompt(pairs, context), Relations,
+                                  min(MAX_TOKENS_CAP, 60 * len(pairs) + 100), timeout)
+        return [r.model_dump(exclude_none=True) for r in answer.relations]
+
+    def _structured(self, prompt: str, response_model, max_tokens: int, timeout: float | None):
+        """One chat call with ``response_model`` as the forced tool (instructor ``Mode.TOOLS``),
+        retried by tenacity on rate limits and 5xx only, inside ``timeout`` seconds. Raises the judge
+        error tree (see :func:`_classify`)."""
         ok, why = self.available()
         if not ok:
             raise JudgeUnavailable(f"api: {why}", judge=self.name)
@@ -178,11 +229,9 @@ class APIJudge:
         from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_before_delay, wait_random_exponential
 
         client = instructor.from_litellm(litellm.completion, mode=instructor.Mode.TOOLS)
-        messages = [{"role": "user", "content": render_prompt(batch, context, self.prompt_version)}]
-        max_tokens = min(MAX_TOKENS_CAP, TOKENS_PER_NOTE * len(batch) + 200)
-        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "response_model": Verdicts,
-                                  "temperature": self.temperature, "max_retries": 0, "seed": self.seed,
-                                  "max_tokens": max_tokens,
+        kwargs: dict[str, Any] = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
+                                  "response_model": response_model, "temperature": self.temperature,
+                                  "max_retries": 0, "seed": self.seed, "max_tokens": max_tokens,
                                   # the OpenAI SDK's own retries off: tenacity retries, inside the time box
                                   "num_retries": 0}
         if self.api_base:
@@ -212,7 +261,7 @@ class APIJudge:
         if self.last_call.get("completion_tokens") == max_tokens:
             # llama.cpp reports finish_reason "tool_calls" even when cut at max_tokens: check the count.
             raise JudgeOutputInvalid(f"api: answer cut at max_tokens ({max_tokens})", judge=self.name)
-        return [v.model_dump(exclude_none=True) for v in answer.verdicts]
+        return answer
 
     def _record_usage(self, completion, seconds: float, litellm) -> None:
         usage = getattr(completion, "usage", None)

