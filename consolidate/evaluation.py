@@ -326,7 +326,9 @@ def evaluate(chain, labels: list[LabeledNote], *, context=None, deadline: float 
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
+    if x is None:
+        return "n/a"
+    return f"{0.0 if abs(x) < 1e-9 else x:.{digits}f}"  # no "-0.000" from rounding noise
 
 
 def _fmt_num(x: float | None) -> str:

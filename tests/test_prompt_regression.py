@@ -262,7 +262,7 @@ def test_eval_command_over_the_regression_set_replays(model_server, monkeypatch,
     m, b = as_json["metrics"], as_json["always_drop_baseline"]
     for key, label in (("accuracy", "accuracy"), ("keep_precision", "keep precision"), ("keep_recall", "keep recall"),
                        ("keep_f1", "keep F1"), ("cohen_kappa", "Cohen's kappa")):
-        shown = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
+        shown = lambda x: "n/a" if x is None else f"{0.0 if abs(x) < 1e-9 else x:.3f}"  # noqa: E731
         assert re.search(rf"^{re.escape(label)} +{re.escape(shown(m[key]))} +{re.escape(shown(b[key]))}$", text, re.M), label
     assert f"judged: {as_json['judged']} of {as_json['notes']}; unjudged: {as_json['unjudged']}" in text
     assert f"{as_json['usage']['prompt_tokens']:,} prompt tokens" in text and "per 100 notes:" in text
