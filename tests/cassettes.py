@@ -59,6 +59,8 @@ def recorder() -> vcr.VCR:
         filter_headers=["authorization", "x-api-key", "api-key"],
         before_record_request=_scrub,
         decode_compressed_response=True,
+        # re-recording rewrites a cassette whole: no stale interaction survives a prompt change
+        drop_unused_requests=RECORDING,
     )
     v.register_matcher("body_digest", _match_digest)
     return v
