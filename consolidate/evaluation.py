@@ -28,13 +28,12 @@ A metric whose denominator is zero is undefined and reported as ``None`` (``n/a`
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import BadInput, InvalidImportLine
+from .errors import BadInput
 
 VERDICTS = ("keep", "drop")
 
@@ -59,29 +58,12 @@ def load_labels(path: str | Path, limit: int | None = None) -> list[LabeledNote]
     ``section``/``type``. Blank lines are skipped."""
     if limit is not None and limit < 1:
         raise BadInput(f"--limit must be at least 1 (got {limit})")
+    from .jsonl import read_objects
+
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise BadInput(f"cannot read label file {p}: {exc.strerror or exc}", path=str(p)) from None
     notes: list[LabeledNote] = []
     seen: set[str] = set()
-    for lineno, line in enumerate(raw.splitlines(), 1):
-        def bad(why: str) -> InvalidImportLine:
-            return InvalidImportLine(f"{p}:{lineno}: {why}", path=str(p), line=lineno)
-
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise bad(f"invalid UTF-8 at byte {exc.start}") from None
-        if not text.strip():
-            continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise bad(f"invalid JSON ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise bad("a line must be a JSON object")
+    for _lineno, obj, bad in read_objects(p, what="label file"):
         nid = obj.get("id")
         if isinstance(nid, bool) or not isinstance(nid, (str, int)) or not str(nid).strip():
             raise bad("no `id` (a string or a number is required)")

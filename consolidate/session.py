@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from .errors import BadInput, EmptyNote, InvalidImportLine, StoreCorrupt, UnknownSession
+from .errors import BadInput, EmptyNote, StoreCorrupt, UnknownSession
 from .plan import Note
 
 #: Largest note accepted, in characters (1 MB of ASCII). A working note past this is almost surely a
@@ -252,32 +252,10 @@ class SessionTier:
 
         Raises BadInput for an unreadable file, InvalidImportLine (with ``path`` and ``line``) for
         invalid UTF-8, invalid JSON, a missing/empty ``content``, or a missing session id."""
-        if hasattr(path, "read"):  # a binary stream (standard input)
-            p, raw = Path("<stdin>"), path.read()
-        else:
-            p = Path(path)
-            try:
-                raw = p.read_bytes()
-            except OSError as exc:
-                raise BadInput(f"cannot read {p}: {exc.strerror or exc}", path=str(p)) from None
+        from .jsonl import read_objects
+
         rows = []
-        for lineno, line in enumerate(raw.splitlines(), 1):
-            def bad(why: str):
-                return InvalidImportLine(f"{p}:{lineno}: {why}; nothing was imported", path=str(p), line=lineno)
-            try:
-                text = line.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise bad(f"invalid UTF-8 at byte {exc.start}") from None
-            if not text.strip():
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise bad(f"invalid JSON ({exc.msg})") from None
-            except RecursionError:
-                raise bad("JSON nested too deeply") from None
-            if not isinstance(obj, dict):
-                raise bad("a line must be a JSON object")
+        for _lineno, obj, bad in read_objects(path, suffix="; nothing was imported"):
             content = obj.get("content")
             if not isinstance(content, str) or not content.strip():
                 raise bad("no `content` (a non-empty string is required)")
