@@ -85,7 +85,11 @@ def test_undo_restores_the_exact_earlier_store(tmp_path):
     assert dump(store)["chroma"] != before["chroma"]
     out = run_cli(store.path, "runs")
     assert plan.run_id in out.stdout
+    assert "undone" not in run_cli(store.path, "status").stdout
     undo_run(store, plan.run_id)
+    status = run_cli(store.path, "status")
+    assert f"last run: {plan.run_id}" in status.stdout and "(undone by `consolidate undo`)" in status.stdout
+    assert json.loads(run_cli(store.path, "status", "--json").stdout)["last_run"]["undone"]
     after = dump(store)
     assert after["chroma"] == before["chroma"]
     assert after["nodes"] == before["nodes"] and after["edges"] == before["edges"]

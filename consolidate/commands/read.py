@@ -45,6 +45,15 @@ def cmd_status(args) -> int:
     status: dict = {"store": str(store.path), "queued": [q["session_id"] for q in queued],
                     "sessions_with_notes": store.sessions.sessions(), "memories": {},
                     "last_run": (store.sessions.last_runs(1) or [None])[0]}
+    last = status["last_run"]
+    if last and last.get("run_id"):
+        from ..snapshots import path_of
+
+        try:  # the undo record says whether `consolidate undo` reverted that run
+            record = json.loads(path_of(store, last["run_id"]).read_text(encoding="utf-8"))
+            last["undone"] = record.get("undone")
+        except (OSError, ValueError):
+            last["undone"] = None
     if store.has_longterm:
         status["memories"] = store.longterm().counts()
     if args.json:
@@ -56,10 +65,9 @@ def cmd_status(args) -> int:
     print(f"queued session ends: {len(queued)}" + (f" ({', '.join(status['queued'][:10])})" if queued else ""))
     swn = status["sessions_with_notes"]
     print(f"sessions with notes: {len(swn)}" + (f" ({sum(swn.values())} notes)" if swn else ""))
-    last = status["last_run"]
     if last:
         print(f"last run: {last['run_id'] or '-'} session {last['session_id']} ({last['status']}): "
-              + json.dumps(last["result"] or {}))
+              + json.dumps(last["result"] or {}) + ("  (undone by `consolidate undo`)" if last.get("undone") else ""))
     return 0
 
 
