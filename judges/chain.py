@@ -234,8 +234,10 @@ def compare_pairs(chain: "JudgeChain", pairs: list[Pair], context: JudgeContext,
                   deadline: float | None = None) -> tuple[dict[str, tuple[str, str]], list[dict[str, Any]]]:
     """Ask the chain's judges that can compare (those with a ``compare`` method) how each pair
     relates: ``duplicate``, ``contradicts`` or ``unrelated``. Returns ``({key: (relation, judge)},
-    events)``; a pair no judge answered is absent (nothing is guessed). Same fail-soft rules as
-    judging: a judge that fails is skipped for the rest of the run."""
+    events)``; a pair no judge answered is absent (nothing is guessed). Answers for unknown pair
+    ids, unknown relations and second answers are ignored and listed in a ``judge.output_problems``
+    event (``stage: contradiction``). Same fail-soft rules as judging: a judge that fails is skipped
+    for the rest of the run."""
     answered: dict[str, tuple[str, str]] = {}
     events: list[dict[str, Any]] = []
     pending = list(pairs)
@@ -267,13 +269,24 @@ def compare_pairs(chain: "JudgeChain", pairs: list[Pair], context: JudgeContext,
         call = getattr(judge, "last_call", None)
         events.append({"event": "judge.call", "judge": judge.name, "stage": "contradiction",
                        "batch_size": len(ids), "seconds": round(time.time() - started, 3), **(call or {})})
+        problems: list[str] = []
         for item in raw:
             if not isinstance(item, dict):
+                problems.append(f"answer {str(item)[:60]!r} is not an object; ignored")
                 continue
             pid, rel = str(item.get("id", "")).strip(), str(item.get("relation", "")).strip().lower()
             if pid not in ids and f"p{pid}" in ids:
                 pid = f"p{pid}"
-            if pid in ids and rel in RELATIONS and ids[pid].key not in answered:
+            if pid not in ids:
+                problems.append(f"relation for unknown pair id {pid[:40]!r} ignored")
+            elif rel not in RELATIONS:
+                problems.append(f"unknown relation {rel[:40]!r} for pair {pid!r} ignored")
+            elif ids[pid].key in answered:
+                problems.append(f"second relation for pair {pid!r} ignored")
+            else:
                 answered[ids[pid].key] = (rel, judge.name)
+        if problems:
+            events.append({"event": "judge.output_problems", "judge": judge.name, "stage": "contradiction",
+                           "problems": problems[:20]})
         pending = [p for p in pending if p.key not in answered]
     return answered, events

@@ -102,3 +102,23 @@ def test_verdicts_parse_raw_control_characters():
 def test_prompt_has_notes_ids_and_core():
     text = render_prompt([JudgeNote("n1", "Use pnpm", section="Lessons")], JudgeContext(core="- never push to main", project="p"))
     assert "[n1] (section: Lessons) Use pnpm" in text and "never push to main" in text and '"p"' in text
+
+
+def test_compare_answers_for_unknown_pairs_and_relations_are_logged_not_used():
+    from judges.chain import Pair, compare_pairs
+
+    class Garbled:
+        name, model, prompt_version = "garbled", None, None
+
+        def compare(self, pairs, context, timeout):
+            return [{"id": "p1", "relation": "contradicts"}, {"id": "p1", "relation": "duplicate"},
+                    {"id": "p9", "relation": "duplicate"}, {"id": "2", "relation": "maybe"}, "prose"]
+
+    pairs = [Pair("a", "timeout is 60 s", "timeout is 30 s", "fact"), Pair("b", "uses pnpm", "uses npm", "fact")]
+    answered, events = compare_pairs(JudgeChain([Garbled()]), pairs, JudgeContext())
+    assert answered == {"a": ("contradicts", "garbled")}  # b: its only answer named no known relation
+    [problems] = [e for e in events if e["event"] == "judge.output_problems"]
+    assert problems["stage"] == "contradiction" and len(problems["problems"]) == 4
+    text = " ".join(problems["problems"])
+    assert "second relation for pair 'p1'" in text and "unknown pair id 'p9'" in text
+    assert "unknown relation 'maybe' for pair 'p2'" in text and "not an object" in text
