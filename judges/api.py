@@ -203,9 +203,13 @@ class APIJudge:
         return True, f"{self.model}"
 
     def judge(self, batch: list[JudgeNote], context: JudgeContext, timeout: float | None) -> list[dict]:
-        """One structured call for the batch; returns raw verdict dicts (validated by the chain)."""
+        """One structured call for the batch; returns raw verdict dicts (validated by the chain).
+        An answer cut at ``max_tokens`` gives the verdicts it completed (see :func:`salvage_objects`);
+        the chain passes the rest of the batch on."""
         answer = self._structured(render_prompt(batch, context, self.prompt_version), Verdicts,
                                   min(MAX_TOKENS_CAP, TOKENS_PER_NOTE * len(batch) + 200), timeout)
+        if isinstance(answer, list):  # salvaged from a cut answer
+            return answer
         return [v.model_dump(exclude_none=True) for v in answer.verdicts]
 
     def compare(self, pairs: list, context: JudgeContext, timeout: float | None) -> list[dict]:
@@ -214,6 +218,8 @@ class APIJudge:
         ``contradiction-v1``)."""
         answer = self._structured(render_compare_prompt(pairs, context), Relations,
                                   min(MAX_TOKENS_CAP, 60 * len(pairs) + 100), timeout)
+        if isinstance(answer, list):
+            return answer
         return [r.model_dump(exclude_none=True) for r in answer.relations]
 
     def _structured(self, prompt: str, response_model, max_tokens: int, timeout: float | None):
@@ -244,6 +250,7 @@ class APIJudge:
         retrying = Retrying(stop=stop, wait=wait_random_exponential(multiplier=0.5, max=8),
                             retry=retry_if_exception(_retryable), reraise=True)
         started = time.time()
+        self.last_call = {}
         try:
             for attempt in retrying:
                 with attempt:
@@ -256,12 +263,46 @@ class APIJudge:
         except JudgeTimeout:
             raise
         except Exception as exc:
-            raise _classify(exc, self.name, timeout) from None
+            # the model answered but instructor refused the answer (e.g. JSON cut at max_tokens):
+            # the call still cost its tokens, so count them
+            completion = getattr(exc, "last_completion", None)
+            if getattr(completion, "usage", None) is None:
+                raise _classify(exc, self.name, timeout) from None
+            self._record_usage(completion, time.time() - started, litellm)
+            if not self._was_cut(completion, max_tokens):
+                raise _classify(exc, self.name, timeout) from None
+            return self._salvage(completion, response_model, max_tokens)
         self._record_usage(completion, time.time() - started, litellm)
-        if self.last_call.get("completion_tokens") == max_tokens:
-            # llama.cpp reports finish_reason "tool_calls" even when cut at max_tokens: check the count.
-            raise JudgeOutputInvalid(f"api: answer cut at max_tokens ({max_tokens})", judge=self.name)
+        if self._was_cut(completion, max_tokens):
+            return self._salvage(completion, response_model, max_tokens)
         return answer
+
+    def _was_cut(self, completion, max_tokens: int) -> bool:
+        """Whether the answer stopped at ``max_tokens``: finish_reason ``length``, or (llama.cpp
+        reports ``tool_calls`` even then) exactly ``max_tokens`` completion tokens."""
+        try:
+            reason = completion.choices[0].finish_reason
+        except (AttributeError, IndexError, TypeError):
+            reason = None
+        return reason == "length" or self.last_call.get("completion_tokens") == max_tokens
+
+    def _salvage(self, completion, response_model, max_tokens: int) -> list[dict]:
+        """The complete objects of a cut answer's list (``verdicts`` or ``relations``); raises
+        JudgeOutputInvalid when there is none. Noted in ``last_call`` (the run's judge.call event)."""
+        key = next(iter(response_model.model_fields))
+        item_model = _ApiVerdict if response_model is Verdicts else _Relation
+        objects = []
+        for obj in salvage_objects(_answer_text(completion), key):
+            try:  # the same shape a whole answer gives; an invalid one goes on raw, for the chain to report
+                objects.append(item_model.model_validate(obj).model_dump(exclude_none=True))
+            except ValueError:
+                objects.append(obj)
+        self.last_call["cut_at_max_tokens"] = max_tokens
+        self.last_call["salvaged"] = len(objects)
+        if not objects:
+            raise JudgeOutputInvalid(f"api: answer cut at max_tokens ({max_tokens}) before one complete {key[:-1]}",
+                                     judge=self.name)
+        return objects
 
     def _record_usage(self, completion, seconds: float, litellm) -> None:
         usage = getattr(completion, "usage", None)
@@ -279,6 +320,44 @@ class APIJudge:
         if getattr(_LENIENT, "parsed", False):
             self.last_call["parsed_leniently"] = "raw control characters inside JSON strings"
             _LENIENT.parsed = False
+
+
+def _answer_text(completion) -> str:
+    """The raw text of an answer: the forced tool call's arguments, else the message content."""
+    try:
+        message = completion.choices[0].message
+    except (AttributeError, IndexError, TypeError):
+        return ""
+    for call in getattr(message, "tool_calls", None) or []:
+        args = getattr(getattr(call, "function", None), "arguments", None)
+        if isinstance(args, str):
+            return args
+    content = getattr(message, "content", None)
+    return content if isinstance(content, str) else ""
+
+
+def salvage_objects(text: str, key: str) -> list[dict]:
+    """The complete JSON objects at the start of the list under ``key`` in ``text``, a JSON answer
+    that may be cut anywhere (a model stopped at max_tokens): ``'{"verdicts": [{...}, {..., "x'``
+    gives the first object. Each object returned was closed by the model itself, so it is as whole
+    as in a finished answer; reading stops at the first thing that is not a complete object. Raw
+    control characters inside strings are read (``strict=False``, as the lenient parse)."""
+    match = re.search(r'"' + re.escape(key) + r'"\s*:\s*\[', text)
+    if not match:
+        return []
+    decoder = json.JSONDecoder(strict=False)
+    pos, out = match.end(), []
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(text) or text[pos] != "{":
+            return out
+        try:
+            obj, pos = decoder.raw_decode(text, pos)
+        except ValueError:
+            return out
+        if isinstance(obj, dict):
+            out.append(obj)
 
 
 def _cause(exc: BaseException) -> BaseException:

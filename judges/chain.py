@@ -199,9 +199,11 @@ class JudgeChain:
 
     def _fail(self, judge, kind, message, pending, reasons, result, started) -> None:
         self.failed[id(judge)] = kind
+        call = getattr(judge, "last_call", None) or {}  # tokens of a refused answer, when the judge knows them
+        spent = {k: call[k] for k in ("prompt_tokens", "completion_tokens", "cost") if k in call}
         result.events.append({"event": "judge.failed", "judge": judge.name, "kind": kind,
                               "reason": message, "seconds": round(time.time() - started, 3),
-                              "batch_size": len(pending)})
+                              "batch_size": len(pending), **spent})
         for item, _ in pending:
             reasons[item.key].append(f"{judge.name}: {kind}: {message}")
 

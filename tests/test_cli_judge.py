@@ -298,8 +298,9 @@ class _Server:
     """An OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 answering 429 ``fail_first``
     times (None: forever), then a tool call ``Verdicts`` with the fake CLI's canned verdicts."""
 
-    def __init__(self, fail_first: int | None):
+    def __init__(self, fail_first: int | None, cut: bool = False):
         self.fail_first = fail_first
+        self.cut = cut  # answer JSON cut in the middle, as a model stopped at max_tokens does
         self.requests = 0
         outer = self
 
@@ -330,13 +331,18 @@ class _Server:
                 prompt = "\n".join(str(m.get("content") or "") for m in body.get("messages", []))
                 pairs = fake_common.NOTE.findall(prompt)
                 args = json.dumps({"verdicts": [fake_common.verdict(i, c) for i, c in pairs]})
+                completion_tokens = 80
+                if outer.cut:  # as llama.cpp does: finish_reason stays tool_calls, the count hits the cap
+                    args = args[:len(args) * 2 // 3]
+                    completion_tokens = body.get("max_tokens") or 80
                 self._send(200, {
                     "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": "local",
                     "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
                         "role": "assistant", "content": None,
                         "tool_calls": [{"id": "call_1", "type": "function",
                                         "function": {"name": "Verdicts", "arguments": args}}]}}],
-                    "usage": {"prompt_tokens": 500, "completion_tokens": 80, "total_tokens": 580}})
+                    "usage": {"prompt_tokens": 500, "completion_tokens": completion_tokens,
+                              "total_tokens": 500 + completion_tokens}})
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
@@ -364,6 +370,34 @@ def test_api_429_then_success(store):
     assert call["judge"] == "api" and call["prompt_tokens"] == 500 and call["completion_tokens"] == 80
     assert {m["source"] for m in memories(store)} == {"flagged", "judge:api:openai/local"}
     assert elapsed < 20
+
+
+def test_api_answer_cut_at_max_tokens_keeps_its_complete_verdicts_and_counts_tokens(store):
+    judge = _api_judge("")
+    second = ScriptedJudge(default=DROP, name="second")
+    with _Server(fail_first=0, cut=True) as server:
+        judge.api_base = server.base
+        plan, _ = run(store, judge, second, time_box=20)
+    got = outcomes(store, plan)
+    call = next(e for e in events(store) if e["event"] == "judge.call" and e["judge"] == "api")
+    assert call["cut_at_max_tokens"] == call["completion_tokens"] == 4 * 150 + 200 and call["prompt_tokens"] == 500
+    salvaged = call["salvaged"]
+    assert 1 <= salvaged < 4 and call["answered"] == salvaged
+    assert got[:salvaged] == CANNED[:salvaged]  # the verdicts the model completed stand
+    assert got[salvaged:] == ["drop"] * (4 - salvaged)  # the rest of the batch went to the next judge
+    assert judge.usage["calls"] == 1 and judge.usage["prompt_tokens"] == 500
+
+
+def test_api_answer_cut_before_one_verdict_is_invalid_and_its_tokens_are_counted(store, monkeypatch):
+    monkeypatch.setattr("judges.api.salvage_objects", lambda text, key: [])
+    judge = _api_judge("")
+    with _Server(fail_first=0, cut=True) as server:
+        judge.api_base = server.base
+        plan, _ = run(store, judge, time_box=20)
+    assert outcomes(store, plan) == ["unjudged"] * 4
+    failed = next(e for e in events(store) if e["event"] == "judge.failed")
+    assert failed["kind"] == "judge-output-invalid" and "before one complete verdict" in failed["reason"]
+    assert failed["prompt_tokens"] == 500 and judge.usage["calls"] == 1
 
 
 def test_api_429_forever_is_unjudged_with_reason(store):
