@@ -2,16 +2,21 @@
 batched judge against a per-note judge (one call per note, as per-fact pipelines do), on the same
 real notes, with the same prompt template.
 
-Batched: each real session's notes go through ``judges.chain.make_batches`` (at most
-MAX_BATCH_NOTES notes and MAX_BATCH_CHARS characters a batch, as the judge stage sends them, one
-session per run) and each batch through ``judges.api.render_prompt``. Per-note: each note alone
+Batched: each real session's notes go through ``judges.chain.make_batches`` (one batch per
+NOTES_PER_CALL notes rounded down, at most MAX_BATCH_NOTES notes and MAX_BATCH_CHARS characters a
+batch, as the judge stage sends them, one session per run) and each batch through ``judges.api.render_prompt``. Per-note: each note alone
 through the same two functions. Notes the secret gate blocks are not judged (as in the pipeline).
 Tokens are counted with tiktoken's cl100k_base, loaded offline from the copy litellm ships
 (``litellm/litellm_core_utils/tokenizers``); when that fails, with the MiniLM ``tokenizer.json``
 of consolidate.embeddings (WordPiece), else with a whitespace-and-punctuation count; the output
 says which. The counts are deterministic (no timing, so no repeated runs).
 
-Goal: at most 1/20 of the per-note judge's calls and 1/3 of its prompt tokens.
+Then the same sessions go through the real pipeline (``run_queue``, one session per run, a fresh
+store each, a scripted judge that counts its calls): judge calls per 100 judged notes, as the events
+of each run report them (``judge.call`` against ``note.judged_keep`` + ``note.judged_drop``).
+
+Goals: at most 1/20 of the per-note judge's calls and 1/3 of its prompt tokens (issue 7); at most
+4 judge calls per 100 judged notes in a run (issue 3).
 
     python benchmarks/bench_judge_cost.py
 """
@@ -20,7 +25,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 import os
 import re
 import sys
@@ -72,36 +76,52 @@ def tool_schema_text() -> str | None:
         return None
 
 
-def batch_reason(batch, is_last: bool, max_notes: int) -> str:
-    if len(batch) == 1 and batch[0][1].truncated_from is not None:
-        return "a note over the per-note limit, alone"
-    if len(batch) >= max_notes:
-        return f"full ({max_notes} notes)"
-    if is_last:
-        return "the session's last batch (partial)"
-    return "closed by the character bound"
-
-
-def count(sessions, count_tokens, *, max_notes=None, max_chars=None):
-    """(calls, prompt tokens, output budget, reasons) of the batched judge over ``sessions``."""
+def count(sessions, count_tokens, *, max_notes=None, max_chars=None, notes_per_call=None):
+    """(calls, prompt tokens, output budget, batch sizes) of the batched judge over ``sessions``."""
     from judges.api import MAX_TOKENS_CAP, TOKENS_PER_NOTE, render_prompt
     from judges.base import JudgeContext
-    from judges.chain import MAX_BATCH_CHARS, MAX_BATCH_NOTES, Item, make_batches
+    from judges.chain import MAX_BATCH_CHARS, MAX_BATCH_NOTES, NOTES_PER_CALL, Item, make_batches
 
-    max_notes = max_notes or MAX_BATCH_NOTES
-    max_chars = max_chars or MAX_BATCH_CHARS
     calls = tokens = budget = 0
-    reasons: dict[str, int] = {}
+    sizes: list[int] = []
     for slug, notes in sessions.items():
         items = [Item(key=i, content=n["content"], section=n.get("section")) for i, n in enumerate(notes)]
-        batches = make_batches(items, max_notes, max_chars)
-        for j, batch in enumerate(batches):
+        for batch in make_batches(items, max_notes or MAX_BATCH_NOTES, max_chars or MAX_BATCH_CHARS,
+                                  notes_per_call=notes_per_call or NOTES_PER_CALL):
             calls += 1
             tokens += count_tokens(render_prompt([jn for _, jn in batch], JudgeContext(core="", project=slug)))
             budget += min(MAX_TOKENS_CAP, TOKENS_PER_NOTE * len(batch) + 200)
-            r = batch_reason(batch, j == len(batches) - 1, max_notes)
-            reasons[r] = reasons.get(r, 0) + 1
-    return calls, tokens, budget, reasons
+            sizes.append(len(batch))
+    return calls, tokens, budget, sizes
+
+
+def pipeline_runs(sessions) -> tuple[int, int, list[float]]:
+    """(judge calls, judged notes, per-run calls per 100 judged notes) of ``run_queue`` over each
+    session in its own fresh store, with a scripted judge that drops every note."""
+    import tempfile
+
+    from _bench import fill_session
+
+    from consolidate.pipeline import run_queue
+    from consolidate.store import Store
+    from judges.chain import JudgeChain
+    from judges.scripted import ScriptedJudge
+
+    calls = judged = 0
+    per_run = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for slug, notes in sessions.items():
+            store = Store(Path(tmp) / slug / ".memofs", project="bench")
+            fill_session(store, slug, notes)
+            [plan] = run_queue(store, chain_factory=lambda: JudgeChain([ScriptedJudge(default={"verdict": "drop", "reason": "bench"})]),
+                               time_box=None)
+            c = sum(1 for e in plan.events if e["event"] == "judge.call")
+            j = sum(1 for e in plan.events if e["event"] in ("note.judged_keep", "note.judged_drop"))
+            calls, judged = calls + c, judged + j
+            if j:
+                per_run.append(100.0 * c / j)
+            store.close()
+    return calls, judged, per_run
 
 
 def main() -> int:
@@ -110,7 +130,7 @@ def main() -> int:
     from consolidate import secrets
     from judges.api import MAX_TOKENS_CAP, TOKENS_PER_NOTE, render_prompt
     from judges.base import JudgeContext
-    from judges.chain import MAX_BATCH_CHARS, MAX_BATCH_NOTES, Item, make_batches
+    from judges.chain import MAX_BATCH_CHARS, MAX_BATCH_NOTES, NOTES_PER_CALL, Item, make_batches
 
     blocked = 0
     judged = {}
@@ -123,9 +143,10 @@ def main() -> int:
     name, count_tokens = tokenizer()
     print(f"{n_notes:,} real notes in {len(judged)} sessions judged ({blocked} blocked by the secret gate, not judged);"
           f" tokens counted with {name}")
-    print(f"batching: at most {MAX_BATCH_NOTES} notes and {MAX_BATCH_CHARS:,} characters a batch, one session per run\n")
+    print(f"batching: one call per {NOTES_PER_CALL} notes rounded down, at most {MAX_BATCH_NOTES} notes and"
+          f" {MAX_BATCH_CHARS:,} characters a batch, one session per run\n")
 
-    b_calls, b_tokens, b_budget, reasons = count(judged, count_tokens)
+    b_calls, b_tokens, b_budget, sizes = count(judged, count_tokens)
     p_calls = p_tokens = p_budget = 0
     for slug, notes in judged.items():
         for i, n in enumerate(notes):
@@ -152,27 +173,37 @@ def main() -> int:
           f" note, the batched one once per {n_notes / b_calls:.1f} notes.")
     print(f"Total: batched {b_calls:,} calls, {b_tokens:,} prompt tokens; per-note {p_calls:,} calls, {p_tokens:,} tokens.")
 
+    from judges.injection import instruction_like
+
+    isolated = sum(1 for notes in judged.values() for n in notes if instruction_like(n["content"]))
+    print(f"Notes judged alone because they look like an instruction to the judge (judges/injection.py):"
+          f" {isolated} of {n_notes:,}.")
+    sizes.sort()
+    print(f"Batch sizes: median {sizes[len(sizes) // 2]}, smallest {sizes[0]}, largest {sizes[-1]}"
+          f" (output budget {TOKENS_PER_NOTE} tokens a verdict + 200, capped at {MAX_TOKENS_CAP}).")
+    print("What-if (same notes and template, other bounds of make_batches):")
+    for per_call, mn in ((20, 20), (25, 25), (25, 30), (25, 40), (25, 49)):
+        c, t, _, sz = count(judged, count_tokens, max_notes=mn, notes_per_call=per_call)
+        print(f"    notes_per_call={per_call}, max_notes={mn}: {c * per100:5.2f} calls per 100 notes = 1/{p_calls / c:.1f},"
+              f" tokens 1/{p_tokens / t:.1f}, largest batch {max(sz)}")
     calls_ok = b_calls / p_calls <= 1 / 20
-    if not calls_ok:
-        floor_calls = sum(math.ceil(len(v) / MAX_BATCH_NOTES) for v in judged.values())
-        print(f"\nWhere the calls go (batches by what closed them): "
-              + ", ".join(f"{v} {k}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])))
-        print(f"  even with no character bound, one session per run needs sum(ceil(notes/{MAX_BATCH_NOTES}))"
-              f" = {floor_calls} calls = 1/{n_notes / floor_calls:.1f} of per-note: 1/20 needs every batch full.")
-        print("  What-if (same notes and template, other bounds of make_batches; output budget"
-              f" {TOKENS_PER_NOTE} tokens a note + 200 must stay under MAX_TOKENS_CAP {MAX_TOKENS_CAP}, so at most"
-              f" {(MAX_TOKENS_CAP - 200) // TOKENS_PER_NOTE} notes a batch):")
-        for mn, mc in ((20, 16_000), (25, 12_000), (25, 16_000), (25, 20_000)):
-            c, t, _, _ = count(judged, count_tokens, max_notes=mn, max_chars=mc)
-            print(f"    max_notes={mn}, max_chars={mc:>6,}: {c * per100:5.2f} calls per 100 notes = 1/{p_calls / c:.1f},"
-                  f" tokens 1/{p_tokens / t:.1f}")
+
+    p_calls_run, p_judged, per_run = pipeline_runs(judged)
+    per_run.sort()
+    print(f"\nThe real pipeline, one run per session (run_queue, scripted judge): {p_calls_run} judge calls for"
+          f" {p_judged:,} judged notes = {100.0 * p_calls_run / p_judged:.2f} calls per 100 judged notes;"
+          f" per run: median {per_run[len(per_run) // 2]:.2f}, lowest {per_run[0]:.2f}, highest {per_run[-1]:.2f}"
+          f" ({sum(1 for r in per_run if r > 4.0)} of {len(per_run)} runs over 4)")
+    run_ok = 100.0 * p_calls_run / p_judged <= 4.0
 
     print(f"\nGOAL judge calls: {b_calls / p_calls:.4f} = 1/{p_calls / b_calls:.1f} of the per-note judge's"
           f" (goal <= 1/20 = 0.0500): {'MET' if calls_ok else 'MISSED'}")
     tokens_ok = b_tokens / p_tokens <= 1 / 3
     print(f"GOAL judge prompt tokens: {b_tokens / p_tokens:.4f} = 1/{p_tokens / b_tokens:.1f} of the per-note judge's"
           f" (goal <= 1/3 = 0.3333): {'MET' if tokens_ok else 'MISSED'}")
-    return 0 if calls_ok and tokens_ok else 1
+    print(f"GOAL judge calls per 100 judged notes in a run: {100.0 * p_calls_run / p_judged:.2f}"
+          f" (goal <= 4): {'MET' if run_ok else 'MISSED'}")
+    return 0 if calls_ok and tokens_ok and run_ok else 1
 
 
 if __name__ == "__main__":

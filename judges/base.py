@@ -27,13 +27,15 @@ EVIDENCE_KINDS = ("user-stated", "observed-success", "observed-failure", "inferr
 class JudgeNote:
     """One note as a judge sees it. ``id`` is a short per-batch id (``n1``, ``n2``, ...), so a model
     cannot invent a real one; ``truncated_from`` is the original length in characters when the
-    content was cut for the judge."""
+    content was cut for the judge; ``isolated`` says why the note was judged in a batch of its own
+    (it looks like an instruction to the judge: judges/injection.py)."""
 
     id: str
     content: str
     section: str | None = None
     kind: str | None = None
     truncated_from: int | None = None
+    isolated: str | None = None
 
 
 @dataclass
@@ -100,10 +102,27 @@ class ValidationReport:
         return [n.id for n in batch if n.id not in self.verdicts]
 
 
+_ID_WRAPPING = " \t\r\n[](){}<>\"'`#,.;:"
+
+
+def _normalise_id(rid: str, known: set[str]) -> str | None:
+    """The batch id a model meant, or None. Small models drop the letter ("1" for "n1"), copy the
+    prompt's brackets ("[n1]") or leave punctuation in the string ("2,"): with the wrapping
+    characters stripped, an exact known id or a bare number still names one note. Nothing else is
+    guessed ("n12" never becomes "n1")."""
+    core = rid.strip(_ID_WRAPPING).lower()
+    if core in known:
+        return core
+    if core.isdigit() and f"n{int(core)}" in known:
+        return f"n{int(core)}"
+    return None
+
+
 def validate_verdicts(batch: list[JudgeNote], raw: list[Any]) -> ValidationReport:
     """Check a judge's raw verdicts (dicts or Verdicts) against its batch.
 
-    A bare number is read as the batch id it numbers (``"1"`` -> ``"n1"``). Unknown ids and second
+    A bare number is read as the batch id it numbers (``"1"`` -> ``"n1"``), and brackets, quotes and
+    trailing punctuation around an id are ignored (``"[n2]"``, ``"2,"`` -> ``"n2"``). Unknown ids and second
     verdicts for an id are ignored and reported in ``problems``; a verdict
     that does not validate is ignored (its note stays unjudged by this judge); a keep without a
     statement is ignored the same way. Never raises."""
@@ -116,9 +135,10 @@ def validate_verdicts(batch: list[JudgeNote], raw: list[Any]) -> ValidationRepor
             rid = item.get("id") if isinstance(item, dict) else None
             report.problems.append(f"invalid verdict for id {rid!r}: {exc.errors()[0]['msg']}")
             continue
-        if v.id not in known and f"n{v.id.strip()}" in known:
-            # Small models often drop the letter ("1" for "n1"); a bare number still names a batch id.
-            v = v.model_copy(update={"id": f"n{v.id.strip()}"})
+        if v.id not in known:
+            rid = _normalise_id(v.id, known)
+            if rid is not None:
+                v = v.model_copy(update={"id": rid})
         if v.id not in known:
             report.problems.append(f"verdict for unknown id {v.id!r} ignored")
             continue

@@ -17,13 +17,21 @@ from typing import Any
 from consolidate.errors import JudgeError, JudgeOutputInvalid, JudgeTimeout
 
 from .base import JudgeContext, JudgeNote, Verdict, validate_verdicts
+from .injection import instruction_like
 
-#: Defaults for batching: at most 25 notes and 16,000 characters a batch (about 4,000 tokens of
-#: notes, leaving room for the prompt and 25 verdicts in an 8k context). 25 is what keeps a run at
-#: 4 judge calls per 100 judged notes (issue #3; benchmarks/bench_judge_cost.py measured 1/23 of a
-#: per-note judge's calls); the API judge's output budget (150 tokens a verdict, capped at 4,096)
-#: fits 25 verdicts. A note is cut at 4,000 characters for the judge.
-MAX_BATCH_NOTES = 25
+#: Defaults for batching: one judge call per 25 notes, rounded down, the remainder spread over the
+#: batches, so a batch holds 25 to 49 notes and a session's last batch is never a near-empty call:
+#: every run of 25 or more short notes makes at most 4 calls per 100 judged notes (issue #3). On the
+#: 41 real sessions of ../shared/data/realnotes this is 3.60 calls per 100 notes and no run over 4;
+#: greedy batches of 25 made 4.31 (benchmarks/bench_judge_cost.py). A batch also holds at most
+#: 16,000 characters of notes (about 4,000 tokens, leaving room for the prompt and the verdicts in an
+#: 8k context); where that bound closes batches, they are as many as it needs. The API judge's output
+#: budget is 150 tokens a verdict, capped at 4,096 (judges/api.py): about 80 a verdict in a batch of
+#: 49, enough when most verdicts are drops (about 20 tokens each); from an answer cut at that budget
+#: the verdicts the model completed stand and the rest of the batch passes on down the chain
+#: (judges/api.py: salvage_objects). A note is cut at 4,000 characters for the judge.
+NOTES_PER_CALL = 25
+MAX_BATCH_NOTES = 49
 MAX_BATCH_CHARS = 16_000
 MAX_NOTE_CHARS_FOR_JUDGE = 4_000
 #: Extra seconds granted to a judge past its time box before the chain stops waiting for it.
@@ -49,6 +57,7 @@ class Judged:
     model: str | None
     prompt_version: str | None
     truncated_from: int | None = None
+    isolated: str | None = None
 
 
 @dataclass
@@ -62,34 +71,78 @@ class ChainResult:
     judges_used: list[str] = field(default_factory=list)
 
 
-def make_batches(items: list[Item], max_notes: int = MAX_BATCH_NOTES, max_chars: int = MAX_BATCH_CHARS,
-                 max_note_chars: int = MAX_NOTE_CHARS_FOR_JUDGE) -> list[list[tuple[Item, JudgeNote]]]:
-    """Split items into batches of at most ``max_notes`` notes and ``max_chars`` characters of
-    content. A note longer than ``max_note_chars`` is truncated for the judge (``truncated_from``
-    set) and gets a batch of its own. Short ids restart at n1 per batch."""
-    batches: list[list[tuple[Item, JudgeNote]]] = []
-    current: list[tuple[Item, JudgeNote]] = []
+def _greedy(run: list, cap: int, max_chars: int) -> list[list]:
+    """Fill batches in order, closing one before the note that would take it past ``cap`` notes or
+    ``max_chars`` characters: the fewest batches those two bounds allow."""
+    batches: list[list] = []
+    current: list = []
     chars = 0
+    for pair in run:
+        n = len(pair[1].content)
+        if current and (len(current) >= cap or chars + n > max_chars):
+            batches.append(current)
+            current, chars = [], 0
+        current.append(pair)
+        chars += n
+    if current:
+        batches.append(current)
+    return batches
+
+
+def make_batches(items: list[Item], max_notes: int = MAX_BATCH_NOTES, max_chars: int = MAX_BATCH_CHARS,
+                 max_note_chars: int = MAX_NOTE_CHARS_FOR_JUDGE, notes_per_call: int = NOTES_PER_CALL,
+                 isolate: bool = True) -> list[list[tuple[Item, JudgeNote]]]:
+    """Split items, in order, into batches for the judge.
+
+    Batches hold at most ``max_notes`` notes and ``max_chars`` characters of content. Within those
+    bounds there is one batch per ``notes_per_call`` notes, rounded down (at least one, and never
+    fewer than the bounds allow), and the notes are spread evenly over them (sizes differ by at most
+    one) unless the character bound forbids it; then the batches are filled in order under the
+    smallest note cap that still needs no more of them. 60 short notes make 2 batches of 30, not
+    25 + 25 + 10. A note longer than
+    ``max_note_chars`` is truncated for the judge (``truncated_from`` set to its length in
+    characters) and gets a batch of its own, and so does a note that looks like an instruction to
+    the judge (``isolated`` set to why: judges/injection.py), so it can sway no other note's verdict
+    (``isolate=False`` turns that off, for tests that show what it prevents). Short ids restart at n1 per batch.
+
+    Returns a list of batches of (item, judge note) pairs. Raises ValueError when ``max_notes``
+    or ``notes_per_call`` is below 1."""
+    if max_notes < 1 or notes_per_call < 1:
+        raise ValueError(f"max_notes and notes_per_call must be at least 1, not {max_notes} and {notes_per_call}")
+    per_call = min(notes_per_call, max_notes)
+    runs: list[list[tuple[Item, JudgeNote]]] = [[]]  # split at the huge notes, which go alone
     for item in items:
         content = item.content
         truncated = None
         if len(content) > max_note_chars:
             truncated = len(content)
             content = content[:max_note_chars] + " […truncated]"
-        note = JudgeNote(id="", content=content, section=item.section, kind=item.kind, truncated_from=truncated)
-        if truncated is not None:  # a huge note gets a batch of its own
-            if current:
-                batches.append(current)
-                current, chars = [], 0
-            batches.append([(item, note)])
+        note = JudgeNote(id="", content=content, section=item.section, kind=item.kind, truncated_from=truncated,
+                         isolated=instruction_like(item.content) if isolate else None)
+        if truncated is not None or note.isolated is not None:
+            runs += [[(item, note)], []]
+        else:
+            runs[-1].append((item, note))
+    batches: list[list[tuple[Item, JudgeNote]]] = []
+    for run in runs:
+        if not run:
             continue
-        if current and (len(current) >= max_notes or chars + len(content) > max_chars):
-            batches.append(current)
-            current, chars = [], 0
-        current.append((item, note))
-        chars += len(content)
-    if current:
-        batches.append(current)
+        k = max(len(_greedy(run, max_notes, max_chars)), len(run) // per_call)
+        size, extra = divmod(len(run), k)  # k batches whose sizes differ by at most one
+        cuts = [j * size + min(j, extra) for j in range(k + 1)]
+        even = [run[cuts[j]:cuts[j + 1]] for j in range(k)]
+        if all(sum(len(jn.content) for _, jn in b) <= max_chars for b in even):
+            batches += even
+            continue
+        # the character bound forbids that split: the smallest per-batch cap that needs at most k
+        lo, hi = -(-len(run) // k), max_notes
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if len(_greedy(run, mid, max_chars)) <= k:
+                hi = mid
+            else:
+                lo = mid + 1
+        batches += _greedy(run, lo, max_chars)
     for batch in batches:
         for i, (_, jn) in enumerate(batch, 1):
             jn.id = f"n{i}"
@@ -124,9 +177,12 @@ class JudgeChain:
     whole chain: each call gets the time left, never more."""
 
     def __init__(self, judges: list, *, max_notes: int = MAX_BATCH_NOTES, max_chars: int = MAX_BATCH_CHARS,
-                 max_note_chars: int = MAX_NOTE_CHARS_FOR_JUDGE):
+                 max_note_chars: int = MAX_NOTE_CHARS_FOR_JUDGE, notes_per_call: int = NOTES_PER_CALL,
+                 isolate: bool = True):
         self.judges = list(judges)
+        self.isolate = isolate
         self.max_notes = max_notes
+        self.notes_per_call = notes_per_call
         self.max_chars = max_chars
         self.max_note_chars = max_note_chars
         #: id(judge) -> failure kind: the circuit breaker, per judge object (two judges may share a name)
@@ -139,7 +195,8 @@ class JudgeChain:
     def run(self, items: list[Item], context: JudgeContext, deadline: float | None = None) -> ChainResult:
         """Judge every item; never raises for a judge's failure (it becomes an event)."""
         result = ChainResult()
-        for batch in make_batches(items, self.max_notes, self.max_chars, self.max_note_chars):
+        for batch in make_batches(items, self.max_notes, self.max_chars, self.max_note_chars, self.notes_per_call,
+                                  self.isolate):
             self._run_batch(batch, context, deadline, result)
         return result
 
@@ -188,7 +245,7 @@ class JudgeChain:
                     still.append((item, jn))
                 else:
                     result.judged[item.key] = Judged(v, judge.name, getattr(judge, "model", None),
-                                                     getattr(judge, "prompt_version", None), jn.truncated_from)
+                                                     getattr(judge, "prompt_version", None), jn.truncated_from, jn.isolated)
             if still and not raw:
                 # Answered nothing at all (the no-op judge's job): say so plainly.
                 for item, _ in still:
@@ -219,6 +276,9 @@ class Pair:
 
 
 RELATIONS = ("duplicate", "contradicts", "unrelated")
+#: Pairs per contradiction call: 40 pairs of two statements stay far inside an 8k context, and 40
+#: relations fit the API judge's output budget for them (60 tokens each + 100, judges/api.py).
+MAX_PAIRS_PER_CALL = 40
 
 
 class _CompareAdapter:
@@ -239,9 +299,19 @@ def compare_pairs(chain: "JudgeChain", pairs: list[Pair], context: JudgeContext,
     events)``; a pair no judge answered is absent (nothing is guessed). Answers for unknown pair
     ids, unknown relations and second answers are ignored and listed in a ``judge.output_problems``
     event (``stage: contradiction``). Same fail-soft rules as judging: a judge that fails is skipped
-    for the rest of the run."""
+    for the rest of the run. Pairs go to a judge at most ``MAX_PAIRS_PER_CALL`` at a time, so a run
+    with many similar keepers never sends one prompt past a model's context."""
     answered: dict[str, tuple[str, str]] = {}
     events: list[dict[str, Any]] = []
+    for start in range(0, len(pairs), MAX_PAIRS_PER_CALL):
+        _compare_chunk(chain, pairs[start:start + MAX_PAIRS_PER_CALL], context, deadline, answered, events)
+    return answered, events
+
+
+def _compare_chunk(chain: "JudgeChain", pairs: list[Pair], context: JudgeContext, deadline: float | None,
+                   answered: dict[str, tuple[str, str]], events: list[dict[str, Any]]) -> None:
+    """One chunk of :func:`compare_pairs`: the chain's comparing judges in order, each given the
+    pairs not answered yet; fills ``answered`` and ``events``."""
     pending = list(pairs)
     for judge in chain.judges:
         if not pending:
@@ -291,4 +361,3 @@ def compare_pairs(chain: "JudgeChain", pairs: list[Pair], context: JudgeContext,
             events.append({"event": "judge.output_problems", "judge": judge.name, "stage": "contradiction",
                            "problems": problems[:20]})
         pending = [p for p in pending if p.key not in answered]
-    return answered, events

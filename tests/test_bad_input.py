@@ -101,7 +101,7 @@ def test_ten_thousand_notes_in_one_session(store):
     store.sessions.end("many", "success")
     judge = ScriptedJudge(default=DROP)
     [plan] = run_queue(store, chain_factory=lambda: JudgeChain([judge]), time_box=None)
-    assert plan.note_count == 10_001 and judge.calls == 400  # 25 notes a batch: 4 calls per 100 notes
+    assert plan.note_count == 10_001 and judge.calls == 400  # one call per 25 notes: 4 calls per 100 notes
     assert list(plan.note_status.values()).count("drop") == 10_000
     assert store.sessions.count("many") == 0 and store.longterm().collection.count() == 1
 

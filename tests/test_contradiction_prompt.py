@@ -1,5 +1,5 @@
 """The contradiction prompt (prompts/contradiction-v1.md) through the whole pipeline with a real model
-judge: SmolLM2-135M behind llama.cpp's server, replayed from a cassette. The relation the model gave
+judge (the recording model of tests/cassettes.py) behind llama.cpp's server, replayed from a cassette. The relation the model gave
 is recorded beside the cassette; a changed prompt, parser or schema misses the cassette and fails.
 
 Re-record: CONSOLIDATE_RECORD=1 python -m pytest tests/test_contradiction_prompt.py -q (starts the
@@ -18,13 +18,14 @@ from consolidate.pipeline import run_queue
 from judges.api import APIJudge
 from judges.chain import JudgeChain
 
-from cassettes import CASSETTES, RECORDING, recorder, model_server as cassette_server
+from cassettes import CASSETTES, MODEL, RECORDING, REFRESH_EXPECTED, cassette_name, recorder
+from cassettes import model_server as cassette_server
 
-PROMPT_CASSETTES = {"contradiction-v1": ["contradiction-smollm2.yaml"]}
+PROMPT_CASSETTES = {"contradiction-v1": ["contradiction-qwen05b.yaml"]}  # literal: read by the meta-test
 PORT = 8767
 API_BASE = f"http://127.0.0.1:{PORT}/v1"
 PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
-EXPECTED = CASSETTES / "contradiction-smollm2.expected.json"
+EXPECTED = CASSETTES / (Path(cassette_name("contradiction")).stem + ".expected.json")
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +43,8 @@ def test_contradiction_check_with_recorded_model(tmp_path, model_server):
     store.sessions.add_note("b", "The API gateway timeout is 60 seconds for every route", flag=True, kind="constraint",
                             metadata={"evidence": "user-stated"})
     store.sessions.end("b", "success")
-    judge = APIJudge(model="openai/smollm2", api_base=API_BASE, api_key="sk-local", max_retries=0)
-    with recorder().use_cassette("contradiction-smollm2.yaml"):
+    judge = APIJudge(model=MODEL, api_base=API_BASE, api_key="sk-local", max_retries=0)
+    with recorder().use_cassette(cassette_name("contradiction")):
         [plan] = run_queue(store, chain_factory=lambda: JudgeChain([judge]), time_box=None)
     calls = [e for e in plan.events if e["event"] == "judge.call" and e.get("stage") == "contradiction"]
     assert len(calls) == 1 and calls[0]["prompt_tokens"] > 0  # the pair really went to the model
@@ -51,7 +52,7 @@ def test_contradiction_check_with_recorded_model(tmp_path, model_server):
                                                           "memory.reconfirmed", "candidate.related"})
     docs = sorted(store.longterm().collection.get()["documents"])
     digest = "sha256:" + hashlib.sha256((PROMPTS / "contradiction-v1.md").read_bytes()).hexdigest()
-    if RECORDING:
+    if RECORDING or REFRESH_EXPECTED:
         EXPECTED.write_text(json.dumps({"template_sha256": digest, "outcome": outcome, "documents": docs}, indent=1))
     expected = json.loads(EXPECTED.read_text())
     assert (outcome, docs) == (expected["outcome"], expected["documents"])

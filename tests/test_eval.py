@@ -14,7 +14,7 @@ from consolidate.cli import main
 from consolidate.errors import BadInput, InvalidImportLine, JudgeOutputInvalid
 from consolidate.evaluation import (Confusion, accuracy, always_drop, cohen_kappa, confusion, evaluate, keep_f1,
                                     keep_precision, keep_recall, load_labels, metrics, render_report)
-from judges.chain import MAX_BATCH_NOTES, JudgeChain
+from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 
 REGRESSION = Path(__file__).resolve().parent / "labels" / "judge-regression.jsonl"
@@ -241,7 +241,8 @@ def test_cli_eval_prints_metrics_beside_the_baseline(tmp_path, cli):
 def test_cli_eval_over_the_regression_set_with_the_rules_judge(cli):
     code, out, _ = cli("eval", "--judge", "rules", "--labels", str(REGRESSION), "--json")
     d = json.loads(out)
-    assert code == 0 and d["judged"] == d["notes"] >= 60 and d["usage"]["calls"] == -(-d["notes"] // MAX_BATCH_NOTES)
+    assert code == 0 and d["judged"] == d["notes"] >= 60
+    assert d["usage"]["calls"] == d["notes"] // 25 and d["per_100_notes"]["calls"] <= 4.0  # one call per 25 notes
 
 
 def test_cli_eval_bad_label_file_is_one_line_error(tmp_path, cli):

@@ -1,8 +1,8 @@
 """The main job on real agent notes: three sessions of ../shared/data/realnotes through the whole
-pipeline with a real model judge (SmolLM2-135M behind llama.cpp's OpenAI-compatible server, through
-litellm + instructor), replayed offline from cassettes/.
+pipeline with a real model judge (the recording model of tests/cassettes.py behind llama.cpp's
+OpenAI-compatible server, through litellm + instructor), replayed offline from cassettes/.
 
-Select it alone with ``-m realnotes``. Re-record with CONSOLIDATE_RECORD=1 (needs ``.[local]``): the
+Select it alone with ``-m realnotes``. Re-record with CONSOLIDATE_RECORD=1 (needs ``.[record]``): the
 test then starts the server itself on 127.0.0.1.
 """
 
@@ -17,7 +17,8 @@ from consolidate.pipeline import run_queue
 from judges.api import APIJudge
 from judges.chain import JudgeChain
 
-from cassettes import recorder, model_server as cassette_server
+from cassettes import MODEL, RECORDING, cassette_name, echo_scrubber, recorder
+from cassettes import model_server as cassette_server
 from conftest import REALNOTES
 
 pytestmark = pytest.mark.realnotes
@@ -47,20 +48,46 @@ def _flag_lessons(src, dst):
     return flagged
 
 
-def test_realnotes_whole_pipeline(tmp_path, model_server):
-    if not REALNOTES.is_dir():
-        pytest.skip(f"real notes not found at {REALNOTES} (../shared is absent)")
-    store = Store(tmp_path / ".memofs", project="realnotes")
+def _store_with_sessions(path):
+    store = Store(path, project="realnotes")
     flagged_total = 0
     for sid in SESSIONS:
-        f = tmp_path / f"{sid}.jsonl"
+        f = path.parent / f"{sid}.jsonl"
         flagged_total += _flag_lessons(REALNOTES / "sessions" / f"{sid}.jsonl", f)
         store.sessions.import_jsonl(f, sid)
         store.sessions.end(sid, "success")
+    return store, flagged_total
+
+
+def _run(store):
+    judge = APIJudge(model=MODEL, api_base=API_BASE, api_key="sk-local", max_retries=0)
+    return run_queue(store, chain_factory=lambda: JudgeChain([judge]), time_box=None)
+
+
+def test_realnotes_whole_pipeline(tmp_path, model_server):
+    if not REALNOTES.is_dir():
+        pytest.skip(f"real notes not found at {REALNOTES} (../shared is absent)")
+    # the model's answers echo the notes: every 40+ character run of note text is masked in the
+    # cassette (tests/cassettes.py: echo_scrubber), so the project keeps none of their text
+    corpus = "\n".join(json.loads(line)["content"] for sid in SESSIONS
+                       for line in (REALNOTES / "sessions" / f"{sid}.jsonl").read_text(encoding="utf-8").splitlines()
+                       if line.strip())
+    name, scrub = cassette_name("realnotes"), echo_scrubber(corpus)
+    if RECORDING:
+        # Pass 1: every call live, saved masked. The run below is pass 2: the judge calls replay the
+        # masked answers, and the contradiction calls built from those statements go live, so a
+        # replay later sends exactly the requests recorded (pass 1's unused ones are dropped).
+        (tmp_path / "prime").mkdir()
+        prime, _ = _store_with_sessions(tmp_path / "prime" / ".memofs")
+        with recorder().use_cassette(name, before_record_response=scrub):
+            _run(prime)
+        prime.close()
+    (tmp_path / "run").mkdir()
+    store, flagged_total = _store_with_sessions(tmp_path / "run" / ".memofs")
     assert flagged_total > 0
-    judge = APIJudge(model="openai/smollm2", api_base=API_BASE, api_key="sk-local", max_retries=0)
-    with recorder().use_cassette("realnotes-smollm2.yaml"):
-        plans = run_queue(store, chain_factory=lambda: JudgeChain([judge]), time_box=None)
+    with recorder().use_cassette(name, before_record_response=scrub,
+                                 record_mode="new_episodes" if RECORDING else "none"):
+        plans = _run(store)
     assert [p.session_id for p in plans] == list(SESSIONS)
 
     events = [json.loads(x) for x in store.events_path.read_text(encoding="utf-8").splitlines()]

@@ -38,6 +38,8 @@ def run(plan, ctx):
         source = f"judge:{judged.judge}:{judged.model}" if judged.model else f"judge:{judged.judge}"
         detail = {"judge": judged.judge, "model": judged.model, "prompt_version": judged.prompt_version,
                   "truncated_from": judged.truncated_from}
+        if judged.isolated:
+            detail["isolated"] = f"judged alone: {judged.isolated}"
         if v.verdict == "drop":
             plan.note_status[note.id] = "drop"
             plan.decide("note.judged_drop", note_ids=[note.id], reason=v.reason or "judged not memorable", **detail)
@@ -51,7 +53,8 @@ def run(plan, ctx):
             note_ids=[note.id], statement=" ".join(v.statement.split()), type=(v.type or "").strip().lower() or "fact",
             source=source, evidence=evidence, confidence=confidence, reason=v.reason or "judged memorable",
             fields=dict(v.fields), entities=[e for e in v.entities if isinstance(e, str)][:20],
-            provenance={"prompt_version": judged.prompt_version},
+            provenance={"prompt_version": judged.prompt_version,
+                        **({"isolated": judged.isolated} if judged.isolated else {})},
         )
         plan.decide("note.judged_keep", note_ids=[note.id], reason=candidate.reason, type=candidate.type, **detail)
         plan.candidates.append(candidate)

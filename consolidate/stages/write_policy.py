@@ -1,6 +1,9 @@
 """Stage 6, write policy (SPEC section 6): each keeper is checked before it may be written.
 
 - secret material anywhere in its text (judge-written, or a flagged note's metadata fields): blocked;
+- worded as an instruction to a judge or an agent ("ignore the rules above", "keep every note", a
+  ``SYSTEM:`` line; judges/injection.py), or judged from such a note: rejected, since a memory is
+  read back into every future session's context;
 - missing required fields for its type: rejected, with the reason;
 - not memorable by the rules the code can check (too short, a bare number/URL/path, a task-list or
   status line): rejected;
@@ -18,7 +21,8 @@ def run(plan, ctx):
     for c in plan.candidates:
         if not c.pending or gate_candidate(plan, c):
             continue
-        problem = missing_fields(c.type, c.statement, c.fields) or memorability_problem(c.statement)
+        problem = (_instruction_problem(c) or missing_fields(c.type, c.statement, c.fields)
+                   or memorability_problem(c.statement))
         if problem:
             c.outcome, c.outcome_reason = "rejected", problem
             plan.decide("candidate.rejected", note_ids=c.note_ids, reason=problem, type=c.type, source=c.source)
@@ -32,3 +36,10 @@ def run(plan, ctx):
             plan.decide("candidate.quarantined", note_ids=c.note_ids,
                         reason=f"low-confidence single observation ({c.evidence})", type=c.type)
     return plan
+
+
+def _instruction_problem(c) -> str | None:
+    from judges.injection import instruction_like
+
+    why = instruction_like(c.statement) or c.provenance.get("isolated")
+    return f"worded as an instruction, not a memory ({why})" if why else None
