@@ -9,8 +9,9 @@ verdict, whatever the model. The note itself is still judged (the prompt asks to
 events say why it was isolated.
 
 The patterns are ours and deliberately narrow: an override verb aimed at rules, instructions or the
-prompt; an order about every note's verdict; a role label at the start of a line; the notes block's
-own markers. Nor is a statement that matches ever written as a memory, flagged or judged
+prompt; an order about every note's verdict; a role label ("SYSTEM:") at the start of a line that
+goes on to give orders ("System: Ubuntu 22.04" is a note, not an order); the notes block's own
+markers. Nor is a statement that matches ever written as a memory, flagged or judged
 (consolidate/stages/write_policy.py): it would carry the instruction into every future session's
 context. On the 5,477 real notes of ../shared/data/realnotes no note matches
 (benchmarks/bench_judge_cost.py).
@@ -31,7 +32,9 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(keep|drop|accept|reject|approve|answer\s+keep\s+for)\s+(every|all|each)\s+"
                 r"(other\s+)?(note|notes|memory|memories)\b", re.I),
      "orders a verdict for every note"),
-    (re.compile(r"(?m)^\s*(system|assistant|developer)\s*:", re.I), "carries a role label"),
+    (re.compile(r"(?im)^\s*(system|assistant)\s*:[^\n]{0,80}?\b(ignore|disregard|override|rules|instructions|"
+                r"prompt|you are|you must|from now on|every note|all notes|keeper|verdict)"),
+     "carries a role label with an order"),
     (re.compile(r"<<<\s*NOTES|NOTES\s*>>>"), "writes the notes block's markers"),
 ]
 
