@@ -92,25 +92,29 @@ def _greedy(run: list, cap: int, max_chars: int) -> list[list]:
 def make_batches(items: list[Item], max_notes: int = MAX_BATCH_NOTES, max_chars: int = MAX_BATCH_CHARS,
                  max_note_chars: int = MAX_NOTE_CHARS_FOR_JUDGE, notes_per_call: int = NOTES_PER_CALL,
                  isolate: bool = True) -> list[list[tuple[Item, JudgeNote]]]:
-    """Split items, in order, into batches for the judge.
+    """Split items into batches for the judge.
 
     Batches hold at most ``max_notes`` notes and ``max_chars`` characters of content. Within those
     bounds there is one batch per ``notes_per_call`` notes, rounded down (at least one, and never
     fewer than the bounds allow), and the notes are spread evenly over them (sizes differ by at most
     one) unless the character bound forbids it; then the batches are filled in order under the
     smallest note cap that still needs no more of them. 60 short notes make 2 batches of 30, not
-    25 + 25 + 10. A note longer than
-    ``max_note_chars`` is truncated for the judge (``truncated_from`` set to its length in
-    characters) and gets a batch of its own, and so does a note that looks like an instruction to
-    the judge (``isolated`` set to why: judges/injection.py), so it can sway no other note's verdict
-    (``isolate=False`` turns that off, for tests that show what it prevents). Short ids restart at n1 per batch.
+    25 + 25 + 10; long notes make smaller batches (16,000 characters hold five notes of 3,000).
+
+    Set apart, after those batches, without splitting them: a note longer than ``max_note_chars``
+    is truncated for the judge (``truncated_from`` set to its length in characters) and gets a batch
+    of its own; notes that look like an instruction to the judge (``isolated`` set to why:
+    judges/injection.py) are judged together in batches of their own, so none can sway an ordinary
+    note's verdict (``isolate=False`` turns that off, for tests that show what it prevents). Short
+    ids restart at n1 per batch.
 
     Returns a list of batches of (item, judge note) pairs. Raises ValueError when ``max_notes``
     or ``notes_per_call`` is below 1."""
     if max_notes < 1 or notes_per_call < 1:
         raise ValueError(f"max_notes and notes_per_call must be at least 1, not {max_notes} and {notes_per_call}")
-    per_call = min(notes_per_call, max_notes)
-    runs: list[list[tuple[Item, JudgeNote]]] = [[]]  # split at the huge notes, which go alone
+    plain: list[tuple[Item, JudgeNote]] = []
+    alone: list[list[tuple[Item, JudgeNote]]] = []
+    suspect: list[tuple[Item, JudgeNote]] = []
     for item in items:
         content = item.content
         truncated = None
@@ -119,34 +123,39 @@ def make_batches(items: list[Item], max_notes: int = MAX_BATCH_NOTES, max_chars:
             content = content[:max_note_chars] + " […truncated]"
         note = JudgeNote(id="", content=content, section=item.section, kind=item.kind, truncated_from=truncated,
                          isolated=instruction_like(item.content) if isolate else None)
-        if truncated is not None or note.isolated is not None:
-            runs += [[(item, note)], []]
+        if truncated is not None:
+            alone.append([(item, note)])
+        elif note.isolated is not None:
+            suspect.append((item, note))
         else:
-            runs[-1].append((item, note))
-    batches: list[list[tuple[Item, JudgeNote]]] = []
-    for run in runs:
-        if not run:
-            continue
-        k = max(len(_greedy(run, max_notes, max_chars)), len(run) // per_call)
-        size, extra = divmod(len(run), k)  # k batches whose sizes differ by at most one
-        cuts = [j * size + min(j, extra) for j in range(k + 1)]
-        even = [run[cuts[j]:cuts[j + 1]] for j in range(k)]
-        if all(sum(len(jn.content) for _, jn in b) <= max_chars for b in even):
-            batches += even
-            continue
-        # the character bound forbids that split: the smallest per-batch cap that needs at most k
-        lo, hi = -(-len(run) // k), max_notes
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if len(_greedy(run, mid, max_chars)) <= k:
-                hi = mid
-            else:
-                lo = mid + 1
-        batches += _greedy(run, lo, max_chars)
+            plain.append((item, note))
+    batches = _spread(plain, max_notes, max_chars, min(notes_per_call, max_notes)) + alone
+    batches += _greedy(suspect, max_notes, max_chars)
     for batch in batches:
         for i, (_, jn) in enumerate(batch, 1):
             jn.id = f"n{i}"
     return batches
+
+
+def _spread(run: list, max_notes: int, max_chars: int, per_call: int) -> list[list]:
+    """``run`` in one batch per ``per_call`` notes (at least as many as the bounds need), evenly."""
+    if not run:
+        return []
+    k = max(len(_greedy(run, max_notes, max_chars)), len(run) // per_call)
+    size, extra = divmod(len(run), k)  # k batches whose sizes differ by at most one
+    cuts = [j * size + min(j, extra) for j in range(k + 1)]
+    even = [run[cuts[j]:cuts[j + 1]] for j in range(k)]
+    if all(sum(len(jn.content) for _, jn in b) <= max_chars for b in even):
+        return even
+    # the character bound forbids that split: the smallest per-batch cap that needs at most k
+    lo, hi = -(-len(run) // k), max_notes
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if len(_greedy(run, mid, max_chars)) <= k:
+            hi = mid
+        else:
+            lo = mid + 1
+    return _greedy(run, lo, max_chars)
 
 
 def _call_with_deadline(judge, batch, context, timeout: float | None):
