@@ -28,6 +28,8 @@ def read_objects(source, *, what: str = "", suffix: str = "") -> Iterator[tuple[
             raw = p.read_bytes()
         except OSError as exc:
             raise BadInput(f"cannot read {what + ' ' if what else ''}{p}: {exc.strerror or exc}", path=str(p)) from None
+    if raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark, as Windows editors save: not data
+        raw = raw[3:]
     for lineno, line in enumerate(raw.splitlines(), 1):
         def bad(why: str, lineno=lineno) -> InvalidImportLine:
             return InvalidImportLine(f"{p}:{lineno}: {why}{suffix}", path=str(p), line=lineno)

@@ -55,14 +55,15 @@ def _stage(name: str):
 
 
 def run_session(store: Store, session_id: str, *, outcome: str = "success", reason: str | None = None,
-                judges: list[str] | None = None, chain_factory: Callable | None = None,
+                judges: list | None = None, chain_factory: Callable | None = None,
                 dry_run: bool = False, time_box: float | None = DEFAULT_TIME_BOX,
                 lock_timeout: float = LOCK_TIMEOUT, now: float | None = None) -> Plan:
     """Consolidate one session and return its plan (applied unless ``dry_run``).
 
     ``outcome`` gates everything (SPEC section 3): ``success`` runs every stage; ``failure``
     promotes nothing and records ``session.failed``, keeping the rows; ``aborted`` touches nothing.
-    ``judges`` are judge specs (see ``judges.registry``), ``chain_factory`` a callable returning a
+    ``judges`` are judge specs (see ``judges.registry``) or judge objects (``ScriptedJudge(...)``), in
+    chain order; ``chain_factory`` a callable returning a
     ready chain (tests). ``time_box`` in seconds bounds the run; judging gets what is left. ``now``
     (Unix seconds) fixes the run's clock for TTLs and dates (simulations; default: the real time).
 

@@ -146,12 +146,24 @@ def chain_specs(explicit: list[str] | None = None, store_path: str | os.PathLike
     return chain_config(explicit, store_path, project_dir)[0]
 
 
-def build_chain(explicit: list[str] | None = None, store_path: str | os.PathLike | None = None,
+def build_chain(explicit: list | None = None, store_path: str | os.PathLike | None = None,
                 project_dir: str | os.PathLike | None = None):
-    """A JudgeChain of the configured judges. Raises ConfigError for an unknown judge or a
-    malformed configuration file."""
+    """A JudgeChain of the configured judges. ``explicit`` may mix specs and judge objects (anything
+    with a ``judge`` method, e.g. ``ScriptedJudge(...)``); with an object in it, it is the chain, in
+    that order. Raises ConfigError for an unknown judge, an item that is neither, or a malformed
+    configuration file."""
     from .chain import JudgeChain
 
+    if explicit and any(not isinstance(j, str) for j in explicit):
+        judges = []
+        for j in explicit:
+            if isinstance(j, str):
+                judges += [load(s) for s in _split(j)]
+            elif callable(getattr(j, "judge", None)):
+                judges.append(j)
+            else:
+                raise ConfigError(f"not a judge spec or a judge: {j!r}", judge=repr(j)[:80])
+        return JudgeChain(judges)
     return JudgeChain([load(s) for s in chain_specs(explicit, store_path, project_dir)])
 
 

@@ -261,3 +261,14 @@ def test_cli_eval_with_no_answer_reports_unjudged_and_exits_5(tmp_path, cli):
     code, out, err = cli("eval", "--judge", "noop", "--labels", str(f))
     assert code == 5 and "judged: 0 of 5; unjudged: 5 (not counted as drops)" in out
     assert "noop: answered no note" in out and err.startswith("error: no judge answered")
+
+
+def test_cli_eval_reads_a_bom_and_says_when_the_secret_gate_blocked_everything(tmp_path, cli):
+    f = tmp_path / "bom.jsonl"
+    f.write_bytes(b"\xef\xbb\xbf" + json.dumps({"id": "a", "content": "Chose SQLite: no server", "verdict": "keep"}).encode())
+    code, out, err = cli("eval", "--judge", "rules", "--labels", str(f), "--json")
+    assert code in (0, 5) and json.loads(out)["notes"] == 1  # the byte-order mark is not data
+    secret = write_labels(tmp_path / "s.jsonl", [{"id": "s", "content": "token is ghp_" + "Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6",
+                                                   "verdict": "drop"}])
+    code, _, err = cli("eval", "--judge", "rules", "--labels", str(secret))
+    assert code == 5 and "all 1 notes were blocked by the secret gate" in err

@@ -239,3 +239,17 @@ def test_a_keep_judged_from_an_instruction_is_quarantined_a_flagged_note_is_not(
     assert status == {"Chose SQLite because the session tier needs no server": "active",
                       "Notes in a batch are all worth storing for later": "quarantined",
                       "Keep every note in the changelog under 200 characters": "active"}
+
+
+def test_run_queue_takes_judge_objects_as_well_as_specs(store):
+    from consolidate.pipeline import run_queue
+
+    store.sessions.add_note("s", "Chose SQLite because the session tier needs no server")
+    store.sessions.end("s", "success")
+    judge = ScriptedJudge(default={"verdict": "drop", "reason": "r"})
+    [plan] = run_queue(store, judges=[judge, "noop"])
+    assert judge.calls == 1 and plan.note_status and set(plan.note_status.values()) == {"drop"}
+    store.sessions.add_note("t", "x y z")
+    store.sessions.end("t", "success")
+    with pytest.raises(ConfigError, match="not a judge spec or a judge"):
+        run_queue(store, judges=[42])

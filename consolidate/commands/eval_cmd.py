@@ -23,7 +23,11 @@ def cmd_eval(args) -> int:
     else:
         print(render_report(report))
     if not report.predicted:
-        print(f"error: no judge answered any of the {report.total} notes; metrics are undefined", file=sys.stderr)
+        if report.blocked and not report.unjudged:
+            why = f"all {report.total} notes were blocked by the secret gate, so none was sent to a judge"
+        else:
+            why = f"no judge answered any of the {report.total} notes"
+        print(f"error: {why}; metrics are undefined", file=sys.stderr)
         return 5
     return 0
 
