@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-_END = r"(?=\s*(?:$|[.,;:!)\]—-]|and\b|above\b|below\b|in this batch\b|here\b))"
+_END = r"(?=\s*(?:$|[.,;:!)\]—-]|and\b|above\b|in this batch\b|here\b))"
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     # "ignore the rules above", "disregard all previous instructions": not "ignore the rules in .eslintrc",
     # "forget any previous instructions about node 16" or "ignore the previous rules file"
@@ -35,8 +35,8 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(keep|drop|accept|reject|approve)\s+(every|all|each)\s+(the\s+)?(other\s+|single\s+)?(note|notes)"
                 + _END, re.I | re.M),
      "orders a verdict for every note"),
-    (re.compile(r"(?im)^\s*(system|assistant)\s*:[^\n]{0,80}?\b(ignore|disregard|override|rules|instructions|"
-                r"prompt|you are|you must|from now on|every note|all notes|keeper|verdict)"),
+    (re.compile(r"(?im)^\s*(system|assistant)\s*:[^\n]{0,80}?\b(ignore|disregard|you are now|every note|all notes|"
+                r"curation rules|from now on,?\s+(answer|keep|drop|mark|treat|ignore|you)\b|answer keep|keep everything)"),
      "carries a role label with an order"),
     (re.compile(r"<<<NOTES|NOTES>>>"), "writes the notes block's markers"),
 ]
