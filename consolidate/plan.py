@@ -59,7 +59,9 @@ class Candidate:
     ``who`` for a preference, ``command``/``context`` for a recipe, ``symptom``/``cause`` for a
     failure). ``status`` is ``active``, ``quarantined`` or ``disputed``; ``tier`` is ``durable`` or
     ``transient``. ``outcome`` is filled by the later stages: ``write``, ``rejected``,
-    ``duplicate`` (re-confirms ``duplicate_of``); only ``write`` reaches the store.
+    ``duplicate`` (re-confirms ``duplicate_of``); only ``write`` reaches the store. ``isolated``
+    says why the judge saw the note apart (worded as an instruction to the judge,
+    judges/injection.py): such a keeper is quarantined and confirms nothing.
     """
 
     note_ids: list[int]
@@ -80,6 +82,7 @@ class Candidate:
     provenance: dict[str, Any] = field(default_factory=dict)
     last_confirmed: str | None = None
     embedding: list[float] | None = None
+    isolated: str | None = None
 
     @property
     def pending(self) -> bool:

@@ -24,6 +24,7 @@ import os
 import re
 import threading
 import time
+import typing
 from importlib import resources
 from typing import Any, Optional
 
@@ -206,24 +207,20 @@ class APIJudge:
         """One structured call for the batch; returns raw verdict dicts (validated by the chain).
         An answer cut at ``max_tokens`` gives the verdicts it completed (see :func:`salvage_objects`);
         the chain passes the rest of the batch on."""
-        answer = self._structured(render_prompt(batch, context, self.prompt_version), Verdicts,
-                                  min(MAX_TOKENS_CAP, TOKENS_PER_NOTE * len(batch) + 200), timeout)
-        if isinstance(answer, list):  # salvaged from a cut answer
-            return answer
-        return [v.model_dump(exclude_none=True) for v in answer.verdicts]
+        return self._structured(render_prompt(batch, context, self.prompt_version), Verdicts,
+                                min(MAX_TOKENS_CAP, TOKENS_PER_NOTE * len(batch) + 200), timeout)
 
     def compare(self, pairs: list, context: JudgeContext, timeout: float | None) -> list[dict]:
         """The contradiction check: ``pairs`` is ``[(pid, Pair)]``; returns ``[{"id", "relation",
         "reason"}]`` with relation ``duplicate``, ``contradicts`` or ``unrelated`` (prompt
         ``contradiction-v1``)."""
-        answer = self._structured(render_compare_prompt(pairs, context), Relations,
-                                  min(MAX_TOKENS_CAP, 60 * len(pairs) + 100), timeout)
-        if isinstance(answer, list):
-            return answer
-        return [r.model_dump(exclude_none=True) for r in answer.relations]
+        return self._structured(render_compare_prompt(pairs, context), Relations,
+                                min(MAX_TOKENS_CAP, 60 * len(pairs) + 100), timeout)
 
-    def _structured(self, prompt: str, response_model, max_tokens: int, timeout: float | None):
-        """One chat call with ``response_model`` as the forced tool (instructor ``Mode.TOOLS``),
+    def _structured(self, prompt: str, response_model, max_tokens: int, timeout: float | None) -> list[dict]:
+        """One chat call with ``response_model`` (a model with one list field) as the forced tool
+        (instructor ``Mode.TOOLS``); returns that list's items as dicts, or the items completed
+        before an answer was cut at ``max_tokens`` (:meth:`_salvage`). It is
         retried by tenacity on rate limits and 5xx only, inside ``timeout`` seconds. Raises the judge
         error tree (see :func:`_classify`)."""
         ok, why = self.available()
@@ -275,7 +272,8 @@ class APIJudge:
         self._record_usage(completion, time.time() - started, litellm)
         if self._was_cut(completion, max_tokens):
             return self._salvage(completion, response_model, max_tokens)
-        return answer
+        key = next(iter(response_model.model_fields))
+        return [item.model_dump(exclude_none=True) for item in getattr(answer, key)]
 
     def _was_cut(self, completion, max_tokens: int) -> bool:
         """Whether the answer stopped at ``max_tokens``: finish_reason ``length``, or (llama.cpp
@@ -290,7 +288,7 @@ class APIJudge:
         """The complete objects of a cut answer's list (``verdicts`` or ``relations``); raises
         JudgeOutputInvalid when there is none. Noted in ``last_call`` (the run's judge.call event)."""
         key = next(iter(response_model.model_fields))
-        item_model = _ApiVerdict if response_model is Verdicts else _Relation
+        (item_model,) = typing.get_args(response_model.model_fields[key].annotation)  # list[Item] -> Item
         objects = []
         for obj in salvage_objects(_answer_text(completion), key):
             try:  # the same shape a whole answer gives; an invalid one goes on raw, for the chain to report

@@ -96,7 +96,7 @@ def run(plan, ctx):
         hits = [h for h in longterm.neighbours(c.embedding, type_=c.type, scope=plan.scope, k=NEIGHBOURS)
                 if h["similarity"] >= CANDIDATE_SIMILARITY]
         match = next((h for h in hits if same_memory(h["document"], c.statement, h["similarity"])), None)
-        if match is not None and c.provenance.get("isolated"):
+        if match is not None and c.isolated:
             # judged from a note worded as an instruction to the judge: it may not vouch for anything
             c.outcome, c.duplicate_of = "duplicate", match["id"]
             c.outcome_reason = (f"same as {match['id']}; not counted as a confirmation (judged from a note worded"

@@ -53,8 +53,7 @@ def run(plan, ctx):
             note_ids=[note.id], statement=" ".join(v.statement.split()), type=(v.type or "").strip().lower() or "fact",
             source=source, evidence=evidence, confidence=confidence, reason=v.reason or "judged memorable",
             fields=dict(v.fields), entities=[e for e in v.entities if isinstance(e, str)][:20],
-            provenance={"prompt_version": judged.prompt_version,
-                        **({"isolated": judged.isolated} if judged.isolated else {})},
+            provenance={"prompt_version": judged.prompt_version}, isolated=judged.isolated,
         )
         plan.decide("note.judged_keep", note_ids=[note.id], reason=candidate.reason, type=candidate.type, **detail)
         plan.candidates.append(candidate)

@@ -30,13 +30,12 @@ def run(plan, ctx):
         c.tier, why = durability(c.statement, confidence=c.confidence, had_ttl=had_ttl)
         if c.tier == "transient":
             plan.decide("candidate.transient", note_ids=c.note_ids, reason=why, type=c.type)
-        elif c.provenance.get("isolated"):
+        elif c.isolated:
             c.status, c.confidence = "quarantined", "low"
             plan.decide("candidate.quarantined", note_ids=c.note_ids, type=c.type,
-                        reason=f"judged from a note worded as an instruction to the judge ({c.provenance['isolated']})")
+                        reason=f"judged from a note worded as an instruction to the judge ({c.isolated})")
         elif c.confidence == "low":
             c.status = "quarantined"
             plan.decide("candidate.quarantined", note_ids=c.note_ids,
                         reason=f"low-confidence single observation ({c.evidence})", type=c.type)
     return plan
-
