@@ -29,6 +29,21 @@ CONSOLE = str(Path(sys.executable).parent / "consolidate")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 
+#: Every timed comparison takes the median of at least this many runs (shared, noisy machine).
+MIN_RUNS = 5
+
+
+def parser(doc: str, runs: int, what: str = "timed runs per case"):
+    """The benchmark script's argument parser (description: the first paragraph of ``doc``) with
+    ``--runs``, read as at least MIN_RUNS."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--runs", type=lambda v: max(MIN_RUNS, int(v)), default=runs,
+                    help=f"{what} (>= {MIN_RUNS}; default {runs})")
+    return ap
+
+
 def check_venv() -> None:
     """Warn when not run with the project's venv python (the figures would compare other things)."""
     if not Path(CONSOLE).exists():

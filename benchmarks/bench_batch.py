@@ -12,7 +12,6 @@ claimed session, and the output says so. Each run gets a fresh store (filled unt
 
 from __future__ import annotations
 
-import argparse
 import io
 import math
 import shutil
@@ -22,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench import (STAGE_SECONDS, STEP_SECONDS, check_venv, fill_session, goal_line,  # noqa: E402
+from _bench import (STAGE_SECONDS, STEP_SECONDS, check_venv, fill_session, goal_line, parser,  # noqa: E402
                     install_stage_timers, install_step_timers, interleaved, median, real_sessions, release_chroma, scripted_chain_factory,
                     skip_without_notes)
 
@@ -80,14 +79,13 @@ def install_embed_timer() -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=5, help="timed runs of each concurrency (>= 5; default 5)")
+    ap = parser(__doc__, 5, "timed runs of each concurrency")
     ap.add_argument("--sessions", type=int, default=20)
     ap.add_argument("--notes", type=int, default=20, help="notes per session (default 20: one judge call)")
     ap.add_argument("--latency", type=float, default=1.0, help="seconds per judge call (default 1.0)")
     ap.add_argument("--concurrency", type=int, default=8)
     args = ap.parse_args()
-    runs = max(5, args.runs)
+    runs = args.runs
     check_venv()
     real = real_sessions()
     skip_without_notes(real)

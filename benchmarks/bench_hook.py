@@ -15,7 +15,6 @@ by one in a fresh interpreter.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import os
@@ -27,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench import (CONSOLE, HEAVY, PYTHON, check_venv, goal_line, interleaved, median, ms,  # noqa: E402
+from _bench import (CONSOLE, HEAVY, PYTHON, check_venv, goal_line, interleaved, median, ms, parser,  # noqa: E402
                     report_importtime, run_cmd, spread)
 
 def payload(sid: str, cwd: str, reason: str = "prompt_input_exit") -> bytes:
@@ -83,10 +82,9 @@ def wait_for_worker(store: Path, timeout: float = 60.0) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=15, help="timed runs per case (>= 5; default 15)")
+    ap = parser(__doc__, 15, "timed runs per case")
     args = ap.parse_args()
-    runs = max(5, args.runs)
+    runs = args.runs
     check_venv()
     tmp = Path(tempfile.mkdtemp(prefix="bench-hook-"))
     store = tmp / "store"

@@ -10,7 +10,6 @@ temp store; the store holds a long-term tier (a manifest) like a store in use wo
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import shutil
 import subprocess
@@ -19,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench import (CONSOLE, PYTHON, check_venv, goal_line, interleaved, median, ms,  # noqa: E402
+from _bench import (CONSOLE, PYTHON, check_venv, goal_line, interleaved, median, ms, parser,  # noqa: E402
                     report_importtime, run_cmd, spread)
 
 #: One idle run under cProfile in a fresh interpreter: the consolidate functions by cumulative time.
@@ -41,10 +40,9 @@ sys.stderr.write(f"import consolidate.cli {t_import * 1000:.1f} ms; main() {t_ma
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=15, help="timed runs per case (>= 5; default 15)")
+    ap = parser(__doc__, 15, "timed runs per case")
     args = ap.parse_args()
-    runs = max(5, args.runs)
+    runs = args.runs
     check_venv()
     from consolidate.store import Store, write_json_atomic
 

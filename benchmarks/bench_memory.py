@@ -21,7 +21,6 @@ Issue 7 sets no goal for memory: the last line gives the worker's peak against t
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -31,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench import (CONSOLE, PYTHON, check_venv, fill_session, keeps, median, real_notes,  # noqa: E402
+from _bench import (CONSOLE, PYTHON, check_venv, fill_session, keeps, median, real_notes, parser,  # noqa: E402
                     skip_without_notes)
 
 BENCH_DIR = str(Path(__file__).resolve().parent)
@@ -92,11 +91,10 @@ def peak_rss(argv: list[str], tmp: Path) -> tuple[float, float]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=5, help="runs of each (>= 5; default 5)")
+    ap = parser(__doc__, 5, "runs of each")
     ap.add_argument("--notes", type=int, default=1000)
     args = ap.parse_args()
-    runs = max(5, args.runs)
+    runs = args.runs
     check_venv()
     notes = real_notes(args.notes)
     skip_without_notes(notes)

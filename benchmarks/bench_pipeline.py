@@ -14,7 +14,6 @@ ids, documents and metadata. The two alternate, round by round. Goal: at most 1.
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 import tempfile
@@ -22,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench import (STEP_SECONDS, check_venv, fill_session, goal_line, install_step_timers,  # noqa: E402
+from _bench import (STEP_SECONDS, check_venv, fill_session, goal_line, install_step_timers, parser,  # noqa: E402
                     interleaved, median, profile_top, real_notes, release_chroma, scripted_chain_factory,
                     skip_without_notes)
 
@@ -140,12 +139,11 @@ def hotspots(plan, tmp: Path) -> dict[str, float]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=7, help="timed runs of each (>= 5; default 7)")
+    ap = parser(__doc__, 7, "timed runs of each")
     ap.add_argument("--notes", type=int, default=1000, help="real notes in the session (default 1000)")
     ap.add_argument("--no-profile", action="store_true", help="skip the cProfile run when the goal is missed")
     args = ap.parse_args()
-    runs = max(5, args.runs)
+    runs = args.runs
     check_venv()
     notes = real_notes(args.notes)
     skip_without_notes(notes)

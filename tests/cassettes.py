@@ -16,11 +16,11 @@ import os
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import vcr
+
+from servers import wait_until_answers
 
 CASSETTES = Path(__file__).resolve().parents[1] / "cassettes"
 RECORDING = os.environ.get("CONSOLIDATE_RECORD") == "1"
@@ -141,12 +141,7 @@ def model_server(port: int):
                              "--port", str(port), "--n_ctx", "8192", "--seed", "42", "--n_threads", "2"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(600):
-            try:
-                urllib.request.urlopen(base + "/models", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_until_answers(base + "/models", proc, 60, "llama.cpp's server")
         yield base
     finally:
         proc.terminate()

@@ -4,8 +4,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,8 @@ from consolidate import Store
 from consolidate.pipeline import run_queue
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
+
+from servers import wait_until_answers
 
 pytestmark = pytest.mark.chroma_server
 
@@ -33,16 +33,7 @@ def chroma_server(tmp_path):
                              "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(url + "/api/v2/heartbeat", timeout=1)
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    pytest.fail("chroma run exited: " + (tmp_path / "chroma.log").read_text(errors="replace")[-2000:])
-                time.sleep(0.1)
-        else:
-            pytest.fail("chroma run did not answer within 30 s")
+        wait_until_answers(url + "/api/v2/heartbeat", proc, 30, "chroma run", tmp_path / "chroma.log")
         yield url
     finally:
         proc.terminate()
