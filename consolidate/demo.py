@@ -81,6 +81,40 @@ def choose_judges() -> tuple[list[str], str]:
                        " for a local server) or a provider key to use one")
 
 
+def show_workspace(store, judges) -> None:
+    """A session with a workspace (consolidate.workspace): context recalled for the task, scratch in
+    working/, candidates in output/ (one holding a fake key, blocked at extraction), an escape
+    refused, an abort and a resume, then success through the pipeline."""
+    from .errors import PathRefused
+    from .pipeline import run_queue
+    from .report import render_plan
+    from .workspace import start
+
+    sid = "workspace-ci-cache"
+    ws, info = start(store, sid, task="speed up the login tests on CI")
+    print(f"session {sid} with a workspace ({info['path']}):")
+    print(f"  start: context/ holds core.md, session.json and {info['memories']} memories recalled for the task")
+    ws.write("working/plan.md", "1. time the CI steps\n")
+    try:
+        ws.write("../../escape.md", "x")
+    except PathRefused as exc:
+        print(f"  write ../../escape.md: refused ({exc})")
+    ws.write("output/durable-memory.md",
+             "## Decisions\n\n- Decided to cache the pip wheels on CI because installing them took 3 of the"
+             " 5 minutes\n- CI_TOKEN=" + _FAKE_KEY + "\n")
+    got = ws.extract()
+    print(f"  extract: {got['candidates']} candidate, {len(got['blocked'])} blocked by the secret gate"
+          f" ({', '.join(got['blocked'][0]['kinds'])} {' '.join(got['blocked'][0]['previews'])})")
+    ws.complete("aborted")
+    ws, info = start(store, sid)
+    print(f"  aborted, then resumed as it was: working/plan.md still says {ws.read('working/plan.md')['content'].strip()!r}")
+    done = ws.complete("success")
+    print(f"  complete(success): {done['extracted']} candidate queued, working/ removed: {done['working_removed']}")
+    for plan in run_queue(store, session_id=sid, judges=judges):
+        print(render_plan(plan))
+    print()
+
+
 def run_demo(keep: bool = False) -> int:
     """Run the demo and print what happened; returns 0."""
     from .pipeline import run_queue, run_session
@@ -105,6 +139,7 @@ def run_demo(keep: bool = False) -> int:
             s = summary(plan)
             print(f"  -> {s['written_durable']} durable, {s['written_quarantined']} quarantined,"
                   f" {s['written_transient']} transient, {s['reconfirmed']} re-confirmed\n")
+        show_workspace(store, judges)
         query = "why do the login tests time out on CI?"
         print(f'recall "{query}":')
         for hit in store.longterm().search(query, k=3):

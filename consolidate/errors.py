@@ -9,7 +9,8 @@ prints ``error: <message>`` on one line, never a traceback.
     ├── BadInput                 invalid note, import file or argument       (exit 2)
     │   ├── EmptyNote
     │   ├── InvalidImportLine
-    │   └── SecretBlocked        a write through the API held secret material
+    │   ├── SecretBlocked        a write through the API held secret material
+    │   └── PathRefused          a workspace path escapes the workspace or its writable folders
     ├── UnknownSession           no note and no session end for the id       (exit 3)
     ├── StoreError               the store folder cannot be used              (exit 4)
     │   ├── StorePathError       the path is a file, or cannot be created
@@ -58,6 +59,12 @@ class InvalidImportLine(BadInput):
 class SecretBlocked(BadInput):
     """A text written through the API held secret material. Attributes: ``kinds`` (rule names),
     ``previews`` (redacted: first 3 characters + ``…`` + last character)."""
+
+
+class PathRefused(BadInput):
+    """A workspace path refused: absolute, holding ``..``, leading outside the workspace through a
+    symlink, or a write outside ``working/`` and ``output/``. Attribute: ``path`` (as given, cut to
+    120 characters; None when it was not text)."""
 
 
 class ConfigError(BadInput):

@@ -13,15 +13,16 @@ from typing import Callable, Iterator
 from .errors import BadInput, InvalidImportLine
 
 
-def read_objects(source, *, what: str = "", suffix: str = "") -> Iterator[tuple[int, dict, Callable[[str], InvalidImportLine]]]:
+def read_objects(source, *, what: str = "", suffix: str = "", name: str | None = None) -> Iterator[tuple[int, dict, Callable[[str], InvalidImportLine]]]:
     """Yield ``(line number, object, bad)`` for each non-blank line of ``source`` (a path, or a
     binary stream such as standard input); ``bad(why)`` builds the InvalidImportLine for that line
-    (``suffix`` is appended to its message, e.g. "; nothing was imported").
+    (``suffix`` is appended to its message, e.g. "; nothing was imported"; ``name`` names a stream in
+    messages, default ``<stdin>``).
 
     Raises BadInput when the file cannot be read (``what`` names it in the message, e.g. "label
     file"), InvalidImportLine for invalid UTF-8, invalid or too deeply nested JSON, or a non-object."""
     if hasattr(source, "read"):
-        p, raw = Path("<stdin>"), source.read()
+        p, raw = Path(name or "<stdin>"), source.read()
     else:
         p = Path(source)
         try:

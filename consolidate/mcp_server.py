@@ -3,12 +3,17 @@
 Built on the ``mcp`` package 2.x (``mcp.server.mcpserver.MCPServer``). Tools:
 
 - ``note(session_id, content, flag, ttl, kind)`` writes one working note; returns its id.
-- ``session_read(session_id)`` returns the session's notes and its queued end, if any.
+- ``session_read(session_id, path)`` returns the session's notes, its queued end and its workspace,
+  if any; with ``path``, a file or folder of its workspace.
 - ``recall(query, k, include_quarantined)`` returns the nearest memories, each rendered with its
   suffix (``Use pnpm, not npm [high, user-stated, 2026-07]``) and its id.
-- ``session_complete(session_id, outcome, reason)`` records the session end in the queue and returns
-  at once: it never runs the pipeline inline. A worker consolidates the queue (started here when one
+- ``session_complete(session_id, outcome, reason, ephemeral)`` records the session end in the queue
+  (after the workspace's share of the outcome, see ``consolidate.workspace``) and returns at once:
+  it never runs the pipeline inline. A worker consolidates the queue (started here when one
   is available, else by the next hook, ``consolidate worker`` or ``consolidate run``).
+
+- ``session_start``, ``session_write``, ``session_append``, ``session_extract``: the agent
+  workspace (``consolidate.workspace_mcp``).
 
 Bad input (an empty note, an unknown outcome, a bad TTL) comes back as a tool error whose text is the
 one-line message of the ConsolidateError, never a traceback.
@@ -193,10 +198,17 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
     @server.tool()
     async def session_read(
         session_id: Annotated[str, Field(description="The session id.")],
+        path: Annotated[str | None, Field(description="A file or folder of the session's workspace "
+                                                      "(e.g. context/memories.md); omit for the notes.")] = None,
     ) -> dict[str, Any]:
-        """The session's notes, oldest first, and its recorded end (None while it is open)."""
+        """The session's notes, oldest first, its recorded end (None while it is open) and its
+        workspace (None without one); with ``path``, that workspace file's text or folder's listing."""
         def read(s: Store) -> dict[str, Any]:
+            from .workspace_mcp import read_part
+
             sid = check_session_id(session_id)
+            if path is not None and path.strip():
+                return {"session_id": sid, **read_part(s, sid, path)}
             now = _dt.datetime.now(_dt.timezone.utc).timestamp()
             notes = [{"id": n.id, "content": n.content, "flag": n.flag, "kind": n.kind,
                       "created_at": _iso(n.created_at), "expires_at": _iso(n.expires_at),
@@ -206,7 +218,8 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
             if end is not None:
                 end = {k: (_iso(v) if k == "ended_at" else v) for k, v in end.items()
                        if k in ("outcome", "reason", "ended_at", "status", "run_id", "result")}
-            return {"session_id": sid, "count": len(notes), "notes": notes, "end": end}
+            return {"session_id": sid, "count": len(notes), "notes": notes, "end": end,
+                    "workspace": read_part(s, sid, None)}
 
         return await backend.run(read)
 
@@ -246,13 +259,21 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
                                       json_schema_extra={"enum": list(OUTCOMES)})],
         reason: Annotated[str | None, Field(description="Why the session ended (kept in the audit "
                                                         "log for a failure).")] = None,
+        ephemeral: Annotated[bool, Field(description="On failure, also remove the session's workspace.")] = False,
     ) -> dict[str, Any]:
         """Record the session end in the queue and return at once; a background worker consolidates
         it. Completing the same session again replaces its outcome while it is still queued."""
         def complete(s: Store) -> dict[str, Any]:
+            from .workspace_mcp import complete_part
+
             sid = check_session_id(session_id)
+            if outcome not in OUTCOMES:
+                s.sessions.end(sid, outcome, reason or None)  # raises the one-line BadInput
+            ws = complete_part(s, sid, outcome, reason or None, ephemeral)
             s.sessions.end(sid, outcome, reason or None)
             result = {"session_id": sid, "outcome": outcome, "notes": s.sessions.count(sid), "status": "queued"}
+            if ws is not None:
+                result["workspace"] = ws
             if spawner is None:
                 result["worker"] = "not started"
                 result["message"] = (f"queued; no worker was started ({spawner_name}): it will be consolidated "
@@ -272,6 +293,9 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
 
         return await backend.run(complete)
 
+    from .workspace_mcp import register as register_workspace_tools
+
+    register_workspace_tools(server, backend)
     return server
 
 

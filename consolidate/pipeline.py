@@ -61,7 +61,8 @@ def run_session(store: Store, session_id: str, *, outcome: str = "success", reas
     """Consolidate one session and return its plan (applied unless ``dry_run``).
 
     ``outcome`` gates everything (SPEC section 3): ``success`` runs every stage; ``failure``
-    promotes nothing and records ``session.failed``, keeping the rows; ``aborted`` touches nothing.
+    promotes nothing and records ``session.failed`` (also for a session without notes, e.g. a
+    workspace session that extracted nothing), keeping the rows; ``aborted`` touches nothing.
     ``judges`` are judge specs (see ``judges.registry``) or judge objects (``ScriptedJudge(...)``), in
     chain order; ``chain_factory`` a callable returning a
     ready chain (tests). ``time_box`` in seconds bounds the run; judging gets what is left. ``now``
@@ -77,7 +78,7 @@ def run_session(store: Store, session_id: str, *, outcome: str = "success", reas
     t0 = time.perf_counter()
     _stage("count")(plan, ctx)
     plan.stage_seconds["count"] = round(time.perf_counter() - t0, 6)
-    if plan.note_count == 0 or outcome == "aborted":
+    if (plan.note_count == 0 and outcome != "failure") or outcome == "aborted":
         if not dry_run:
             store.sessions.finish(session_id, "done" if outcome != "aborted" else "aborted", None,
                                   {"notes": plan.note_count})
@@ -86,8 +87,9 @@ def run_session(store: Store, session_id: str, *, outcome: str = "success", reas
     if outcome == "failure":
         plan.decide("session.failed", reason=reason or "the session failed", notes_kept=plan.note_count)
         plan.notes = store.sessions.notes(session_id)
-        _run_timed("secret_gate", plan, ctx)  # the kept rows are redacted in place by apply
-        _run_timed("failure_link", plan, ctx)
+        if plan.notes:  # a failure without notes still leaves its session.failed event
+            _run_timed("secret_gate", plan, ctx)  # the kept rows are redacted in place by apply
+            _run_timed("failure_link", plan, ctx)
         return _apply(plan, ctx, lock_timeout)
     for name in ORDER[1:]:
         if name in _LOCKED_STAGES:

@@ -16,7 +16,8 @@ from mcp import Client, StdioServerParameters
 from consolidate.mcp_server import build_server
 from consolidate.pipeline import run_queue
 
-TOOLS = {"note", "session_read", "recall", "session_complete"}
+TOOLS = {"note", "session_read", "recall", "session_complete",
+         "session_start", "session_write", "session_append", "session_extract"}
 
 
 def call(client, name, **arguments):

@@ -22,5 +22,5 @@ def cmd_mcp(args) -> int:
 
 def register(sub, common) -> None:
     s = sub.add_parser("mcp", parents=[common],
-                       help="MCP server over stdio: note, session_read, recall, session_complete")
+                       help="MCP server over stdio: note, recall, session_start/read/write/append/extract/complete")
     s.set_defaults(func=cmd_mcp)
