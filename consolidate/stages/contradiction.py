@@ -165,6 +165,36 @@ def _reconfirm(plan, c, match, today) -> None:
                 confidence=confidence, status=status)
 
 
+def _held_back(plan, c, h, judge) -> bool:
+    """A quarantined or instruction-derived candidate never overrules an active entry (nor an
+    active keeper of this run overruled by one): the held-back side is rejected instead
+    (consolidate/stages/credibility.py). True when it decided the pair."""
+    from .credibility import may_overrule
+
+    other = h.get("candidate")
+    why = may_overrule(c, other.status if other is not None else h["metadata"].get("status"))
+    loser, target = c, h["id"] or "another keeper of this run"
+    if why is None and other is not None:
+        why = may_overrule(other, c.status)
+        loser, target = other, "another keeper of this run"
+    if why is None:
+        return False
+    loser.outcome = "rejected"
+    loser.outcome_reason = f"contradicts {target}, which it may not overrule: {why}"
+    plan.decide("candidate.rejected", note_ids=loser.note_ids, reason=loser.outcome_reason,
+                memory_id=h["id"] if loser is c else None, judge=judge)
+    return True
+
+
+def _strengths(plan, c, h) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(new, old) strengths with each judge's evidence claim capped by the note's origin."""
+    from .credibility import credited_strength, entry_strength
+
+    other = h.get("candidate")
+    old = credited_strength(plan, other) if other is not None else entry_strength(h["metadata"])
+    return credited_strength(plan, c), old
+
+
 def _judge_pairs(plan, ctx, to_compare, today) -> None:
     from judges.base import JudgeContext
     from judges.chain import Pair, compare_pairs
@@ -200,7 +230,9 @@ def _judge_pairs(plan, ctx, to_compare, today) -> None:
 def _contradiction(plan, c, h, judge) -> None:
     meta, other = h["metadata"], h.get("candidate")
     old_id = h["id"] or "(this run)"
-    new_s, old_s = strength(c.evidence, c.confidence), strength(meta.get("evidence"), meta.get("confidence"))
+    if _held_back(plan, c, h, judge):
+        return
+    new_s, old_s = _strengths(plan, c, h)
     if meta.get("status") == "quarantined" and other is None:
         # a contradicting observation deletes a quarantined entry, for good
         plan.updates.append(MemoryUpdate(h["id"], "tombstone", {"status": "deleted"}, event="memory.tombstoned",
