@@ -33,6 +33,8 @@ class BatchResult:
     interrupted: bool = False
     left_in_queue: int = 0
     seconds: float = 0.0
+    #: partial session ends queued again to judge their waiting notes (consolidate/deferral.py)
+    requeued_waiting: list[str] = field(default_factory=list)
 
 
 def end_orphans(store, orphan_age: float = ORPHAN_AGE, now: float | None = None) -> list[str]:
@@ -46,8 +48,8 @@ def end_orphans(store, orphan_age: float = ORPHAN_AGE, now: float | None = None)
         end = store.sessions.session_end(sid)
         if end is not None and end["status"] in ("queued", "running"):
             continue
-        if end is not None and end["status"] == "aborted":
-            continue  # an aborted session waits to be resumed
+        if end is not None and end["status"] in ("aborted", "partial"):
+            continue  # an aborted session waits to be resumed; a partial one's notes wait for a judge
         if newest < now - orphan_age:
             store.sessions.end(sid, "success", f"orphaned: no session end for {orphan_age / 3600:g} h", now=now)
             ended.append(sid)
@@ -89,6 +91,9 @@ def run_batch(store, *, concurrency: int = 4, judges: list[str] | None = None, c
         with store.lock():
             replay(store)
     result.orphans_ended = end_orphans(store, orphan_age, now)
+    from .deferral import requeue_ready
+
+    result.requeued_waiting = requeue_ready(store, judges=judges, chain_factory=chain_factory, now=now)
     pending = store.sessions.pending()
     update, postfix, close = _progress(len(pending), out)
 

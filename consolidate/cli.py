@@ -1,7 +1,8 @@
 """The ``consolidate`` command line (argparse, standard library).
 
 Errors: every ConsolidateError is printed as ``error: <one line>`` on stderr and exits with the
-error's ``exit_code`` (see ``consolidate.errors``): 2 bad input, 3 unknown session, 4 store, 5 judge.
+error's ``exit_code`` (see ``consolidate.errors``): 2 bad input, 3 unknown session, 4 store, 5 judge;
+``run`` exits 75 after a partial run (notes left waiting for a judge: consolidate/deferral.py).
 Ctrl-C exits 130. Heavy modules (chromadb, litellm, instructor) are imported only by the commands
 that need them, never by ``note`` or ``end``.
 """

@@ -36,6 +36,8 @@ class RunContext:
     chain_factory: Callable | None = None
     now: float = field(default_factory=time.time)
     dry_run: bool = False
+    #: days an unjudged note waits for a judge (None: $CONSOLIDATE_WAIT_DAYS or 7; consolidate/deferral.py)
+    wait_days: float | None = None
     _chain: object = None
 
     def chain(self):
@@ -57,7 +59,8 @@ def _stage(name: str):
 def run_session(store: Store, session_id: str, *, outcome: str = "success", reason: str | None = None,
                 judges: list | None = None, chain_factory: Callable | None = None,
                 dry_run: bool = False, time_box: float | None = DEFAULT_TIME_BOX,
-                lock_timeout: float = LOCK_TIMEOUT, now: float | None = None) -> Plan:
+                lock_timeout: float = LOCK_TIMEOUT, now: float | None = None,
+                wait_days: float | None = None) -> Plan:
     """Consolidate one session and return its plan (applied unless ``dry_run``).
 
     ``outcome`` gates everything (SPEC section 3): ``success`` runs every stage; ``failure``
@@ -67,10 +70,13 @@ def run_session(store: Store, session_id: str, *, outcome: str = "success", reas
     chain order; ``chain_factory`` a callable returning a
     ready chain (tests). ``time_box`` in seconds bounds the run; judging gets what is left. ``now``
     (Unix seconds) fixes the run's clock for TTLs and dates (simulations; default: the real time).
+    ``wait_days`` bounds how long a note no judge answered waits in the session tier for one
+    (default ``$CONSOLIDATE_WAIT_DAYS`` or 7; consolidate/deferral.py).
 
     Raises StoreLocked when the store lock is not free within ``lock_timeout`` seconds; judge
     failures never raise (they become events and unjudged notes)."""
-    ctx = RunContext(store=store, judge_specs=judges, chain_factory=chain_factory, dry_run=dry_run)
+    ctx = RunContext(store=store, judge_specs=judges, chain_factory=chain_factory, dry_run=dry_run,
+                     wait_days=wait_days)
     if now is not None:
         ctx.now = now
     plan = Plan(session_id=session_id, outcome=outcome, reason=reason, scope=store.project,
@@ -132,17 +138,23 @@ def run_queue(store: Store, *, session_id: str | None = None, stale_after: float
     """Run every pending session end, oldest first (only ``session_id``'s when given); returns the
     plans. Each session end is claimed first, so two processes never consolidate the same session;
     one claimed by a process that died (or longer ago than ``stale_after`` seconds) is taken over.
-    Keyword arguments go to :func:`run_session`; a dry run claims nothing."""
+    Session ends left ``partial`` (notes waiting for a judge) are queued again first when a judge
+    can answer now or a waiting note is past its bound (consolidate/deferral.py), so this run judges
+    exactly their waiting notes. Keyword arguments go to :func:`run_session`; a dry run claims nothing."""
     plans = []
+    _requeue_waiting(store, session_id, kwargs)
     if not kwargs.get("dry_run") and any(store.sub("journal").glob("*.json")):
         # a crashed run first: its session must not be consolidated twice
         from .stages.apply import replay
 
         with store.lock(kwargs.get("lock_timeout", LOCK_TIMEOUT)):
             replay(store)
-    for row in store.sessions.pending(session_id):
+    rows = store.sessions.pending(session_id)
+    if kwargs.get("dry_run"):
+        rows = sorted(rows + _partial_rows(store, session_id), key=lambda r: (r["ended_at"], r["session_id"]))
+    for row in rows:
         if kwargs.get("dry_run"):
-            if row in store.sessions.queued(row["session_id"]):
+            if row in store.sessions.queued(row["session_id"]) or row in store.sessions.partial():
                 plans.append(run_session(store, row["session_id"], outcome=row["outcome"], reason=row["reason"], **kwargs))
             continue
         claimed = store.sessions.claim(row["session_id"], stale_after=stale_after)
@@ -155,3 +167,18 @@ def run_queue(store: Store, *, session_id: str | None = None, stale_after: float
             store.sessions.release(claimed["session_id"])
             raise
     return plans
+
+
+def _requeue_waiting(store, session_id: str | None, kwargs: dict) -> list[str]:
+    """Re-queue partial session ends whose waiting notes can move (not for a dry run)."""
+    if kwargs.get("dry_run"):
+        return []
+    from .deferral import requeue_ready
+
+    return requeue_ready(store, judges=kwargs.get("judges"), chain_factory=kwargs.get("chain_factory"),
+                         now=kwargs.get("now"), session_id=session_id)
+
+
+def _partial_rows(store, session_id: str | None) -> list[dict]:
+    """Partial session ends (a dry run shows what a run would do with their waiting notes)."""
+    return [r for r in store.sessions.partial() if session_id is None or r["session_id"] == session_id]

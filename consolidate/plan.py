@@ -142,6 +142,14 @@ class Plan:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     judges_used: list[str] = field(default_factory=list)
     finished: bool = False
+    #: notes left waiting for a judge: ``{"note_id", "since", "until", "reasons", "attempts"}``
+    #: (Unix seconds; consolidate/deferral.py)
+    waiting: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def partial(self) -> bool:
+        """True when the run left notes waiting for a judge."""
+        return bool(self.waiting)
 
     def decide(self, event: str, *, note_ids: list[int] | None = None, reason: str = "", **detail) -> dict:
         """Add one decision (an event with its reason) to the plan and return it."""

@@ -33,7 +33,8 @@ _LABELS = {
     "note.flagged": "flagged",
     "note.judged_keep": "judged keep",
     "note.judged_drop": "judged drop",
-    "note.unjudged": "unjudged",
+    "note.unjudged": "unjudged: waits",
+    "note.expired_unjudged": "EXPIRED unjudged",
     "candidate.rejected": "rejected by policy",
     "candidate.blocked": "BLOCKED (secret in judge text)",
     "candidate.transient": "transient (audit only)",
@@ -80,12 +81,14 @@ def render_plan(plan: Plan, *, show_notes: bool = True, width: int = 90) -> str:
         if label is None:
             if e["event"] == "judge.failed":
                 out.append(f"  judge {e.get('judge')} failed ({e.get('kind')}): {shorten(e.get('reason', ''), width)}")
+            elif e["event"] == "judge.reask":
+                out.append(f"  judge {e.get('judge')} answered part of a batch: {e.get('batch_size')} notes asked again")
             continue
         why = e.get("reason", "")
         if e["event"] in ("note.judged_keep", "note.judged_drop") and e.get("judge"):
             why = f"{e['judge']}: {why}"
         if e["event"] == "note.unjudged" and e.get("judge_reasons"):
-            why = "; ".join(e["judge_reasons"])
+            why = f"until {e.get('waiting_until')}: " + "; ".join(e["judge_reasons"])
         if e["event"] in ("note.blocked", "candidate.blocked"):
             why = f"{', '.join(e.get('kinds', []))} {' '.join(e.get('previews', []))}"
         ids = e.get("note_ids") or []

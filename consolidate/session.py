@@ -11,6 +11,10 @@ Tables:
   claimed_by, claimed_at)``: the queue. ``status`` is ``queued``; ``running`` while a process (pid
   ``claimed_by``) holds it; then ``done``, ``failure`` or ``aborted``. A ``running`` row whose process
   is gone, or whose claim is older than the stale age, is claimable again: a dead worker loses nothing.
+  ``partial``: the run left notes waiting for a judge (see ``waiting``).
+- ``waiting(note_id, session_id, since, until, attempts, reasons)``: notes no judge answered, kept in
+  the session tier until a run with an answering judge judges them or ``until`` (Unix seconds) passes
+  (``consolidate.deferral``); ``reasons`` is the JSON list of the last run's judge failures.
 """
 
 from __future__ import annotations
@@ -58,6 +62,15 @@ CREATE TABLE IF NOT EXISTS session_ends (
     claimed_by INTEGER,
     claimed_at REAL
 );
+CREATE TABLE IF NOT EXISTS waiting (
+    note_id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    since REAL NOT NULL,
+    until REAL NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    reasons TEXT NOT NULL DEFAULT '[]'
+);
+CREATE INDEX IF NOT EXISTS waiting_session ON waiting(session_id);
 """
 
 _KNOWN_IMPORT_FIELDS = {"content", "flag", "kind", "ttl", "session_id"}
@@ -312,6 +325,7 @@ class SessionTier:
                 chunk = ids[i:i + 500]
                 cur = self.db.execute(f"DELETE FROM notes WHERE id IN ({','.join('?' * len(chunk))})", chunk)
                 n += cur.rowcount
+                self.db.execute(f"DELETE FROM waiting WHERE note_id IN ({','.join('?' * len(chunk))})", chunk)
         if n:
             # Old WAL frames still hold the deleted rows: fold them into the database and truncate.
             self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -327,6 +341,52 @@ class SessionTier:
                 self.db.execute("UPDATE notes SET content=?, metadata=? WHERE id=?",
                                 (content, json.dumps(meta, ensure_ascii=False), nid))
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    # -- notes waiting for a judge (consolidate.deferral) ------------------------------------------
+
+    def set_waiting(self, session_id: str, waits: dict[int, tuple[float, float, list[str]]]) -> None:
+        """Record notes as waiting for a judge: ``{note_id: (since, until, reasons)}`` (Unix seconds).
+        A note already waiting keeps its ``since`` and ``until`` (its bound never moves) and counts
+        one more attempt. Idempotent per run only in effect (a replay adds one attempt)."""
+        if not waits:
+            return
+        with self._transaction():
+            for nid, (since, until, reasons) in waits.items():
+                self.db.execute(
+                    "INSERT INTO waiting(note_id, session_id, since, until, attempts, reasons) VALUES (?,?,?,?,1,?)"
+                    " ON CONFLICT(note_id) DO UPDATE SET attempts=waiting.attempts+1, reasons=excluded.reasons",
+                    (nid, session_id, since, until, json.dumps(reasons[:5], ensure_ascii=False)))
+
+    def waiting(self, session_id: str | None = None) -> dict[int, dict[str, Any]]:
+        """Notes waiting for a judge (of ``session_id`` when given): ``{note_id: {"session_id",
+        "since", "until", "attempts", "reasons"}}``. Rows whose note is gone are left out."""
+        sql = ("SELECT w.note_id, w.session_id, w.since, w.until, w.attempts, w.reasons FROM waiting w"
+               " JOIN notes n ON n.id = w.note_id")
+        args: tuple = ()
+        if session_id is not None:
+            sql += " WHERE w.session_id=?"
+            args = (session_id,)
+        return {r[0]: {"session_id": r[1], "since": r[2], "until": r[3], "attempts": r[4],
+                       "reasons": json.loads(r[5] or "[]")} for r in self.db.execute(sql + " ORDER BY w.note_id", args)}
+
+    def clear_waiting(self, note_ids: Iterable[int]) -> None:
+        """Forget the waiting rows of these notes (judged, expired or deleted)."""
+        ids = list(note_ids)
+        with self._transaction():
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                self.db.execute(f"DELETE FROM waiting WHERE note_id IN ({','.join('?' * len(chunk))})", chunk)
+
+    def partial(self) -> list[dict[str, Any]]:
+        """Session ends whose run left notes waiting for a judge, oldest first."""
+        return self._ends(("partial",), None)
+
+    def requeue_partial(self, session_id: str) -> bool:
+        """Put a ``partial`` session end back in the queue, so the next claim judges its waiting
+        notes; True when it was partial."""
+        cur = self.db.execute("UPDATE session_ends SET status='queued', updated_at=? WHERE session_id=?"
+                              " AND status='partial'", (time.time(), session_id))
+        return cur.rowcount > 0
 
     def sessions(self) -> dict[str, int]:
         """Every session with notes: ``{session_id: note count}``."""

@@ -53,6 +53,7 @@ def take(store, plan, durable) -> None:
         "before": before,
         "tombstoned": sorted({u.memory_id for u in plan.updates if u.action == "tombstone"} - archive.tombstones(store)),
         "graph": None,
+        "waiting": len(getattr(plan, "waiting", []) or []),  # notes the run left waiting for a judge
     })
 
 
@@ -83,5 +84,22 @@ def list_runs(store) -> list[dict[str, Any]]:
             continue
         out.append({"run_id": data["run_id"], "session_id": data["session_id"], "outcome": data.get("outcome"),
                     "started_at": data.get("started_at", 0), "added": len(data.get("added", [])),
-                    "changed": len(data.get("before", {})), "undone": bool(data.get("undone"))})
+                    "changed": len(data.get("before", {})), "undone": bool(data.get("undone")),
+                    "waiting": int(data.get("waiting") or 0), "partial": bool(data.get("waiting"))})
     return sorted(out, key=lambda r: r["started_at"], reverse=True)
+
+
+def with_partial_runs(store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` (from :func:`list_runs`) plus the runs that left notes waiting for a judge and wrote
+    nothing to the index (so have no undo record), from the queue of session ends; newest first.
+    Those carry ``"undo_record": False``."""
+    known = {r["run_id"] for r in rows}
+    extra = []
+    for end in store.sessions.last_runs(10_000):
+        result = end.get("result") or {}
+        if end["status"] != "partial" or not end["run_id"] or end["run_id"] in known:
+            continue
+        extra.append({"run_id": end["run_id"], "session_id": end["session_id"], "outcome": end["outcome"],
+                      "started_at": end["finished_at"], "added": 0, "changed": 0, "undone": False,
+                      "waiting": int(result.get("waiting") or 0), "partial": True, "undo_record": False})
+    return sorted(rows + extra, key=lambda r: r["started_at"], reverse=True)

@@ -1,7 +1,8 @@
 """The fail-soft judge chain (SPEC section 5).
 
-Per batch, judges in order. A judge that fails, times out, returns invalid output or answers part of a
-batch passes the rest of the batch to the next judge. A judge that failed once is skipped for the rest
+Per batch, judges in order. A judge that answers part of a batch is asked once more for the rest, as a
+smaller batch (``judge.reask`` event); a judge that fails, times out, returns invalid output or still
+leaves notes unanswered passes the rest of the batch to the next judge. A judge that failed once is skipped for the rest
 of the run (circuit breaker). Each note ends judged-keep, judged-drop or unjudged (with each failed
 judge's reason). Batches are bounded by note count and by characters; a note longer than the
 per-note limit is truncated for the judge, and the truncation is recorded.
@@ -9,6 +10,7 @@ per-note limit is truncated for the judge, and the truncation is recorded.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -187,8 +189,11 @@ class JudgeChain:
 
     def __init__(self, judges: list, *, max_notes: int = MAX_BATCH_NOTES, max_chars: int = MAX_BATCH_CHARS,
                  max_note_chars: int = MAX_NOTE_CHARS_FOR_JUDGE, notes_per_call: int = NOTES_PER_CALL,
-                 isolate: bool = True):
+                 isolate: bool = True, reask: bool | None = None):
         self.judges = list(judges)
+        #: ask a judge that answered part of a batch once more for the rest (default on;
+        #: ``CONSOLIDATE_REASK=0`` turns it off, for replaying cassettes recorded without it)
+        self.reask = reask if reask is not None else os.environ.get("CONSOLIDATE_REASK", "1") != "0"
         self.isolate = isolate
         self.max_notes = max_notes
         self.notes_per_call = notes_per_call
@@ -215,53 +220,64 @@ class JudgeChain:
         for judge in self.judges:
             if not pending:
                 break
-            if id(judge) in self.failed:
-                for item, _ in pending:
-                    reasons[item.key].append(f"{judge.name}: skipped (failed earlier in this run: {self.failed[id(judge)]})")
-                continue
-            timeout = None if deadline is None else deadline - time.time()
-            if timeout is not None and timeout <= 0:
-                for item, _ in pending:
-                    reasons[item.key].append("time box exhausted before this batch was judged")
-                break
-            notes = [jn for _, jn in pending]
-            started = time.time()
-            try:
-                raw = _call_with_deadline(judge, notes, context, timeout)
-                if not isinstance(raw, list):
-                    raise JudgeOutputInvalid(f"{judge.name}: answer is not a list of verdicts", judge=judge.name)
-            except JudgeError as exc:
-                self._fail(judge, exc.kind, str(exc), pending, reasons, result, started)
-                continue
-            except Exception as exc:  # a plug-in's own bug must not end the run
-                self._fail(judge, "judge-error", f"{judge.name}: {type(exc).__name__}: {exc}", pending, reasons, result, started)
-                continue
-            report = validate_verdicts(notes, raw)
-            call = getattr(judge, "last_call", None)
-            result.events.append({"event": "judge.call", "judge": judge.name, "batch_size": len(notes),
-                                  "answered": len(report.verdicts), "seconds": round(time.time() - started, 3),
-                                  **(call or {})})
-            if judge.name not in result.judges_used:
-                result.judges_used.append(judge.name)
-            if report.problems:
-                result.events.append({"event": "judge.output_problems", "judge": judge.name,
-                                      "problems": report.problems[:20]})
-            still = []
-            for item, jn in pending:
-                v = report.verdicts.get(jn.id)
-                if v is None:
-                    reasons[item.key].append(f"{judge.name}: judge-output-invalid (no valid verdict for this note)")
-                    still.append((item, jn))
-                else:
-                    result.judged[item.key] = Judged(v, judge.name, getattr(judge, "model", None),
-                                                     getattr(judge, "prompt_version", None), jn.truncated_from, jn.isolated)
-            if still and not raw:
-                # Answered nothing at all (the no-op judge's job): say so plainly.
-                for item, _ in still:
-                    reasons[item.key][-1] = f"{judge.name}: answered no note"
-            pending = still
+            pending, partly = self._ask(judge, pending, reasons, context, deadline, result)
+            if partly and self.reask:
+                # answered part of the batch: the rest is asked again once, as a smaller batch (issue 12)
+                result.events.append({"event": "judge.reask", "judge": judge.name, "batch_size": len(pending),
+                                      "reason": "answered part of the batch; the unanswered notes asked once more"})
+                pending, _ = self._ask(judge, pending, reasons, context, deadline, result)
         for item, _ in pending:
             result.unjudged[item.key] = reasons[item.key] or ["no judge configured"]
+
+    def _ask(self, judge, pending, reasons, context, deadline, result: ChainResult) -> tuple[list, bool]:
+        """One call of ``judge`` for the ``pending`` (item, judge note) pairs. Returns the pairs it
+        left unanswered (each with the reason appended to ``reasons``) and whether it answered part
+        of the batch (at least one valid verdict, not all)."""
+        if id(judge) in self.failed:
+            for item, _ in pending:
+                reasons[item.key].append(f"{judge.name}: skipped (failed earlier in this run: {self.failed[id(judge)]})")
+            return pending, False
+        timeout = None if deadline is None else deadline - time.time()
+        if timeout is not None and timeout <= 0:
+            for item, _ in pending:
+                reasons[item.key].append("time box exhausted before this batch was judged")
+            return pending, False
+        notes = [jn for _, jn in pending]
+        started = time.time()
+        try:
+            raw = _call_with_deadline(judge, notes, context, timeout)
+            if not isinstance(raw, list):
+                raise JudgeOutputInvalid(f"{judge.name}: answer is not a list of verdicts", judge=judge.name)
+        except JudgeError as exc:
+            self._fail(judge, exc.kind, str(exc), pending, reasons, result, started)
+            return pending, False
+        except Exception as exc:  # a plug-in's own bug must not end the run
+            self._fail(judge, "judge-error", f"{judge.name}: {type(exc).__name__}: {exc}", pending, reasons, result, started)
+            return pending, False
+        report = validate_verdicts(notes, raw)
+        call = getattr(judge, "last_call", None)
+        result.events.append({"event": "judge.call", "judge": judge.name, "batch_size": len(notes),
+                              "answered": len(report.verdicts), "seconds": round(time.time() - started, 3),
+                              **(call or {})})
+        if judge.name not in result.judges_used:
+            result.judges_used.append(judge.name)
+        if report.problems:
+            result.events.append({"event": "judge.output_problems", "judge": judge.name,
+                                  "problems": report.problems[:20]})
+        still = []
+        for item, jn in pending:
+            v = report.verdicts.get(jn.id)
+            if v is None:
+                reasons[item.key].append(f"{judge.name}: judge-output-invalid (no valid verdict for this note)")
+                still.append((item, jn))
+            else:
+                result.judged[item.key] = Judged(v, judge.name, getattr(judge, "model", None),
+                                                 getattr(judge, "prompt_version", None), jn.truncated_from, jn.isolated)
+        if still and not raw:
+            # Answered nothing at all (the no-op judge's job): say so plainly.
+            for item, _ in still:
+                reasons[item.key][-1] = f"{judge.name}: answered no note"
+        return still, bool(still) and len(still) < len(pending)
 
     def _fail(self, judge, kind, message, pending, reasons, result, started) -> None:
         self.failed[id(judge)] = kind

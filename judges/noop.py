@@ -7,6 +7,8 @@ class NoopJudge:
     """Answers no note. ``judge()`` returns ``[]`` at once."""
 
     name = "noop"
+    #: answers nothing by design: never counts as a judge that can answer (consolidate/deferral.py)
+    answers_notes = False
     model = None
     prompt_version = None
 

@@ -184,11 +184,15 @@ def test_timeout_kills_the_process_group_within_the_time_box(store, script):
 
 def test_partial_answer_passes_the_rest_to_the_next_judge(store):
     second = ScriptedJudge(default=DROP, name="second")
-    plan, _ = run(store, fake("half.py"), second)
-    assert outcomes(store, plan) == ["keep", "drop", "drop", "drop"]
+    judge = fake("half.py")
+    plan, _ = run(store, judge, second)
+    # half.py answers the first half of each batch: n1, n2; asked again for n3, n4 it answers n3
+    assert outcomes(store, plan) == ["keep", "drop", "keep", "drop"]
     judged_by = [e["judge"] for e in events(store) if e["event"] in ("note.judged_keep", "note.judged_drop")]
-    assert judged_by == ["cli:template", "cli:template", "second", "second"]
-    assert second.batches == [["n3", "n4"]]
+    assert judged_by == ["cli:template", "cli:template", "cli:template", "second"]
+    assert judge.calls == 2 and second.batches == [["n4"]]
+    [reask] = [e for e in events(store) if e["event"] == "judge.reask"]
+    assert reask["judge"] == "cli:template" and reask["batch_size"] == 2
 
 
 def test_unknown_ids_are_ignored_and_logged(store):
@@ -384,8 +388,14 @@ def test_api_answer_cut_at_max_tokens_keeps_its_complete_verdicts_and_counts_tok
     salvaged = call["salvaged"]
     assert 1 <= salvaged < 4 and call["answered"] == salvaged
     assert got[:salvaged] == CANNED[:salvaged]  # the verdicts the model completed stand
-    assert got[salvaged:] == ["drop"] * (4 - salvaged)  # the rest of the batch went to the next judge
-    assert judge.usage["calls"] == 1 and judge.usage["prompt_tokens"] == 500
+    # the rest was asked again once (the loopback server cuts that answer too), then went to the next judge
+    assert [e["batch_size"] for e in events(store) if e["event"] == "judge.reask"] == [4 - salvaged]
+    by = {e["note_ids"][0]: e["judge"] for e in events(store) if e["event"] in ("note.judged_keep", "note.judged_drop")}
+    maybes = [n.id for n in plan.notes if not n.flag]
+    for i in range(salvaged, 4):
+        assert got[i] == (CANNED[i] if by[maybes[i]] == "api" else "drop")
+    assert "second" in by.values()
+    assert judge.usage["calls"] == 2 and judge.usage["prompt_tokens"] == 1000
 
 
 def test_api_answer_cut_before_one_verdict_is_invalid_and_its_tokens_are_counted(store, monkeypatch):

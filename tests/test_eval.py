@@ -164,10 +164,11 @@ def test_evaluate_keeps_unjudged_apart_and_counts_usage(tmp_path):
     assert report.baseline["accuracy"] == pytest.approx(1 / 3)  # always-drop on the same judged notes
     d = report.to_dict()
     assert d["judged"] == 3 and d["unjudged"] == 2 and d["notes"] == 5
-    assert d["usage"]["calls"] == 3  # batches of 2, 2 and 1
-    assert d["usage"]["prompt_tokens"] == 50 and d["usage"]["completion_tokens"] == 15
-    assert d["per_100_notes"]["calls"] == pytest.approx(60.0)
-    assert d["per_100_notes"]["prompt_tokens"] == pytest.approx(1000.0)
+    # batches of 2, 2 and 1, and the re-ask of d (its batch was answered in part: c)
+    assert d["usage"]["calls"] == 4
+    assert d["usage"]["prompt_tokens"] == 60 and d["usage"]["completion_tokens"] == 15
+    assert d["per_100_notes"]["calls"] == pytest.approx(80.0)
+    assert d["per_100_notes"]["prompt_tokens"] == pytest.approx(1200.0)
     assert d["keep_recall_by_type"] == {"constraint": {"labeled": 1, "kept": 0}, "decision": {"labeled": 1, "kept": 1}}
     text = render_report(report)
     assert "unjudged: 2 (not counted as drops)" in text and "over the 3 judged notes only" in text

@@ -144,5 +144,7 @@ def test_scripted_week(minilm_store):
         if path.is_file():
             data = path.read_bytes()
             assert AWS.encode() not in data and PG_PASSWORD.encode() not in data, path
-    assert st.sessions.sessions() == {}
+    # the day-6 outage: its 5 maybes wait for a judge in the session tier (issue 12), nothing else is left
+    assert st.sessions.sessions() == {"day-6": 5}
+    assert len(st.sessions.waiting("day-6")) == 5 and st.sessions.session_end("day-6")["status"] == "partial"
     assert archive.tombstones(st) == set()

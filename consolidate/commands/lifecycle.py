@@ -77,9 +77,13 @@ def cmd_batch(args) -> int:
                   orphan_age=args.orphan_age * 3600, rejudge=args.rejudge, since=args.since,
                   prompt_version=args.prompt_version)
     errors = [s for s in r.sessions if "error" in s]
-    print(f"batch: {len(r.sessions)} sessions ({len(errors)} errors), {len(r.orphans_ended)} orphans ended,"
+    partial = [s for s in r.sessions if s.get("partial")]
+    print(("PARTIAL " if partial else "")
+          + f"batch: {len(r.sessions)} sessions ({len(errors)} errors), {len(r.orphans_ended)} orphans ended,"
           f" {r.expired} quarantined entries expired, {r.decayed} decayed"
-          + (f", re-judged {r.rejudged}" if args.rejudge else "") + f" in {r.seconds:.1f} s")
+          + (f", re-judged {r.rejudged}" if args.rejudge else "") + f" in {r.seconds:.1f} s"
+          + (f"; {sum(s['waiting'] for s in partial)} notes of {len(partial)} sessions wait for a judge"
+             " (`consolidate status`, `consolidate judges`)" if partial else ""))
     for s in errors:
         print(f"  {s['session_id']}: {s['error']}", file=sys.stderr)
     if r.interrupted:

@@ -71,10 +71,10 @@ def register(sub, common) -> None:
 def cmd_runs(args) -> int:
     import datetime as dt
 
-    from ..snapshots import list_runs
+    from ..snapshots import list_runs, with_partial_runs
 
     store = open_store(args, create=False)
-    rows = list_runs(store) if store.exists else []
+    rows = with_partial_runs(store, list_runs(store)) if store.exists else []
     if args.json:
         print(json.dumps(rows))
         return 0
@@ -83,7 +83,9 @@ def cmd_runs(args) -> int:
     for r in rows[: args.limit]:
         when = dt.datetime.fromtimestamp(r["started_at"], dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
         print(f"{r['run_id']}  {when}  {r['session_id']:<30} {r['outcome'] or '':<11} +{r['added']} added,"
-              f" {r['changed']} changed" + ("  (undone)" if r["undone"] else ""))
+              f" {r['changed']} changed" + ("  (undone)" if r["undone"] else "")
+              + (f"  PARTIAL: {r['waiting']} notes left waiting for a judge" if r.get("partial") else "")
+              + ("  (nothing written: no undo record)" if r.get("undo_record") is False else ""))
     return 0
 
 

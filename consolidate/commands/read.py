@@ -56,6 +56,9 @@ def cmd_status(args) -> int:
             last["undone"] = None
     if store.has_longterm:
         status["memories"] = store.longterm().counts()
+    status["waiting"] = _waiting_status(store)
+    if last:
+        last["partial"] = last.get("status") == "partial"
     if args.json:
         print(json.dumps(status, ensure_ascii=False, default=str))
         return 0
@@ -65,10 +68,29 @@ def cmd_status(args) -> int:
     print(f"queued session ends: {len(queued)}" + (f" ({', '.join(status['queued'][:10])})" if queued else ""))
     swn = status["sessions_with_notes"]
     print(f"sessions with notes: {len(swn)}" + (f" ({sum(swn.values())} notes)" if swn else ""))
+    w = status["waiting"]
+    if w["notes"]:
+        print(f"waiting for a judge: {w['notes']} notes in {len(w['sessions'])} sessions (partial runs); the first"
+              f" bound {w['first_until']}: judged by the next run with an answering judge (`consolidate judges`)")
     if last:
+        partial = (f"  PARTIAL: {(last['result'] or {}).get('waiting', '?')} notes left waiting for a judge"
+                   if last["partial"] else "")
         print(f"last run: {last['run_id'] or '-'} session {last['session_id']} ({last['status']}): "
-              + json.dumps(last["result"] or {}) + ("  (undone by `consolidate undo`)" if last.get("undone") else ""))
+              + json.dumps(last["result"] or {}) + ("  (undone by `consolidate undo`)" if last.get("undone") else "")
+              + partial)
     return 0
+
+
+def _waiting_status(store) -> dict:
+    """Notes waiting for a judge: ``{"notes", "sessions": {id: count}, "first_until"}`` (ISO UTC)."""
+    from ..deferral import iso
+
+    rows = store.sessions.waiting()
+    sessions: dict[str, int] = {}
+    for w in rows.values():
+        sessions[w["session_id"]] = sessions.get(w["session_id"], 0) + 1
+    first = min((w["until"] for w in rows.values()), default=None)
+    return {"notes": len(rows), "sessions": sessions, "first_until": iso(first) if first is not None else None}
 
 
 def register(sub, common) -> None:

@@ -1,9 +1,15 @@
-"""``consolidate run``: consolidate queued session ends in the foreground."""
+"""``consolidate run``: consolidate queued session ends in the foreground.
+
+Exit codes: 0 when every note was decided; 75 (``consolidate.deferral.EXIT_PARTIAL``) when a run
+left notes waiting for a judge (a partial run: they are judged by the next run with an answering
+judge, or expire at their bound); the error codes 2-5 as every command. With no judge that can
+answer, the first line of output says so and names ``consolidate judges``."""
 
 from __future__ import annotations
 
 import json
 
+from ..deferral import EXIT_PARTIAL
 from ._common import open_store, positive_float
 
 
@@ -21,14 +27,26 @@ def cmd_run(args) -> int:
     store = open_store(args)
     if args.session:
         store.sessions.require_known(args.session)
-        if not store.sessions.pending(args.session):
+        if not store.sessions.pending(args.session) and not _partial(store, args.session):
             from ..errors import BadInput
 
             raise BadInput(f"session {args.session} has no queued session end; end it first"
                            f" (consolidate end --session {args.session} --outcome success)")
+        if not args.dry_run:
+            store.sessions.requeue_partial(args.session)  # asked for by name: its waiting notes are tried now
+    if store.sessions.pending(args.session) or _partial(store, args.session):
+        _say_when_no_judge(store, args)
     plans = run_queue(store, session_id=args.session, judges=args.judge, dry_run=args.dry_run,
-                      time_box=args.time_box)
+                      time_box=args.time_box, wait_days=args.wait_days)
     if not plans:
+        waiting = store.sessions.waiting() if not args.dry_run else {}
+        if waiting:
+            from ..deferral import iso
+
+            first = iso(min(w["until"] for w in waiting.values()))
+            print(f"nothing queued; {len(waiting)} notes still wait for a judge (the first bound {first};"
+                  f" exit {EXIT_PARTIAL})")
+            return EXIT_PARTIAL
         print("nothing queued")
         return 0
     from ..report import render_plan
@@ -42,12 +60,40 @@ def cmd_run(args) -> int:
         print(render_plan(plan))
         s = summary(plan)
         if args.dry_run:
-            print("  (dry run: nothing written)")
+            print("  (dry run: nothing written)" + (f"; {s['waiting']} note(s) would wait for a judge" if s["partial"] else ""))
         else:
-            print(f"  -> {s['written_durable']} durable, {s['written_quarantined']} quarantined,"
-                  f" {s['written_transient']} transient, {s['reconfirmed']} re-confirmed;"
-                  f" judges: {', '.join(s['judges']) or 'none'}")
+            print(f"  -> {'PARTIAL: ' if s['partial'] else ''}{s['written_durable']} durable,"
+                  f" {s['written_quarantined']} quarantined, {s['written_transient']} transient,"
+                  f" {s['reconfirmed']} re-confirmed;"
+                  + (f" {s['waiting']} note(s) wait for a judge (until {s['waiting_until']} at the latest;"
+                     f" exit {EXIT_PARTIAL});" if s["partial"] else "")
+                  + f" judges: {', '.join(s['judges']) or 'none'}")
+    if not args.dry_run and any(p.partial for p in plans):
+        return EXIT_PARTIAL
     return 0
+
+
+def _partial(store, session_id: str | None) -> bool:
+    return any(session_id is None or r["session_id"] == session_id for r in store.sessions.partial())
+
+
+def _say_when_no_judge(store, args) -> None:
+    """With no judge of the chain able to answer now, say so first (stdout; stderr with --json),
+    naming ``consolidate judges``."""
+    from ..deferral import answering_judges, build_chain, wait_days
+
+    try:
+        chain = build_chain(store, args.judge)
+    except Exception:
+        return  # the run reports a configuration error itself
+    if answering_judges(chain):
+        return
+    import sys
+
+    days = wait_days(args.wait_days)
+    print(f"no judge available (chain: {', '.join(chain.names) or 'empty'}): notes that need a judge will wait"
+          f" in the session tier for up to {days:g} days; run `consolidate judges` to see why and set one up",
+          file=sys.stderr if args.json else sys.stdout, flush=True)
 
 
 def register(sub, common) -> None:
@@ -56,5 +102,7 @@ def register(sub, common) -> None:
     s.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     s.add_argument("--judge", action="append", help="judge spec, repeatable, in chain order (e.g. api:MODEL, rules, noop)")
     s.add_argument("--time-box", type=positive_float, default=120.0, help="seconds for the whole run (default 120)")
+    s.add_argument("--wait-days", type=lambda t: positive_float(t, "days"), default=None,
+                   help="days a note no judge answered waits for one (default $CONSOLIDATE_WAIT_DAYS or 7)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_run)

@@ -96,8 +96,7 @@ def _apply_steps(plan, store, done: set[str], replayed: bool = False) -> None:
         elif step == "session_rows":
             _session_rows(plan, store)
         elif step == "queue":
-            store.sessions.finish(plan.session_id, "done" if plan.outcome == "success" else plan.outcome,
-                                  plan.run_id, summary(plan))
+            store.sessions.finish(plan.session_id, _queue_status(plan), plan.run_id, summary(plan))
         crash_point(f"apply:{step}")
         journal.mark(store, plan.run_id, step)
     journal.clear(store, plan.run_id)
@@ -284,10 +283,21 @@ def _neg(date: str | None) -> str:
     return "".join(chr(0x10FFFF - ord(c)) for c in (date or ""))
 
 
+def _queue_status(plan) -> str:
+    """The session end's status after the run: ``partial`` when notes wait for a judge."""
+    if plan.outcome != "success":
+        return plan.outcome
+    return "partial" if plan.waiting else "done"
+
+
 def _session_rows(plan, store) -> None:
     ids = set(plan.delete_note_ids)
     if plan.outcome == "success":
-        ids |= {n.id for n in plan.notes}  # the maybes die with the session
+        # judged notes go with the session; notes no judge answered wait for one (consolidate/deferral.py)
+        waiting = {w["note_id"] for w in plan.waiting}
+        ids |= {n.id for n in plan.notes if n.id not in waiting}
+        store.sessions.set_waiting(plan.session_id, {w["note_id"]: (w["since"], w["until"], w["reasons"])
+                                                     for w in plan.waiting})
     else:  # a failed session keeps its rows: the ones holding secrets are kept redacted
         store.sessions.redact_notes({n.id: (n.content, n.metadata) for n in plan.notes
                                      if plan.note_status.get(n.id) == "blocked"})
@@ -309,4 +319,16 @@ def summary(plan) -> dict:
         "rejected": sum(1 for c in plan.candidates if c.outcome == "rejected"),
         "reconfirmed": len(plan.reconfirmations),
         "judges": plan.judges_used,
+        **_partial_summary(plan),
     }
+
+
+def _partial_summary(plan) -> dict:
+    """``partial`` (notes were left waiting for a judge), ``waiting`` (how many) and, when partial,
+    ``waiting_until`` (the earliest bound, ISO UTC)."""
+    from ..deferral import iso
+
+    out: dict = {"partial": bool(plan.waiting), "waiting": len(plan.waiting)}
+    if plan.waiting:
+        out["waiting_until"] = iso(min(w["until"] for w in plan.waiting))
+    return out

@@ -1,8 +1,8 @@
 """Stage 5, judge: unflagged live notes go, in batches, to the judge chain.
 
 Each note ends ``keep`` (a candidate carrying the judge's standalone rewrite, type, fields, evidence
-and reason), ``drop``, or ``unjudged`` (no judge answered: dropped with the session by default, and
-never recorded as a judged drop). Every text a judge writes passes the secret gate again at the
+and reason), ``drop``, or ``unjudged`` (no judge answered: the note waits in the session tier for a
+judge until its bound, consolidate/deferral.py; never written, never recorded as a judged drop). Every text a judge writes passes the secret gate again at the
 start of the write policy stage."""
 
 from __future__ import annotations
@@ -27,12 +27,13 @@ def run(plan, ctx):
     plan.judges_used = result.judges_used
     for event in result.events:
         plan.decide(event.pop("event"), **event)
+    from ..deferral import announce, defer
+
+    waiting = ctx.store.sessions.waiting(plan.session_id)
     for note in maybes:
         judged = result.judged.get(note.id)
         if judged is None:
-            plan.note_status[note.id] = "unjudged"
-            plan.decide("note.unjudged", note_ids=[note.id], reason="no judge answered; dropped with the session",
-                        judge_reasons=result.unjudged.get(note.id, []))
+            defer(plan, ctx, note.id, result.unjudged.get(note.id, []), waiting)
             continue
         v = judged.verdict
         source = f"judge:{judged.judge}:{judged.model}" if judged.model else f"judge:{judged.judge}"
@@ -57,4 +58,5 @@ def run(plan, ctx):
         )
         plan.decide("note.judged_keep", note_ids=[note.id], reason=candidate.reason, type=candidate.type, **detail)
         plan.candidates.append(candidate)
+    announce(plan)
     return plan

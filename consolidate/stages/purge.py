@@ -29,6 +29,9 @@ def run(plan, ctx):
     if expired:
         plan.delete_note_ids.extend(expired)
         plan.decide("note.purged", note_ids=expired, reason="TTL expired before the session ended")
+    from ..deferral import expire_waiting
+
+    expire_waiting(plan, ctx)  # notes that waited for a judge past their bound
     if ctx.store.has_longterm:  # a long-term tier exists: expire idle quarantine
         expire_quarantine(plan, ctx.store, ctx.now)
     return plan
