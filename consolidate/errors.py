@@ -58,7 +58,7 @@ class InvalidImportLine(BadInput):
 
 class SecretBlocked(BadInput):
     """A text written through the API held secret material. Attributes: ``kinds`` (rule names),
-    ``previews`` (redacted: first 3 characters + ``…`` + last character)."""
+    ``previews`` (redacted: kind and length, see ``consolidate.secrets.redact_preview``)."""
 
 
 class PathRefused(BadInput):

@@ -195,7 +195,9 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
         tier = SessionTier(store_path / "sessions.sqlite3")
         if harvest_notes and name in END_EVENTS | {"precompact"}:
             for note in harvest(payload.get("transcript_path")):
-                tier.add_note(sid, note["content"], metadata=note["metadata"])
+                note_id = tier.add_note(sid, note["content"], metadata=note["metadata"])
+                if getattr(note_id, "notice", None):
+                    log(store_path, f"harvest session={sid}: {note_id.notice}")
         if name in END_EVENTS:
             reason = payload.get("reason") if isinstance(payload.get("reason"), str) else None
             tier.end(sid, outcome, reason)

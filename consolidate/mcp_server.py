@@ -190,10 +190,12 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
                                                      "(for temporary values such as a port).")] = None,
         kind: Annotated[str | None, Field(description="decision, constraint, preference, recipe, "
                                                       "failure or fact")] = None,
-    ) -> int:
-        """Write one working note to the session's scratch tier; returns the note's id."""
-        return await backend.run(
+    ) -> int | str:
+        """Write one working note to the session's scratch tier; returns the note's id. A note that held
+        secret material is stored redacted: the answer is then one line saying so (with the id)."""
+        note_id = await backend.run(
             lambda s: s.sessions.add_note(session_id, content, flag=flag, ttl=ttl or None, kind=kind or None))
+        return getattr(note_id, "notice", None) or int(note_id)
 
     @server.tool()
     async def session_read(

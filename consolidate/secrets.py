@@ -1,8 +1,8 @@
 """The secret gate: find secret material in a note before it reaches a judge or the store.
 
 :func:`scan` returns one :class:`Finding` per secret; an empty list means the text is clean.
-A finding never carries the secret itself, only a redacted :attr:`Finding.preview` (first three
-characters, an ellipsis, the last character) and the offsets of the secret in the text, so that
+A finding never carries the secret itself, only a redacted :attr:`Finding.preview` (its kind and
+length, and for a value of 16+ characters at most its first eighth, see :func:`redact_preview`) and the offsets of the secret in the text, so that
 :func:`redact` can print a note safely in logs.
 
 Rules, from most to least specific (when two findings overlap, the more specific rule wins):
@@ -88,14 +88,26 @@ class Finding:
     end: int
 
 
-def redact_preview(value: str) -> str:
-    """``"sk-abcdefz"`` -> ``"sk-…z"``: first three characters, an ellipsis, the last one.
+#: Values shorter than this show no character at all in a preview: only their kind and length.
+PREVIEW_MIN_CHARS = 16
+#: At most this fraction of a value's characters, and at most PREVIEW_MAX_SHOWN, appear in a preview.
+PREVIEW_FRACTION = 1 / 8
+PREVIEW_MAX_SHOWN = 4
 
-    Values shorter than five characters become ``"…"`` (the preview would be the value).
-    """
-    if len(value) < 5:
-        return "…"
-    return f"{value[:3]}…{value[-1]}"
+
+def redact_preview(value: str, kind: str = "secret") -> str:
+    """What may be shown of a secret: its kind and length, and for long values a few leading characters.
+
+    ``"hunter22"`` -> ``"<secret, 8 chars>"``; a 51-character OpenAI key -> ``"sk-p…<openai-key, 51
+    chars>"``. A value under :data:`PREVIEW_MIN_CHARS` characters shows none of them; a longer one
+    shows its first ``min(PREVIEW_MAX_SHOWN, len * PREVIEW_FRACTION)`` characters (at most 1/8 of
+    it, the documented prefix of a provider key rather than its random part), never its end. The
+    preview is a placeholder to the gate: ``redact(redact(x)) == redact(x)`` and ``scan(redact(x))``
+    is empty."""
+    n = len(value)
+    shown = min(PREVIEW_MAX_SHOWN, int(n * PREVIEW_FRACTION)) if n >= PREVIEW_MIN_CHARS else 0
+    label = f"<{kind}, {n} chars>"
+    return f"{value[:shown]}…{label}" if shown else label
 
 
 def redact(text: str) -> str:
@@ -150,7 +162,8 @@ _PLACEHOLDER_WORDS = frozenset(
     postgres root admin guest test user username mysql redis default none null nil true false
     token apikey api_key api-key key mypassword yourpassword your_password your-password
     password123 password1 pass123 secret123 admin123 mysecret mysecretpassword supersecret
-    s3cret s3cr3t p@ssw0rd p@ssword passw0rd 123456 12345678 qwerty letmein dev local""".split()
+    s3cret s3cr3t p@ssw0rd p@ssword passw0rd 123456 12345678 qwerty letmein dev local
+    1password lastpass bitwarden keepass keepassxc keychain""".split()
 )
 # A placeholder by its whole shape: <API_KEY>, [token], ${API_KEY}, ${{ secrets.X }}, $TOKEN,
 # {token}, {{ token }}, %s, %(password)s, %TOKEN%, and runs of mask characters (xxxx, ****, ...).
@@ -581,7 +594,7 @@ def scan(text: str) -> list[Finding]:
     # regex: most notes skip most rules.
     low = text.lower()
     if len(low) != len(text):  # U+0130 lower-cases to two characters: keep offsets aligned
-        low = text.translate(_ASCII_LOWER)
+        low = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in text).replace("\u0130", "i")
     candidates: list[_Candidate] = []
     add = candidates.append
 
@@ -618,6 +631,7 @@ def scan(text: str) -> list[Finding]:
     candidates.extend(_connection_strings(text))
     candidates.extend(_auth_headers(text, low))
     candidates.extend(_assignments(text, low))
+    candidates.extend(_prose_secrets(text, low))
 
     return _resolve(text, candidates)
 
@@ -636,7 +650,7 @@ def _resolve(text: str, candidates: list[_Candidate]) -> list[Finding]:
             continue
         starts.insert(i, cand.start)
         kept.insert(i, cand)
-    return [Finding(c.kind, redact_preview(text[c.start : c.end]), c.start, c.end) for c in kept]
+    return [Finding(c.kind, redact_preview(text[c.start : c.end], c.kind), c.start, c.end) for c in kept]
 
 
 def _private_keys(text: str, ds: _DetectSecrets) -> Iterator[tuple[int, int]]:
@@ -794,3 +808,156 @@ def _assignment_matches(text: str, low: str) -> Iterator[re.Match[str]]:
         m = _ASSIGN_RE.match(text, pos)
         if m is not None:
             yield m
+
+
+# --------------------------------------------------------------------------------------------
+# Secret-named words in prose, in the languages agents write in
+# --------------------------------------------------------------------------------------------
+#
+# "Das Passwort für die Staging-Datenbank ist Qm7#vLx29pK": a secret-named word, up to six words
+# about what it is for, a copula or separator, the value. The keywords and copulas are the common
+# words of the languages most used on GitHub (its Octoverse reports name, after English, Chinese,
+# Spanish, Portuguese, Russian, Japanese, German, French, Korean, Hindi, Indonesian, Turkish,
+# Polish, Italian, Ukrainian, Vietnamese, Persian and Arabic as the largest developer populations);
+# each list is the everyday word for a password (and for a key, token or secret), in lower case.
+# Password words take a password (6+ characters, letters and a digit or symbol, see
+# _value_is_secret); key/token/secret words take only a token-like value (12+ characters).
+_PROSE_PASSWORD_WORDS = (
+    # en, de, nl
+    "password", "passwords", "passphrase", "passcode", "passwort", "passwörter", "kennwort", "wachtwoord",
+    # es, pt, fr, it
+    "contraseña", "contrasena", "clave", "senha", "palavra-passe", "mot de passe", "mdp",
+    "parola d'ordine", "parola chiave",
+    # ru/uk/be (stem: пароль, пароля, паролем, ...), pl, tr
+    "парол", "hasło", "hasła", "haslo", "hasla", "şifre", "sifre", "parola",
+    # id/ms, vi, hi, ar, fa
+    "kata sandi", "kata laluan", "sandi", "mật khẩu", "mat khau", "पासवर्ड", "कूटशब्द",
+    "كلمة المرور", "كلمة السر", "رمز عبور", "گذرواژه",
+    # ja, zh (simplified, traditional), ko
+    "パスワード", "暗証番号", "密码", "密碼", "口令", "비밀번호", "패스워드", "비번", "암호",
+)
+_PROSE_KEY_WORDS = (
+    # de, es, pt, fr, it, nl
+    "schlüssel", "zugangstoken", "geheimnis", "secreto", "llave", "chave", "segredo", "clé", "jeton",
+    "chiave", "segreto", "sleutel", "geheim",
+    # ru/uk, pl, tr, id, vi
+    "ключ", "токен", "секрет", "klucz", "sekret", "anahtar", "kunci", "khóa", "mã thông báo",
+    # ja, zh, ko, hi, ar, fa
+    "キー", "トークン", "シークレット", "秘密鍵", "密钥", "密鑰", "秘钥", "令牌", "私钥", "토큰", "시크릿",
+    "키", "कुंजी", "टोकन", "مفتاح", "رمز", "کلید",
+)
+# Copulas and separators between the description and the value ("ist", "es", "est", "é", "è",
+# "jest"/"to", "это", "—", "adalah", "là", "है", "هي", ":" ...). In Chinese, Japanese and Korean the
+# description comes before the keyword and a particle (は, 是, 为, 는) follows it.
+_PROSE_COPULAS = frozenset(
+    """is was are ist lautet war es era est était é è são jest brzmi это є является равен adalah ialah
+    yaitu là है था هي هو است = : - — – -> → ＝ ：""".split()
+)
+# Polish "hasło do bazy to X": "to" is a copula only after a Polish keyword ("according to X")
+_POLISH_KEYWORDS = frozenset({"hasło", "hasła", "haslo", "hasla", "klucz", "sekret"})
+_FILE_NAME = re.compile(
+    r"(?i)[\w.-]+\.(?:sql|py|js|ts|tsx|jsx|json|ya?ml|toml|md|txt|sh|env|pem|key|crt|conf|cfg|ini|log|csv"
+    r"|html|go|rs|java|rb|php|lock|xml|gradle|kt|swift|c|h|cpp)"
+)
+_PROSE_TWO_WORD_COPULAS = frozenset({("set", "to"), ("changed", "to"), ("geändert", "auf"), ("set", "ke")})
+_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_PROSE_KW_RE = re.compile(
+    "(?i)(?P<kw>" + "|".join(sorted(map(re.escape, _PROSE_PASSWORD_WORDS + _PROSE_KEY_WORDS), key=len, reverse=True))
+    + ")(?P<inflect>[a-zà-ɏа-яёіїєґ]{0,6})"  # Passwortes, пароля, şifresi, hasła
+)
+_PROSE_FINDER = re.compile("|".join(sorted({re.escape(w.split()[0].lower()) for w in _PROSE_PASSWORD_WORDS + _PROSE_KEY_WORDS},
+                                           key=len, reverse=True)))
+_PROSE_PASSWORD_SET = frozenset(_PROSE_PASSWORD_WORDS)
+# right after the keyword: "=", ":", or a CJK particle (パスワードは, 密码是, 비밀번호는), then the value
+_PROSE_ATTACHED = re.compile(rf"[ \t]*(?:[:=：＝]|[はがを是为為는은이가](?=[ \t]*[!-~]))[ \t]*")
+_PROSE_TOKEN = re.compile(r"[^\s]+")
+_PROSE_QUOTES = "\"'`«»„“”「」『』"
+_PROSE_TRAIL = ".,;:)]}>!?…，；、。！？"
+_CJK_RUN = re.compile(f"[{_CJK_CLASS}]")
+# A word after the keyword that makes the phrase about a secret, not a secret: "password policy is
+# ...", "Passwort-Richtlinie ist", "la longitud de la contraseña es"...
+_PROSE_METADATA = frozenset(
+    """hash hashes hashing hashed policy policies manager reset length rules requirements rotation
+    strength field prompt expiry change complexity hint hints
+    richtlinie richtlinien länge regeln anforderungen zurücksetzen
+    política longitud requisitos reglas gestor restablecer politique longueur règles exigences
+    gestionnaire réinitialisation comprimento gerenciador redefinição politica lunghezza requisiti regole
+    длина политика требования менеджер сброс хэш хеш długość polityka wymagania menedżer
+    uzunluğu politikası gereksinimleri sıfırlama lengte beleid vereisten panjang kebijakan""".split()
+)
+_TURKISH_SUFFIX = re.compile(r"['’][A-Za-zçğıöşüÇĞİÖŞÜ]{1,5}$")
+_PROSE_WINDOW = 160  # characters after the keyword searched for the value
+_PROSE_WORDS = 10  # words after the keyword searched for a copula
+
+
+def _prose_secrets(text: str, low: str) -> Iterator[_Candidate]:
+    """A secret-named word of any language of :data:`_PROSE_PASSWORD_WORDS` and
+    :data:`_PROSE_KEY_WORDS`, then within ten words a copula or separator
+    (:data:`_PROSE_COPULAS`) and a value that :func:`_value_is_secret` accepts; or the value
+    right after the word (``Passwort: X``, ``パスワードはX``, ``şifresi X``)."""
+    for hit in _PROSE_FINDER.finditer(low):
+        pos = hit.start()
+        m = _PROSE_KW_RE.match(low, pos)
+        if m is None:
+            continue
+        if pos and text[pos - 1].isalpha() and not _CJK_RUN.match(text[pos - 1]) and not _CJK_RUN.match(text[pos]):
+            continue  # inside a word: "Klavier" holds no "clave"
+        kw = m.group("kw").lower()
+        password_named = kw in _PROSE_PASSWORD_SET
+        end = m.end()
+        attached = _PROSE_ATTACHED.match(text, end)
+        if attached is not None and attached.end() > end:
+            span = _prose_value(text, attached.end())
+            if span and _value_is_secret(text[span[0]:span[1]], password_named):
+                yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *span)
+            continue
+        if end < len(text) and text[end] not in " \t":
+            continue
+        limit = min(len(text), end + _PROSE_WINDOW)
+        newline = text.find("\n", end, limit)
+        tokens = list(_PROSE_TOKEN.finditer(text, end, newline if newline != -1 else limit))[:_PROSE_WORDS + 1]
+        words = [t.group().lower().strip(_PROSE_QUOTES) for t in tokens]
+        for j, word in enumerate(words):
+            if word.strip("-_:") in _PROSE_METADATA:
+                break
+            value_at = None
+            if word in _PROSE_COPULAS or (word == "to" and kw in _POLISH_KEYWORDS):
+                value_at = j + 1
+            elif j and (words[j - 1], word) in _PROSE_TWO_WORD_COPULAS:
+                value_at = j + 1
+            elif word[-1:] in (":", "：", "=") and len(word) > 1:
+                value_at = j + 1
+            elif j == 0:  # "Passwort Qm7#vLx29pK": no copula, a password-shaped value only
+                span = _prose_value(text, tokens[0].start())
+                if span and _prose_password_ok(text[span[0]:span[1]]) and _value_is_secret(text[span[0]:span[1]], password_named):
+                    yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *span)
+                    break
+            if value_at is not None and value_at < len(tokens):
+                span = _prose_value(text, tokens[value_at].start())
+                if span and _value_is_secret(text[span[0]:span[1]], password_named):
+                    yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *span)
+                    break
+            if tokens[j].group()[-1] in ".!?。！？" and not word in _PROSE_COPULAS:
+                break  # end of the sentence
+
+
+def _prose_value(text: str, start: int) -> tuple[int, int] | None:
+    """The span of the value that starts at ``start``: up to white space, without enclosing quotes,
+    trailing punctuation, a Turkish case suffix (``'dir``) or a CJK tail (``です``, ``입니다``)."""
+    m = _PROSE_TOKEN.match(text, start)
+    if m is None:
+        return None
+    s, e = m.span()
+    cjk = _CJK_RUN.search(text, s, e)
+    if cjk is not None:
+        e = cjk.start()
+    while s < e and text[s] in _PROSE_QUOTES:
+        s += 1
+    while e > s and (text[e - 1] in _PROSE_QUOTES or text[e - 1] in _PROSE_TRAIL):
+        e -= 1
+    suffix = _TURKISH_SUFFIX.search(text, s, e)
+    if suffix is not None:
+        e = suffix.start()
+    if e <= s or _FILE_NAME.fullmatch(text, s, e):
+        return None
+    return s, e

@@ -178,6 +178,84 @@ def _may_hold_secret(text: str) -> bool:
     return bool(_SECRETISH.search(text))
 
 
+#: Note metadata key set when the secret gate redacted the note at write time: ``{"kinds": [...],
+#: "previews": [...]}``. The consolidation's secret gate blocks such a note (consolidate/stages/secret_gate.py).
+REDACTED_KEY = "secret_redacted"
+
+
+class NoteId(int):
+    """A note id (an ``int``) that also carries ``notice``: one line for the writer when the secret
+    gate redacted the note before it was stored (None otherwise)."""
+
+    notice: str | None = None
+
+    def __new__(cls, value: int, notice: str | None = None):
+        obj = super().__new__(cls, value)
+        obj.notice = notice
+        return obj
+
+
+class ImportCounts(dict):
+    """``{session_id: notes imported}`` that also carries ``notices``: ``[(line number, one line)]``
+    for the lines whose notes the secret gate redacted before they were stored."""
+
+    def __init__(self, *args, notices: list[tuple[int, str]] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.notices: list[tuple[int, str]] = list(notices or [])
+
+
+def secret_gate_at_write(content: str, metadata: dict[str, Any] | None) -> tuple[str, dict[str, Any], dict | None]:
+    """The secret gate, run when a note is written (CLI ``note``/``import``, MCP ``note``, hook harvest,
+    Python API): returns ``(content, metadata, redaction)`` with every secret in the content and in the
+    metadata's strings replaced by its preview (``consolidate.secrets.redact``), and ``redaction`` =
+    ``{"kinds": [...], "previews": [...]}`` (also stored under :data:`REDACTED_KEY` in the metadata),
+    or None when the note is clean. Text that cannot hold a secret (:func:`_may_hold_secret`) is not
+    scanned, so a plain note costs no import of the gate."""
+    metadata = dict(metadata or {})
+    texts = [content, *(v for v in _strings(metadata))]
+    if not any(_may_hold_secret(t) for t in texts):
+        return content, metadata, None
+    from .secrets import redact, scan
+
+    findings = [f for t in texts for f in scan(t)]
+    if not findings:
+        return content, metadata, None
+    redaction = {"kinds": sorted({f.kind for f in findings}), "previews": [f.preview for f in findings][:5]}
+    metadata = _redact_strings(metadata, redact)
+    metadata[REDACTED_KEY] = redaction
+    return redact(content), metadata, redaction
+
+
+def redaction_notice(note_id: int | None, content: str, redaction: dict) -> str:
+    """The one line that tells a writer its note held a secret and what was stored instead."""
+    kept = " ".join(content.split())
+    if len(kept) > 160:
+        kept = kept[:159] + "…"
+    which = f"note {note_id}" if note_id is not None else "the note"
+    return (f"{which} held secret material ({', '.join(redaction['kinds'])}): stored redacted, as {kept!r};"
+            f" it will not be consolidated")
+
+
+def _strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _redact_strings(value, redact):
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _redact_strings(v, redact) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_strings(v, redact) for v in value]
+    return value
+
+
 def _alive(pid: int | None) -> bool:
     """Whether process ``pid`` exists (on this machine)."""
     if not pid:
@@ -241,19 +319,24 @@ class SessionTier:
     ) -> int:
         """Write one note and return its id. ``ttl`` in seconds or as ``20m``/``2h``/``1d``.
 
+        A note holding secret material is stored redacted (:func:`secret_gate_at_write`); the
+        returned :class:`NoteId` then carries a one-line ``notice`` for the writer.
+
         Raises BadInput (EmptyNote for an empty note)."""
         sid = check_session_id(session_id)
         check_content(content, sid)
         kind = check_kind(kind)
         seconds = parse_ttl(ttl)
         now = time.time() if now is None else now
+        content, metadata, redaction = secret_gate_at_write(content, metadata)
         cur = self.db.execute(
             "INSERT INTO notes(session_id, content, flag, kind, created_at, expires_at, metadata)"
             " VALUES (?,?,?,?,?,?,?)",
             (sid, content, int(bool(flag)), kind, now, now + seconds if seconds else None,
              json.dumps(metadata or {}, ensure_ascii=False)),
         )
-        return int(cur.lastrowid)
+        note_id = int(cur.lastrowid)
+        return NoteId(note_id, redaction_notice(note_id, content, redaction) if redaction else None)
 
     def import_jsonl(self, path: str | Path, session_id: str | None = None, *, now: float | None = None) -> dict[str, int]:
         """Import a JSONL file, one note per line, all or nothing.
@@ -261,13 +344,16 @@ class SessionTier:
         ``content`` is required; ``flag``, ``kind`` and ``ttl`` are used when present; every other
         field is kept as note metadata (an ``id`` field is kept as ``metadata["id"]``). The session is
         ``session_id`` or, when None, each line's own ``session_id`` field. Blank lines are skipped.
-        Returns ``{session_id: notes imported}``.
+        Returns ``{session_id: notes imported}`` (an :class:`ImportCounts` whose ``notices`` name the
+        lines whose notes held secret material: those are stored redacted, see
+        :func:`secret_gate_at_write`).
 
         Raises BadInput for an unreadable file, InvalidImportLine (with ``path`` and ``line``) for
         invalid UTF-8, invalid JSON, a missing/empty ``content``, or a missing session id."""
         from .jsonl import read_objects
 
         rows = []
+        notices: list[tuple[int, str]] = []
         for _lineno, obj, bad in read_objects(path, suffix="; nothing was imported"):
             content = obj.get("content")
             if not isinstance(content, str) or not content.strip():
@@ -285,9 +371,12 @@ class SessionTier:
                 _check_text(json.dumps(meta, ensure_ascii=False), "a metadata field")
             except BadInput as exc:
                 raise bad(str(exc)) from None
+            content, meta, redaction = secret_gate_at_write(content, meta)
+            if redaction:
+                notices.append((_lineno, redaction_notice(None, content, redaction)))
             rows.append((sid, content, flag, kind, ttl, meta))
         now = time.time() if now is None else now
-        counts: dict[str, int] = {}
+        counts = ImportCounts(notices=notices)
         with self._transaction():
             for sid, content, flag, kind, ttl, meta in rows:
                 self.db.execute(

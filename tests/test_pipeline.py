@@ -10,6 +10,7 @@ import pytest
 
 from consolidate import graph as graphmod
 from consolidate.pipeline import run_queue
+from consolidate.secrets import redact_preview
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 
@@ -63,7 +64,7 @@ def test_every_stage_decides(store):
         if path.is_file():
             assert key.encode() not in path.read_bytes(), path
     blocked = [e for e in events(store) if e["event"] == "note.blocked"]
-    assert blocked and blocked[0]["previews"] == [key[:3] + "…" + key[-1]]
+    assert blocked and blocked[0]["previews"] == [redact_preview(key, blocked[0]["kinds"][0])]
     # session rows cleaned, queue row done
     assert store.sessions.count("s1") == 0
     assert store.sessions.session_end("s1")["status"] == "done"

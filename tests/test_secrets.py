@@ -301,7 +301,7 @@ def test_no_preview_or_redaction_holds_the_secret(name, text, secrets):
         for finding in findings:
             assert secret not in finding.preview
     for finding in findings:
-        assert len(finding.preview) <= 5
+        assert len(shown(finding.preview)) <= (finding.end - finding.start) // 8
         assert finding.preview in redacted
 
 
@@ -326,7 +326,9 @@ def test_kind_and_span(text, kind, secret):
     assert [f.kind for f in findings] == [kind]
     finding = findings[0]
     assert text[finding.start : finding.end] == secret
-    assert finding.preview == secret[:3] + "…" + secret[-1]
+    assert finding.preview == redact_preview(secret, kind)
+    assert shown(finding.preview) == secret[: len(shown(finding.preview))]
+    assert len(shown(finding.preview)) <= len(secret) // 8
 
 
 def test_aws_pair_gives_two_findings():
@@ -356,11 +358,40 @@ def test_findings_are_sorted_and_disjoint():
         assert left.end <= right.start
 
 
+def shown(preview: str) -> str:
+    """The characters of the secret a preview shows (its leading part, before the ellipsis)."""
+    return preview.split("…<", 1)[0] if "…<" in preview else ""
+
+
 def test_redact_preview():
-    assert redact_preview("sk-abcdefz") == "sk-…z"
-    assert redact_preview("abcde") == "abc…e"
-    assert redact_preview("abcd") == "…"
-    assert redact_preview("") == "…"
+    """Issue 14, input 3: short values show their kind and length only; longer ones at most 1/8 of
+    their characters (4 at most), never the last one."""
+    assert redact_preview("hunter2", "secret-assignment") == "<secret-assignment, 7 chars>"
+    assert redact_preview("Qm7#vLx29pK!", "secret-assignment") == "<secret-assignment, 12 chars>"
+    assert redact_preview("abcdefghijklmno") == "<secret, 15 chars>"
+    assert redact_preview("abcdefghijklmnop") == "ab…<secret, 16 chars>"
+    assert redact_preview("sk-proj-" + "a1B2" * 40, "openai-key") == "sk-p…<openai-key, 168 chars>"
+    assert redact_preview("") == "<secret, 0 chars>"
+
+
+@pytest.mark.parametrize("n", range(0, 200))
+def test_preview_reveals_a_bounded_fraction_at_every_length(n):
+    value = "".join(chr(0x41 + (i * 7) % 26) for i in range(n))
+    preview = redact_preview(value, "k")
+    assert len(shown(preview)) <= n / 8 and len(shown(preview)) <= 4
+    assert f"{n} chars" in preview
+    if n < 16:
+        assert shown(preview) == ""
+    if n:
+        assert not preview.replace(f"<k, {n} chars>", "").endswith(value[-1])
+
+
+def test_redacted_text_is_a_fixed_point():
+    text = ("export OPENAI_API_KEY=sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z" * 2
+            + " and password=hunter22 and Das Passwort ist Qm7#vLx29pK")
+    red = redact(text)
+    assert scan(red) == [] and redact(red) == red
+    assert "hunter22" not in red and "Qm7" not in red and "<secret-assignment, 8 chars>" in red
 
 
 def test_redact_leaves_clean_text_alone():

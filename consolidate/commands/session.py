@@ -12,7 +12,15 @@ def cmd_note(args) -> int:
     note_id = store.sessions.add_note(args.session, read_text_arg(args.text), flag=args.flag, ttl=args.ttl,
                                       kind=args.kind)
     print(f"note {note_id} written to session {args.session}")
+    _tell_redacted([getattr(note_id, "notice", None)])
     return 0
+
+
+def _tell_redacted(notices) -> None:
+    """One line on standard error per note the secret gate redacted when it was written."""
+    for notice in notices:
+        if notice:
+            print(f"secret: {notice}", file=sys.stderr)
 
 
 def cmd_import(args) -> int:
@@ -22,6 +30,7 @@ def cmd_import(args) -> int:
         print(f"imported {n} notes into session {sid}")
     if not counts:
         print("no notes in the file (blank lines only)")
+    _tell_redacted(f"line {line}: {notice}" for line, notice in getattr(counts, "notices", []))
     return 0
 
 

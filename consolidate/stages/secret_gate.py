@@ -1,7 +1,7 @@
 """Stage 3, secret gate: a row holding secret material is blocked before any judge sees it.
 
-It is never sent to a judge and never stored; the event keeps only redacted previews (first 3
-characters + "…" + last character), and the plan keeps only the redacted text (so the journal and
+It is never sent to a judge and never stored; the event keeps only redacted previews (kind and
+length; for 16+ characters at most the first eighth: ``consolidate.secrets.redact_preview``), and the plan keeps only the redacted text (so the journal and
 ``run --dry-run --json`` hold no secret either). The same check runs again on every candidate before
 the write policy (:func:`gate_candidate`: judge-written text, flagged notes' fields taken from
 metadata) and, as a last net, on every event line (:func:`redact_value`)."""
@@ -12,8 +12,11 @@ from .. import secrets
 
 
 def run(plan, ctx):
-    """Mark every live note that holds a secret ``blocked``."""
+    """Mark every live note that holds a secret ``blocked`` (and every note the gate redacted when it
+    was written: :func:`redacted_at_write`)."""
     for note in plan.live_notes("live"):
+        if redacted_at_write(plan, note):
+            continue
         findings = secrets.scan(note.content)
         meta_findings = [f for v in note.metadata.values() if isinstance(v, str) for f in secrets.scan(v)]
         if findings or meta_findings:
@@ -24,6 +27,21 @@ def run(plan, ctx):
             plan.decide("note.blocked", note_ids=[note.id], reason="secret material",
                         kinds=sorted({f.kind for f in findings}), previews=[f.preview for f in findings][:5])
     return plan
+
+
+def redacted_at_write(plan, note) -> bool:
+    """A note the secret gate redacted when it was written (consolidate/session.py,
+    ``secret_gate_at_write``) is blocked as it would have been here: its text was a secret's
+    carrier, and what is left of it is not a memory. True when it blocked the note."""
+    from ..session import REDACTED_KEY
+
+    redaction = note.metadata.get(REDACTED_KEY)
+    if not isinstance(redaction, dict):
+        return False
+    plan.note_status[note.id] = "blocked"
+    plan.decide("note.blocked", note_ids=[note.id], reason="secret material (stored redacted when written)",
+                kinds=list(redaction.get("kinds") or []), previews=list(redaction.get("previews") or [])[:5])
+    return True
 
 
 def redact_value(value):

@@ -1,0 +1,144 @@
+"""The secret gate at note-write time (issue 14, input 4): every way a note is written (Python API, CLI
+``note`` and ``import``, MCP ``note``, hook harvest) stores the redacted form, tells the writer in one
+line, and the raw value is never in ``sessions.sqlite3`` (also after ``--outcome aborted``)."""
+
+import json
+
+import anyio
+import pytest
+from mcp import Client
+
+from consolidate import Store
+from consolidate.cli import main
+from consolidate.mcp_server import build_server
+from consolidate.pipeline import run_session
+from consolidate.session import REDACTED_KEY
+from judges.chain import JudgeChain
+from judges.scripted import ScriptedJudge
+
+from conftest import keep
+
+PW = "Qm7#vLx29pK"
+KEY = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z" * 2
+NOTES = [
+    f"Das Passwort für die Staging-Datenbank ist {PW}",
+    f"export OPENAI_API_KEY={KEY}",
+    f"postgres://app:{PW}@db.internal:5432/app",
+]
+
+
+def raw_bytes(store) -> bytes:
+    """Every byte of the session tier on disk (database, WAL and shared memory files)."""
+    return b"".join(p.read_bytes() for p in store.path.glob("sessions.sqlite3*"))
+
+
+def assert_clean(store, *secrets):
+    blob = raw_bytes(store)
+    for s in secrets:
+        assert s.encode() not in blob
+
+
+@pytest.mark.parametrize("text", NOTES)
+def test_python_api_stores_the_redacted_form(store, text):
+    note_id = store.sessions.add_note("s", text)
+    assert note_id.notice and "\n" not in note_id.notice and "held secret material" in note_id.notice
+    [note] = store.sessions.notes("s")
+    assert PW not in note.content and KEY not in note.content and "chars>" in note.content
+    assert note.metadata[REDACTED_KEY]["kinds"]
+    assert_clean(store, PW, KEY)
+
+
+def test_clean_note_has_no_notice(store):
+    note_id = store.sessions.add_note("s", "Use pnpm, not npm: npm breaks the lockfile")
+    assert note_id.notice is None and isinstance(note_id, int)
+    assert REDACTED_KEY not in store.sessions.notes("s")[0].metadata
+
+
+def test_metadata_values_are_redacted_too(store):
+    store.sessions.add_note("s", "deploy works again", metadata={"command": f"psql -h db -U app --password {PW}"})
+    [note] = store.sessions.notes("s")
+    assert PW not in json.dumps(note.metadata) and note.metadata[REDACTED_KEY]
+
+
+def test_cli_note_tells_the_writer_in_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CONSOLIDATE_STORE", str(tmp_path / ".memofs"))
+    monkeypatch.setenv("CONSOLIDATE_EMBEDDING", "hash")
+    assert main(["note", "--session", "s", NOTES[0]]) == 0
+    out, err = capsys.readouterr()
+    assert "written to session s" in out
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("secret: note ") and "secret-assignment" in lines[0]
+    assert PW not in out + err and "<secret-assignment, 11 chars>" in lines[0]
+    assert_clean(Store(tmp_path / ".memofs"), PW)
+
+
+def test_cli_import_names_the_lines(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CONSOLIDATE_STORE", str(tmp_path / ".memofs"))
+    monkeypatch.setenv("CONSOLIDATE_EMBEDDING", "hash")
+    f = tmp_path / "notes.jsonl"
+    f.write_text("\n".join(json.dumps({"content": c}) for c in ["an ordinary note about the build", *NOTES]) + "\n",
+                 encoding="utf-8")
+    assert main(["import", "--session", "s", str(f)]) == 0
+    out, err = capsys.readouterr()
+    assert "imported 4 notes" in out
+    lines = err.strip().splitlines()
+    assert [ln.split(":", 2)[1].strip() for ln in lines] == ["line 2", "line 3", "line 4"]
+    assert PW not in err and KEY not in err
+    assert_clean(Store(tmp_path / ".memofs"), PW, KEY)
+
+
+def test_mcp_note_answers_with_the_notice(store):
+    server = build_server(store, spawn=lambda s: None)
+
+    async def main_():
+        async with Client(server) as client:
+            clean = await client.call_tool("note", {"session_id": "s", "content": "plain note about ruff"})
+            dirty = await client.call_tool("note", {"session_id": "s", "content": NOTES[0]})
+            return clean, dirty
+
+    clean, dirty = anyio.run(main_)
+    assert not clean.is_error and not dirty.is_error
+    assert clean.structured_content["result"] == 1
+    text = dirty.content[0].text
+    assert "note 2 held secret material" in text and PW not in text and "\n" not in text
+    assert_clean(store, PW)
+
+
+def test_hook_harvest_stores_redacted_and_logs(tmp_path):
+    from consolidate.hook import run_hook
+
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(json.dumps({"type": "assistant", "uuid": "u1", "message": {
+        "content": [{"type": "text", "text": f"Logged in; the staging password is {PW}, noted for later."}]}}) + "\n",
+        encoding="utf-8")
+    st = tmp_path / ".memofs"
+    run_hook(st, payload={"hook_event_name": "SessionEnd", "session_id": "h", "transcript_path": str(transcript)},
+             harvest_notes=True, spawn=False)
+    store = Store(st, embedding="hash")
+    [note] = store.sessions.notes("h")
+    assert PW not in note.content and note.metadata[REDACTED_KEY]
+    assert "held secret material" in (st / "logs" / "hook.log").read_text(encoding="utf-8")
+    assert_clean(store, PW)
+
+
+def test_aborted_session_never_held_the_secret(store):
+    store.sessions.add_note("s", NOTES[1])
+    store.sessions.end("s", "aborted")
+    run_session(store, "s", outcome="aborted", chain_factory=lambda: JudgeChain([ScriptedJudge()]))
+    assert store.sessions.count("s") == 1
+    assert_clean(store, KEY)
+
+
+def test_redacted_note_is_blocked_at_consolidation(store):
+    """Flagged or judged, a note redacted at write time is blocked (never judged, never stored), with
+    the kinds and previews in its event."""
+    store.sessions.add_note("s", NOTES[0], flag=True)
+    store.sessions.add_note("s", NOTES[1])
+    judge = ScriptedJudge(lambda note: keep(note.content))
+    store.sessions.end("s", "success")
+    plan = run_session(store, "s", chain_factory=lambda: JudgeChain([judge]), time_box=None)
+    blocked = [e for e in plan.events if e["event"] == "note.blocked"]
+    assert len(blocked) == 2 and judge.calls == 0
+    assert {k for e in blocked for k in e["kinds"]} == {"secret-assignment", "openai-key"}
+    assert all("chars>" in p for e in blocked for p in e["previews"])
+    assert not plan.writes()
