@@ -865,8 +865,11 @@ _PROSE_KW_RE = re.compile(
     "(?i)(?P<kw>" + "|".join(sorted(map(re.escape, _PROSE_PASSWORD_WORDS + _PROSE_KEY_WORDS), key=len, reverse=True))
     + ")(?P<inflect>[a-zà-ɏа-яёіїєґ]{0,6})"  # Passwortes, пароля, şifresi, hasła
 )
-_PROSE_FINDER = re.compile("|".join(sorted({re.escape(w.split()[0].lower()) for w in _PROSE_PASSWORD_WORDS + _PROSE_KEY_WORDS},
-                                           key=len, reverse=True)))
+_PROSE_WORDS_ALL = {w.lower() for w in _PROSE_PASSWORD_WORDS + _PROSE_KEY_WORDS}
+# one finder for ASCII text (most notes: the non-ASCII keywords cannot occur), one for the rest
+_PROSE_FINDER_ASCII = re.compile("|".join(sorted((re.escape(w) for w in _PROSE_WORDS_ALL if w.isascii()),
+                                                 key=len, reverse=True)))
+_PROSE_FINDER = re.compile("|".join(sorted(map(re.escape, _PROSE_WORDS_ALL), key=len, reverse=True)))
 _PROSE_PASSWORD_SET = frozenset(_PROSE_PASSWORD_WORDS)
 # right after the keyword: "=", ":", or a CJK particle (パスワードは, 密码是, 비밀번호는), then the value
 _PROSE_ATTACHED = re.compile(rf"[ \t]*(?:[:=：＝]|[はがを是为為는은이가](?=[ \t]*[!-~]))[ \t]*")
@@ -895,7 +898,7 @@ def _prose_secrets(text: str, low: str) -> Iterator[_Candidate]:
     :data:`_PROSE_KEY_WORDS`, then within ten words a copula or separator
     (:data:`_PROSE_COPULAS`) and a value that :func:`_value_is_secret` accepts; or the value
     right after the word (``Passwort: X``, ``パスワードはX``, ``şifresi X``)."""
-    for hit in _PROSE_FINDER.finditer(low):
+    for hit in (_PROSE_FINDER_ASCII if low.isascii() else _PROSE_FINDER).finditer(low):
         pos = hit.start()
         m = _PROSE_KW_RE.match(low, pos)
         if m is None:
