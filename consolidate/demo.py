@@ -38,7 +38,7 @@ SESSIONS = [
         dict(text="Moved settings.py into config/ and updated 14 imports"),
         dict(text="Chose pydantic-settings over python-decouple because it validates types at startup"),
         dict(text="Status: refactor 80% done"),
-        dict(text="For now the staging DB is used for tests", flag=True, kind="fact"),
+        dict(text="For now the staging DB is used for tests", flag=True, kind="fact", ttl="1d"),
         dict(text="Decided to drop the legacy /v1 endpoints", flag=True, kind="decision"),
     ]),
     ("deploy-friday", "failure", "deploy rolled back: migration 0042 locked the users table", [

@@ -2,7 +2,8 @@
 
 Built on the ``mcp`` package 2.x (``mcp.server.mcpserver.MCPServer``). Tools:
 
-- ``note(session_id, content, flag, ttl, kind)`` writes one working note; returns its id.
+- ``note(session_id, content, flag, ttl, kind)`` writes one working note; returns its id (for a flagged
+  note, ``{"id", "policy"}``: what the write policy says about it, note_policy.py).
 - ``session_read(session_id, path)`` returns the session's notes, its queued end and its workspace,
   if any; with ``path``, a file or folder of its workspace.
 - ``recall(query, k, include_quarantined)`` returns the nearest memories, each rendered with its
@@ -56,6 +57,14 @@ MAX_K = 50
 
 #: ``spawn`` argument of :func:`build_server`: "auto" starts the worker the project provides.
 AUTO = "auto"
+
+
+def note_policy_line(content: str, *, flag: bool, kind: str | None) -> str | None:
+    """The write policy's one-line answer for a note just written (note_policy.check_note)."""
+    from .note_policy import check_note
+    from .session import check_kind
+
+    return check_note(content, flag=bool(flag), kind=check_kind(kind or None))
 
 
 def _iso(ts: float | None) -> str | None:
@@ -190,12 +199,21 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
                                                      "(for temporary values such as a port).")] = None,
         kind: Annotated[str | None, Field(description="decision, constraint, preference, recipe, "
                                                       "failure or fact")] = None,
-    ) -> int | str:
+    ) -> int | str | dict[str, Any]:
         """Write one working note to the session's scratch tier; returns the note's id. A note that held
-        secret material is stored redacted: the answer is then one line saying so (with the id)."""
-        note_id = await backend.run(
-            lambda s: s.sessions.add_note(session_id, content, flag=flag, ttl=ttl or None, kind=kind or None))
-        return getattr(note_id, "notice", None) or int(note_id)
+        secret material is stored redacted: the answer is then one line saying so (with the id). For a
+        flagged note, returns ``{"id": note id, "policy": one line}`` (and ``"secret"``: that line, when
+        it was redacted): what the write policy says about it now (the type it is kept as, missing
+        fields, trivia), so you can rewrite it while you know the context."""
+        def write(s: Store) -> int | str | dict[str, Any]:
+            note_id = s.sessions.add_note(session_id, content, flag=flag, ttl=ttl or None, kind=kind or None)
+            notice = getattr(note_id, "notice", None)
+            policy = note_policy_line(content, flag=flag, kind=kind)
+            if policy:
+                return {"id": int(note_id), "policy": policy, **({"secret": notice} if notice else {})}
+            return notice or int(note_id)
+
+        return await backend.run(write)
 
     @server.tool()
     async def session_read(

@@ -71,41 +71,163 @@ def missing_fields(type_: str, statement: str, fields: dict[str, str]) -> str | 
         model.model_validate({"statement": statement, **fields})
     except ValidationError as exc:
         names = sorted({str(e["loc"][0]) for e in exc.errors() if e.get("loc")})
-        return f"a {type_} needs {', '.join(names)}"
+        hints = "; ".join(FIELD_HINTS[n] for n in names if n in FIELD_HINTS)
+        return f"a {type_} needs {', '.join(names)}" + (f" ({hints})" if hints else "")
     return None
 
 
 #: Words that introduce a reason, in the languages of the real notes (en, es, pt, fr, de, ru, ja,
 #: zh, ar): a flagged decision's reason is what follows.
-_BECAUSE = re.compile(r"\b(?:because|since|so that|due to|porque|pois|parce que|car|weil|потому что|так как)\b"
-                      r"|(?:因为|由于|ので|から|ため|لأن)", re.IGNORECASE)
-_CAUSE = re.compile(r"\b(?:because|caused by|due to|root cause)\b", re.IGNORECASE)
+_BECAUSE = re.compile(r"\b(?:because|since|so that|due to|to avoid|porque|pois|parce que|car|weil|потому что|так как|чтобы)\b"
+                      r"|(?:因为|由于|为了|ので|から|ため|لأن)", re.IGNORECASE)
+#: Words that introduce a failure's cause (same languages).
+_CAUSE = re.compile(r"\b(?:because|caused by|due to|root cause|turned out|the fix (?:is|was)|fixed by|was the cause"
+                    r"|porque|debido a|causado por|parce que|à cause de|weil|wegen|из-за|потому что|причина)\b"
+                    r"|(?:因为|由于|原因|导致|のため|が原因|ので|بسبب|لأن)", re.IGNORECASE)
 _CMD = re.compile(r"`([^`\n]{2,300})`")
+_FENCE = re.compile(r"```[^\n]*\n(.+?)(?:\n```|\Z)", re.DOTALL)
+_PROMPT_LINE = re.compile(r"^\s*[$#>]\s+(\S.{1,300})$", re.MULTILINE)
+#: Programs whose name starts a command line in real notes: a recipe's command may be written without
+#: backticks ("run npm ci --legacy-peer-deps before the build").
+COMMAND_WORDS = (
+    "pip", "pip3", "pipx", "uv", "uvx", "poetry", "pdm", "conda", "npm", "npx", "pnpm", "yarn", "bun", "node",
+    "deno", "git", "gh", "docker", "docker-compose", "podman", "kubectl", "helm", "kustomize", "minikube", "make",
+    "cmake", "cargo", "rustup", "go", "python", "python3", "pytest", "ruff", "mypy", "black", "tox", "nox", "curl",
+    "wget", "ssh", "scp", "rsync", "brew", "apt", "apt-get", "dnf", "yum", "sudo", "systemctl", "journalctl",
+    "terraform", "ansible", "ansible-playbook", "gcloud", "aws", "az", "psql", "mysql", "sqlite3", "redis-cli",
+    "alembic", "django-admin", "rails", "rake", "bundle", "gem", "mvn", "gradle", "./gradlew", "dotnet",
+    "composer", "php", "java", "flutter", "dart", "swift", "xcodebuild", "tsc", "vite", "next", "expo", "supabase",
+    "vercel", "firebase", "prisma", "export", "chmod", "chown", "ln", "cp", "mv", "rm", "tar", "unzip", "openssl",
+    "consolidate",
+)
+_COMMAND_START = re.compile(
+    r"(?:^|(?<=[\s:(\"'“「]))((?:" + "|".join(re.escape(w) for w in sorted(COMMAND_WORDS, key=len, reverse=True))
+    + r"|\./[\w./-]+|[\w-]+\.(?:sh|py))(?=\s|$)(?:[ \t]+[^\s].*?)?)"
+    r"(?=$|\n|;\s|\.\s|,\s+(?:then|and|which|so|but)\b|\s+(?:because|so that|to fix|to get|fixes|fixed|works|worked"
+    r"|solved|solves|before|after|when|if|then|and then|instead|to|for|in order to)\b|\s[–—-]\s|[\u3000-\u30ff\u4e00-\u9fff，。；])",
+    re.IGNORECASE | re.MULTILINE)
+
+
+def find_command(text: str) -> str | None:
+    """The command a recipe note gives, or None: a backticked span, else the first line of a fenced
+    code block, else a shell-prompt line (``$ cmd``), else a span starting with a known program name
+    (``COMMAND_WORDS``, ``./script``, ``x.sh``/``x.py``) and running to the end of its clause."""
+    if m := _CMD.search(text):
+        return m.group(1).strip()
+    if m := _FENCE.search(text):
+        first = next((ln.strip() for ln in m.group(1).splitlines() if ln.strip()), "")
+        if first:
+            return first.lstrip("$ ").strip()
+    if m := _PROMPT_LINE.search(text):
+        return m.group(1).strip()
+    for m in _COMMAND_START.finditer(text):
+        cmd = m.group(1).strip().rstrip(".,;:")
+        parts = cmd.split()
+        if len(parts) >= 2 and parts[1].lower().strip(",.;:") in _NOT_AN_ARGUMENT:
+            continue  # "npm rewrites the lockfile", "pytest is slow": prose about the program
+        if len(parts) >= 2 or cmd.startswith("./") or cmd.lower() in ("make", "pytest", "tox", "nox"):
+            return cmd
+    return None
+
+
+#: Words that, right after a program's name, show prose about the program rather than a command.
+_NOT_AN_ARGUMENT = frozenset("""is are was were be been has have had does did doesn't don't isn't wasn't won't will would can
+can't could should may might must needs need rewrites breaks broke fails failed works worked seems uses used keeps takes
+took gets got makes made wants shows show says prints outputs returns reports lists layer layers image images and or but with for on in at to by from of the a an not also itself too version versions
+itself which that who when while so as than then""".split())
 
 
 def fields_from_text(type_: str, text: str, metadata: dict | None = None) -> dict[str, str]:
     """Best-effort required fields for a flagged note, which has no judge to fill them: note metadata
     of the same name first (``reason``, ``who``, ``command``, ``context``, ``symptom``, ``cause``),
-    then the wording ("X because Y" gives a decision's reason, a backticked command a recipe's).
-    Fields it cannot find stay absent, so the write policy rejects the note with the reason."""
+    then the wording ("X because Y" gives a decision's reason, a command (:func:`find_command`) a
+    recipe's, "X caused by Y" a failure's symptom and cause). Fields it cannot find stay absent; the
+    write policy records them as ``fields_missing``."""
     meta = metadata or {}
     out = {k: str(meta[k]) for k in ("reason", "who", "command", "context", "symptom", "cause") if meta.get(k)}
     if type_ == "decision" and "reason" not in out and (m := _BECAUSE.search(text)):
         out["reason"] = text[m.start():].strip()
-    if type_ == "failure" and (m := _CAUSE.search(text)):
-        out.setdefault("symptom", text[:m.start()].strip(" ,.;:-") or text)
-        out.setdefault("cause", text[m.start():].strip())
-    if type_ == "recipe" and "command" not in out and (m := _CMD.search(text)):
-        out["command"] = m.group(1)
-        out.setdefault("context", text)
+    if type_ == "failure":
+        if m := _CAUSE.search(text):
+            out.setdefault("symptom", text[:m.start()].strip(" ,.;:-") or text)
+            out.setdefault("cause", text[m.start():].strip())
+        else:
+            out.setdefault("symptom", text)
+    if type_ == "recipe":
+        if "command" not in out and (cmd := find_command(text)):
+            out["command"] = cmd
+        if "command" in out:
+            out.setdefault("context", text)
     if type_ == "preference":
         out.setdefault("who", str(meta.get("author") or "user"))
     return out
 
 
+#: How to supply each required field, for the messages given to the agent.
+FIELD_HINTS = {
+    "reason": "say why (\"... because ...\") or give a `reason` field",
+    "who": "say who holds it or give a `who` field",
+    "command": "put the command in backticks, on a `$ ` line, or give a `command` field",
+    "context": "say where it worked or give a `context` field",
+    "symptom": "describe what failed or give a `symptom` field",
+    "cause": "state the cause (\"... because ...\", \"caused by ...\") or give a `cause` field",
+}
+
+
+def required_missing(type_: str, fields: dict[str, str]) -> list[str]:
+    """Names of the required fields of ``type_`` that ``fields`` lacks (empty or blank counts as
+    missing), in the model's order; [] for an unknown type."""
+    model = TYPES.get(type_)
+    if model is None:
+        return []
+    return [name for name, f in model.model_fields.items()
+            if name != "statement" and f.is_required() and not str(fields.get(name) or "").strip()]
+
+
+# -- type inference for a flagged note without a kind ----------------------------------------------
+
+_T_FAILURE = re.compile(r"\b(?:error|errors|fails?|failed|failing|crash(?:ed|es)?|broke(?:n)?|bug|exception|traceback"
+                        r"|timed? ?out|segfault|panic(?:ked)?|ошибк\w*|падает|упал\w*|error(?:es)?|fallo|échoue|fehler)\b"
+                        r"|(?:报错|错误|失败|崩溃|エラー|失敗|落ちる|خطأ|فشل)", re.IGNORECASE)
+_T_DECISION = re.compile(r"\b(?:decided|decision|chose|chosen|choose|opted|went with|switched to|picked|settled on"
+                         r"|go(?:ing)? with|instead of|rather than|решили|выбрали|decidimos|elegimos|entschieden|choisi)\b"
+                         r"|(?:决定|选择了|选用|改用|決定|採用|قررنا|اخترنا)", re.IGNORECASE)
+_T_PREFERENCE = re.compile(r"\b(?:prefers?|preferred|preference|user wants|users? (?:asked|said|likes?|wants)"
+                           r"|likes? (?:it|to)|предпочита\w*|prefiere|bevorzugt|préfère)\b"
+                           r"|(?:喜欢|偏好|更喜欢|好む|希望|يفضل)", re.IGNORECASE)
+_T_CONSTRAINT = re.compile(r"\b(?:never|always|must(?: not)?|do not|don't|required|requires|only works|cannot|can't"
+                           r"|forbidden|mandatory|всегда|никогда|нельзя|должн\w*|nunca|siempre|debe|niemals|immer"
+                           r"|muss|jamais|toujours|doit)\b"
+                           r"|(?:必须|不要|禁止|不能|务必|永远|必ず|禁止|してはいけない|常に|يجب|لا تستخدم|ممنوع)",
+                           re.IGNORECASE)
+_T_RECIPE_VERB = re.compile(r"\b(?:run|use|works?|worked|fix(?:es|ed)?|to \w+|with|via"
+                            r"|запусти\w*|ejecuta\w*)\b|(?:运行|执行|実行|شغل)", re.IGNORECASE)
+
+
+def infer_type(text: str) -> tuple[str, str]:
+    """``(type, why)`` for a flagged note written without a kind, from its wording: a failure (error
+    wording), a decision ("chose", "instead of", ...), a preference ("prefers", "the user wants"), a
+    recipe (a command, :func:`find_command`, with "run"/"use"/"works"), a constraint ("never",
+    "must", "always", ...), else a fact. Checked in that order; several languages' cue words."""
+    if _T_FAILURE.search(text) and not _T_CONSTRAINT.match(text):
+        return "failure", "error wording"
+    if _T_DECISION.search(text):
+        return "decision", "decision wording"
+    if _T_PREFERENCE.search(text):
+        return "preference", "preference wording"
+    if find_command(text) and (_T_RECIPE_VERB.search(text) or _FENCE.search(text) or _PROMPT_LINE.search(text)):
+        return "recipe", "a command"
+    if _T_CONSTRAINT.search(text):
+        return "constraint", "rule wording"
+    return "fact", "no type wording"
+
+
 # -- memorability rules the code can check --------------------------------------------------------
 
+#: A statement shorter than this many English-equivalent characters (textmeasure) cannot stand alone.
 MIN_STATEMENT_CHARS = 12
+#: ... nor one of fewer words than this (words counted in any script; textmeasure).
+MIN_STATEMENT_WORDS = 3
 _BARE_NUMBER = re.compile(r"^[\s$€£#~≈<>=+-]*\d[\d\s.,:%/x-]*[a-zA-Z%]{0,3}\s*$")
 _BARE_URL = re.compile(r"^\s*<?(?:https?|ftp|file)://\S+>?\s*$", re.IGNORECASE)
 _BARE_PATH = re.compile(r"^\s*`?(?:~|\.{1,2})?/?(?:[\w.@-]+/)+[\w.@-]*`?\s*$|^\s*`?[\w.-]+\.[A-Za-z0-9]{1,5}`?\s*$")
@@ -116,7 +238,11 @@ _TASK_LINE = re.compile(
 
 def memorability_problem(statement: str) -> str | None:
     """None when ``statement`` passes the rules the code can check; else the reason it is not
-    memorable: too short, a bare number, URL or path, or a task-list / status line."""
+    memorable: too short (fewer than MIN_STATEMENT_WORDS words or MIN_STATEMENT_CHARS
+    English-equivalent characters, measured for every script by :mod:`consolidate.textmeasure`), a
+    bare number, URL or path, or a task-list / status line."""
+    from .textmeasure import measure
+
     s = statement.strip()
     if _BARE_NUMBER.match(s):
         return "a bare number"
@@ -126,28 +252,56 @@ def memorability_problem(statement: str) -> str | None:
         return "a bare path"
     if _TASK_LINE.match(s):
         return "a task-list or status line"
-    if len(s) < MIN_STATEMENT_CHARS or len(s.split()) < 3 and not _CMD.search(s):
-        return f"too short to stand alone ({len(s)} characters)"
+    words, length = measure(s)
+    if length < MIN_STATEMENT_CHARS or words < MIN_STATEMENT_WORDS and not _CMD.search(s):
+        return f"too short to stand alone ({len(s)} characters, about {words:.1f} words)"
     return None
 
 
+#: Wording that limits how long a statement holds ("for now", "temporarily", "right now"), in the
+#: languages of the real notes. A time reference alone ("today", "this session", "now") is not here:
+#: it says when something happened, not that it stops holding.
 _TEMPORARY = re.compile(
-    r"\b(?:for now|right now|currently|at the moment|this run|this session|today|temporar(?:y|ily)|for this test)\b",
-    re.IGNORECASE)
+    r"\b(?:for now|for the time being|right now|currently|at the moment|for this (?:test|run|session)"
+    r"|this (?:run|session) only|only (?:for )?this (?:run|session)|until (?:further notice|tomorrow|the next release|we)"
+    r"|temporar(?:y|ily)|as a stopgap|stopgap|workaround until|por ahora|temporalmente|de momento|vorerst|vorläufig"
+    r"|vorübergehend|pour l'instant|pour le moment|temporairement|временно|пока что|на данный момент)\b"
+    r"|(?:暂时|临时|目前|暫定|一時的|とりあえず|今のところ|مؤقتا|مؤقت)", re.IGNORECASE)
+#: Wording that states a durable rule: it outweighs any time word ("from today on, every migration
+#: needs a down script").
+_DURABLE = re.compile(
+    r"\b(?:always|never|every|each time|whenever|any time|from (?:today|now|here|this (?:release|version|point)) on(?:wards?)?"
+    r"|from now|going forward|henceforth|from then on|in (?:the )?future|all future|must|must not|mustn't|shall"
+    r"|required|mandatory|by default|as a rule|policy|convention|permanently|do not|don't"
+    r"|siempre|nunca|cada|debe|a partir de (?:hoy|ahora)|immer|nie|niemals|jede[rsn]?|muss|ab (?:heute|jetzt)"
+    r"|toujours|jamais|chaque|doit|désormais|dorénavant|всегда|никогда|каждый|каждая|каждое|каждую|должен|должны"
+    r"|впредь|отныне|с сегодняшнего дня)\b"
+    r"|(?:必须|总是|永远|每次|每个|以后|今后|从今天起|从现在起|禁止|不要|必ず|常に|今後|毎回|絶対|してはいけない"
+    r"|دائما|أبدا|يجب|من الآن)", re.IGNORECASE)
+#: A statement under this many English-equivalent characters (textmeasure) that is not high-confidence
+#: is transient.
 TRANSIENT_MAX_CHARS = 40
 
 
-def durability(statement: str, *, confidence: str, had_ttl: bool) -> tuple[str, str]:
+def durability(statement: str, *, confidence: str, had_ttl: bool, flagged: bool = False) -> tuple[str, str]:
     """Deterministic durability classifier: (``durable`` | ``transient``, reason).
 
-    Transient: a note written with a TTL (the agent said it expires), temporary wording ("for now",
-    "this session", ...), or a very short statement (under TRANSIENT_MAX_CHARS characters) that is
-    not high-confidence."""
+    Transient: a note written with a TTL (the agent said it expires); temporary wording ("for now",
+    "temporarily", ...; a time reference such as "today" or "this session" alone is not temporary)
+    unless the statement also states a durable rule ("always", "every", "from now on", "must", ...);
+    or a very short statement (under TRANSIENT_MAX_CHARS English-equivalent characters, any script)
+    that is not high-confidence. A ``flagged`` note is never made transient by its wording or length,
+    only by a TTL: the flag is the agent saying "keep this"."""
+    from .textmeasure import english_length
+
     if had_ttl:
         return "transient", "written with a TTL"
-    if m := _TEMPORARY.search(statement):
+    if flagged:
+        return "durable", "flagged by the agent"
+    if (m := _TEMPORARY.search(statement)) and not _DURABLE.search(statement):
         return "transient", f"temporary wording ({m.group(0)!r})"
-    if len(statement.strip()) < TRANSIENT_MAX_CHARS and confidence != "high":
+    length = english_length(statement)
+    if length < TRANSIENT_MAX_CHARS and confidence != "high":
         return "transient", f"very short ({len(statement.strip())} characters) and not high-confidence"
     return "durable", "standalone statement"
 

@@ -38,6 +38,7 @@ _LABELS = {
     "candidate.rejected": "rejected by policy",
     "candidate.blocked": "BLOCKED (secret in judge text)",
     "candidate.transient": "transient (audit only)",
+    "candidate.fields_missing": "kept, fields missing",
     "candidate.quarantined": "quarantined",
     "candidate.duplicate": "duplicate in run",
     "memory.reconfirmed": "re-confirmed existing",

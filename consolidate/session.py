@@ -338,7 +338,8 @@ class SessionTier:
         note_id = int(cur.lastrowid)
         return NoteId(note_id, redaction_notice(note_id, content, redaction) if redaction else None)
 
-    def import_jsonl(self, path: str | Path, session_id: str | None = None, *, now: float | None = None) -> dict[str, int]:
+    def import_jsonl(self, path: str | Path, session_id: str | None = None, *, now: float | None = None,
+                     written: list[dict[str, Any]] | None = None) -> dict[str, int]:
         """Import a JSONL file, one note per line, all or nothing.
 
         ``content`` is required; ``flag``, ``kind`` and ``ttl`` are used when present; every other
@@ -346,7 +347,9 @@ class SessionTier:
         ``session_id`` or, when None, each line's own ``session_id`` field. Blank lines are skipped.
         Returns ``{session_id: notes imported}`` (an :class:`ImportCounts` whose ``notices`` name the
         lines whose notes held secret material: those are stored redacted, see
-        :func:`secret_gate_at_write`).
+        :func:`secret_gate_at_write`). When ``written`` is a list, one dict per note imported is
+        appended to it: ``line`` (1-based), ``note_id``, ``session_id``, ``flag``, ``kind``, ``content``
+        (as stored), ``metadata`` (the CLI answers the write policy for flagged ones from it).
 
         Raises BadInput for an unreadable file, InvalidImportLine (with ``path`` and ``line``) for
         invalid UTF-8, invalid JSON, a missing/empty ``content``, or a missing session id."""
@@ -354,7 +357,7 @@ class SessionTier:
 
         rows = []
         notices: list[tuple[int, str]] = []
-        for _lineno, obj, bad in read_objects(path, suffix="; nothing was imported"):
+        for lineno, obj, bad in read_objects(path, suffix="; nothing was imported"):
             content = obj.get("content")
             if not isinstance(content, str) or not content.strip():
                 raise bad("no `content` (a non-empty string is required)")
@@ -373,18 +376,21 @@ class SessionTier:
                 raise bad(str(exc)) from None
             content, meta, redaction = secret_gate_at_write(content, meta)
             if redaction:
-                notices.append((_lineno, redaction_notice(None, content, redaction)))
-            rows.append((sid, content, flag, kind, ttl, meta))
+                notices.append((lineno, redaction_notice(None, content, redaction)))
+            rows.append((sid, content, flag, kind, ttl, meta, lineno))
         now = time.time() if now is None else now
         counts = ImportCounts(notices=notices)
         with self._transaction():
-            for sid, content, flag, kind, ttl, meta in rows:
-                self.db.execute(
+            for sid, content, flag, kind, ttl, meta, lineno in rows:
+                cur = self.db.execute(
                     "INSERT INTO notes(session_id, content, flag, kind, created_at, expires_at, metadata)"
                     " VALUES (?,?,?,?,?,?,?)",
                     (sid, content, int(flag), kind, now, now + ttl if ttl else None, json.dumps(meta, ensure_ascii=False)),
                 )
                 counts[sid] = counts.get(sid, 0) + 1
+                if written is not None:
+                    written.append({"line": lineno, "note_id": int(cur.lastrowid), "session_id": sid, "flag": flag,
+                                    "kind": kind, "content": content, "metadata": meta})
         return counts
 
     def count(self, session_id: str) -> int:

@@ -42,7 +42,7 @@ def scenario_notes(store, sid: str = "s1") -> None:
     s.add_note(sid, "Releases are cut from release/* branches only, never from main", flag=True, kind="constraint")
     s.add_note(sid, "the cache key note from the CI investigation")
     s.add_note(sid, "looked at the logs for a while")
-    s.add_note(sid, "For now the staging DB is used for tests", flag=True)
+    s.add_note(sid, "For now the staging DB is used for tests", flag=True, ttl="30d")  # a TTL: transient
     s.add_note(sid, f"token {SECRET} from the shell")
     s.end(sid, "success")
 

@@ -62,7 +62,15 @@ def test_client_writes_notes_completes_and_recalls(store, mode):
             kept = data(await call(client, "note", session_id="s1", flag=True, kind="preference",
                                    content="The user prefers pnpm over npm in this repo"))
             temp = data(await call(client, "note", session_id="s1", ttl="20m", content="dev server on port 5173"))
-            assert isinstance(kept, int) and temp == kept + 1
+            # a flagged note is answered with what the write policy says about it, at once
+            assert kept == {"id": kept["id"], "policy": "policy: kept as a preference"}
+            assert isinstance(temp, int) and temp == kept["id"] + 1
+            recipe = data(await call(client, "note", session_id="s9", flag=True, kind="recipe",
+                                     content="Fix the peer dependency conflict somehow"))
+            assert "missing command" in recipe["policy"] and "fields_missing" in recipe["policy"]
+            inferred = data(await call(client, "note", session_id="s9", flag=True,
+                                       content="Never commit .env files to this repository"))
+            assert inferred["policy"].startswith("policy: kept as a constraint (type inferred")
 
             read = data(await call(client, "session_read", session_id="s1"))
             assert read["count"] == 2 and read["end"] is None

@@ -222,23 +222,39 @@ def test_duplicates_within_a_run_merge(store):
 
 
 def test_write_policy_outcomes(store):
+    """Judged keeps are rejected, made transient or quarantined by the policy; flagged notes are never
+    demoted by wording: stored, with fields_missing when a field could not be filled."""
     s = store.sessions
     s.add_note("s1", "Decided to drop the legacy endpoints", flag=True, kind="decision")  # no reason
-    s.add_note("s1", "42", flag=True)  # trivia
-    s.add_note("s1", "For now the staging DB is used for tests", flag=True)  # temporary
-    s.add_note("s1", "maybe one", flag=False)
+    s.add_note("s1", "42", flag=True)  # trivia, but flagged
+    s.add_note("s1", "For now the staging DB is used for tests", flag=True)  # temporary, but flagged
+    for n in ("maybe one", "maybe two", "maybe three", "maybe four"):
+        s.add_note("s1", n, flag=False)
     s.end("s1", "success")
-    judge = ScriptedJudge({"maybe one": keep("The search index is rebuilt nightly by cron on the worker host",
-                                             evidence="inferred", confidence="high")})
+    judge = ScriptedJudge({
+        "maybe one": keep("The search index is rebuilt nightly by cron on the worker host",
+                          evidence="inferred", confidence="high"),
+        "maybe two": keep("Decided to retire the v1 API", type_="decision"),  # no reason
+        "maybe three": keep("For now the staging DB serves the integration tests"),
+        "maybe four": keep("17"),
+    })
     [plan] = run_queue(store, chain_factory=chain_of(judge))
     outcomes = {e["event"] for e in plan.events}
-    assert {"candidate.rejected", "candidate.transient", "candidate.quarantined"} <= outcomes
+    assert {"candidate.rejected", "candidate.transient", "candidate.quarantined", "candidate.fields_missing"} <= outcomes
     reasons = [e["reason"] for e in plan.events if e["event"] == "candidate.rejected"]
-    assert any("needs reason" in r for r in reasons)
+    assert any("needs reason" in r for r in reasons) and any("a bare number" in r for r in reasons)
+    transient = [e for e in plan.events if e["event"] == "candidate.transient"]
+    assert [plan.note(e["note_ids"][0]).content for e in transient] == ["maybe three"]
     mems = memories(store)
-    assert [m["status"] for _, m in mems.values()] == ["quarantined"]
-    assert [m["confidence"] for _, m in mems.values()] == ["low"]  # inferred starts low, whatever the judge said
-    assert "staging DB" in store.notes_md_path.read_text(encoding="utf-8")
+    by_doc = {doc: m for doc, m in mems.values()}
+    assert set(by_doc) == {"The search index is rebuilt nightly by cron on the worker host",
+                           "Decided to drop the legacy endpoints", "42", "For now the staging DB is used for tests"}
+    assert by_doc["The search index is rebuilt nightly by cron on the worker host"]["status"] == "quarantined"
+    assert by_doc["The search index is rebuilt nightly by cron on the worker host"]["confidence"] == "low"
+    assert by_doc["Decided to drop the legacy endpoints"]["fields_missing"] == "reason"
+    assert all(by_doc[d]["tier"] == "durable" and by_doc[d]["status"] == "active"
+               for d in ("42", "For now the staging DB is used for tests"))
+    assert "staging DB serves" in store.notes_md_path.read_text(encoding="utf-8")
 
 
 def test_judge_text_with_secret_is_blocked(store):

@@ -9,9 +9,10 @@ from ._common import open_store, read_text_arg
 
 def cmd_note(args) -> int:
     store = open_store(args)
-    note_id = store.sessions.add_note(args.session, read_text_arg(args.text), flag=args.flag, ttl=args.ttl,
-                                      kind=args.kind)
+    text = read_text_arg(args.text)
+    note_id = store.sessions.add_note(args.session, text, flag=args.flag, ttl=args.ttl, kind=args.kind)
     print(f"note {note_id} written to session {args.session}")
+    print_policy(text, flag=args.flag, kind=args.kind)
     _tell_redacted([getattr(note_id, "notice", None)])
     return 0
 
@@ -23,11 +24,26 @@ def _tell_redacted(notices) -> None:
             print(f"secret: {notice}", file=sys.stderr)
 
 
+def print_policy(text: str, *, flag: bool, kind: str | None, metadata: dict | None = None, prefix: str = "") -> None:
+    """Print what the write policy would say about a flagged note (note_policy.check_note), if anything."""
+    from ..note_policy import check_note
+    from ..session import check_kind
+
+    line = check_note(text, flag=flag, kind=check_kind(kind), metadata=metadata)
+    if line:
+        print(prefix + line)
+
+
 def cmd_import(args) -> int:
     store = open_store(args)
-    counts = store.sessions.import_jsonl(sys.stdin.buffer if args.file == "-" else args.file, args.session)
+    written: list[dict] = []
+    counts = store.sessions.import_jsonl(sys.stdin.buffer if args.file == "-" else args.file, args.session,
+                                         written=written)
     for sid, n in counts.items():
         print(f"imported {n} notes into session {sid}")
+    for row in written:
+        print_policy(row["content"], flag=row["flag"], kind=row["kind"], metadata=row["metadata"],
+                     prefix=f"line {row['line']} (note {row['note_id']}): ")
     if not counts:
         print("no notes in the file (blank lines only)")
     _tell_redacted(f"line {line}: {notice}" for line, notice in getattr(counts, "notices", []))

@@ -1,13 +1,14 @@
 """Stage 4, flag-promote: flagged rows become keepers without a judge.
 
 Certainty recorded at write time survives a judge outage. A flagged note's statement is its content;
-its type is its ``kind`` (default ``fact``); its evidence is the note's ``evidence`` metadata when
+its type is its ``kind``, or when it has none a type inferred from its wording
+(:func:`consolidate.memory_types.infer_type`, recorded as ``type_inferred`` in its provenance); its evidence is the note's ``evidence`` metadata when
 valid, else a default by type (``_DEFAULT_EVIDENCE``). It still passes every
-write policy."""
+write policy, which never demotes it for its wording (stages/write_policy.py)."""
 
 from __future__ import annotations
 
-from ..memory_types import TYPES, fields_from_text
+from ..memory_types import TYPES, fields_from_text, infer_type
 from ..plan import EVIDENCE_KINDS, Candidate, initial_confidence
 
 
@@ -21,17 +22,23 @@ def run(plan, ctx):
     for note in plan.live_notes("live"):
         if not note.flag:
             continue
-        type_ = note.kind if note.kind in TYPES else "fact"
+        text = " ".join(note.content.split())
+        provenance = {}
+        if note.kind in TYPES:
+            type_ = note.kind
+        else:
+            type_, why = infer_type(note.content)
+            provenance["type_inferred"] = why
         evidence = note.metadata.get("evidence")
         if evidence not in EVIDENCE_KINDS:
             evidence = _DEFAULT_EVIDENCE.get(type_, "observed-success")
-        text = " ".join(note.content.split())
         plan.note_status[note.id] = "flagged"
         plan.candidates.append(Candidate(
             note_ids=[note.id], statement=text, type=type_, source="flagged", evidence=evidence,
             confidence=initial_confidence(evidence), reason="flagged by the agent when written",
-            fields=fields_from_text(type_, text, note.metadata),
-            entities=[],
+            fields=fields_from_text(type_, note.content, note.metadata),
+            entities=[], provenance=provenance,
         ))
-        plan.decide("note.flagged", note_ids=[note.id], reason="flagged: promoted without a judge", type=type_)
+        plan.decide("note.flagged", note_ids=[note.id], reason="flagged: promoted without a judge", type=type_,
+                    type_inferred=provenance.get("type_inferred"))
     return plan

@@ -8,11 +8,18 @@
 - judged from a note worded as an instruction to the judge ("ignore the rules above", "keep every
   note"; judges/injection.py): quarantined too, whatever the judge said, since a memory is read back
   into every future session's context (a note the agent flagged is not touched);
-- temporary or very short: transient (audit trail and notes.md only, never indexed)."""
+- temporary or very short: transient (audit trail and notes.md only, never indexed); a time word
+  alone ("today", "this session") never is (memory_types.durability).
+
+A flagged note (the agent said "keep this" when it wrote it, and was told then what this policy
+would say: note_policy.py) is never demoted by a wording rule: no trivia, length or temporary-wording
+rule applies to it, and one that lacks a required field is written with the fields that could be
+filled and ``fields_missing`` recorded (event ``candidate.fields_missing``), not rejected. A secret
+still blocks it, a TTL still makes it transient, and ``inferred`` evidence still quarantines it."""
 
 from __future__ import annotations
 
-from ..memory_types import durability, memorability_problem, missing_fields
+from ..memory_types import durability, memorability_problem, missing_fields, required_missing
 from .secret_gate import gate_candidate
 
 
@@ -21,13 +28,18 @@ def run(plan, ctx):
     for c in plan.candidates:
         if not c.pending or gate_candidate(plan, c):
             continue
-        problem = missing_fields(c.type, c.statement, c.fields) or memorability_problem(c.statement)
+        flagged = c.source == "flagged"
+        if flagged:
+            record_fields_missing(plan, c)
+            problem = None
+        else:
+            problem = missing_fields(c.type, c.statement, c.fields) or memorability_problem(c.statement)
         if problem:
             c.outcome, c.outcome_reason = "rejected", problem
             plan.decide("candidate.rejected", note_ids=c.note_ids, reason=problem, type=c.type, source=c.source)
             continue
         had_ttl = any(plan.note(i).expires_at is not None for i in c.note_ids)
-        c.tier, why = durability(c.statement, confidence=c.confidence, had_ttl=had_ttl)
+        c.tier, why = durability(c.statement, confidence=c.confidence, had_ttl=had_ttl, flagged=flagged)
         if c.tier == "transient":
             plan.decide("candidate.transient", note_ids=c.note_ids, reason=why, type=c.type)
         elif c.isolated:
@@ -39,3 +51,14 @@ def run(plan, ctx):
             plan.decide("candidate.quarantined", note_ids=c.note_ids,
                         reason=f"low-confidence single observation ({c.evidence})", type=c.type)
     return plan
+
+
+def record_fields_missing(plan, c) -> None:
+    """A flagged keeper lacking required fields of its type: record their names in
+    ``c.provenance["fields_missing"]`` (stored as the ``fields_missing`` metadata) and decide
+    ``candidate.fields_missing``; the keeper is still written."""
+    missing = required_missing(c.type, c.fields)
+    if missing:
+        c.provenance["fields_missing"] = missing
+        plan.decide("candidate.fields_missing", note_ids=c.note_ids, type=c.type, fields_missing=missing,
+                    reason=f"flagged {c.type} stored without {', '.join(missing)} (a flag is never demoted by wording)")

@@ -1,0 +1,293 @@
+"""Write policies on real text (issue 13): every script, flagged notes kept, type inference, time words,
+and the policy answered at note-write time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import keep
+from consolidate.memory_types import (durability, fields_from_text, find_command, infer_type, memorability_problem,
+                                      required_missing)
+from consolidate.note_policy import check_note
+from consolidate.pipeline import run_queue
+from consolidate.textmeasure import english_length, measure, word_count
+from judges.chain import JudgeChain
+from judges.rules import guess
+from judges.scripted import ScriptedJudge
+
+
+def chain_of(*judges):
+    return lambda: JudgeChain(list(judges))
+
+
+def memories(store):
+    got = store.longterm().collection.get(include=["documents", "metadatas"])
+    return {d: m for d, m in zip(got["documents"], got["metadatas"])}
+
+
+# -- 1. text measured the same way in every script ---------------------------------------------
+
+#: Durable one-sentence facts, the same rule in several scripts ("database migrations must run before
+#: every deploy" and kin). Each must stand alone and be durable whatever its confidence.
+FACTS = {
+    "zh": "部署前必须先运行数据库迁移脚本",
+    "zh-2": "测试必须在UTC时区下运行",
+    "ja": "デプロイ前に必ずデータベースのマイグレーションを実行すること",
+    "ja-2": "本番DBへの書き込みは管理者のみ",
+    "th": "ต้องรันการย้ายฐานข้อมูลก่อนทุกการปรับใช้",
+    "ru": "Перед каждым деплоем нужно запускать миграции базы",
+    "ar": "يجب تشغيل ترحيل قاعدة البيانات قبل كل نشر",
+    "ko": "배포 전에 반드시 데이터베이스 마이그레이션을 실행해야 한다",
+    "hi": "हर डिप्लॉय से पहले डेटाबेस माइग्रेशन चलाना ज़रूरी है",
+    "mixed": "Use pnpm 而不是 npm，因为 npm 会重写 lockfile",
+    "mixed-ja": "CIではnode 20を使う、18だとビルドが落ちる",
+}
+
+#: Replies and fragments that cannot stand alone, in the same scripts.
+FRAGMENTS = {"zh": "好的", "zh-2": "完成了", "ja": "はい", "ja-2": "了解です", "th": "ใช่", "ru": "ок, да",
+             "ar": "نعم", "ko": "네 알겠습니다", "mixed": "ok 好"}
+
+
+@pytest.mark.parametrize("lang", sorted(FACTS))
+def test_a_sentence_in_any_script_stands_alone_and_is_durable(lang):
+    text = FACTS[lang]
+    assert memorability_problem(text) is None, (lang, memorability_problem(text))
+    for confidence in ("low", "medium", "high"):
+        assert durability(text, confidence=confidence, had_ttl=False)[0] == "durable", (lang, confidence)
+    assert word_count(text) >= 5
+    assert guess(text)["reason"] != "status line, question or fragment"  # the rules judge's fragment rule too
+
+
+@pytest.mark.parametrize("lang", sorted(FRAGMENTS))
+def test_a_fragment_in_any_script_is_still_too_short(lang):
+    text = FRAGMENTS[lang]
+    assert "too short to stand alone" in memorability_problem(text), lang
+    assert durability(text, confidence="medium", had_ttl=False)[0] == "transient"
+    assert guess(text)["reason"] == "status line, question or fragment"
+
+
+def test_measure_counts_words_without_spaces_and_english_equivalent_length():
+    assert word_count("Never commit .env files") == 4
+    assert word_count("don't use the read-only replica") == 5  # don't, read-only: one word each
+    words, length = measure("部署前必须先运行数据库迁移脚本")  # 15 Han characters, about 9 words
+    assert 8 <= words <= 11 and length > 40
+    assert 6 <= word_count("ต้องรันการย้ายฐานข้อมูลก่อนทุกการปรับใช้") <= 12  # Thai: marks do not count
+    assert english_length("   ") == 0 and english_length("a  b") == 3
+    with pytest.raises(TypeError):
+        measure(None)
+
+
+def test_chinese_fact_judged_keep_is_written_not_rejected(store):
+    store.sessions.add_note("s1", "note zh")
+    store.sessions.add_note("s1", "note ja")
+    store.sessions.end("s1", "success")
+    judge = ScriptedJudge({"note zh": keep(FACTS["zh"], type_="constraint", confidence="medium"),
+                           "note ja": keep(FACTS["ja-2"], type_="constraint", confidence="medium")})
+    [plan] = run_queue(store, chain_factory=chain_of(judge))
+    assert not [e for e in plan.events if e["event"] in ("candidate.rejected", "candidate.transient")]
+    assert set(memories(store)) == {FACTS["zh"], FACTS["ja-2"]}
+
+
+# -- 2. a flag is the agent saying "keep this" ------------------------------------------------------
+
+def _runbook(n_chars: int = 9000) -> str:
+    steps = []
+    i = 0
+    while sum(len(s) + 1 for s in steps) < n_chars:
+        i += 1
+        steps.append(f"Step {i}: on the staging cluster check the rollout of service {i} with the health endpoint "
+                     f"and the error budget dashboard before promoting it to the production cluster.")
+    steps.insert(3, "This order was agreed today with the platform team and applies to every deploy.")
+    return "\n".join(steps)
+
+
+def test_flagged_runbook_with_agreed_today_is_durable_and_indexed(minilm_store):
+    store = minilm_store
+    text = _runbook()
+    assert len(text) >= 9000
+    store.sessions.add_note("s1", text, flag=True, kind="recipe",
+                            metadata={"command": "deploy.sh --staging-first"})
+    store.sessions.end("s1", "success")
+    [plan] = run_queue(store, chain_factory=chain_of(ScriptedJudge()))
+    assert not [e for e in plan.events if e["event"] in ("candidate.rejected", "candidate.transient")]
+    [(doc, meta)] = memories(store).items()
+    assert meta["tier"] == "durable" and meta["status"] == "active" and "fields_missing" not in meta
+    assert "agreed today" in doc
+    # indexed, and found by a question about its last part (embedded whole, not its first 256 pieces)
+    hits = store.longterm().search("check the rollout of service 40 with the error budget dashboard", k=1)
+    assert hits and hits[0]["document"] == doc
+
+
+@pytest.mark.parametrize("text,command", [
+    ("Run npm ci --legacy-peer-deps before the build, it fixes the peer conflict", "npm ci --legacy-peer-deps"),
+    ("To reset the local DB: alembic downgrade base then alembic upgrade head", "alembic downgrade base"),
+    ("Deploy staging with ./scripts/deploy.sh staging --wait", "./scripts/deploy.sh staging --wait"),
+    ("Reproduce the flaky test:\n$ pytest -x tests/test_sync.py -p no:randomly", "pytest -x tests/test_sync.py -p no:randomly"),
+    ("Fresh clone setup:\n```sh\nmake bootstrap ENV=dev\nmake test\n```", "make bootstrap ENV=dev"),
+    ("运行 pnpm install --frozen-lockfile 可以修复构建", "pnpm install --frozen-lockfile"),
+    ("Use `docker compose up -d db` for the local database", "docker compose up -d db"),
+])
+def test_recipe_command_found_without_backticks(text, command):
+    assert find_command(text) == command
+    fields = fields_from_text("recipe", text)
+    assert fields["command"] == command and required_missing("recipe", fields) == []
+
+
+@pytest.mark.parametrize("text", ["npm rewrites the lockfile on every install", "pytest is slow on this runner",
+                                  "We go with Redis for the session cache"])
+def test_prose_about_a_program_is_not_a_command(text):
+    assert find_command(text) is None
+
+
+def test_flagged_notes_with_missing_fields_are_stored_with_fields_missing(store):
+    s = store.sessions
+    s.add_note("s1", "Fix the peer dependency conflict in the web app build", flag=True, kind="recipe")
+    s.add_note("s1", "The nightly export crashes with an out-of-memory error on the worker", flag=True, kind="failure")
+    s.add_note("s1", "Decided to drop the legacy endpoints", flag=True, kind="decision")
+    s.add_note("s1", "Run npm ci --legacy-peer-deps before the build, it fixes the peer conflict", flag=True,
+               kind="recipe")
+    s.end("s1", "success")
+    [plan] = run_queue(store, chain_factory=chain_of(ScriptedJudge()))
+    assert not [e for e in plan.events if e["event"] == "candidate.rejected"]
+    got = memories(store)
+    assert got["Fix the peer dependency conflict in the web app build"]["fields_missing"] == "command,context"
+    assert got["The nightly export crashes with an out-of-memory error on the worker"]["fields_missing"] == "cause"
+    assert got["Decided to drop the legacy endpoints"]["fields_missing"] == "reason"
+    ok = got["Run npm ci --legacy-peer-deps before the build, it fixes the peer conflict"]
+    assert "fields_missing" not in ok and json.loads(ok["fields"])["command"] == "npm ci --legacy-peer-deps"
+    events = [e for e in plan.events if e["event"] == "candidate.fields_missing"]
+    assert sorted(tuple(e["fields_missing"]) for e in events) == [("cause",), ("command", "context"), ("reason",)]
+
+
+def test_flagged_notes_never_demoted_by_wording(store):
+    texts = ["42", "https://example.com/runbook", "For now the staging DB is used for tests",
+             "- [ ] rotate the deploy key every quarter", "好的", "port 5173"]
+    for t in texts:
+        store.sessions.add_note("s1", t, flag=True, kind="fact")
+    store.sessions.add_note("s1", "Until further notice ports are fixed", flag=True, ttl="1h")  # a TTL still demotes
+    store.sessions.end("s1", "success")
+    [plan] = run_queue(store, chain_factory=chain_of(ScriptedJudge()))
+    assert not [e for e in plan.events if e["event"] == "candidate.rejected"]
+    [t] = [e for e in plan.events if e["event"] == "candidate.transient"]
+    assert t["reason"] == "written with a TTL"
+    got = memories(store)
+    assert set(texts) <= set(got) and all(got[t]["tier"] == "durable" for t in texts)
+
+
+def test_flagged_note_with_a_secret_is_still_blocked(store):
+    store.sessions.add_note("s1", "The db url is postgres://admin:Xq9vR2mLp7Tz@db.internal:5432/app, rotate it yearly",
+                            flag=True, kind="fact")
+    store.sessions.add_note("s1", "Migrations must run before the app starts", flag=True)
+    store.sessions.end("s1", "success")
+    [plan] = run_queue(store, chain_factory=chain_of(ScriptedJudge()))
+    assert list(memories(store)) == ["Migrations must run before the app starts"]
+    assert [e["note_ids"] for e in plan.events if e["event"] == "note.blocked"] == [[plan.notes[0].id]]
+
+
+@pytest.mark.parametrize("text,type_", [
+    ("Chose SQLite over Postgres because it needs no server", "decision"),
+    ("We switched to Vite instead of webpack: builds are ten times faster", "decision"),
+    ("npm ci fails on Node 18 with EBADENGINE", "failure"),
+    ("The import job crashed because the CSV had a BOM", "failure"),
+    ("The user prefers tabs over spaces in Go files", "preference"),
+    ("Run npm ci --legacy-peer-deps to fix the peer conflict", "recipe"),
+    ("Never commit .env files to this repository", "constraint"),
+    ("部署前必须先运行数据库迁移脚本", "constraint"),
+    ("Всегда запускай миграции перед деплоем", "constraint"),
+    ("Invoices are numbered per tenant, not globally", "fact"),
+])
+def test_type_inferred_from_content(text, type_):
+    assert infer_type(text)[0] == type_
+
+
+def test_flagged_note_without_kind_gets_an_inferred_type(store):
+    notes = {"Chose SQLite over Postgres because it needs no server": "decision",
+             "Run npm ci --legacy-peer-deps to fix the peer conflict": "recipe",
+             "Never commit .env files to this repository": "constraint",
+             "Invoices are numbered per tenant, not globally": "fact"}
+    for t in notes:
+        store.sessions.add_note("s1", t, flag=True)
+    store.sessions.end("s1", "success")
+    [plan] = run_queue(store, chain_factory=chain_of(ScriptedJudge()))
+    got = memories(store)
+    assert {d: m["type"] for d, m in got.items()} == notes
+    assert all(json.loads(m["provenance"])["type_inferred"] for m in got.values())
+    assert all(e.get("type_inferred") for e in plan.events if e["event"] == "note.flagged")
+
+
+# -- the policy answered at note-write time --------------------------------------------------------
+
+def test_check_note_answers_in_one_line():
+    assert check_note("anything at all here", flag=False) is None
+    ok = check_note("Never commit .env files to this repository", flag=True, kind="constraint")
+    assert ok == "policy: kept as a constraint"
+    line = check_note("Fix the peer dependency conflict", flag=True, kind="recipe")
+    assert "missing command, context" in line and "backticks" in line and "\n" not in line
+    line = check_note("42", flag=True)
+    assert "type inferred" in line and "a bare number" in line
+    assert check_note("The nightly export crashes", flag=True, kind="failure").count("missing cause") == 1
+    assert "missing" not in check_note("The export crashed", flag=True, kind="failure",
+                                       metadata={"cause": "a BOM in the CSV"})
+
+
+def _cli(store, *args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "consolidate", "--store", str(store.path), *args], input=stdin,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_cli_note_and_import_print_the_policy(store, tmp_path):
+    r = _cli(store, "note", "--session", "S", "--flag", "--kind", "recipe", "Fix the peer dependency conflict")
+    assert r.returncode == 0, r.stderr
+    first, second = r.stdout.strip().splitlines()
+    assert first.startswith("note 1 written") and second.startswith("policy: kept as a recipe; missing command")
+    r = _cli(store, "note", "--session", "S", "a plain note the judge will read")
+    assert r.returncode == 0 and len(r.stdout.strip().splitlines()) == 1  # unflagged: the judge decides later
+    f = tmp_path / "n.jsonl"
+    f.write_text("\n".join(json.dumps(o) for o in [
+        {"content": "Chose SQLite over Postgres because it needs no server", "flag": True},
+        {"content": "just context", "flag": False},
+        {"content": "The export job crashes nightly", "flag": True, "kind": "failure"},
+    ]) + "\n", encoding="utf-8")
+    r = _cli(store, "import", str(f), "--session", "S")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert lines[0] == "imported 3 notes into session S"
+    assert lines[1].startswith("line 1 (note 3): policy: kept as a decision (type inferred")
+    assert lines[2].startswith("line 3 (note 5): policy: kept as a failure; missing cause")
+    assert len(lines) == 3
+
+
+# -- 4. time words -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "From today on, every migration needs a down script",
+    "Agreed today: releases are cut from the release branch only",
+    "This session showed that the cache must be warmed before the load test",
+    "From now on the API returns ISO 8601 dates",
+    "Now that we use pnpm, never run npm install in this repository",
+    "For now and going forward, every PR needs a changelog entry",
+    "Currently every deploy must pass the smoke tests first",
+    "Temporarily pinned numpy below 2, but the float tests must always pass before upgrading",
+    "今天起每次迁移都必须有回滚脚本",
+    "С сегодняшнего дня каждая миграция должна иметь откат",
+    "A partir de hoy cada migración debe tener un script de reversión",
+])
+def test_a_time_word_alone_never_demotes_a_durable_statement(text):
+    assert durability(text, confidence="high", had_ttl=False) == ("durable", "standalone statement")
+
+
+@pytest.mark.parametrize("text", [
+    "For now the staging DB is used for the integration tests",
+    "The dev server is on port 5173 right now",
+    "Temporarily disabled the flaky upload test in CI",
+    "At the moment the queue worker runs on a single host",
+    "暂时关闭了上传测试，等修复后再打开",
+    "Временно отключили flaky тест загрузки в CI",
+])
+def test_temporary_wording_without_a_durable_rule_is_transient(text):
+    tier, why = durability(text, confidence="high", had_ttl=False)
+    assert tier == "transient" and why.startswith("temporary wording")
