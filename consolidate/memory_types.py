@@ -264,7 +264,8 @@ def memorability_problem(statement: str) -> str | None:
 _TEMPORARY = re.compile(
     r"\b(?:for now|for the time being|right now|currently|at the moment|for this (?:test|run|session)"
     r"|this (?:run|session) only|only (?:for )?this (?:run|session)|until (?:further notice|tomorrow|the next release|we)"
-    r"|temporar(?:y|ily)|as a stopgap|stopgap|workaround until|por ahora|temporalmente|de momento|vorerst|vorläufig"
+    r"|temporarily|(?:is|are|was|were|be|as a) temporary|temporary (?:fix|workaround|hack|measure|solution|patch|change"
+    r"|override|setting|setup|config(?:uration)?|pin|state|exception)|as a stopgap|stopgap|workaround until|por ahora|temporalmente|de momento|vorerst|vorläufig"
     r"|vorübergehend|pour l'instant|pour le moment|temporairement|временно|пока что|на данный момент)\b"
     r"|(?:暂时|临时|目前|暫定|一時的|とりあえず|今のところ|مؤقتا|مؤقت)", re.IGNORECASE)
 #: Wording that states a durable rule: it outweighs any time word ("from today on, every migration
@@ -272,7 +273,8 @@ _TEMPORARY = re.compile(
 _DURABLE = re.compile(
     r"\b(?:always|never|every|each time|whenever|any time|from (?:today|now|here|this (?:release|version|point)) on(?:wards?)?"
     r"|from now|going forward|henceforth|from then on|in (?:the )?future|all future|must|must not|mustn't|shall"
-    r"|required|mandatory|by default|as a rule|policy|convention|permanently|do not|don't"
+    r"|required|mandatory|by default|as a rule|policy|convention|permanently|do not|don't|should|prefer|avoid|ensure"
+    r"|make sure|keep (?:\S+ ){0,6}in sync|prohibited|forbidden|not allowed"
     r"|siempre|nunca|cada|debe|a partir de (?:hoy|ahora)|immer|nie|niemals|jede[rsn]?|muss|ab (?:heute|jetzt)"
     r"|toujours|jamais|chaque|doit|désormais|dorénavant|всегда|никогда|каждый|каждая|каждое|каждую|должен|должны"
     r"|впредь|отныне|с сегодняшнего дня)\b"

@@ -275,6 +275,8 @@ def test_cli_note_and_import_print_the_policy(store, tmp_path):
     "今天起每次迁移都必须有回滚脚本",
     "С сегодняшнего дня каждая миграция должна иметь откат",
     "A partir de hoy cada migración debe tener un script de reversión",
+    "Do not create temporary test files outside the tests folder",
+    "Supabase currently owns the hosted email template; keep the repo doc in sync when the copy changes",
 ])
 def test_a_time_word_alone_never_demotes_a_durable_statement(text):
     assert durability(text, confidence="high", had_ttl=False) == ("durable", "standalone statement")
@@ -287,6 +289,7 @@ def test_a_time_word_alone_never_demotes_a_durable_statement(text):
     "At the moment the queue worker runs on a single host",
     "暂时关闭了上传测试，等修复后再打开",
     "Временно отключили flaky тест загрузки в CI",
+    "Temporary fix: pinned the SDK to 2.3 until the upstream patch lands",
 ])
 def test_temporary_wording_without_a_durable_rule_is_transient(text):
     tier, why = durability(text, confidence="high", had_ttl=False)
