@@ -95,6 +95,9 @@ def session_id_of(payload: dict[str, Any]) -> str | None:
 def log(store_path: Path, message: str) -> None:
     """Append one line to ``logs/hook.log``; never raises."""
     try:
+        from .private import prepare_store_dir
+
+        prepare_store_dir(store_path)
         folder = store_path / "logs"
         folder.mkdir(parents=True, exist_ok=True)
         stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -189,9 +192,10 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
         if not sid:
             log(store_path, f"ignored {name or 'unknown'} event without a session id")
             return 0, ""
+        from .private import prepare_store_dir
         from .session import SessionTier
 
-        store_path.mkdir(parents=True, exist_ok=True)
+        prepare_store_dir(store_path)
         tier = SessionTier(store_path / "sessions.sqlite3")
         if harvest_notes and name in END_EVENTS | {"precompact"}:
             for note in harvest(payload.get("transcript_path")):

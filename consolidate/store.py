@@ -11,6 +11,9 @@ Layout (SPEC section 8)::
     graph/nodes.jsonl, graph/edges.jsonl
     journal/                   write-ahead journal of the run being applied
     logs/                      worker logs
+    .gitignore                 ``*``: nothing of the store goes to git (consolidate/private.py)
+
+Every folder is 0700 and every file 0600, whatever the umask (consolidate/private.py).
 
 Opening a store imports only the standard library; the long-term tier (ChromaDB) is opened on first
 use through :meth:`Store.longterm`.
@@ -45,7 +48,9 @@ class Store:
     (``$CONSOLIDATE_EMBEDDING``; default: the one recorded in the store's manifest, else ``minilm``);
     a store is bound to the function that built it. ``project`` is the scope of new memories
     (default: the name of the folder holding the store). ``create=False`` opens an existing store
-    only (read commands): ``exists`` tells whether there is one, and nothing is created.
+    only (read commands): ``exists`` tells whether there is one, and nothing is created. A store
+    opened for writing is private to its user (consolidate/private.py: the process umask narrows
+    to 077, folders 0700, files 0600) and holds a ``.gitignore`` that ignores all of it.
 
     Raises StorePathError when the path is a file, empty, or cannot be created."""
 
@@ -58,7 +63,9 @@ class Store:
             raise StorePathError(f"store path {self.path} is a file, not a folder", path=str(self.path))
         if create:
             try:
-                self.path.mkdir(parents=True, exist_ok=True)
+                from .private import prepare_store_dir
+
+                prepare_store_dir(self.path)  # 0700 folders, 0600 files, a .gitignore (consolidate/private.py)
             except OSError as exc:
                 raise StorePathError(f"cannot create store folder {self.path}: {exc.strerror or exc}",
                                      path=str(self.path)) from None
