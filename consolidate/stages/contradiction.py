@@ -5,7 +5,8 @@ existing same-type, same-scope memories (Chroma neighbours, nearest first, with 
 least CANDIDATE_SIMILARITY):
 
 - the same statement (:func:`same_memory`: equal after normalisation, or similarity >=
-  DUPLICATE_SIMILARITY with the same numbers and negations) is a duplicate: the existing entry is re-confirmed (last_confirmed today; confidence one step up when seen
+  DUPLICATE_SIMILARITY with the same numbers and negations and every differing part of the two
+  whole texts as similar, so two long notes differing only at the end are not) is a duplicate: the existing entry is re-confirmed (last_confirmed today; confidence one step up when seen
   in another session; a quarantined entry seen in another session is promoted to active and its
   evidence upgraded) and nothing new is written;
 - the other candidates go to the judge chain's contradiction prompt, which answers duplicate,
@@ -47,15 +48,65 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 _NEGATION = re.compile(r"\b(?:not|never|no|don't|doesn't|isn't|aren't|without|instead|cannot|can't|won't)\b", re.IGNORECASE)
 
 
-def same_memory(a: str, b: str, similarity: float) -> bool:
+def same_memory(a: str, b: str, similarity: float, embed=None) -> bool:
     """Whether two statements are the same memory without asking a judge: equal after
     normalisation, or at least DUPLICATE_SIMILARITY similar AND carrying the same numbers and the same
     negations (embeddings score "timeout is 30 s" and "timeout is 60 s" at 0.97: a contradiction, not
-    a re-confirmation)."""
+    a re-confirmation) AND, given ``embed`` (texts -> unit vectors), every part where the two texts
+    differ is itself at least DUPLICATE_SIMILARITY similar (:func:`differing_regions`, compared
+    whole-text by words): two long notes that share a preamble and differ at the end ("... deployed
+    with Helm charts" / "... with Kustomize overlays; Helm was removed") score 0.98 as wholes, since
+    the shared text dominates a pooled vector, but their differing ends do not match."""
     if normalize(a) == normalize(b):
         return True
-    return (similarity >= DUPLICATE_SIMILARITY and sorted(_NUMBER.findall(a)) == sorted(_NUMBER.findall(b))
-            and sorted(m.lower() for m in _NEGATION.findall(a)) == sorted(m.lower() for m in _NEGATION.findall(b)))
+    if not (similarity >= DUPLICATE_SIMILARITY and sorted(_NUMBER.findall(a)) == sorted(_NUMBER.findall(b))
+            and sorted(m.lower() for m in _NEGATION.findall(a)) == sorted(m.lower() for m in _NEGATION.findall(b))):
+        return False
+    if embed is None:
+        return True
+    regions = differing_regions(a, b)
+    if not regions:
+        return True
+    vectors = embed([text for pair in regions for text in pair])
+    return all(sum(x * y for x, y in zip(vectors[2 * k], vectors[2 * k + 1])) >= DUPLICATE_SIMILARITY
+               for k in range(len(regions)))
+
+
+#: Words, with each Han/kana character a word of its own (those scripts have no spaces).
+_UNITS = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
+                    r"|[^\W\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+#: Words of shared text kept on each side of a differing part when it is compared.
+REGION_CONTEXT = 8
+#: More differing parts than this: the texts are a rewording, compared as wholes only.
+MAX_REGIONS = 8
+
+
+def differing_regions(a: str, b: str) -> list[tuple[str, str]]:
+    """The parts where ``a`` and ``b`` differ (a word-level diff, difflib's SequenceMatcher), each
+    with REGION_CONTEXT words of the shared text on either side, as ``(part of a, part of b)``
+    pairs. [] when the texts are the same words, when a part would be a whole text (short texts,
+    compared as wholes), or when they differ in more than MAX_REGIONS places (a rewording)."""
+    import difflib
+
+    wa, wb = _UNITS.findall(a.lower()), _UNITS.findall(b.lower())
+    spans: list[list[int]] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, wa, wb, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        lo_a, hi_a, lo_b, hi_b = max(0, i1 - REGION_CONTEXT), i2 + REGION_CONTEXT, max(0, j1 - REGION_CONTEXT), j2 + REGION_CONTEXT
+        if spans and (lo_a <= spans[-1][1] or lo_b <= spans[-1][3]):
+            spans[-1][1], spans[-1][3] = hi_a, hi_b  # parts whose context overlaps: one part
+        else:
+            spans.append([lo_a, hi_a, lo_b, hi_b])
+    if not spans or len(spans) > MAX_REGIONS:
+        return []
+    regions = []
+    for lo_a, hi_a, lo_b, hi_b in spans:
+        ra, rb = wa[lo_a:hi_a], wb[lo_b:hi_b]
+        if len(ra) == len(wa) and len(rb) == len(wb):
+            return []  # the part is the whole of both texts: their similarity already decided
+        regions.append((" ".join(ra), " ".join(rb)))
+    return regions
 
 
 class _NoIndex:
@@ -87,7 +138,7 @@ def run(plan, ctx):
     to_compare = []
     for i, c in enumerate(durable):
         twin = next((durable[k] for k in kept if durable[k].type == c.type
-                     and same_memory(durable[k].statement, c.statement, float(sims[k, i]))), None)
+                     and same_memory(durable[k].statement, c.statement, float(sims[k, i]), longterm.embed)), None)
         if twin is not None:
             c.outcome, c.outcome_reason = "duplicate", "same as another keeper of this run"
             twin.note_ids = sorted(set(twin.note_ids) | set(c.note_ids))
@@ -95,7 +146,8 @@ def run(plan, ctx):
             continue
         hits = [h for h in longterm.neighbours(c.embedding, type_=c.type, scope=plan.scope, k=NEIGHBOURS)
                 if h["similarity"] >= CANDIDATE_SIMILARITY]
-        match = next((h for h in hits if same_memory(h["document"], c.statement, h["similarity"])), None)
+        match = next((h for h in hits if same_memory(h["document"], c.statement, h["similarity"], longterm.embed)),
+                     None)
         if match is not None and c.isolated:
             # judged from a note worded as an instruction to the judge: it may not vouch for anything
             c.outcome, c.duplicate_of = "duplicate", match["id"]

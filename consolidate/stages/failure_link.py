@@ -26,7 +26,7 @@ def run(plan, ctx):
     clean = [n for n in notes if not secrets.scan(n.content)]  # a secret never goes to the embedder either
     for n, vec in zip(clean, lt.embed([n.content for n in clean])):
         for hit in lt.neighbours(vec, scope=plan.scope, k=1, statuses=("active",)):
-            if same_memory(hit["document"], n.content, hit["similarity"]):
+            if same_memory(hit["document"], n.content, hit["similarity"], lt.embed):
                 linked.setdefault(hit["id"], []).append(n.id)
     current = lt.get(sorted(linked))
     for mid, note_ids in linked.items():
