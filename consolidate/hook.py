@@ -164,19 +164,37 @@ def harvest(transcript_path: str | None, limit: int = HARVEST_MAX_ENTRIES) -> li
 
 
 def recalled_context(store_path: Path, max_chars: int = CONTEXT_MAX_CHARS) -> str:
-    """``memory/core.md`` then ``memory/context.md`` (written by each run), cut to ``max_chars``."""
+    """``memory/core.md`` then ``memory/context.md`` (written by each run), cut to ``max_chars``. The
+    memories pass the context guard again as they are printed (consolidate/context_guard.py: none
+    worded as an order or running remote code), under the notice that they are notes, not
+    instructions."""
     parts = []
     for name in ("core.md", "context.md"):
         try:
             text = (store_path / "memory" / name).read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError):
             continue
+        if text and name == "context.md":
+            text = _guarded(text)
         if text:
             parts.append(text)
     out = "\n\n".join(parts)
     if len(out) > max_chars:
         out = out[: max_chars - 40].rsplit("\n", 1)[0] + "\n[… more in consolidate recall]"
     return out
+
+
+def _guarded(context: str) -> str:
+    """``memory/context.md`` as it may be printed: memory lines worded as orders or running remote
+    code left out (a file written by an older version, or edited by hand), and the notice on top."""
+    from .context_guard import NOTICE, filter_lines, held_back_line
+
+    lines, held = filter_lines(context.splitlines())
+    if NOTICE not in lines:
+        lines[1:1] = ["", NOTICE] if lines and lines[0].startswith("#") else [NOTICE, ""]
+    if held:
+        lines += ["", held_back_line(held)]
+    return "\n".join(lines).strip()
 
 
 def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "success", harvest_notes: bool = False,

@@ -552,6 +552,14 @@ class Workspace:
         return result
 
 
+def _guard(lines: list[str]) -> list[str]:
+    """Memory lines that may be given as context: none worded as an order or running remote code
+    (consolidate/context_guard.py)."""
+    from .context_guard import filter_lines
+
+    return filter_lines(lines)[0]
+
+
 def _context_memories(store, task: str | None) -> tuple[str, int]:
     """``context/memories.md`` text and its number of memories: recall on the task when given, else
     the store's top memories (``memory/context.md``). Nothing is created in a store without a
@@ -567,18 +575,20 @@ def _context_memories(store, task: str | None) -> tuple[str, int]:
             hits = mark_hits(store, hits, for_context=True)
         except ImportError:
             pass
-        lines = ["- " + render_memory(h["document"], h["metadata"]) for h in hits]
+        lines = _guard(["- " + render_memory(h["document"], h["metadata"]) for h in hits])
         head = f"# Memories recalled for the task ({len(lines)})"
     else:
         try:
             text = store.sub("memory", "context.md").read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError):
             text = ""
-        lines = [ln for ln in text.splitlines() if ln.startswith("- ")]
+        lines = _guard([ln for ln in text.splitlines() if ln.startswith("- ")])
         head = f"# Project memory: the top {len(lines)} memories"
+    from .context_guard import NOTICE
+
     if not lines:
         return "# Memories\n\nNo memories yet for this project.\n", 0
-    return head + "\n\n" + "\n".join(lines) + "\n", len(lines)
+    return head + "\n\n" + NOTICE + "\n\n" + "\n".join(lines) + "\n", len(lines)
 
 
 def start(store, session_id: str | None = None, task: str | None = None, **bounds) -> tuple[Workspace, dict[str, Any]]:

@@ -273,9 +273,20 @@ def write_context(store, scope: str, limit: int = CONTEXT_MEMORIES) -> None:
         rows += found[: limit - len(rows)]
         if len(rows) >= limit:
             break
-    lines = [f"# Project memory ({scope}): the top {len(rows)} active memories", ""]
-    lines += ["- " + render_memory(r["document"], r["metadata"]) for r in rows]
-    write_text_atomic(store.sub("memory", "context.md"), "\n".join(lines) + "\n")
+    lines = ["- " + render_memory(r["document"], r["metadata"]) for r in rows]
+    write_text_atomic(store.sub("memory", "context.md"), _context_text(scope, lines))
+
+
+def _context_text(scope: str, lines: list[str]) -> str:
+    """``memory/context.md``: the notice that its lines are remembered notes, not instructions, and the
+    memory lines that may be printed as context (consolidate/context_guard.py)."""
+    from ..context_guard import NOTICE, filter_lines, held_back_line
+
+    kept, held = filter_lines(lines)
+    out = [f"# Project memory ({scope}): the top {len(kept)} active memories", "", NOTICE, "", *kept]
+    if held:
+        out += ["", held_back_line(held)]
+    return "\n".join(out) + "\n"
 
 
 def _neg(date: str | None) -> str:
