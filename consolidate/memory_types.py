@@ -205,16 +205,16 @@ _T_RECIPE_VERB = re.compile(r"\b(?:run|use|works?|worked|fix(?:es|ed)?|to \w+|wi
 
 
 def infer_type(text: str) -> tuple[str, str]:
-    """``(type, why)`` for a flagged note written without a kind, from its wording: a failure (error
-    wording), a decision ("chose", "instead of", ...), a preference ("prefers", "the user wants"), a
-    recipe (a command, :func:`find_command`, with "run"/"use"/"works"), a constraint ("never",
+    """``(type, why)`` for a flagged note written without a kind, from its wording: a decision
+    ("chose", "instead of", ...), a preference ("prefers", "the user wants"), a failure (error
+    wording without rule wording: "must ... or the fixtures fail" is a rule), a recipe (a command, :func:`find_command`, with "run"/"use"/"works"), a constraint ("never",
     "must", "always", ...), else a fact. Checked in that order; several languages' cue words."""
-    if _T_FAILURE.search(text) and not _T_CONSTRAINT.match(text):
-        return "failure", "error wording"
     if _T_DECISION.search(text):
         return "decision", "decision wording"
     if _T_PREFERENCE.search(text):
         return "preference", "preference wording"
+    if _T_FAILURE.search(text) and not _T_CONSTRAINT.search(text):  # "must ... or it fails": a rule
+        return "failure", "error wording"
     if find_command(text) and (_T_RECIPE_VERB.search(text) or _FENCE.search(text) or _PROMPT_LINE.search(text)):
         return "recipe", "a command"
     if _T_CONSTRAINT.search(text):

@@ -210,6 +210,7 @@ def test_flagged_note_with_a_secret_is_still_blocked(store):
     ("The user prefers tabs over spaces in Go files", "preference"),
     ("Run npm ci --legacy-peer-deps to fix the peer conflict", "recipe"),
     ("Never commit .env files to this repository", "constraint"),
+    ("Tests must run with TZ=UTC or the date fixtures fail", "constraint"),
     ("部署前必须先运行数据库迁移脚本", "constraint"),
     ("Всегда запускай миграции перед деплоем", "constraint"),
     ("Invoices are numbered per tenant, not globally", "fact"),
