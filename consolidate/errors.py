@@ -16,7 +16,8 @@ prints ``error: <message>`` on one line, never a traceback.
     │   ├── StorePathError       the path is a file, or cannot be created
     │   ├── StoreCorrupt         a store file cannot be read
     │   ├── EmbeddingMismatch    the store was built with another embedding function
-    │   └── StoreLocked          another process holds the store lock past the timeout
+    │   ├── StoreLocked          another process holds the store lock past the timeout
+    │   └── StoreReadOnly        a write to a store on a read-only folder or mount
     ├── JudgeError               a judge could not answer                     (exit 5)
     │   ├── JudgeUnavailable     not installed, not reachable, no key, failed before
     │   ├── JudgeTimeout         past its time box
@@ -97,6 +98,11 @@ class EmbeddingMismatch(StoreError):
 
 class StoreLocked(StoreError):
     """Another process held the store lock past ``timeout`` seconds."""
+
+
+class StoreReadOnly(StoreError):
+    """A write was asked of a store whose folder cannot be written (read-only mount or folder);
+    read commands still work. Attribute: ``path``."""
 
 
 class JudgeError(ConsolidateError):

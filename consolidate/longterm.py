@@ -13,15 +13,19 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 from typing import Any
 from urllib.parse import urlparse
 
-from .errors import ConfigError, EmbeddingMismatch, StoreCorrupt, StoreError
+from .errors import ConfigError, ConsolidateError, EmbeddingMismatch, StoreCorrupt, StoreError
 
 COLLECTION = "memories"
 
 
-def _client(store):
+def _client(store, path=None):
+    """A Chroma client: an HttpClient for ``store.chroma_url``, else a PersistentClient on ``path``
+    (default: the store's ``chroma/`` folder)."""
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     import chromadb
     from chromadb.config import Settings
@@ -35,36 +39,243 @@ def _client(store):
             return chromadb.HttpClient(host=u.hostname, port=u.port or (443 if u.scheme == "https" else 8000),
                                        ssl=u.scheme == "https", settings=settings)
         except Exception as exc:
-            raise StoreError(f"cannot reach the Chroma server at {store.chroma_url}: {exc}", path=store.chroma_url) from None
-    path = store.sub("chroma")
+            raise StoreError(f"cannot reach the Chroma server at {store.chroma_url}: {_one_line(exc)}",
+                             path=store.chroma_url) from None
+    path = path or store.sub("chroma")
     try:
         return chromadb.PersistentClient(path=str(path), settings=settings)
     except Exception as exc:
-        raise StoreCorrupt(f"cannot open the Chroma store in {path}: {exc}", path=str(path)) from None
+        raise StoreCorrupt(f"cannot open the Chroma store in {path}: {_one_line(exc)}", path=str(path)) from None
+
+
+def _one_line(exc: BaseException, limit: int = 240) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+#: The file every write to the embedded index changes (store root): a random token, replaced
+#: before and after each write. A process compares it with the token it read when it opened its
+#: client; a different token means another process wrote, and its client is stale.
+GENERATION_FILE = "index.generation"
+#: Attempts of one read that fails because another process wrote while it ran (then reopened).
+READ_ATTEMPTS = 4
+
+
+def read_generation(store) -> str:
+    """The store's index generation token ('' when no write has recorded one)."""
+    try:
+        return store.sub(GENERATION_FILE).read_text(encoding="ascii").strip()
+    except (FileNotFoundError, UnicodeDecodeError):
+        return ""
+    except OSError:
+        return ""
+
+
+def bump_generation(store) -> str:
+    """Replace the generation token (atomically) and return the new one."""
+    import uuid
+
+    from .store import write_text_atomic
+
+    token = uuid.uuid4().hex
+    write_text_atomic(store.sub(GENERATION_FILE), token + "\n")
+    return token
+
+
+class _Index:
+    """The Chroma client of one store folder in this process, shared by every LongTerm on it.
+
+    Chroma's PersistentClient is not process-safe: a process caches the system (and the in-memory
+    HNSW segment) of a folder in ``chromadb.api.shared_system_client.SharedSystemClient`` by path,
+    so a new client in the same process gets the same, stale segment; a stale segment answers
+    queries with ``Error finding id`` once another process wrote, and one that writes persists an
+    index missing the other process's records. So every operation first compares the store's
+    generation token (:data:`GENERATION_FILE`) with the one read when the client was opened; when
+    they differ, the client is closed, its system dropped from Chroma's cache, and a new one opened
+    (which loads the index from disk). Writes run under the store lock and change the token. A
+    Chroma server (``chroma_url``) is process-safe: its client is never reopened."""
+
+    def __init__(self, key: str):
+        self.key = key
+        self.lock = threading.RLock()
+        self.client = None
+        self.collection = None
+        self.seen: str | None = None
+        self.metadata: dict | None = None
+        self.copy_dir = None  # a read-only store's private copy (tempfile.TemporaryDirectory)
+        self.reopened = 0
+
+    def current(self, store):
+        """The collection, reopened first when another process wrote since it was opened."""
+        if self.collection is None:
+            self._open(store)
+        elif not store.chroma_url and read_generation(store) != self.seen:
+            self.close()
+            self._open(store)
+            self.reopened += 1
+        return self.collection
+
+    def _open(self, store) -> None:
+        self.seen = read_generation(store) if not store.chroma_url else None
+        if store.chroma_url:
+            self.client = _client(store)
+        elif not store.writable:
+            self.client = _client(store, self._private_copy(store))
+        else:
+            import filelock
+
+            # Chroma's embedded client fails ("database is locked") when several processes open the
+            # same folder at the same instant: open it one process at a time.
+            with filelock.FileLock(str(store.sub(".open.lock")), timeout=60):
+                self.client = _client(store)
+        try:
+            self.collection = self.client.get_or_create_collection(COLLECTION, embedding_function=None,
+                                                                   metadata=self.metadata)
+        except Exception as exc:
+            self.close()
+            raise StoreCorrupt(f"cannot open the Chroma collection of {store.path}: {_one_line(exc)}",
+                               path=str(store.path)) from None
+
+    def _private_copy(self, store):
+        """A read-only store's index, copied to a temporary folder (Chroma's embedded client writes
+        to its folder even to read it)."""
+        import shutil
+        import tempfile
+
+        if self.copy_dir is not None:
+            self.copy_dir.cleanup()
+        self.copy_dir = tempfile.TemporaryDirectory(prefix="consolidate-ro-")
+        target = os.path.join(self.copy_dir.name, "chroma")
+        src = store.sub("chroma")
+        try:
+            if src.is_dir():
+                shutil.copytree(src, target)
+        except OSError as exc:
+            raise StoreError(f"cannot read the recall index of read-only store {store.path}: {exc.strerror or exc}",
+                             path=str(store.path)) from None
+        return target
+
+    def close(self) -> None:
+        """Close the client and drop its system from Chroma's process-wide cache."""
+        client, self.client, self.collection = self.client, None, None
+        if client is None:
+            return
+        identifier = getattr(client, "_identifier", None)
+        try:
+            client.close()
+        except Exception:  # noqa: BLE001 - closing a broken client must not hide the real error
+            pass
+        try:
+            from chromadb.api.shared_system_client import SharedSystemClient
+
+            # only this folder's entry: clear_system_cache() would also drop other stores' systems
+            system = SharedSystemClient._identifier_to_system.pop(identifier, None)
+            SharedSystemClient._identifier_to_refcount.pop(identifier, None)
+            if system is not None:
+                system.stop()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+_INDEXES: dict[str, _Index] = {}
+_INDEXES_LOCK = threading.Lock()
+
+
+def _index_for(store) -> _Index:
+    key = store.chroma_url or str(store.sub("chroma").resolve())
+    with _INDEXES_LOCK:
+        idx = _INDEXES.get(key)
+        if idx is None:
+            idx = _INDEXES[key] = _Index(key)
+        return idx
+
+
+def close_all() -> None:
+    """Close every index client of this process (tests; a long-lived process that moves on)."""
+    with _INDEXES_LOCK:
+        indexes = list(_INDEXES.values())
+        _INDEXES.clear()
+    for idx in indexes:
+        with idx.lock:
+            idx.close()
 
 
 class LongTerm:
     """The recall index of one store. Raises EmbeddingMismatch (from the manifest check) when the
-    store was built with another embedding function, StoreCorrupt when Chroma cannot open it."""
+    store was built with another embedding function, StoreCorrupt when Chroma cannot open it.
+
+    Every read sees every write any process completed before it started (see :class:`_Index`);
+    writes must run under the store lock (``Store.lock``), as apply, undo and maintenance do. A
+    Chroma error becomes a StoreError with a one-line message."""
 
     def __init__(self, store):
         self.store = store
         self.ef = store.embedder()
         store.read_manifest()  # refuses a corrupt or newer-layout manifest before anything is opened
-        self.client = _client(store)
-        try:
-            self.collection = self.client.get_or_create_collection(
-                COLLECTION, embedding_function=None,
-                metadata={"hnsw:space": "cosine", "embedding": self.ef.id, "dimension": self.ef.dimension})
-        except Exception as exc:
-            raise StoreCorrupt(f"cannot open the Chroma collection of {store.path}: {exc}", path=str(store.path)) from None
+        self._index = _index_for(store)
+        with self._index.lock:
+            self._index.metadata = {"hnsw:space": "cosine", "embedding": self.ef.id, "dimension": self.ef.dimension}
+            collection = self._index.current(store)
         # the collection remembers its embedding too: a lost manifest cannot let another one in
-        built = (self.collection.metadata or {}).get("embedding")
+        built = (collection.metadata or {}).get("embedding")
         if built and built != self.ef.id:
             raise EmbeddingMismatch(
                 f"store {store.path} was built with embedding {built}, not {self.ef.id}; use that embedding"
                 f" (CONSOLIDATE_EMBEDDING) or a new store", path=str(store.path), expected=built, found=self.ef.id)
-        store.check_embedding(self.ef.id, self.ef.dimension)
+        if store.writable or store.chroma_url:
+            store.check_embedding(self.ef.id, self.ef.dimension)
+
+    @property
+    def collection(self):
+        """The Chroma collection, fresh (reopened when another process wrote since it was opened)."""
+        with self._index.lock:
+            return self._index.current(self.store)
+
+    @property
+    def client(self):
+        with self._index.lock:
+            self._index.current(self.store)
+            return self._index.client
+
+    def _read(self, fn):
+        """``fn(collection)`` on a fresh collection; a Chroma error (another process wrote while it
+        ran) reopens the client and tries again, up to READ_ATTEMPTS times; then StoreError."""
+        for attempt in range(READ_ATTEMPTS):
+            with self._index.lock:
+                collection = self._index.current(self.store)
+                try:
+                    return fn(collection)
+                except ConsolidateError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - Chroma raises many kinds
+                    if attempt == READ_ATTEMPTS - 1:
+                        raise StoreError(f"the recall index of {self.store.path} cannot be read:"
+                                         f" {type(exc).__name__}: {_one_line(exc)}", path=str(self.store.path)) from None
+                    self._index.close()
+            time.sleep(0.05 * (attempt + 1))
+
+    def _write(self, fn) -> None:
+        """``fn(collection)`` on a fresh collection, changing the generation token before and
+        after. A Chroma error becomes a StoreError naming the cause."""
+        with self._index.lock:
+            collection = self._index.current(self.store)
+            embedded = not self.store.chroma_url
+            if embedded:
+                bump_generation(self.store)
+            try:
+                fn(collection)
+            except ConsolidateError:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                if embedded:
+                    self._index.close()  # its in-memory state may hold part of the failed write
+                raise StoreError(f"the recall index write failed: {type(exc).__name__}: {_one_line(exc)}",
+                                 path=str(self.store.chroma_url or self.store.path)) from None
+            finally:
+                if embedded:  # a failed write may have changed part of the index: others reopen too
+                    token = bump_generation(self.store)
+                    if self._index.client is not None:
+                        self._index.seen = token
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Embeddings of ``texts``: one list of ``dimension`` floats each, L2-normalised."""
@@ -74,11 +285,17 @@ class LongTerm:
                    k: int = 5, statuses: tuple[str, ...] = ("active", "quarantined", "disputed")) -> list[dict[str, Any]]:
         """Up to ``k`` nearest memories: dicts with ``id``, ``document``, ``metadata``, ``similarity``
         (cosine, 1 = same direction), filtered by type, scope and status."""
-        if self.collection.count() == 0:
-            return []
         where = _where(type_=type_, scope=scope, statuses=statuses, tier="durable")
-        res = self.collection.query(query_embeddings=[embedding], n_results=k, where=where,
+
+        def query(collection):
+            if collection.count() == 0:
+                return None
+            return collection.query(query_embeddings=[embedding], n_results=k, where=where,
                                     include=["documents", "metadatas", "distances"])
+
+        res = self._read(query)
+        if res is None:
+            return []
         out = []
         for i, d, m, dist in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0]):
             out.append({"id": i, "document": d, "metadata": m, "similarity": 1.0 - float(dist)})
@@ -87,21 +304,27 @@ class LongTerm:
     def upsert(self, records: list[dict[str, Any]]) -> None:
         """Write memories: each record has ``id``, ``document``, ``metadata``, ``embedding``.
         Upsert by deterministic id: a replay overwrites, never duplicates."""
-        for i in range(0, len(records), 1000):
-            chunk = records[i:i + 1000]
-            self.collection.upsert(ids=[r["id"] for r in chunk], documents=[r["document"] for r in chunk],
-                                   metadatas=[r["metadata"] for r in chunk], embeddings=[r["embedding"] for r in chunk])
+        if not records:
+            return
+
+        def write(collection):
+            for i in range(0, len(records), 1000):
+                chunk = records[i:i + 1000]
+                collection.upsert(ids=[r["id"] for r in chunk], documents=[r["document"] for r in chunk],
+                                  metadatas=[r["metadata"] for r in chunk], embeddings=[r["embedding"] for r in chunk])
+
+        self._write(write)
 
     def delete(self, ids: list[str]) -> None:
         """Remove memories from the recall index (missing ids are not an error: replay)."""
         if ids:
-            self.collection.delete(ids=ids)
+            self._write(lambda collection: collection.delete(ids=ids))
 
     def get(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """``{id: {"document", "metadata"}}`` for the ids that exist."""
         if not ids:
             return {}
-        res = self.collection.get(ids=ids, include=["documents", "metadatas"])
+        res = self._read(lambda collection: collection.get(ids=ids, include=["documents", "metadatas"]))
         return {i: {"document": d, "metadata": m} for i, d, m in zip(res["ids"], res["documents"], res["metadatas"])}
 
     def update_metadata(self, memory_id: str, changes: dict[str, Any]) -> bool:
@@ -111,13 +334,13 @@ class LongTerm:
             return False
         meta = dict(cur["metadata"] or {})
         meta.update(changes)
-        self.collection.update(ids=[memory_id], metadatas=[meta])
+        self._write(lambda collection: collection.update(ids=[memory_id], metadatas=[meta]))
         return True
 
     def search(self, query: str, *, k: int = 5, scope: str | None = None,
                statuses: tuple[str, ...] = ("active",)) -> list[dict[str, Any]]:
         """Semantic recall: the ``k`` memories nearest to ``query`` with the given statuses."""
-        if self.collection.count() == 0:
+        if self.count() == 0:
             return []
         return self.neighbours(self.embed([query])[0], scope=scope, k=k, statuses=statuses)
 
@@ -129,7 +352,8 @@ class LongTerm:
         out: list[dict[str, Any]] = []
         offset = 0
         while True:
-            res = self.collection.get(where=where, include=list(include), limit=self.PAGE, offset=offset)
+            res = self._read(lambda collection: collection.get(where=where, include=list(include), limit=self.PAGE,
+                                                               offset=offset))
             docs = res.get("documents") or [None] * len(res["ids"])
             metas = res.get("metadatas") or [None] * len(res["ids"])
             out += [{"id": i, "document": d, "metadata": m} for i, d, m in zip(res["ids"], docs, metas)]
@@ -152,6 +376,18 @@ class LongTerm:
     def all(self) -> list[dict[str, Any]]:
         """Every memory, in pages."""
         return self._get_all()
+
+    def count(self) -> int:
+        """How many records the index holds (every status and tier)."""
+        return self._read(lambda collection: collection.count())
+
+    def get_with_embeddings(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """``{id: {"document", "metadata", "embedding"}}`` for the ids that exist (undo records)."""
+        if not ids:
+            return {}
+        res = self._read(lambda collection: collection.get(ids=ids, include=["documents", "metadatas", "embeddings"]))
+        return {i: {"document": d, "metadata": m, "embedding": [float(x) for x in e]}
+                for i, d, m, e in zip(res["ids"], res["documents"], res["metadatas"], res["embeddings"])}
 
     def counts(self) -> dict[str, int]:
         """Memories by ``status/tier``."""

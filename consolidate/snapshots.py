@@ -41,9 +41,7 @@ def take(store, plan, durable) -> None:
     ids = [c.memory_id for c in durable] + [r.memory_id for r in plan.reconfirmations] + [u.memory_id for u in plan.updates]
     before = {}
     if ids:
-        res = lt.collection.get(ids=sorted(set(ids)), include=["documents", "metadatas", "embeddings"])
-        for i, d, m, e in zip(res["ids"], res["documents"], res["metadatas"], res["embeddings"]):
-            before[i] = {"document": d, "metadata": m, "embedding": [float(x) for x in e]}
+        before = lt.get_with_embeddings(sorted(set(ids)))
     from . import archive
 
     write_json_atomic(p, {

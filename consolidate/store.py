@@ -82,6 +82,19 @@ class Store:
         return self.path.is_dir()
 
     @property
+    def writable(self) -> bool:
+        """Whether this process can write the store folder (False on a read-only mount or folder)."""
+        return self.path.is_dir() and os.access(self.path, os.W_OK)
+
+    def require_writable(self) -> None:
+        """Raises StoreReadOnly (one line) when the store folder cannot be written."""
+        if self.path.is_dir() and not self.writable:
+            from .errors import StoreReadOnly
+
+            raise StoreReadOnly(f"the store {self.path} is read-only: read commands work, writes need a writable"
+                                " folder", path=str(self.path))
+
+    @property
     def embedding_name(self) -> str:
         """The configured embedding function, else the store's own (manifest), else the default."""
         if self._embedding:
@@ -136,14 +149,9 @@ class Store:
         if self._longterm is None:
             with self._open_lock:  # batch threads may ask at once: open it once
                 if self._longterm is None:
-                    import filelock
-
                     from .longterm import LongTerm
 
-                    # Chroma's embedded client fails ("database is locked") when several processes
-                    # open the same folder at the same instant: open it one process at a time.
-                    with filelock.FileLock(str(self.sub(".open.lock")), timeout=60):
-                        self._longterm = LongTerm(self)
+                    self._longterm = LongTerm(self)
         return self._longterm
 
     def core_rules(self) -> str:
