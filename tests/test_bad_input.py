@@ -139,10 +139,13 @@ def test_corrupt_graph_and_events_lines_doctor(store, capsys):
     assert store.longterm().collection.count() == 1  # nothing half-written: the failed run wrote no memory
     findings = check(store)
     assert {f.where for f in findings} >= {"graph/nodes.jsonl", "events/memory-events.jsonl"}
-    repaired = check(store, repair=True)
-    assert "journal/" in {f.where for f in repaired}  # the interrupted run was finished by the repair
+    assert "rolled back" in err and err.count("\n") == 1
+    assert not list(store.sub("journal").glob("*.json"))  # rolled back at once, not left for a replay
+    assert store.sessions.session_end("t")["status"] == "queued" and store.sessions.count("t") == 1
+    check(store, repair=True)
     assert check(store) == []
     assert store.sub("graph", "nodes.jsonl.corrupt").read_text() == "{broken\n"
+    [plan] = run_queue(store, judges=["noop"])  # the rolled-back session runs again once repaired
     assert store.longterm().collection.count() == 2 and store.sessions.session_end("t")["status"] == "done"
     assert run_queue(store, judges=["noop"]) == []  # nothing lost, nothing done twice
 

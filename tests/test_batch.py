@@ -100,9 +100,13 @@ def test_batch_expires_quarantine(store, monkeypatch):
 
 
 def test_ctrl_c_leaves_consistent_store_and_resumable_queue(tmp_path):
+    """Ctrl-C while sessions are being judged. Load-independent: the judge of every session after
+    the first two waits for a gate file that the test creates only after sending SIGINT (a sleep
+    before the signal let a slow test process send it after the batch had finished)."""
     st = tmp_path / ".memofs"
+    gate = tmp_path / "gate"
     code = textwrap.dedent(f"""
-        import sys
+        import os, sys, time
         from consolidate import Store
         from consolidate.batch import run_batch
         from judges.chain import JudgeChain
@@ -112,17 +116,33 @@ def test_ctrl_c_leaves_consistent_store_and_resumable_queue(tmp_path):
             store.sessions.add_note(f"s{{i:02d}}", f"Service {{i}} listens on port {{9000 + i}}", flag=True)
             store.sessions.add_note(f"s{{i:02d}}", "a maybe")
             store.sessions.end(f"s{{i:02d}}", "success")
+
+        class Gated(ScriptedJudge):
+            calls = 0
+            def judge(self, *a, **k):
+                Gated.calls += 1
+                deadline = time.monotonic() + 120  # hang guard only
+                while Gated.calls > 2 and not os.path.exists({str(gate)!r}) and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                return super().judge(*a, **k)
+
         print("ready", flush=True)
-        r = run_batch(store, concurrency=2, chain_factory=lambda: JudgeChain([ScriptedJudge(default={{"verdict": "drop"}}, latency=0.5)]),
+        r = run_batch(store, concurrency=2, chain_factory=lambda: JudgeChain([Gated(default={{"verdict": "drop"}})]),
                       out=sys.stderr)
         print("interrupted" if r.interrupted else "finished", r.left_in_queue, flush=True)
     """)
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "ready"
-    time.sleep(2.0)
+    seen = []
+    while len([x for x in seen if x.startswith("[")]) < 2:  # two sessions finished; the next ones wait
+        line = proc.stderr.readline()
+        assert line, "".join(seen)
+        seen.append(line)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    assert out.split()[0] == "interrupted", err
+    time.sleep(0.5)  # not a bound: the gate only has to open after the signal was sent
+    gate.write_text("open")
+    out, err = proc.communicate(timeout=120)
+    assert out.split()[0] == "interrupted", "".join(seen) + err
     left = int(out.split()[1])
     assert 0 < left < 12
     store = Store(st, embedding="hash")

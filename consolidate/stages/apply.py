@@ -24,14 +24,107 @@ CONTEXT_MEMORIES = 30
 
 
 def run(plan, ctx):
-    """Write the plan. With ``ctx.dry_run`` write nothing at all."""
+    """Write the plan. With ``ctx.dry_run`` write nothing at all.
+
+    A failure inside apply (the recall index refusing a write, a disk that fills up) is settled at
+    once: before the event log is written the run is rolled back (graph and index restored from the
+    undo record, the journal removed; the session end goes back to the queue), after it the run is
+    kept in the journal and finished by the next run. Either way StoreError is raised with one line
+    naming the cause (exit code 4)."""
     if ctx.dry_run:
         return plan
     preflight(ctx.store)
     journal.write(ctx.store, plan)
     crash_point("apply:journal")
-    _apply_steps(plan, ctx.store, set())
+    try:
+        _apply_steps(plan, ctx.store, set())
+    except StepFailed as failed:
+        raise settle_failure(plan, ctx.store, failed) from None
     return plan
+
+
+#: Steps a failure inside which is rolled back (nothing outside the store's index and graph was
+#: written yet); a failure in a later step is rolled forward by the next run's replay.
+ROLLBACK_STEPS = ("snapshot", "graph", "chroma")
+
+
+class StepFailed(Exception):
+    """An apply step raised: ``step`` (its name) and ``cause`` (the exception)."""
+
+    def __init__(self, step: str, cause: BaseException):
+        super().__init__(step)
+        self.step = step
+        self.cause = cause
+
+
+def _cause_text(exc: BaseException) -> str:
+    from ..errors import ConsolidateError
+
+    if isinstance(exc, ConsolidateError):
+        return str(exc)
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else "")
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return f"{type(exc).__name__}: {text[:240]}"
+
+
+def settle_failure(plan, store, failed: StepFailed):
+    """Roll the failed run back (a failure in ROLLBACK_STEPS) or leave it to be rolled forward;
+    returns the StoreError to raise (one line: the cause, then what became of the run)."""
+    from ..errors import StoreError
+
+    cause = _cause_text(failed.cause)
+    if failed.step in ROLLBACK_STEPS:
+        try:
+            roll_back(store, plan)
+        except Exception as exc:  # noqa: BLE001 - the index still refuses: the next run rolls forward
+            return StoreError(f"run {plan.run_id} failed ({cause}) and could not be rolled back"
+                              f" ({_cause_text(exc)}); it is kept in the journal and the next run finishes it",
+                              path=str(store.path), run_id=plan.run_id)
+        return StoreError(f"run {plan.run_id} failed and was rolled back, nothing written; the session stays"
+                          f" queued: {cause}", path=str(store.path), run_id=plan.run_id)
+    return StoreError(f"run {plan.run_id} failed at its {failed.step} step ({cause}); it is kept in the journal"
+                      " and the next run finishes it", path=str(store.path), run_id=plan.run_id)
+
+
+def roll_back(store, plan) -> None:
+    """Undo what a run wrote before its event log step: the graph first (it needs no index), then
+    the index from the undo record (the run's added entries removed, the overwritten ones restored),
+    then the undo record and the journal are removed. When the index refuses, the journal's steps are
+    reset to ``snapshot`` (graph and index are redone by the next run's replay) and the error is
+    raised."""
+    import json as _json
+
+    from ..undo import _lift_tombstones, _reverse_graph
+
+    path = snapshots.path_of(store, plan.run_id)
+    try:
+        record = _json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        record = None
+    if record is not None:
+        if "graph" in journal.done_steps(store, plan.run_id) or record.get("graph"):
+            _reverse_graph(store, record.get("graph"))
+        try:
+            lt = store.longterm()
+            lt.delete(record.get("added", []))
+            before = record.get("before", {})
+            current = lt.get(sorted(before))
+            changed = {i: r for i, r in before.items()  # only what the failed write did change
+                       if (current.get(i) or {}).get("metadata") != r["metadata"]
+                       or (current.get(i) or {}).get("document") != r["document"]}
+            if changed:
+                lt.upsert([{"id": i, "document": r["document"], "metadata": r["metadata"],
+                            "embedding": r["embedding"]} for i, r in changed.items()])
+        except Exception:
+            steps = store.sub("journal") / f"{plan.run_id}.steps"
+            from ..store import write_text_atomic
+
+            write_text_atomic(steps, "snapshot\n")
+            raise
+        _lift_tombstones(store, set(record.get("tombstoned", [])))
+        path.unlink(missing_ok=True)
+    journal.clear(store, plan.run_id)
 
 
 #: Bytes written (then removed) in each folder before a run writes anything: a read-only or nearly
@@ -66,10 +159,18 @@ def preflight(store) -> None:
 
 
 def replay(store) -> list[str]:
-    """Finish every run left in the journal; returns their run ids."""
+    """Finish every run left in the journal; returns their run ids. Raises StoreError (one line)
+    when a step still fails; the run stays in the journal."""
+    from ..errors import StoreError
+
     done = []
     for plan in journal.pending(store):
-        _apply_steps(plan, store, journal.done_steps(store, plan.run_id), replayed=True)
+        try:
+            _apply_steps(plan, store, journal.done_steps(store, plan.run_id), replayed=True)
+        except StepFailed as failed:
+            raise StoreError(f"run {plan.run_id} left in the journal cannot be finished yet: its {failed.step}"
+                             f" step failed ({_cause_text(failed.cause)}); it stays in the journal",
+                             path=str(store.path), run_id=plan.run_id) from None
         done.append(plan.run_id)
     return done
 
@@ -81,25 +182,32 @@ def _apply_steps(plan, store, done: set[str], replayed: bool = False) -> None:
     for step in STEPS:
         if step in done:
             continue
-        if step == "snapshot" and touches_index:
-            snapshots.take(store, plan, durable)
-        elif step == "chroma" and touches_index:
-            _chroma(plan, store, durable)
-        elif step == "graph" and touches_index:
-            _graph(plan, store, durable)
-        elif step == "events":
-            _events(plan, store, writes, replayed)
-        elif step == "notes_md" and writes:
-            _notes_md(plan, store, writes)
-        elif step == "context_md" and touches_index:
-            write_context(store, plan.scope)
-        elif step == "session_rows":
-            _session_rows(plan, store)
-        elif step == "queue":
-            store.sessions.finish(plan.session_id, _queue_status(plan), plan.run_id, summary(plan))
+        try:
+            _one_step(step, plan, store, writes, durable, touches_index, replayed)
+        except Exception as exc:  # noqa: BLE001 - settled by the caller (roll back or forward)
+            raise StepFailed(step, exc) from exc
         crash_point(f"apply:{step}")
         journal.mark(store, plan.run_id, step)
     journal.clear(store, plan.run_id)
+
+
+def _one_step(step, plan, store, writes, durable, touches_index, replayed) -> None:
+    if step == "snapshot" and touches_index:
+        snapshots.take(store, plan, durable)
+    elif step == "chroma" and touches_index:
+        _chroma(plan, store, durable)
+    elif step == "graph" and touches_index:
+        _graph(plan, store, durable)
+    elif step == "events":
+        _events(plan, store, writes, replayed)
+    elif step == "notes_md" and writes:
+        _notes_md(plan, store, writes)
+    elif step == "context_md" and touches_index:
+        write_context(store, plan.scope)
+    elif step == "session_rows":
+        _session_rows(plan, store)
+    elif step == "queue":
+        store.sessions.finish(plan.session_id, _queue_status(plan), plan.run_id, summary(plan))
 
 
 def _chroma(plan, store, durable) -> None:
