@@ -106,7 +106,10 @@ def test_ctrl_c_leaves_consistent_store_and_resumable_queue(tmp_path):
     st = tmp_path / ".memofs"
     gate = tmp_path / "gate"
     code = textwrap.dedent(f"""
-        import os, sys, time
+        import os, signal, sys, time
+        # a shell that starts the test suite in the background leaves SIGINT ignored, and Python
+        # installs no Ctrl-C handler then: give this process the handler a terminal would
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         from consolidate import Store
         from consolidate.batch import run_batch
         from judges.chain import JudgeChain
