@@ -39,7 +39,8 @@ class BatchResult:
 
 def end_orphans(store, orphan_age: float = ORPHAN_AGE, now: float | None = None) -> list[str]:
     """Queue a ``success`` end for every session whose newest note is older than ``orphan_age``
-    seconds and that has no pending session end; returns their ids."""
+    seconds and that has no pending session end, was not aborted and did not fail (a failed
+    session's kept notes are never promoted); returns their ids."""
     now = time.time() if now is None else now
     rows = store.sessions.db.execute(
         "SELECT session_id, MAX(created_at) FROM notes GROUP BY session_id").fetchall()
@@ -50,6 +51,8 @@ def end_orphans(store, orphan_age: float = ORPHAN_AGE, now: float | None = None)
             continue
         if end is not None and end["status"] in ("aborted", "partial"):
             continue  # an aborted session waits to be resumed; a partial one's notes wait for a judge
+        if end is not None and end["outcome"] == "failure":
+            continue  # a failed session keeps its notes as a record: they are never promoted
         if newest < now - orphan_age:
             store.sessions.end(sid, "success", f"orphaned: no session end for {orphan_age / 3600:g} h", now=now)
             ended.append(sid)

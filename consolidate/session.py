@@ -283,6 +283,8 @@ class SessionTier:
     def db(self) -> sqlite3.Connection:
         """This thread's connection (batch runs consolidate sessions in several threads)."""
         conn = getattr(self._local, "db", None)
+        if conn is None and self.read_only:
+            conn = self._local.db = self._connect_read_only()
         if conn is None:
             try:
                 conn = sqlite3.connect(str(self.path), timeout=10.0, isolation_level=None)
@@ -296,6 +298,28 @@ class SessionTier:
                 raise StoreCorrupt(f"{self.path} is not a usable SQLite database ({exc})", path=str(self.path)) from None
             self._local.db = conn
         return conn
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the file exists in a folder this process cannot write (a read-only mount)."""
+        return self.path.exists() and not os.access(self.path.parent, os.W_OK)
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """A read-only connection (``mode=ro``; ``immutable=1`` when SQLite cannot even take its
+        read lock on a read-only mount). Writes through it fail; commands refuse before writing."""
+        from urllib.parse import quote
+
+        last = None
+        for flags in ("mode=ro", "immutable=1"):
+            try:
+                conn = sqlite3.connect(f"file:{quote(str(self.path.resolve()))}?{flags}", uri=True, timeout=10.0,
+                                       isolation_level=None)
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                conn.execute("PRAGMA query_only=ON")
+                return conn
+            except sqlite3.DatabaseError as exc:
+                last = exc
+        raise StoreCorrupt(f"{self.path} cannot be read on this read-only store ({last})", path=str(self.path))
 
     def close(self) -> None:
         """Close this thread's connection."""
@@ -492,7 +516,7 @@ class SessionTier:
     def end(self, session_id: str, outcome: str, reason: str | None = None, *, now: float | None = None) -> None:
         """Record the session end in the queue (idempotent: a second end of a queued session updates
         its outcome and reason). A reason holding secret material is stored redacted. Raises BadInput
-        for an unknown outcome."""
+        for an unknown outcome, and for a session already consolidated as a failure."""
         sid = check_session_id(session_id)
         if outcome not in OUTCOMES:
             raise BadInput(f"unknown outcome {outcome!r}: use one of {', '.join(OUTCOMES)}", outcome=outcome)
@@ -502,6 +526,19 @@ class SessionTier:
             if scan(reason):
                 reason = redact(reason)
         now = time.time() if now is None else now
+        with self._transaction():
+            self._refuse_reending_a_failure(sid)
+            self._record_end(sid, outcome, reason, now)
+
+    def _refuse_reending_a_failure(self, sid: str) -> None:
+        """A session consolidated as a failure is never ended again (its notes must never be
+        promoted by any path: batch's orphan sweep, a later hook, a hand-typed end). Raises BadInput."""
+        r = self.db.execute("SELECT outcome, status FROM session_ends WHERE session_id=?", (sid,)).fetchone()
+        if r is not None and r[0] == "failure" and r[1] not in ("queued", "running"):
+            raise BadInput(f"session {sid} ended in failure and was consolidated as one: its notes are never"
+                           " promoted; use a new session id", session_id=sid)
+
+    def _record_end(self, sid: str, outcome: str, reason: str | None, now: float) -> None:
         self.db.execute(
             "INSERT INTO session_ends(session_id, outcome, reason, ended_at, status, updated_at)"
             " VALUES (?,?,?,?,'queued',?) ON CONFLICT(session_id) DO UPDATE SET outcome=excluded.outcome,"

@@ -18,10 +18,20 @@ DEFAULT_TIME_BOX = 120.0
 
 
 def time_box_from_env(default: float = DEFAULT_TIME_BOX) -> float:
-    try:
-        return float(os.environ.get("CONSOLIDATE_TIME_BOX") or default)
-    except ValueError:
+    """``$CONSOLIDATE_TIME_BOX`` (seconds), validated like ``--time-box`` (a positive number), else
+    ``default``. Raises ConfigError for a value that is not a positive number."""
+    import argparse
+
+    from .commands._common import positive_float
+    from .errors import ConfigError
+
+    text = os.environ.get("CONSOLIDATE_TIME_BOX")
+    if not text or not text.strip():
         return default
+    try:
+        return positive_float(text.strip())
+    except argparse.ArgumentTypeError as exc:
+        raise ConfigError(f"CONSOLIDATE_TIME_BOX {exc}") from None
 
 
 def run_worker(store, *, time_box: float | None = None, judges: list[str] | None = None, out=None) -> int:

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 
-def open_store(args, create: bool = True):
+def open_store(args, create: bool = True, writes: bool | None = None):
     """The Store named by ``--store``/``--chroma-url``/``--embedding``/``--project`` (or their
-    environment variables). ``create=False`` for commands that only read."""
+    environment variables). ``create=False`` for commands that only read or plan: they never create
+    a store. ``writes`` (default: ``create``) refuses a read-only store at once with StoreReadOnly
+    (one line), before anything is written."""
     from ..store import Store
 
-    return Store(args.store, chroma_url=args.chroma_url, embedding=args.embedding, project=args.project,
-                 create=create)
+    store = Store(args.store, chroma_url=args.chroma_url, embedding=args.embedding, project=args.project,
+                  create=create)
+    if create if writes is None else writes:
+        store.require_writable()
+    return store
 
 
 def positive_float(text: str, unit: str = "seconds") -> float:

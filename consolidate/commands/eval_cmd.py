@@ -7,6 +7,8 @@ import sys
 import time
 
 
+from ._common import count_1_to, positive_float
+
 def cmd_eval(args) -> int:
     from judges.base import JudgeContext
     from judges.registry import build_chain
@@ -37,9 +39,9 @@ def register(sub, common) -> None:
     s.add_argument("--judge", action="append",
                    help="judge spec, repeatable, in chain order (default: $CONSOLIDATE_JUDGES, else api,noop)")
     s.add_argument("--labels", required=True, help="JSONL file: id, content, optional section, verdict keep|drop, optional type")
-    s.add_argument("--limit", type=int, help="only the first N labeled notes")
+    s.add_argument("--limit", type=count_1_to(10**9), help="only the first N labeled notes")
     s.add_argument("--project", default="default", help="project name given to the judge as context")
-    s.add_argument("--time-box", type=float, help="seconds for the whole run (default: no limit)")
+    s.add_argument("--time-box", type=positive_float, help="seconds for the whole run (default: no limit)")
     s.add_argument("--as-run", action="store_true",
                    help="skip a judge for the rest of the file once it fails, as a consolidation run does"
                         " (default: every batch is offered to every judge)")

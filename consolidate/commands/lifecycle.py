@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from ._common import open_store
+from ._common import open_store, positive_float
 
 
 def cmd_hook(args) -> int:
@@ -44,7 +44,9 @@ def cmd_hook(args) -> int:
 def cmd_worker(args) -> int:
     from ..worker import run_worker
 
-    store = open_store(args)
+    store = open_store(args, create=False, writes=True)
+    if not store.exists:
+        return 0
     run_worker(store, time_box=args.time_box, judges=args.judge)
     return 0
 
@@ -63,7 +65,7 @@ def register(sub, common) -> None:
     s.set_defaults(func=cmd_hook)
 
     s = sub.add_parser("worker", parents=[common], help="drain the queue (what the hook starts, detached)")
-    s.add_argument("--time-box", type=float, help="seconds per session (default $CONSOLIDATE_TIME_BOX or 120)")
+    s.add_argument("--time-box", type=positive_float, help="seconds per session (default $CONSOLIDATE_TIME_BOX or 120)")
     s.add_argument("--judge", action="append", help="judge spec, repeatable")
     s.set_defaults(func=cmd_worker)
     register_batch(sub, common)
@@ -72,7 +74,10 @@ def register(sub, common) -> None:
 def cmd_batch(args) -> int:
     from ..batch import run_batch
 
-    store = open_store(args)
+    store = open_store(args, create=False, writes=True)
+    if not store.exists:
+        print(f"batch: no store at {store.path}; nothing to do")
+        return 0
     r = run_batch(store, concurrency=args.concurrency, judges=args.judge, time_box=args.time_box,
                   orphan_age=args.orphan_age * 3600, rejudge=args.rejudge, since=args.since,
                   prompt_version=args.prompt_version)
@@ -94,11 +99,11 @@ def cmd_batch(args) -> int:
 
 
 def register_batch(sub, common) -> None:
-    from ._common import positive_float, positive_hours
+    from ._common import count_1_to, positive_float, positive_hours
 
     s = sub.add_parser("batch", parents=[common],
                        help="drain the queue and orphaned sessions, expire quarantine, decay, optionally re-judge")
-    s.add_argument("--concurrency", type=int, default=4, help="sessions judged at once (default 4)")
+    s.add_argument("--concurrency", type=count_1_to(64), default=4, help="sessions judged at once (1 to 64, default 4)")
     s.add_argument("--judge", action="append", help="judge spec, repeatable")
     s.add_argument("--time-box", type=positive_float, default=120.0, help="seconds per session (default 120)")
     s.add_argument("--orphan-age", type=positive_hours, default=24.0,

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 
-from ._common import open_store
+from ._common import count_1_to, open_store
 
 
 def cmd_disputes(args) -> int:
     from ..maintenance import disputes
     from ..report import render_memory
 
-    store = open_store(args)
-    rows = disputes(store) if store.read_manifest() else []
+    store = open_store(args, create=False)
+    rows = disputes(store) if store.exists and store.read_manifest() else []
     if args.json:
         print(json.dumps([{"id": r["id"], "statement": r["document"], "with": r["with"], **r["metadata"]} for r in rows],
                          ensure_ascii=False))
@@ -29,7 +29,7 @@ def cmd_disputes(args) -> int:
 def cmd_resolve(args) -> int:
     from ..maintenance import apply_updates, plan_resolve
 
-    store = open_store(args)
+    store = open_store(args, create=False, writes=True)
     plan = apply_updates(store, plan_resolve(store, args.memory_id, args.keep))
     archived = [u.memory_id for u in plan.updates if u.action == "archive"]
     print(f"kept {args.keep}; archived {', '.join(archived) or 'nothing'} (run {plan.run_id})")
@@ -39,7 +39,10 @@ def cmd_resolve(args) -> int:
 def cmd_backfill(args) -> int:
     from ..maintenance import apply_updates, plan_backfill
 
-    store = open_store(args)
+    store = open_store(args, create=False, writes=not args.dry_run)
+    if not store.exists or not store.has_longterm:
+        print("0 entries would be backfilled (dry run: nothing written)" if args.dry_run else "backfilled 0 entries")
+        return 0
     plan = plan_backfill(store)
     if args.dry_run:
         for u in plan.updates:
@@ -92,7 +95,7 @@ def cmd_runs(args) -> int:
 def cmd_undo(args) -> int:
     from ..undo import undo_run
 
-    store = open_store(args, create=False)
+    store = open_store(args, create=False, writes=True)
     counts = undo_run(store, args.run_id)
     print(f"undid {args.run_id}: removed {counts['removed']} entries, restored {counts['restored']}")
     return 0
@@ -101,7 +104,7 @@ def cmd_undo(args) -> int:
 def cmd_doctor(args) -> int:
     from ..doctor import check, exit_code
 
-    store = open_store(args, create=False)
+    store = open_store(args, create=False, writes=args.repair)
     if not store.exists:
         print(f"no store at {store.path}")
         return 0
@@ -118,7 +121,7 @@ def register_runs(sub, common) -> None:
     s.set_defaults(func=cmd_doctor)
     s = sub.add_parser("runs", parents=[common], help="list consolidation runs with their counts (newest first)")
     s.add_argument("--json", action="store_true")
-    s.add_argument("--limit", type=int, default=50)
+    s.add_argument("--limit", type=count_1_to(10**6), default=50)
     s.set_defaults(func=cmd_runs)
     s = sub.add_parser("undo", parents=[common], help="revert one run (see `consolidate runs`)")
     s.add_argument("run_id")

@@ -24,7 +24,15 @@ def cmd_run(args) -> int:
             name = spec.partition(":")[0].strip()
             if name not in installed():
                 raise ConfigError(f"unknown judge {name!r}; installed: {', '.join(sorted(installed()))}", judge=name)
-    store = open_store(args)
+    store = open_store(args, create=False, writes=not args.dry_run)
+    if not store.exists:  # nothing can be queued: a run (dry or not) never creates a store
+        if args.session:
+            from ..errors import UnknownSession
+
+            raise UnknownSession(f"unknown session {args.session!r}: it has no notes and no session end"
+                                 f" (no store at {store.path})", session_id=args.session)
+        print(f"nothing queued (no store at {store.path})")
+        return 0
     if args.session:
         store.sessions.require_known(args.session)
         if not store.sessions.pending(args.session) and not _partial(store, args.session):
