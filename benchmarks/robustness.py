@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GROUPS = {
     "test_crash": "crash points survived (SIGKILL, rerun converges to the no-crash store)",
     "test_concurrency": "concurrent runs / undo without loss",
+    "test_many_processes": "many processes on one store at realistic size (MiniLM, 150 notes a session)",
     "test_bad_input": "bad inputs rejected cleanly or kept byte-exact",
     "test_timeboxes": "time boxes kept",
 }

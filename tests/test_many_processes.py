@@ -147,14 +147,14 @@ def test_writers_interleaved_with_mcp_alive(tmp_path):
         assert wait_worker(pid) == 0
         log = (store_path / "logs" / "worker.log").read_text(encoding="utf-8")
         assert "Traceback" not in log, log[-1500:]
-        recalled_by_mcp(mcp, ledger.check(full=False))
+        recalled_by_mcp(mcp, ledger.check())
         # batch draining three sessions (one process, several sessions) beside a manual run
         fill_sessions(store_path, ["b1", "b2", "b3"], LATER)
         batch = start_cli(store_path, "batch")
         fill_sessions(store_path, ["r1"], LATER)
         run = start_cli(store_path, "run")
         ok(finish([batch, run]))
-        recalled_by_mcp(mcp, ledger.check(full=False))
+        recalled_by_mcp(mcp, ledger.check())
         # the MCP server's own session_complete (its worker) beside a manual run
         for text in note_texts("m1", 40):
             mcp.data("note", session_id="m1", content=text, flag=True)

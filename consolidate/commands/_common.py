@@ -14,6 +14,10 @@ def open_store(args, create: bool = True, writes: bool | None = None):
                   create=create)
     if create if writes is None else writes:
         store.require_writable()
+        if not create and store.exists:  # a writer that did not create it: private all the same
+            from ..private import prepare_store_dir
+
+            prepare_store_dir(store.path)
     return store
 
 
