@@ -498,6 +498,7 @@ class _DetectSecrets(NamedTuple):
     jwt_valid: Callable[[str], bool]
     token_rules: tuple[tuple[str, Pattern[str], tuple[str, ...], Callable[[str], bool]], ...]
     extra_rules: tuple[tuple[str, Pattern[str], tuple[str, ...]], ...]
+    needles: tuple[str, ...]  # every rule's needles, each once
 
 
 def _bounded(pattern: Pattern[str], chars: str = "A-Za-z0-9") -> Pattern[str]:
@@ -571,6 +572,9 @@ def _detect_secrets() -> _DetectSecrets:
         jwt_valid=JwtTokenDetector.is_formally_valid,
         token_rules=token_rules,
         extra_rules=extra_rules,
+        needles=tuple(sorted({n for *_, needles in _PROVIDER_RULES for n in needles}
+                             | {n for _, _, needles, _ in token_rules for n in needles}
+                             | {n for *_, needles in extra_rules for n in needles})),
     )
 
 
@@ -597,6 +601,7 @@ def scan(text: str) -> list[Finding]:
         low = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in text).replace("\u0130", "i")
     candidates: list[_Candidate] = []
     add = candidates.append
+    present = {n for n in ds.needles if n in low}  # each needle looked for once
 
     for start, end in _private_keys(text, ds):
         add(_Candidate(_P_PRIVATE_KEY, "private-key", start, end))
@@ -607,19 +612,19 @@ def scan(text: str) -> list[Finding]:
                 add(_Candidate(_P_JWT, "jwt", m.start(), m.end()))
 
     for kind, regex, needles in _PROVIDER_RULES:
-        if any(n in low for n in needles):
+        if not present.isdisjoint(needles):
             for m in regex.finditer(text):
                 if _token_body_is_random(m.group("body")):
                     add(_Candidate(_P_PROVIDER, kind, m.start(), m.end()))
 
     for kind, regex, needles, accept in ds.token_rules:
-        if any(n in low for n in needles):
+        if not present.isdisjoint(needles):
             for m in regex.finditer(text):
                 if accept(m.group()):
                     add(_Candidate(_P_PROVIDER, kind, m.start(), m.end()))
 
     for kind, regex, needles in ds.extra_rules:
-        if any(n in low for n in needles):
+        if not present.isdisjoint(needles):
             for m in regex.finditer(text):
                 # NpmDetector captures the token in group 1 after "//registry/:_authToken=";
                 # the other plugins' groups capture only a prefix (GitLab's "glpat").
