@@ -15,7 +15,13 @@ ad-hoc ``scan_line`` is not used: with eager search its high-entropy plugins rep
 and leave the entropy limit to the caller.) A note counts as blocked when any plugin reports it.
 The files are written before the clock starts; reading them is part of detect-secrets' time.
 
-Goals (issue 4): recall 100 %, false positives at most 1 %, at least 2,000 notes per second.
+"Gate before" (issue 14) is the gate of an earlier commit (``--before``, default the last one
+before issue 14 changed it), loaded from git into its own module and run side by side on the same
+notes in the same process, timing runs interleaved: recall, false positives, notes per second, and
+its flags on the real notes. Skipped when git or the commit is not there.
+
+Goals (issue 4): recall 100 %, false positives at most 1 %, at least 2,000 notes per second; issue
+14: none of the three worse than before.
 """
 
 from __future__ import annotations
@@ -55,6 +61,40 @@ def rates(entries: list[Entry], blocked: list[bool]) -> tuple[float, float, int,
     pos = [b for e, b in zip(entries, blocked) if e.expect == "block"]
     neg = [b for e, b in zip(entries, blocked) if e.expect == "allow"]
     return sum(pos) / len(pos), sum(neg) / len(neg), sum(pos), len(pos), sum(neg), len(neg)
+
+
+#: The last commit of main before issue 14 changed consolidate/secrets.py.
+BEFORE_REV = "4c1c30a"
+
+
+def load_before(rev: str):
+    """The gate's ``scan`` as of commit ``rev``, or None (no git, unknown commit)."""
+    import importlib.util
+    import subprocess
+
+    try:
+        source = subprocess.run(["git", "show", f"{rev}:consolidate/secrets.py"], cwd=ROOT, capture_output=True,
+                                text=True, check=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    path = Path(tempfile.mkdtemp(prefix="secrets-before-")) / "secrets_before.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("secrets_before", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["secrets_before"] = module
+    spec.loader.exec_module(module)
+    return module.scan
+
+
+def timed_pair(fn_a, fn_b, runs: int) -> tuple[float, float]:
+    """Medians of ``runs`` interleaved timings of two functions (a, b, a, b, ...)."""
+    a, b = [], []
+    for _ in range(runs):
+        for fn, out in ((fn_a, a), (fn_b, b)):
+            start = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - start)
+    return statistics.median(a), statistics.median(b)
 
 
 def timed(fn, runs: int) -> tuple[float, list[float]]:
@@ -115,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="one timing run; detect-secrets not timed")
     ap.add_argument("--no-detect-secrets", action="store_true", help="skip detect-secrets alone")
     ap.add_argument("--shared", type=Path, default=SHARED, help="the shared/ folder (realnotes)")
+    ap.add_argument("--before", default=BEFORE_REV, help=f"commit of the gate to compare with (default {BEFORE_REV})")
     args = ap.parse_args(argv)
     runs = 1 if args.quick else max(1, args.runs)
 
@@ -131,6 +172,15 @@ def main(argv: list[str] | None = None) -> int:
     our_median, our_times = timed(lambda: [scan(t) for t in texts], runs)
     our_speed = len(texts) / our_median
     o_recall, o_fp, o_tp, o_p, o_fpn, o_n = rates(entries, ours)
+
+    before_scan = load_before(args.before)
+    before = None
+    if before_scan is not None:
+        before_scan("warm up")
+        b_blocked = [bool(before_scan(t)) for t in texts]
+        b_median, o_median2 = timed_pair(lambda: [before_scan(t) for t in texts], lambda: [scan(t) for t in texts],
+                                         runs)
+        before = (*rates(entries, b_blocked), len(texts) / b_median, len(texts) / o_median2)
 
     ds_rows = None
     if not args.no_detect_secrets:
@@ -157,6 +207,15 @@ def main(argv: list[str] | None = None) -> int:
     ds_speed = f"{len(texts) / ds_rows[6]:,.0f}" if ds_rows and ds_rows[6] else "(not timed)"
     print(f"{'notes/s (median of ' + str(runs) + ')':28}{f'{our_speed:,.0f}':>22}{ds_speed:>24}")
     print(f"  gate runs (s): {', '.join(f'{t:.3f}' for t in our_times)} for {len(texts)} notes")
+    if before:
+        b_recall, b_fp, b_tp, b_p, b_fpn, b_n, b_speed, o_speed2 = before
+        print(f"\nside by side with the gate before ({args.before}),"
+              f" timing runs interleaved:")
+        print(f"{'':28}{'gate now':>22}{'gate before':>24}{'now / before':>14}")
+        print(f"{'recall (secrets blocked)':28}{pct(o_recall) + f' {o_tp}/{o_p}':>22}{pct(b_recall) + f' {b_tp}/{b_p}':>24}")
+        print(f"{'false positives (ordinary)':28}{pct(o_fp) + f' {o_fpn}/{o_n}':>22}{pct(b_fp) + f' {b_fpn}/{b_n}':>24}")
+        print(f"{'notes/s (median of ' + str(runs) + ')':28}{f'{o_speed2:,.0f}':>22}{f'{b_speed:,.0f}':>24}"
+              f"{o_speed2 / b_speed:>13.2f}x")
 
     # where the two differ, by format (seed 0 corpus sizes, counts over all seeds)
     by_format: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
@@ -190,6 +249,13 @@ def main(argv: list[str] | None = None) -> int:
         hits = [(n, f) for n, f in hits if f]
         print(f"\nreal notes: {len(notes)} notes in {real_median:.3f} s "
               f"({len(notes) / real_median:,.0f} notes/s), {len(hits)} flagged")
+        if before_scan is not None:
+            b_real, o_real = timed_pair(lambda: [before_scan(c) for c in contents], lambda: [scan(c) for c in contents],
+                                        runs)
+            b_hits = sum(bool(before_scan(c)) for c in contents)
+            print(f"real notes side by side: gate now {len(notes) / o_real:,.0f} notes/s, {len(hits)} flagged;"
+                  f" gate before {len(notes) / b_real:,.0f} notes/s, {b_hits} flagged;"
+                  f" now / before {b_real / o_real:.2f}x")
         for note, findings in hits:  # previews only: a real secret must not reach this output
             print(f"  {note.get('id')}: " + ", ".join(f"{f.kind} {f.preview}" for f in findings))
         if not args.no_detect_secrets and not args.quick:
