@@ -194,6 +194,7 @@ class EvalReport:
     baseline: dict[str, float | None]
     keep_recall_by_type: dict[str, dict[str, int]] = field(default_factory=dict)
     as_run: bool = False
+    write_policy: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (what ``consolidate eval --json`` prints)."""
@@ -208,6 +209,7 @@ class EvalReport:
             "circuit_breaker": "whole run" if self.as_run else "reset per batch",
             "unjudged_reasons": _reason_counts(self.unjudged),
             "verdicts": self.predicted,
+            "write_policy": self.write_policy,
         }
 
 
@@ -300,11 +302,16 @@ def evaluate(chain, labels: list[LabeledNote], *, context=None, deadline: float 
             t = by_type.setdefault(n.type or "untyped", {"labeled": 0, "kept": 0})
             t["labeled"] += 1
             t["kept"] += predicted[n.id] == "keep"
+    from .policy_report import label_keep_outcomes, policy_outcomes, summarize
+
+    outcomes = policy_outcomes(result.judged, {k: n.content for k, n in enumerate(sent)})
+    write_policy = summarize({sent[k].id: o for k, o in outcomes.items()}, gold)
+    write_policy["label_keeps"] = label_keep_outcomes(labels)
     return EvalReport(judges=list(chain.names), labels=labels_name, total=len(labels),
                       gold_keeps=sum(v == "keep" for v in gold.values()), predicted=predicted, unjudged=unjudged,
                       blocked=blocked, usage=usage_of(chain, result.events, seconds, before), confusion=c,
                       metrics=metrics(c), baseline=metrics(always_drop(c)),
-                      keep_recall_by_type=dict(sorted(by_type.items())), as_run=as_run)
+                      keep_recall_by_type=dict(sorted(by_type.items())), as_run=as_run, write_policy=write_policy)
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -343,6 +350,12 @@ def render_report(report: EvalReport) -> str:
     if report.keep_recall_by_type:
         lines.append("keepers kept by type: " + ", ".join(f"{t} {v['kept']}/{v['labeled']}"
                                                           for t, v in report.keep_recall_by_type.items()))
+    if report.write_policy is not None:
+        from .policy_report import render, render_label_keeps
+
+        lines.extend(render(report.write_policy))
+        if report.write_policy.get("label_keeps"):
+            lines.extend(render_label_keeps(report.write_policy["label_keeps"]))
     u, p = report.usage, d["per_100_notes"]
     lines.append(f"cost: {u['calls']} calls ({u['failed_calls']} failed), {u['prompt_tokens']:,} prompt tokens,"
                  f" {u['completion_tokens']:,} completion tokens, {u['seconds']:.1f} s"

@@ -382,3 +382,37 @@ def test_same_memory_compares_the_differing_parts():
     assert same_memory(HELM, KUSTOMIZE, 0.98) is True  # without embed: the similarity alone (as before)
     assert same_memory(HELM, KUSTOMIZE, 0.98, embed) is False
     assert same_memory(HELM, HELM + " ", 0.5, embed) is True  # equal after normalisation
+
+
+# -- 6. eval reports what the write policy does to kept notes, by rule ----------------------------
+
+def test_eval_reports_write_policy_outcomes_by_rule(tmp_path, capsys):
+    from consolidate.cli import main
+
+    rows = [
+        {"id": "k1", "content": "Decided to drop the legacy endpoints", "verdict": "keep", "type": "decision"},
+        {"id": "k2", "content": "部署前必须先运行数据库迁移脚本", "verdict": "keep", "type": "constraint"},
+        {"id": "k3", "content": "Chose SQLite over Postgres because the session tier needs no server", "verdict": "keep",
+         "type": "decision"},
+        {"id": "d1", "content": "looked at the logs for a while", "verdict": "drop"},
+        {"id": "d2", "content": "For now the staging DB is used by every integration test", "verdict": "drop"},
+    ]
+    f = tmp_path / "labels.jsonl"
+    f.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
+    assert main(["eval", "--judge", "rules", "--labels", str(f), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    wp = report["write_policy"]
+    # the rules judge keeps k3 (decision with a reason; inferred evidence) and d2's rule wording
+    assert wp["judge_keeps"] == sum(v == "keep" for v in report["verdicts"].values())
+    assert {(r["outcome"], r["rule"]) for r in wp["by_rule"]} <= {("quarantined", "low-confidence single observation"),
+                                                                  ("transient", "temporary wording")}
+    flagged, verbatim = wp["label_keeps"]["flagged"], wp["label_keeps"]["verbatim"]
+    assert flagged == {"k1": ["fields_missing", "flagged decision stored without reason"], "k2": ["written", ""],
+                       "k3": ["written", ""]}
+    assert verbatim["k1"] == ["rejected", "a decision needs reason"] and verbatim["k2"] == ["written", ""]
+    assert main(["eval", "--judge", "rules", "--labels", str(f)]) == 0
+    text = capsys.readouterr().out
+    assert "labeled keeps as flagged notes (kind = labeled type): 3 of 3 written (1 with fields_missing);" \
+           " rejected or demoted: 0" in text
+    assert "labeled keeps as a judge's verbatim keep (labeled type, high confidence): 2 of 3 written;" \
+           " rejected or demoted: 1" in text
