@@ -4,7 +4,8 @@ In order: replay an unfinished journal; end orphaned sessions (notes older than 
 seconds with no session end) with outcome ``success``; drain every pending session end, with up to
 ``concurrency`` sessions judged at once (their judge calls run concurrently; the read-check-write
 section of each run is serialised by the store lock); expire quarantine past its TTL; apply decay;
-with ``rejudge``, re-run the judge over entries written under other prompt versions. A progress bar
+with ``rejudge``, re-run the judge over entries written under other prompt versions (with
+``drifted`` too: over the entries whose anchored code changed, consolidate.anchors). A progress bar
 shows on a terminal (tqdm), plain lines otherwise. Ctrl-C stops taking new sessions, lets the
 running ones finish their (journaled) apply, and leaves the rest in the queue.
 """
@@ -30,6 +31,8 @@ class BatchResult:
     expired: int = 0
     decayed: int = 0
     rejudged: dict[str, int] = field(default_factory=dict)
+    drift: dict[str, int] = field(default_factory=dict)
+    rejudged_drifted: dict[str, int] = field(default_factory=dict)
     interrupted: bool = False
     left_in_queue: int = 0
     seconds: float = 0.0
@@ -59,6 +62,20 @@ def end_orphans(store, orphan_age: float = ORPHAN_AGE, now: float | None = None)
     return ended
 
 
+def check_drift(store) -> dict[str, int]:
+    """Check the code anchors of every memory still in the store (consolidate.anchors): drifted
+    ones join the re-judge queue, stale ones are marked. Returns ``{"drifted": n, "stale": n}``."""
+    from . import anchors
+
+    section = anchors.read_section(store.path)
+    if not section["memories"]:
+        return {"drifted": 0, "stale": 0}
+    present = set(store.longterm().get(sorted(section["memories"])))
+    drift = anchors.check(store.path, sorted(present), root=anchors.project_root(store), section=section)
+    return {"drifted": sum(1 for d in drift.values() if d["drifted"]),
+            "stale": sum(1 for d in drift.values() if d["stale"])}
+
+
 def _progress(total: int, out):
     """A tqdm bar on a terminal, else a function that prints plain lines."""
     if getattr(out, "isatty", lambda: False)():
@@ -80,8 +97,11 @@ def _progress(total: int, out):
 def run_batch(store, *, concurrency: int = 4, judges: list[str] | None = None, chain_factory: Callable | None = None,
               time_box: float | None = 120.0, orphan_age: float = ORPHAN_AGE, rejudge: bool = False,
               since: str | None = None, prompt_version: str | None = None, now: float | None = None,
-              out=None) -> BatchResult:
-    """Run the batch (see the module docstring). ``concurrency`` >= 1 sessions at once."""
+              out=None, drifted: bool = False) -> BatchResult:
+    """Run the batch (see the module docstring). ``concurrency`` >= 1 sessions at once. The code
+    anchors of every memory are checked (``drift``: counts of drifted and stale memories); with
+    ``rejudge`` and ``drifted``, the drifted ones are re-judged (``rejudged_drifted``) instead of
+    the entries of other prompt versions."""
     from .maintenance import apply_updates, new_plan, plan_decay
     from .pipeline import run_session
     from .stages.apply import replay, summary
@@ -152,7 +172,13 @@ def run_batch(store, *, concurrency: int = 4, judges: list[str] | None = None, c
         decay = plan_decay(store, now)
         plan.updates += decay.updates
         result.decayed = len(decay.updates)
-        if rejudge:
+        result.drift = check_drift(store)
+        if rejudge and drifted:
+            from .rejudge import plan_rejudge_drifted
+
+            result.rejudged_drifted = plan_rejudge_drifted(store, plan, judges=judges, chain_factory=chain_factory,
+                                                           time_box=time_box)
+        elif rejudge:
             from .rejudge import plan_rejudge
 
             result.rejudged = plan_rejudge(store, plan, judges=judges, chain_factory=chain_factory, since=since,

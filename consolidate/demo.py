@@ -1,4 +1,6 @@
-"""``consolidate demo``: the whole pipeline on three sample sessions, in a throwaway store.
+"""``consolidate demo``: the whole pipeline on sample sessions, in a throwaway store, then a session
+with a workspace (start, scratch, output, extract, abort and resume, success) and a memory anchored
+to code that drifts when its function is edited.
 
 The sample notes are written for this project (no real data): a debugging session (success), a
 refactor (success) that re-confirms one lesson of the first, and a failed deploy (failure). They hold
@@ -115,6 +117,52 @@ def show_workspace(store, judges) -> None:
     print()
 
 
+_AUTH = ('import hmac\n\n\ndef check_token(given, expected):\n    return hmac.compare_digest(given, expected)\n'
+         '\n\ndef log_attempt(user):\n    print("login", user)\n')
+
+
+def show_anchors(store, folder) -> None:
+    """A memory anchored to a function of the project: an edit elsewhere in the file is no drift,
+    an edit of the function shows ``[drifted: path]`` in recall and queues a re-judge."""
+    import os
+    from pathlib import Path
+
+    from . import anchors
+    from .pipeline import run_session
+    from .report import render_memory
+
+    src = Path(folder) / "src" / "auth.py"
+    src.parent.mkdir(parents=True, exist_ok=True)
+    src.write_text(_AUTH, encoding="utf-8")
+    sid = "anchored-memory"
+    store.sessions.add_note(sid, "check_token() in src/auth.py compares tokens with hmac.compare_digest, never with ==",
+                            flag=True, kind="constraint")
+    store.sessions.end(sid, "success")
+    run_session(store, sid, judges=["noop"])
+    section = anchors.read_section(store.path)
+    mid = next(m for m, a in section["memories"].items() if a and a[0][0] == "src/auth.py")
+    (path, symbol, digest), = section["memories"][mid]
+    print(f"memory anchored to code: {path} symbol {symbol} (hash {digest}, cached in manifest.json)")
+
+    def recall_line() -> str:
+        hits = anchors.mark_hits(store, store.longterm().search("how are tokens compared in check_token?", k=5))
+        hit = next(h for h in hits if h["id"] == mid)
+        return render_memory(hit["document"], hit["metadata"])
+
+    def edit(old: str, new: str) -> None:
+        text = src.read_text(encoding="utf-8").replace(old, new)
+        src.write_text(text, encoding="utf-8")
+        st = src.stat()
+        os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+
+    edit('print("login", user)', 'print("login attempt", user)')
+    print(f"  after an edit of log_attempt(): {recall_line()}")
+    edit("return hmac.compare_digest(given, expected)", "return given == expected")
+    print(f"  after an edit of check_token(): {recall_line()}")
+    queued = anchors.read_section(store.path)["drifted"]
+    print(f"  queued for `consolidate batch --rejudge --drifted`: {len(queued)} memory\n")
+
+
 def run_demo(keep: bool = False) -> int:
     """Run the demo and print what happened; returns 0."""
     from .pipeline import run_queue, run_session
@@ -140,6 +188,7 @@ def run_demo(keep: bool = False) -> int:
             print(f"  -> {s['written_durable']} durable, {s['written_quarantined']} quarantined,"
                   f" {s['written_transient']} transient, {s['reconfirmed']} re-confirmed\n")
         show_workspace(store, judges)
+        show_anchors(store, folder)
         query = "why do the login tests time out on CI?"
         print(f'recall "{query}":')
         for hit in store.longterm().search(query, k=3):

@@ -172,6 +172,8 @@ def recalled_context(store_path: Path, max_chars: int = CONTEXT_MAX_CHARS) -> st
     for name in ("core.md", "context.md"):
         try:
             text = (store_path / "memory" / name).read_text(encoding="utf-8").strip()
+            if name == "context.md":
+                text = _checked_context(store_path, text)
         except (OSError, UnicodeDecodeError):
             continue
         if text and name == "context.md":
@@ -195,6 +197,19 @@ def _guarded(context: str) -> str:
     if held:
         lines += ["", held_back_line(held)]
     return "\n".join(lines).strip()
+
+
+def _checked_context(store_path: Path, text: str) -> str:
+    """context.md with the drift check of its memories' code anchors (consolidate.anchors): a
+    drifted memory ends with ``[drifted: path]``, one whose file is gone is left out. The text as
+    it is when the check cannot run."""
+    try:
+        from .anchors import context_text
+
+        checked = context_text(store_path)
+    except Exception:  # noqa: BLE001 - the hook never fails the agent
+        return text
+    return checked.strip() if checked is not None else text
 
 
 def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "success", harvest_notes: bool = False,

@@ -263,6 +263,9 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
                 return {"count": 0, "memories": []}
             statuses = ("active", "quarantined") if include_quarantined else ("active",)
             hits = s.longterm().search(query, k=k, statuses=statuses)
+            from .anchors import mark_hits
+
+            hits = mark_hits(s, hits)
             memories = [{"id": h["id"], "text": render_memory(h["document"], h["metadata"]),
                          "type": h["metadata"].get("type"), "status": h["metadata"].get("status"),
                          "similarity": round(float(h["similarity"]), 4)} for h in hits]

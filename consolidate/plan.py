@@ -61,7 +61,8 @@ class Candidate:
     ``transient``. ``outcome`` is filled by the later stages: ``write``, ``rejected``,
     ``duplicate`` (re-confirms ``duplicate_of``); only ``write`` reaches the store. ``isolated``
     says why the judge saw the note apart (worded as an instruction to the judge,
-    judges/injection.py): such a keeper is quarantined and confirms nothing.
+    judges/injection.py): such a keeper is quarantined and confirms nothing. ``anchors`` are the
+    files and symbols of the project it names, with their content hashes (consolidate.anchors).
     """
 
     note_ids: list[int]
@@ -83,6 +84,7 @@ class Candidate:
     last_confirmed: str | None = None
     embedding: list[float] | None = None
     isolated: str | None = None
+    anchors: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def pending(self) -> bool:

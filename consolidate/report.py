@@ -58,9 +58,15 @@ def suffix(meta: dict) -> str:
 
 def render_memory(document: str, meta: dict) -> str:
     """One memory on one line: ``Use pnpm, not npm [high, user-stated, 2026-07]``, with
-    ``[disputed]`` or ``[quarantined]`` after it where that applies."""
+    ``[disputed]`` or ``[quarantined]`` after it where that applies, and ``[drifted: path]`` or
+    ``[stale: path gone]`` for a memory whose anchored code changed or is gone (see
+    :func:`consolidate.anchors.mark_hits`)."""
     status = meta.get("status")
     extra = f" [{status}]" if status in ("disputed", "quarantined") else ""
+    if meta.get("drifted") or meta.get("stale"):  # set by consolidate.anchors.mark_hits
+        from .anchors import drift_suffix
+
+        extra += drift_suffix(meta)
     return f"{' '.join(document.split())} {suffix(meta)}{extra}"
 
 

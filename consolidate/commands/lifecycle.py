@@ -74,19 +74,23 @@ def register(sub, common) -> None:
 def cmd_batch(args) -> int:
     from ..batch import run_batch
 
+    args.rejudge = args.rejudge or args.drifted  # --drifted alone means: re-judge the drifted memories
     store = open_store(args, create=False, writes=True)
     if not store.exists:
         print(f"batch: no store at {store.path}; nothing to do")
         return 0
     r = run_batch(store, concurrency=args.concurrency, judges=args.judge, time_box=args.time_box,
                   orphan_age=args.orphan_age * 3600, rejudge=args.rejudge, since=args.since,
-                  prompt_version=args.prompt_version)
+                  prompt_version=args.prompt_version, drifted=args.drifted)
     errors = [s for s in r.sessions if "error" in s]
     partial = [s for s in r.sessions if s.get("partial")]
     print(("PARTIAL " if partial else "")
           + f"batch: {len(r.sessions)} sessions ({len(errors)} errors), {len(r.orphans_ended)} orphans ended,"
           f" {r.expired} quarantined entries expired, {r.decayed} decayed"
-          + (f", re-judged {r.rejudged}" if args.rejudge else "") + f" in {r.seconds:.1f} s"
+          + (f", re-judged {r.rejudged}" if args.rejudge and not args.drifted else "")
+          + (f", {r.drift.get('drifted', 0)} drifted and {r.drift.get('stale', 0)} stale (code anchors)" if r.drift else "")
+          + (f", re-judged drifted {r.rejudged_drifted}" if args.rejudge and args.drifted else "")
+          + f" in {r.seconds:.1f} s"
           + (f"; {sum(s['waiting'] for s in partial)} notes of {len(partial)} sessions wait for a judge"
              " (`consolidate status`, `consolidate judges`)" if partial else ""))
     for s in errors:
@@ -111,4 +115,6 @@ def register_batch(sub, common) -> None:
     s.add_argument("--rejudge", action="store_true", help="re-judge entries written under other prompt versions")
     s.add_argument("--since", help="with --rejudge: only entries written on or after this date (YYYY-MM-DD)")
     s.add_argument("--prompt-version", help="with --rejudge: only entries written under this prompt version")
+    s.add_argument("--drifted", action="store_true",
+                   help="with --rejudge: re-judge the memories whose anchored code changed instead")
     s.set_defaults(func=cmd_batch)

@@ -18,6 +18,9 @@ def cmd_recall(args) -> int:
     if store.exists and store.has_longterm:
         statuses = ("active", "quarantined", "disputed") if args.all else ("active",)
         found = store.longterm().search(args.query, k=args.k, statuses=statuses)
+        from ..anchors import mark_hits
+
+        found = mark_hits(store, found)
         hits = [h for h in found if h["similarity"] >= args.min_similarity]
         below = len(found) - len(hits)
     if args.json:

@@ -18,7 +18,7 @@ from ..faults import armed, crash_point
 
 # The graph goes before Chroma: a graph file that cannot be read stops the run before the recall
 # index changes (the journal keeps the run for a replay once `consolidate doctor --repair` ran).
-STEPS = ("snapshot", "graph", "chroma", "events", "notes_md", "context_md", "session_rows", "queue")
+STEPS = ("snapshot", "graph", "chroma", "anchors", "events", "notes_md", "context_md", "session_rows", "queue")
 #: How many memories ``memory/context.md`` (the SessionStart context) holds.
 CONTEXT_MEMORIES = 30
 
@@ -198,6 +198,8 @@ def _one_step(step, plan, store, writes, durable, touches_index, replayed) -> No
         _chroma(plan, store, durable)
     elif step == "graph" and touches_index:
         _graph(plan, store, durable)
+    elif step == "anchors" and touches_index:
+        _anchors(plan, store, durable)
     elif step == "events":
         _events(plan, store, writes, replayed)
     elif step == "notes_md" and writes:
@@ -236,6 +238,19 @@ def _chroma(plan, store, durable) -> None:
             lt.delete([u.memory_id])
         if u.action == "tombstone":
             archive.tombstone(store, u.memory_id, u.reason, plan.run_id)
+
+
+def _anchors(plan, store, durable) -> None:
+    """Code anchors of the written entries into manifest.json (and of entries re-anchored by a
+    re-judge); archived entries leave it (consolidate.anchors)."""
+    from .. import anchors
+
+    anchored = {c.memory_id: c.anchors for c in durable if c.anchors}
+    for u in plan.updates:
+        if u.action == "update" and "anchors" in u.changes:
+            anchored[u.memory_id] = json.loads(u.changes["anchors"] or "[]")
+    removed = [u.memory_id for u in plan.updates if u.action in ("archive", "tombstone")]
+    anchors.record(store, anchored, removed)
 
 
 def _graph(plan, store, durable) -> None:
@@ -369,20 +384,24 @@ def write_context(store, scope: str, limit: int = CONTEXT_MEMORIES) -> None:
     """Rewrite ``memory/context.md``: the top active durable memories of ``scope`` (high confidence
     first, then most recently confirmed), one line each with its suffix. The SessionStart hook prints
     this file, so starting a session imports nothing heavy. Reads one confidence level at a time and
-    stops once ``limit`` entries are found."""
+    stops once ``limit`` entries are found. Memories whose anchored file is gone (stale) are left
+    out; ``memory/context.json`` maps each line to its memory for the hook's drift check."""
+    from ..anchors import read_section, write_context_index
     from ..report import render_memory
     from ..store import write_text_atomic
 
     lt = store.longterm()
+    stale = read_section(store.path)["stale"]
     rows: list = []
     for level in ("high", "medium", "low"):
-        found = lt.active(scope, confidence=level)
+        found = [r for r in lt.active(scope, confidence=level) if r["id"] not in stale]
         found.sort(key=lambda r: _neg(r["metadata"].get("last_confirmed")))
         rows += found[: limit - len(rows)]
         if len(rows) >= limit:
             break
     lines = ["- " + render_memory(r["document"], r["metadata"]) for r in rows]
     write_text_atomic(store.sub("memory", "context.md"), _context_text(scope, lines))
+    write_context_index(store, rows, [line[2:] for line in lines])
 
 
 def _context_text(scope: str, lines: list[str]) -> str:

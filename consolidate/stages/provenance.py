@@ -45,4 +45,16 @@ def run(plan, ctx):
             elif u.memory_id == links.get("disputes"):
                 u.changes["disputed_with"] = c.memory_id
                 u.edges.append([c.memory_id, "disputes"])
+    anchor(plan, ctx)
     return plan
+
+
+def anchor(plan, ctx) -> None:
+    """Record the code anchors of every durable entry to be written (consolidate.anchors): the
+    project files and symbols it names, with their content hashes (reads files, writes nothing)."""
+    from ..anchors import find_anchors, project_root
+
+    root = project_root(ctx.store)
+    for c in plan.writes():
+        if c.tier == "durable" and c.memory_id:
+            c.anchors = find_anchors(root, " ".join([c.statement, *c.fields.values()]), c.entities)
