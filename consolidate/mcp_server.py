@@ -50,7 +50,10 @@ INSTRUCTIONS = (
     "Working memory for this project. While you work, write short notes with `note` (flag=true for a "
     "keeper you are sure of: a decision with its reason, a gotcha that just bit; ttl for temporary "
     "values such as a port). When the session ends call `session_complete` with its outcome: on "
-    "success the notes worth keeping graduate into long-term memory, which `recall` searches."
+    "success the notes worth keeping graduate into long-term memory, which `recall` searches. "
+    "For a longer task, `session_start` gives a workspace: read context/, keep scratch files in working/, "
+    "write what deserves to be remembered to output/ (one Markdown list item per memory), then "
+    "`session_complete`."
 )
 #: Largest ``k`` a recall may ask for.
 MAX_K = 50

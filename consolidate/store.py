@@ -2,7 +2,8 @@
 
 Layout (SPEC section 8)::
 
-    manifest.json              layout version, embedding function id and dimension
+    manifest.json              layout version, embedding function id and dimension, code anchors
+                               and their hash cache (consolidate.anchors)
     sessions.sqlite3           session tier (consolidate.session)
     memory/core.md             project rules kept by people, given to judges as context
     memory/notes.md            timestamped record of what graduated (and transients)

@@ -592,7 +592,7 @@ def _context_memories(store, task: str | None) -> tuple[str, int]:
 
 
 def start(store, session_id: str | None = None, task: str | None = None, **bounds) -> tuple[Workspace, dict[str, Any]]:
-    """Create the workspace of a session (a new id when ``session_id`` is None) and write its
+    """Create the workspace of a session (a new id when ``session_id`` is None or blank) and write its
     ``context/``; returns the Workspace and ``{"session_id", "path", "state", "resumed", "created",
     "context": [files], "memories"}``.
 
@@ -609,7 +609,8 @@ def start(store, session_id: str | None = None, task: str | None = None, **bound
             from .session import _check_text
 
             _check_text(task, "the task")
-    sid = check_session_id(session_id) if session_id is not None else new_session_id()
+    blank = session_id is None or (isinstance(session_id, str) and not session_id.strip())
+    sid = new_session_id() if blank else check_session_id(session_id)
     ws = Workspace(store, sid, **bounds)
     with ws._lock():
         resumed = created = False

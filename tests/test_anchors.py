@@ -279,3 +279,33 @@ def test_paths_outside_the_project_are_never_anchored(tmp_path):
     (tmp_path / "secret.py").write_text("x = 1\n")
     os.symlink(tmp_path / "secret.py", root / "link.py")
     assert anchors.find_anchors(root, "see ../secret.py and /etc/passwd.txt and link.py") == []
+
+
+def test_the_installed_hook_prints_drift_on_session_start(repo):
+    """A real SessionStart payload piped into `consolidate hook`, as Claude Code runs it."""
+    import sys
+
+    root, store, _ = repo
+    p = root / "src" / "auth.py"
+    p.write_text(AUTH.replace("hmac.compare_digest(given, expected)", "given == expected"))
+    touch_later(p)
+    (root / "web" / "app.js").unlink()
+    payload = json.dumps({"hook_event_name": "SessionStart", "session_id": "next", "cwd": str(root),
+                          "source": "startup"})
+    out = subprocess.run([sys.executable, "-m", "consolidate", "hook"], input=payload, capture_output=True,
+                         text=True, cwd=str(root), timeout=60, env={**os.environ, "CONSOLIDATE_STORE": ""})
+    assert out.returncode == 0
+    lines = out.stdout.splitlines()
+    assert any(line.startswith(f"- {CHECK}") and line.endswith("[drifted: src/auth.py]") for line in lines)
+    assert not any(CONFIG in line for line in lines)  # stale: left out
+    assert any(line.startswith(f"- {REFRESH}") and "drifted" not in line for line in lines)
+
+
+def test_status_counts_anchored_drifted_and_stale(repo, capsys):
+    root, store, _ = repo
+    (root / "web" / "app.js").unlink()
+    anchors.check(store.path)
+    store.close()
+    assert main(["status", "--store", str(root / ".memofs"), "--embedding", "hash"]) == 0
+    assert "anchored to code: 4 memories; 0 drifted (queued for `consolidate batch --rejudge --drifted`), 1 stale" \
+        in capsys.readouterr().out

@@ -36,6 +36,15 @@ def cmd_recall(args) -> int:
     return 0
 
 
+def _anchor_counts(store) -> dict:
+    """Memories anchored to code, and how many are drifted or stale (consolidate.anchors), from
+    the manifest as the last check left it."""
+    from ..anchors import read_section
+
+    section = read_section(store.path)
+    return {"anchored": len(section["memories"]), "drifted": len(section["drifted"]), "stale": len(section["stale"])}
+
+
 def cmd_status(args) -> int:
     store = open_store(args, create=False)
     if not store.exists:
@@ -59,6 +68,7 @@ def cmd_status(args) -> int:
             last["undone"] = None
     if store.has_longterm:
         status["memories"] = store.longterm().counts()
+        status["anchors"] = _anchor_counts(store)
     status["waiting"] = _waiting_status(store)
     if last:
         last["partial"] = last.get("status") == "partial"
@@ -68,6 +78,10 @@ def cmd_status(args) -> int:
     print(f"store: {status['store']}")
     mem = status["memories"]
     print("memories: " + (", ".join(f"{k} {v}" for k, v in sorted(mem.items())) if mem else "none"))
+    anchored = status.get("anchors") or {}
+    if anchored.get("anchored"):
+        print(f"anchored to code: {anchored['anchored']} memories; {anchored['drifted']} drifted"
+              f" (queued for `consolidate batch --rejudge --drifted`), {anchored['stale']} stale (file gone)")
     print(f"queued session ends: {len(queued)}" + (f" ({', '.join(status['queued'][:10])})" if queued else ""))
     swn = status["sessions_with_notes"]
     print(f"sessions with notes: {len(swn)}" + (f" ({sum(swn.values())} notes)" if swn else ""))
