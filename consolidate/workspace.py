@@ -647,7 +647,7 @@ def start(store, session_id: str | None = None, task: str | None = None, **bound
                              "output": "durable memory candidates: Markdown list items or JSONL lines"},
             }, ensure_ascii=False, indent=1), encoding="utf-8")
             for p in context.iterdir():
-                os.chmod(p, 0o444)
+                os.chmod(p, 0o400)  # read-only, private to the user like the rest of the store
             now = _iso(time.time())
             ws._save({"session_id": sid, "task": secrets.redact(task) if task else None, "state": "open",
                       "created_at": now, "outcome": None, "reason": None, "resumed": 0, "extracted": [],

@@ -309,3 +309,64 @@ def test_status_counts_anchored_drifted_and_stale(repo, capsys):
     assert main(["status", "--store", str(root / ".memofs"), "--embedding", "hash"]) == 0
     assert "anchored to code: 4 memories; 0 drifted (queued for `consolidate batch --rejudge --drifted`), 1 stale" \
         in capsys.readouterr().out
+
+
+def test_mcp_recall_shows_drift(repo):
+    import anyio
+    from mcp import Client
+
+    from consolidate.mcp_server import build_server
+
+    root, store, _ = repo
+    p = root / "src" / "auth.py"
+    p.write_text(AUTH.replace("hmac.compare_digest(given, expected)", "given == expected"))
+    touch_later(p)
+
+    async def main_():
+        async with Client(build_server(store, spawn=None)) as client:
+            got = (await client.call_tool("recall", {"query": "check_token compares tokens", "k": 4})).structured_content
+            texts = [m["text"] for m in got["memories"]]
+            assert any(t.startswith(CHECK) and t.endswith("[drifted: src/auth.py]") for t in texts)
+            assert not any(t.startswith(REFRESH) and "drifted" in t for t in texts)
+
+    anyio.run(main_)
+
+
+def test_hundreds_of_anchored_memories_with_minilm(tmp_path):
+    """A store of 300 memories (MiniLM), 240 of them anchored to 60 functions of a fixture project:
+    one function edited, and only the memories about it drift, in recall and in the batch check."""
+    root = tmp_path / "proj"
+    (root / "lib").mkdir(parents=True)
+    for i in range(20):
+        body = "\n\n".join(f"def handler_{i}_{j}(request):\n    return request.get('v{j}', {i})\n" for j in range(3))
+        (root / "lib" / f"views{i}.py").write_text(body)
+    store = Store(root / ".memofs", project="proj")
+    topics = ["caching", "retries", "logging", "validation"]
+    for i in range(20):
+        for j in range(3):
+            for t in topics:
+                store.sessions.add_note(f"s{i}", f"handler_{i}_{j}() in lib/views{i}.py handles {t} for request {i}-{j}",
+                                        flag=True, kind="fact")
+    for n in range(60):
+        store.sessions.add_note("plain", f"Team decision {n}: release train number {n} ships on a Tuesday", flag=True,
+                                kind="fact")
+    for i in range(20):
+        store.sessions.end(f"s{i}", "success")
+    store.sessions.end("plain", "success")
+    run_queue(store, judges=["noop"])
+    section = store.read_manifest()["anchors"]
+    assert len(section["memories"]) == 240 and len(section["files"]) == 20
+    assert anchors.check(store.path) == {}
+    p = root / "lib" / "views7.py"
+    p.write_text(p.read_text().replace("request.get('v1', 7)", "request.get('v1', 8)"))
+    touch_later(p)
+    drift = anchors.check(store.path)
+    about = {m for m, a in section["memories"].items() if a[0][1] == "handler_7_1"}
+    assert set(drift) == about and len(about) == 4
+    from consolidate.batch import check_drift
+
+    assert check_drift(store) == {"drifted": 4, "stale": 0}
+    lines = recall_lines(store, "handler_7_1 caching for request 7-1", k=8)
+    drifted = [d for d, line in lines.items() if line.endswith("[drifted: lib/views7.py]")]
+    assert drifted and all("handler_7_1()" in d for d in drifted)
+    store.close()

@@ -34,6 +34,9 @@ def test_start_writes_the_three_folders_and_a_read_only_context(store):
     assert json.loads(ws.read("context/session.json")["content"])["task"] == "fix the OAuth redirect loop"
     with pytest.raises(PathRefused, match="context/ is a read-only snapshot"):
         ws.write("context/core.md", "overwritten")
+    # private to the user, like the whole store: the folder 0700, the snapshot read-only 0400
+    assert ws.root.stat().st_mode & 0o777 == 0o700
+    assert {(ws.root / f).stat().st_mode & 0o777 for f in info["context"]} == {0o400}
     # a store without a long-term tier gets no Chroma folder from a start
     assert not store.sub("chroma").exists()
 
