@@ -209,11 +209,11 @@ def secret_gate_at_write(content: str, metadata: dict[str, Any] | None) -> tuple
     Python API): returns ``(content, metadata, redaction)`` with every secret in the content and in the
     metadata's strings replaced by its preview (``consolidate.secrets.redact``), and ``redaction`` =
     ``{"kinds": [...], "previews": [...]}`` (also stored under :data:`REDACTED_KEY` in the metadata),
-    or None when the note is clean. Text that cannot hold a secret (:func:`_may_hold_secret`) is not
+    or None when the note is clean. Text that cannot hold a secret (:func:`_worth_scanning`) is not
     scanned, so a plain note costs no import of the gate."""
     metadata = dict(metadata or {})
     texts = [content, *(v for v in _strings(metadata))]
-    if not any(_may_hold_secret(t) for t in texts):
+    if not any(_worth_scanning(t) for t in texts):
         return content, metadata, None
     from .secrets import redact, scan
 
@@ -224,6 +224,36 @@ def secret_gate_at_write(content: str, metadata: dict[str, Any] | None) -> tuple
     metadata = _redact_strings(metadata, redact)
     metadata[REDACTED_KEY] = redaction
     return redact(content), metadata, redaction
+
+
+_TOKEN_EDGE = "\"'`.,;:!?()[]{}<>*_~"
+
+
+def _worth_scanning(text: str) -> bool:
+    """False for text in which the gate can find nothing, so that writing an ordinary note costs no
+    import of the gate (its rule libraries take 0.2-0.7 s to import): every value the gate reports is
+    a run of 6+ non-space characters holding a letter and a digit or symbol, or of 12+ holding upper-
+    and lower-case letters (consolidate.secrets: ``_value_is_secret``, provider keys, PEM bodies,
+    URLs with a password). tests/test_secret_write_gate.py checks it on the whole secret corpus. The
+    consolidation's gate scans every note again, whatever this says."""
+    for token in text.split():
+        token = token.strip(_TOKEN_EDGE)
+        n = len(token)
+        if n < 6:
+            continue
+        has_alpha = has_other = has_upper = has_lower = False
+        for ch in token:
+            if ch.isalpha():
+                has_alpha = True
+                if ch.isupper():
+                    has_upper = True
+                elif ch.islower():
+                    has_lower = True
+            else:
+                has_other = True
+        if (has_alpha and has_other) or (n >= 12 and has_upper and has_lower):
+            return True
+    return False
 
 
 def redaction_notice(note_id: int | None, content: str, redaction: dict) -> str:

@@ -142,3 +142,30 @@ def test_redacted_note_is_blocked_at_consolidation(store):
     assert {k for e in blocked for k in e["kinds"]} == {"secret-assignment", "openai-key"}
     assert all("chars>" in p for e in blocked for p in e["previews"])
     assert not plan.writes()
+
+
+def test_prefilter_never_skips_a_secret_of_the_corpus():
+    """The write-time gate skips scanning text in which the gate can find nothing (no import cost for
+    an ordinary note); it must never skip a note the gate blocks."""
+    from consolidate.secrets import scan
+    from consolidate.session import _worth_scanning
+    from secret_corpus import load
+
+    from test_secrets_multilingual import OTHER_SHAPES, SENTENCES
+
+    texts = [e.text for seed in range(5) for e in load(seed)] + list(SENTENCES.values()) + OTHER_SHAPES
+    missed = [t[:80] for t in texts if scan(t) and not _worth_scanning(t)]
+    assert missed == []
+
+
+def test_plain_note_imports_no_gate(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys; from consolidate import Store; s = Store(sys.argv[1], embedding='hash');"
+            " s.sessions.add_note('s', 'Use pnpm, not npm: npm breaks the lockfile');"
+            " s.sessions.add_note('s', 'the dev server listens on port 5173');"
+            " print('consolidate.secrets' in sys.modules, 'detect_secrets' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / ".memofs")], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split()
+    assert out == ["False", "False"]
