@@ -4,8 +4,10 @@ Agent CLIs give session-end hooks very little time (Claude Code: about 1.5 s in 
 ``CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS``, killing them past it; Gemini CLI does not wait; Codex
 has only Stop). So for an end event the hook only records the session end in the queue and starts a
 detached worker (``consolidate worker``, a new process session, output to ``logs/worker.log``), then
-exits 0. For SessionStart it prints the recalled context (``memory/core.md`` and
-``memory/context.md``, bounded) on stdout for the agent. Whatever fails, it exits 0 and leaves a log
+exits 0; ``--harvest`` then adds candidate notes from the end of the transcript (bounded: see
+:func:`tail_lines`). For SessionStart it records the agent session as the store's current one (the
+MCP server's notes go to it: consolidate.agent_session) and prints the session id and the recalled
+context (``memory/core.md`` and ``memory/context.md``, bounded) on stdout for the agent. Whatever fails, it exits 0 and leaves a log
 line in ``logs/hook.log``. Only the standard library is imported here.
 
 Input: the hook's JSON on stdin, read with a bound (a stdin that never closes cannot hang it):
@@ -40,6 +42,8 @@ _ALIASES = {"agentturncomplete": "stop"}  # Codex's notify payload
 #: Harvest bounds: the last this many transcript entries, each text cut at this many characters.
 HARVEST_MAX_ENTRIES = 400
 HARVEST_MAX_CHARS = 4_000
+#: Harvest memory ceiling: at most this many bytes are read from the end of the transcript.
+HARVEST_MAX_BYTES = 8 * 1024 * 1024
 
 
 def read_stdin(stream=None, timeout: float = STDIN_TIMEOUT, max_bytes: int = STDIN_MAX_BYTES) -> bytes:
@@ -107,35 +111,80 @@ def log(store_path: Path, message: str) -> None:
         pass
 
 
-def spawn_worker(store_path: Path, extra_env: dict[str, str] | None = None) -> int | None:
+#: The store options a hook or MCP server carries to the worker it starts (``--chroma-url`` ...), in
+#: ``consolidate worker``'s option names; ``judges`` is a list (``--judge`` repeated).
+STORE_OPTIONS = ("chroma_url", "project", "embedding")
+
+
+def worker_argv(store_path: Path, options: dict[str, Any] | None = None) -> list[str]:
+    """``python -m consolidate worker --store PATH`` plus every store option and judge in ``options``
+    (``{"chroma_url", "project", "embedding", "judges"}``; None or empty values are left out)."""
+    argv = [sys.executable, "-m", "consolidate", "worker", "--store", str(store_path)]
+    options = options or {}
+    for key in STORE_OPTIONS:
+        if options.get(key):
+            argv += ["--" + key.replace("_", "-"), str(options[key])]
+    for judge in options.get("judges") or ():
+        argv += ["--judge", str(judge)]
+    return argv
+
+
+def spawn_worker(store_path: Path, extra_env: dict[str, str] | None = None,
+                 options: dict[str, Any] | None = None) -> int | None:
     """Start ``consolidate worker`` detached (new process session, stdin closed, output appended to
-    ``logs/worker.log``); returns its pid, or None when it could not be started."""
+    ``logs/worker.log``) with the store options and judges in ``options`` (see :func:`worker_argv`);
+    returns its pid, or None when it could not be started."""
     folder = store_path / "logs"
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "worker.log", "ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "consolidate", "worker", "--store", str(store_path)],
+            worker_argv(store_path, options),
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             env={**os.environ, **(extra_env or {})}, close_fds=True,
         )
     return proc.pid
 
 
-def harvest(transcript_path: str | None, limit: int = HARVEST_MAX_ENTRIES) -> list[dict[str, Any]]:
+def tail_lines(path: str | os.PathLike, max_lines: int = HARVEST_MAX_ENTRIES,
+               max_bytes: int = HARVEST_MAX_BYTES, block: int = 65536) -> list[bytes]:
+    """The last ``max_lines`` complete lines of a file, read backwards from its end in ``block``-byte
+    steps, never more than ``max_bytes`` bytes in all: time and memory are bounded whatever the
+    file's size. A line longer than what is left of ``max_bytes`` is left out (a partial line is
+    never returned). Raises OSError when the file cannot be read."""
+    chunks: list[bytes] = []
+    newlines = 0
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        end = pos = f.tell()
+        while pos > 0 and newlines <= max_lines and end - pos < max_bytes:
+            step = min(block, pos, max_bytes - (end - pos))
+            pos -= step
+            f.seek(pos)
+            chunk = f.read(step)
+            newlines += chunk.count(b"\n")
+            chunks.append(chunk)
+    lines = b"".join(reversed(chunks)).split(b"\n")
+    if pos > 0:
+        lines = lines[1:]  # the first one is cut (or the read stopped at the byte ceiling)
+    return [line for line in lines if line.strip()][-max_lines:]
+
+
+def harvest(transcript_path: str | None, limit: int = HARVEST_MAX_ENTRIES,
+            max_bytes: int = HARVEST_MAX_BYTES) -> list[dict[str, Any]]:
     """Candidate notes from a Claude Code transcript (JSONL): assistant text blocks and tool errors,
     as ``{"content", "metadata"}`` dicts, oldest first; unknown entry types and malformed lines are
-    skipped. Only the last ``limit`` entries are read."""
+    skipped. Only the last ``limit`` entries within the last ``max_bytes`` bytes of the file are read
+    (:func:`tail_lines`), so a transcript of any size costs the same bounded time and memory."""
     if not transcript_path:
         return []
     try:
-        with open(transcript_path, encoding="utf-8", errors="replace") as f:
-            lines = f.readlines()[-limit:]
+        lines = tail_lines(transcript_path, limit, max_bytes)
     except OSError:
         return []
     out = []
     for line in lines:
         try:
-            entry = json.loads(line)
+            entry = json.loads(line.decode("utf-8", "replace"))
         except ValueError:
             continue
         if not isinstance(entry, dict):
@@ -161,6 +210,26 @@ def harvest(transcript_path: str | None, limit: int = HARVEST_MAX_ENTRIES) -> li
                 out.append({"content": text.strip()[:HARVEST_MAX_CHARS],
                             "metadata": {"source": source, "uuid": entry.get("uuid")}})
     return out
+
+
+def _add_harvest(tier, sid: str, transcript_path: Any, store_path: Path | None = None) -> int:
+    """Add the harvested notes not already in the session (same transcript entry and text: a
+    PreCompact harvest followed by a SessionEnd one adds nothing twice); returns how many."""
+    notes = harvest(transcript_path if isinstance(transcript_path, str) else None)
+    if not notes:
+        return 0
+    seen = {(n.metadata.get("uuid"), n.content) for n in tier.notes(sid)}
+    added = 0
+    for note in notes:
+        key = (note["metadata"].get("uuid"), note["content"])
+        if key in seen:
+            continue
+        seen.add(key)
+        note_id = tier.add_note(sid, note["content"], metadata=note["metadata"])
+        if store_path is not None and getattr(note_id, "notice", None):  # e.g. a secret stored redacted
+            log(store_path, f"harvest session={sid}: {note_id.notice}")
+        added += 1
+    return added
 
 
 def recalled_context(store_path: Path, max_chars: int = CONTEXT_MAX_CHARS) -> str:
@@ -212,16 +281,31 @@ def _checked_context(store_path: Path, text: str) -> str:
     return checked.strip() if checked is not None else text
 
 
+def session_line(sid: str) -> str:
+    """What SessionStart tells the agent about its session (printed before the recalled context)."""
+    return (f"consolidate: this is session {sid}. Notes you write with the consolidate MCP `note` tool"
+            " (no session_id needed) belong to it and are consolidated when the session ends.")
+
+
 def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "success", harvest_notes: bool = False,
-             spawn: bool = True) -> tuple[int, str]:
-    """Handle one hook event; returns (exit code, stdout text). Exit code is always 0."""
+             spawn: bool = True, options: dict[str, Any] | None = None, agent: str | None = None) -> tuple[int, str]:
+    """Handle one hook event; returns (exit code, stdout text). Exit code is always 0.
+
+    SessionStart: record the agent session as the store's current one (consolidate.agent_session)
+    and return its id line and the recalled context. An end event (SessionEnd, Stop): queue the
+    session end first, then (``harvest_notes``) add the bounded transcript harvest, then start a
+    worker with ``options`` (store options and judges). PreCompact (``harvest_notes``): harvest only."""
     if os.environ.get(CHILD_GUARD):
         return 0, ""
     name = event_name(payload)
     sid = session_id_of(payload)
     try:
         if name in START_EVENTS:
-            return 0, recalled_context(store_path)
+            text = recalled_context(store_path)
+            if sid:
+                _record_start(store_path, sid, payload, agent)
+                text = session_line(sid) + ("\n\n" + text if text else "")
+            return 0, text
         if not sid:
             log(store_path, f"ignored {name or 'unknown'} event without a session id")
             return 0, ""
@@ -230,20 +314,41 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
 
         prepare_store_dir(store_path)
         tier = SessionTier(store_path / "sessions.sqlite3")
-        if harvest_notes and name in END_EVENTS | {"precompact"}:
-            for note in harvest(payload.get("transcript_path")):
-                note_id = tier.add_note(sid, note["content"], metadata=note["metadata"])
-                if getattr(note_id, "notice", None):
-                    log(store_path, f"harvest session={sid}: {note_id.notice}")
-        if name in END_EVENTS:
-            reason = payload.get("reason") if isinstance(payload.get("reason"), str) else None
-            tier.end(sid, outcome, reason)
+        try:
+            if name in END_EVENTS:
+                # queue first: a hook killed at its time budget has still recorded the session end
+                reason = payload.get("reason") if isinstance(payload.get("reason"), str) else None
+                tier.end(sid, outcome, reason)
+                harvested = _add_harvest(tier, sid, payload.get("transcript_path"), store_path) if harvest_notes else 0
+                tier.close()
+                pid = spawn_worker(store_path, options=options) if spawn else None
+                log(store_path, f"{name} session={sid} queued ({outcome})"
+                    + (f", {harvested} notes harvested" if harvest_notes else "") + f"; worker pid {pid}")
+            elif name == "precompact" and harvest_notes:
+                harvested = _add_harvest(tier, sid, payload.get("transcript_path"), store_path)
+                log(store_path, f"{name} session={sid}: {harvested} notes harvested")
+            else:
+                log(store_path, f"{name or 'unknown'} session={sid}: nothing to do")
+        finally:
             tier.close()
-            pid = spawn_worker(store_path) if spawn else None
-            log(store_path, f"{name} session={sid} queued ({outcome}); worker pid {pid}")
-        else:
-            tier.close()
-            log(store_path, f"{name or 'unknown'} session={sid}: nothing to do")
     except Exception as exc:  # the hook never fails the agent
         log(store_path, f"error on {name} session={sid}: {type(exc).__name__}: {exc}")
     return 0, ""
+
+
+def _record_start(store_path: Path, sid: str, payload: dict[str, Any], agent: str | None) -> None:
+    """Record the agent session for the MCP server (never raises: the context is printed anyway)."""
+    try:
+        from .agent_session import record_start
+        from .session import SessionTier
+
+        store_path.mkdir(parents=True, exist_ok=True)
+        tier = SessionTier(store_path / "sessions.sqlite3")
+        try:
+            cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+            record_start(tier, sid, agent=agent, cwd=cwd)
+        finally:
+            tier.close()
+        log(store_path, f"sessionstart session={sid}: recorded as the current session")
+    except Exception as exc:  # noqa: BLE001
+        log(store_path, f"error recording sessionstart session={sid}: {type(exc).__name__}: {exc}")

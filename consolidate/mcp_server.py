@@ -2,13 +2,13 @@
 
 Built on the ``mcp`` package 2.x (``mcp.server.mcpserver.MCPServer``). Tools:
 
-- ``note(session_id, content, flag, ttl, kind)`` writes one working note; returns its id (for a flagged
-  note, ``{"id", "policy"}``: what the write policy says about it, note_policy.py).
-- ``session_read(session_id, path)`` returns the session's notes, its queued end and its workspace,
-  if any; with ``path``, a file or folder of its workspace.
+- ``note(content, flag, ttl, kind, session_id)`` writes one working note; returns its id (for a
+  flagged note, ``{"id", "policy"}``: what the write policy says about it, note_policy.py).
+- ``session_read(session_id, path)`` returns the session's id, notes, its queued end and its
+  workspace, if any; with ``path``, a file or folder of its workspace.
 - ``recall(query, k, include_quarantined)`` returns the nearest memories, each rendered with its
   suffix (``Use pnpm, not npm [high, user-stated, 2026-07]``) and its id.
-- ``session_complete(session_id, outcome, reason, ephemeral)`` records the session end in the queue
+- ``session_complete(outcome, reason, ephemeral, session_id)`` records the session end in the queue
   (after the workspace's share of the outcome, see ``consolidate.workspace``) and returns at once:
   it never runs the pipeline inline. A worker consolidates the queue (started here when one
   is available, else by the next hook, ``consolidate worker`` or ``consolidate run``).
@@ -30,6 +30,7 @@ import datetime as _dt
 import importlib
 import importlib.util
 import logging
+import os
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Callable
@@ -49,8 +50,9 @@ SERVER_NAME = "consolidate"
 INSTRUCTIONS = (
     "Working memory for this project. While you work, write short notes with `note` (flag=true for a "
     "keeper you are sure of: a decision with its reason, a gotcha that just bit; ttl for temporary "
-    "values such as a port). When the session ends call `session_complete` with its outcome: on "
-    "success the notes worth keeping graduate into long-term memory, which `recall` searches. "
+    "values such as a port). Leave session_id empty: your notes go to the current session, which is "
+    "consolidated when it ends (by the session-end hook, or call `session_complete` with its "
+    "outcome). On success the notes worth keeping graduate into long-term memory, which `recall` searches. "
     "For a longer task, `session_start` gives a workspace: read context/, keep scratch files in working/, "
     "write what deserves to be remembered to output/ (one Markdown list item per memory), then "
     "`session_complete`."
@@ -81,11 +83,11 @@ def _one_line(text: str, limit: int = 300) -> str:
     return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
-def find_spawner() -> tuple[Callable[[Store], Any] | None, str]:
+def find_spawner(judges: list[str] | None = None) -> tuple[Callable[[Store], Any] | None, str]:
     """The function that starts a detached worker for a store, and its name; ``(None, why)`` when
     the project has none. Prefers ``consolidate.worker.spawn(store)``; else
-    ``consolidate.hook.spawn_worker(store_path, extra_env)`` with the store's settings in the
-    environment, so the worker opens the same store the same way."""
+    ``consolidate.hook.spawn_worker`` with the store's options (Chroma URL, project, embedding) and
+    ``judges`` on the worker's command line, so the worker opens the same store the same way."""
     if importlib.util.find_spec("consolidate.worker") is not None:
         spawn = getattr(importlib.import_module("consolidate.worker"), "spawn", None)
         if callable(spawn):
@@ -94,13 +96,40 @@ def find_spawner() -> tuple[Callable[[Store], Any] | None, str]:
         spawn_worker = getattr(importlib.import_module("consolidate.hook"), "spawn_worker", None)
         if callable(spawn_worker):
             def spawn(store: Store):
-                env = {"CONSOLIDATE_EMBEDDING": store.embedding_name, "CONSOLIDATE_PROJECT": store.project}
-                if store.chroma_url:
-                    env["CONSOLIDATE_CHROMA_URL"] = store.chroma_url
-                return spawn_worker(store.path.resolve(), env)
+                options = {"chroma_url": store.chroma_url, "project": store.project,
+                           "embedding": store.embedding_name, "judges": list(judges or ())}
+                return spawn_worker(store.path.resolve(), options=options)
 
             return spawn, "consolidate.hook.spawn_worker"
     return None, "no worker is available in this installation"
+
+
+def own_session_id(now: float | None = None) -> str:
+    """The MCP server's own session id, used when no agent session is current:
+    ``mcp-<UTC time>-<pid>``."""
+    stamp = _dt.datetime.fromtimestamp(now, _dt.timezone.utc) if now else _dt.datetime.now(_dt.timezone.utc)
+    return f"mcp-{stamp.strftime('%Y%m%dT%H%M%SZ')}-{os.getpid()}"
+
+
+def resolve_session(s: Store, session_id: str | None, own_id: str) -> str:
+    """The session a tool call is about: ``session_id`` when given (BadInput when blank or bad);
+    else the store's current agent
+    session (recorded by the SessionStart hook, see consolidate.agent_session); else ``own_id``."""
+    if session_id is not None and session_id != "":  # "" is how some clients leave an option out
+        return check_session_id(session_id)
+    from .agent_session import current_session
+
+    current, _how = current_session(s.sessions)
+    return current or own_id
+
+
+def close_own_session(s: Store, own_id: str) -> bool:
+    """When the server closes: queue the end (success) of its own session if it has notes and no
+    end yet; returns whether it did."""
+    if s.sessions.count(own_id) and s.sessions.session_end(own_id) is None:
+        s.sessions.end(own_id, "success", "MCP server closed")
+        return True
+    return False
 
 
 class StoreThread:
@@ -155,13 +184,17 @@ class StoreThread:
 
 
 def build_server(store: Store | Callable[[], Store] | None = None, *,
-                 spawn: Callable[[Store], Any] | str | None = AUTO) -> MCPServer:
+                 spawn: Callable[[Store], Any] | str | None = AUTO, judges: list[str] | None = None) -> MCPServer:
     """The MCP server over one store.
 
     ``store`` is a Store (the server opens its own Store on the same folder with the same settings),
     a callable returning a Store, or None for ``$CONSOLIDATE_STORE``/``./.memofs``. ``spawn`` is
     called with the store after ``session_complete`` queues a session end, to start a detached
-    worker: ``"auto"`` finds the project's (see :func:`find_spawner`), None starts nothing."""
+    worker: ``"auto"`` finds the project's (see :func:`find_spawner`; it gets ``judges``), None
+    starts nothing.
+
+    A tool call without ``session_id`` is about the current agent session (:func:`resolve_session`);
+    when there is none, the server's own session, whose end is queued when the server closes."""
     if isinstance(store, Store):
         path, chroma_url, embedding, project = store.path, store.chroma_url, store.embedding_name, store.project
 
@@ -172,8 +205,10 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
     else:
         open_store = store
     backend = StoreThread(open_store)
+    own_id = own_session_id()
+    own_used: list[bool] = []  # set once a note went to the server's own session
     if spawn == AUTO:
-        spawner, spawner_name = find_spawner()
+        spawner, spawner_name = find_spawner(judges)
     elif spawn is None:
         spawner, spawner_name = None, "worker start disabled"
     elif callable(spawn):
@@ -187,13 +222,17 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
         try:
             yield {}
         finally:
+            try:
+                if own_used and await backend.run(lambda s: close_own_session(s, own_id)) and spawner is not None:
+                    await backend.run(spawner)
+            except Exception as exc:  # noqa: BLE001 - closing never fails the client
+                log.warning("could not queue the end of session %s: %s", own_id, exc)
             await anyio.to_thread.run_sync(backend.stop)
 
     server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
 
     @server.tool()
     async def note(
-        session_id: Annotated[str, Field(description="Your session id; use the same id for the whole session.")],
         content: Annotated[str, Field(description="The note: one fact, decision (with its reason), "
                                                   "gotcha, recipe or failure, in plain words.")],
         flag: Annotated[bool, Field(description="True when you already know this is worth keeping "
@@ -202,6 +241,9 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
                                                      "(for temporary values such as a port).")] = None,
         kind: Annotated[str | None, Field(description="decision, constraint, preference, recipe, "
                                                       "failure or fact")] = None,
+        session_id: Annotated[str | None, Field(description="Leave empty: the current agent session (recorded by the "
+                                                          "SessionStart hook) is used. Give an id only to "
+                                                          "write to another session.")] = None,
     ) -> int | str | dict[str, Any]:
         """Write one working note to the session's scratch tier; returns the note's id. A note that held
         secret material is stored redacted: the answer is then one line saying so (with the id). For a
@@ -209,7 +251,10 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
         it was redacted): what the write policy says about it now (the type it is kept as, missing
         fields, trivia), so you can rewrite it while you know the context."""
         def write(s: Store) -> int | str | dict[str, Any]:
-            note_id = s.sessions.add_note(session_id, content, flag=flag, ttl=ttl or None, kind=kind or None)
+            sid = resolve_session(s, session_id, own_id)
+            note_id = s.sessions.add_note(sid, content, flag=flag, ttl=ttl or None, kind=kind or None)
+            if sid == own_id and not own_used:
+                own_used.append(True)
             notice = getattr(note_id, "notice", None)
             policy = note_policy_line(content, flag=flag, kind=kind)
             if policy:
@@ -220,16 +265,18 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
 
     @server.tool()
     async def session_read(
-        session_id: Annotated[str, Field(description="The session id.")],
+        session_id: Annotated[str | None, Field(description="Leave empty: the current agent session (recorded by the "
+                                                          "SessionStart hook) is used. Give an id only to "
+                                                          "write to another session.")] = None,
         path: Annotated[str | None, Field(description="A file or folder of the session's workspace "
                                                       "(e.g. context/memories.md); omit for the notes.")] = None,
     ) -> dict[str, Any]:
-        """The session's notes, oldest first, its recorded end (None while it is open) and its
+        """The session's id, its notes, oldest first, its recorded end (None while it is open) and its
         workspace (None without one); with ``path``, that workspace file's text or folder's listing."""
         def read(s: Store) -> dict[str, Any]:
             from .workspace_mcp import read_part
 
-            sid = check_session_id(session_id)
+            sid = resolve_session(s, session_id, own_id)
             if path is not None and path.strip():
                 return {"session_id": sid, **read_part(s, sid, path)}
             now = _dt.datetime.now(_dt.timezone.utc).timestamp()
@@ -278,7 +325,6 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
 
     @server.tool()
     async def session_complete(
-        session_id: Annotated[str, Field(description="The session id.")],
         outcome: Annotated[str, Field(description="success: consolidate the notes; failure: promote "
                                                   "nothing, record why; aborted: touch nothing (the "
                                                   "session can be resumed with the same id).",
@@ -286,13 +332,16 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
         reason: Annotated[str | None, Field(description="Why the session ended (kept in the audit "
                                                         "log for a failure).")] = None,
         ephemeral: Annotated[bool, Field(description="On failure, also remove the session's workspace.")] = False,
+        session_id: Annotated[str | None, Field(description="Leave empty: the current agent session (recorded by the "
+                                                          "SessionStart hook) is used. Give an id only to "
+                                                          "write to another session.")] = None,
     ) -> dict[str, Any]:
         """Record the session end in the queue and return at once; a background worker consolidates
         it. Completing the same session again replaces its outcome while it is still queued."""
         def complete(s: Store) -> dict[str, Any]:
             from .workspace_mcp import complete_part
 
-            sid = check_session_id(session_id)
+            sid = resolve_session(s, session_id, own_id)
             if outcome not in OUTCOMES:
                 s.sessions.end(sid, outcome, reason or None)  # raises the one-line BadInput
             ws = complete_part(s, sid, outcome, reason or None, ephemeral)
@@ -325,6 +374,6 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
     return server
 
 
-def serve(store: Store | Callable[[], Store] | None = None) -> None:
-    """Run the server over stdio until the client closes it."""
-    build_server(store).run("stdio")
+def serve(store: Store | Callable[[], Store] | None = None, *, judges: list[str] | None = None) -> None:
+    """Run the server over stdio until the client closes it; ``judges`` go to the workers it starts."""
+    build_server(store, judges=judges).run("stdio")

@@ -128,7 +128,8 @@ def test_outcome_is_an_enum_in_the_tool_schema(store):
             tools = {t.name: t for t in (await client.list_tools()).tools}
             schema = tools["session_complete"].input_schema
             assert schema["properties"]["outcome"]["enum"] == ["success", "failure", "aborted"]
-            assert set(tools["note"].input_schema["required"]) == {"session_id", "content"}
+            assert set(tools["note"].input_schema["required"]) == {"content"}  # session_id: the current one
+            assert set(schema["required"]) == {"outcome"}
 
     anyio.run(main)
 
@@ -184,11 +185,14 @@ def test_spawn_auto_prefers_the_projects_worker(monkeypatch, store):
         import consolidate.hook as hook
 
         seen = {}
-        monkeypatch.setattr(hook, "spawn_worker", lambda path, env=None: seen.update(path=path, env=env) or 4242)
-        spawner, _ = mcp_server.find_spawner()
+        monkeypatch.setattr(hook, "spawn_worker",
+                            lambda path, env=None, options=None: seen.update(path=path, options=options) or 4242)
+        spawner, _ = mcp_server.find_spawner(["scripted:x.json", "noop"])
         spawner(store)
         assert seen["path"] == store.path.resolve()
-        assert seen["env"]["CONSOLIDATE_EMBEDDING"] == "hash" and seen["env"]["CONSOLIDATE_PROJECT"] == "testproj"
+        argv = hook.worker_argv(seen["path"], seen["options"])
+        assert argv[argv.index("--embedding") + 1] == "hash" and argv[argv.index("--project") + 1] == "testproj"
+        assert [argv[i + 1] for i, a in enumerate(argv) if a == "--judge"] == ["scripted:x.json", "noop"]
 
 
 def test_stdio_server_subprocess(tmp_path):

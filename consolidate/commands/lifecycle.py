@@ -23,8 +23,11 @@ def cmd_hook(args) -> int:
         if not store:
             cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
             store = str(Path(cwd) / ".memofs") if cwd else ".memofs"
+        options = {"chroma_url": args.chroma_url, "project": args.project, "embedding": args.embedding,
+                   "judges": args.judge}
         code, text = run_hook(Path(store), payload=payload, outcome=args.outcome, harvest_notes=args.harvest,
-                              spawn=not args.no_worker)
+                              spawn=not args.no_worker, options=options,
+                              agent="gemini-cli" if args.output == "gemini" else None)
         if text and args.output == "gemini":
             # Gemini CLI takes a SessionStart hook's stdout as JSON only
             import json
@@ -62,6 +65,7 @@ def register(sub, common) -> None:
     s.add_argument("--no-worker", action="store_true", help="queue only; do not start a worker")
     s.add_argument("--output", choices=["text", "gemini"], default="text",
                    help="SessionStart context as plain text (Claude Code) or Gemini CLI's JSON")
+    s.add_argument("--judge", action="append", help="judge spec for the worker it starts, repeatable")
     s.set_defaults(func=cmd_hook)
 
     s = sub.add_parser("worker", parents=[common], help="drain the queue (what the hook starts, detached)")

@@ -16,11 +16,12 @@ def cmd_mcp(args) -> int:
     # opens its own Store on the same folder, on its store thread.
     store = open_store(args)
     store.close()
-    serve(store)
+    serve(store, judges=args.judge)
     return 0
 
 
 def register(sub, common) -> None:
     s = sub.add_parser("mcp", parents=[common],
                        help="MCP server over stdio: note, recall, session_start/read/write/append/extract/complete")
+    s.add_argument("--judge", action="append", help="judge spec for the workers it starts, repeatable")
     s.set_defaults(func=cmd_mcp)
