@@ -153,6 +153,8 @@ def tail_lines(path: str | os.PathLike, max_lines: int = HARVEST_MAX_ENTRIES,
     never returned). Raises OSError when the file cannot be read."""
     chunks: list[bytes] = []
     newlines = 0
+    if not os.path.isfile(path):  # a FIFO or a device would block or never end
+        raise OSError(f"not a regular file: {path}")
     with open(path, "rb") as f:
         f.seek(0, os.SEEK_END)
         end = pos = f.tell()

@@ -41,6 +41,8 @@ class HookSpec:
     timeout: int
     name: str | None = None
     description: str | None = None
+    #: installed only with --harvest (without it the event has nothing to do, so it is not installed)
+    harvest_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,8 @@ AGENTS: dict[str, Agent] = {
     # share about 1.5 s in total by default (CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS).
     "claude-code": Agent(
         key="claude-code", label="Claude Code", folder=".claude",
-        hooks=(HookSpec("SessionEnd", 5), HookSpec("SessionStart", 10), HookSpec("PreCompact", 10)),
+        hooks=(HookSpec("SessionEnd", 5), HookSpec("SessionStart", 10),
+               HookSpec("PreCompact", 10, harvest_only=True)),
     ),
     # https://geminicli.com/docs/hooks/reference : timeout in milliseconds (default 60000); Gemini
     # CLI does not wait for SessionEnd hooks. PreCompact is called PreCompress there.
@@ -81,6 +84,8 @@ class InstallResult:
     command: str
     actions: list[str] = field(default_factory=list)  # "added SessionEnd", "updated SessionStart"
     diff: str = ""
+    config: dict[str, Any] = field(default_factory=dict)  # what the hook will use (see hook_config)
+    mcp_command: str = ""  # how to add the MCP server with the same store options
     backup: Path | None = None
     written: bool = False
     warnings: list[str] = field(default_factory=list)
@@ -105,17 +110,66 @@ def consolidate_argv() -> list[str]:
     return [os.path.abspath(sys.executable), "-m", "consolidate"]
 
 
-def hook_command(*, store: str | os.PathLike | None = None, harvest: bool = False, output: str | None = None) -> str:
+#: The options that select the store and the judges, in the order they go on a command line.
+CONFIG_KEYS = ("store", "chroma_url", "project", "embedding", "judges")
+_ENV = {"store": "CONSOLIDATE_STORE", "chroma_url": "CONSOLIDATE_CHROMA_URL", "project": "CONSOLIDATE_PROJECT",
+        "embedding": "CONSOLIDATE_EMBEDDING", "judges": "CONSOLIDATE_JUDGES"}
+
+
+def hook_config(*, store: str | os.PathLike | None = None, chroma_url: str | None = None,
+                project: str | None = None, embedding: str | None = None, judges: list[str] | None = None,
+                environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """The configuration the installed hook (and the MCP server) will carry: each option as given,
+    else from its environment variable at install time (``CONSOLIDATE_STORE`` ... ``CONSOLIDATE_JUDGES``,
+    comma-separated), else None (the hook's own default then: the session's ``cwd/.memofs``, the
+    folder's name as project, the store's embedding, the default judge chain). ``store`` is made
+    absolute. Values are ``str`` except ``judges`` (a list or None)."""
+    env = os.environ if environ is None else environ
+    given = {"store": store, "chroma_url": chroma_url, "project": project, "embedding": embedding, "judges": judges}
+    config: dict[str, Any] = {}
+    for key in CONFIG_KEYS:
+        value = given[key] or env.get(_ENV[key]) or None
+        if key == "judges" and isinstance(value, str):
+            value = [j.strip() for j in value.split(",") if j.strip()] or None
+        if key == "store" and value:
+            value = os.path.abspath(value)
+        config[key] = value
+    return config
+
+
+def config_argv(config: dict[str, Any]) -> list[str]:
+    """``--store S --chroma-url U --project P --embedding E --judge J ...`` for the options set in
+    ``config`` (see :func:`hook_config`)."""
+    argv: list[str] = []
+    for key in ("store", "chroma_url", "project", "embedding"):
+        if config.get(key):
+            argv += ["--" + key.replace("_", "-"), str(config[key])]
+    for judge in config.get("judges") or ():
+        argv += ["--judge", str(judge)]
+    return argv
+
+
+def hook_command(*, store: str | os.PathLike | None = None, harvest: bool = False, output: str | None = None,
+                 config: dict[str, Any] | None = None) -> str:
     """The shell command our hooks run: ``/abs/consolidate hook [--output gemini] [--store /abs/store]
-    [--harvest]`` (Gemini CLI reads a SessionStart hook's stdout as JSON only)."""
+    [--chroma-url U] [--project P] [--embedding E] [--judge J ...] [--harvest]`` (Gemini CLI reads a
+    SessionStart hook's stdout as JSON only). ``config`` is :func:`hook_config`'s result; without
+    it only ``store`` is used."""
     argv = consolidate_argv() + ["hook"]
     if output:
         argv += ["--output", output]
-    if store:
-        argv += ["--store", os.path.abspath(store)]
+    argv += config_argv(config if config is not None else {"store": os.path.abspath(store) if store else None})
     if harvest:
         argv.append("--harvest")
     return shlex.join(argv)
+
+
+def mcp_command(agent: str, config: dict[str, Any]) -> str:
+    """How to add our MCP server to ``agent`` with the same store options as the hooks."""
+    server = shlex.join(consolidate_argv() + ["mcp"] + config_argv(config))
+    if agent == "gemini-cli":
+        return f"gemini mcp add consolidate {server}"
+    return f"claude mcp add consolidate -- {server}"
 
 
 def is_our_command(command: Any) -> bool:
@@ -143,9 +197,12 @@ def settings_path(agent: str, scope: str = "project", *, cwd: str | os.PathLike 
     return base / spec.folder / "settings.json"
 
 
-def merge_hooks(data: dict[str, Any], agent: str, command: str, *, where: str = "settings") -> list[str]:
+def merge_hooks(data: dict[str, Any], agent: str, command: str, *, where: str = "settings",
+                harvest: bool = True) -> list[str]:
     """Merge our hooks into ``data`` (a parsed settings file) in place; returns what changed
-    (``["added SessionEnd", ...]``, empty when everything was already there).
+    (``["added SessionEnd", ...]``, empty when everything was already there). Without ``harvest``
+    the harvest-only events (PreCompact) get no hook of ours, and one installed earlier is removed
+    (``"removed PreCompact"``): every hook we install does something.
 
     Raises BadInput when ``hooks`` or an event's value does not have the documented shape."""
     spec = _agent(agent)
@@ -154,6 +211,10 @@ def merge_hooks(data: dict[str, Any], agent: str, command: str, *, where: str = 
         raise BadInput(f"{where}: `hooks` is a {type(hooks).__name__}, not an object; fix it by hand")
     actions = []
     for h in spec.hooks:
+        if h.harvest_only and not harvest:
+            if _remove_ours(hooks, h.event):
+                actions.append(f"removed {h.event}")
+            continue
         groups = hooks.setdefault(h.event, [])
         if not isinstance(groups, list):
             raise BadInput(f"{where}: `hooks.{h.event}` is a {type(groups).__name__}, not a list; fix it by hand")
@@ -177,16 +238,48 @@ def merge_hooks(data: dict[str, Any], agent: str, command: str, *, where: str = 
     return actions
 
 
+def _remove_ours(hooks: dict[str, Any], event: str) -> bool:
+    """Remove our hook entries from ``hooks[event]`` (and groups left empty); whether any was there."""
+    groups = hooks.get(event)
+    if not isinstance(groups, list):
+        return False
+    removed = False
+    kept_groups = []
+    for group in groups:
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+            entries = [e for e in group["hooks"] if not (isinstance(e, dict) and is_our_command(e.get("command")))]
+            if len(entries) != len(group["hooks"]):
+                removed = True
+                if not entries:
+                    continue
+                group["hooks"] = entries
+        kept_groups.append(group)
+    if removed:
+        if kept_groups:
+            hooks[event] = kept_groups
+        else:
+            del hooks[event]
+    return removed
+
+
 def install(agent: str, scope: str = "project", *, dry_run: bool = False, store: str | None = None,
-            harvest: bool = False, cwd: str | os.PathLike | None = None, now: float | None = None) -> InstallResult:
+            harvest: bool = False, cwd: str | os.PathLike | None = None, now: float | None = None,
+            chroma_url: str | None = None, project: str | None = None, embedding: str | None = None,
+            judges: list[str] | None = None, environ: dict[str, str] | None = None) -> InstallResult:
     """Install our hooks for ``agent`` (``claude-code`` or ``gemini-cli``) in its ``scope`` settings
-    file. Writes nothing when ``dry_run`` or when the hooks are already there.
+    file. Writes nothing when ``dry_run`` or when the hooks are already there. The store options
+    and judges (given, else from the environment: :func:`hook_config`) go into the hook command;
+    ``result.config`` says what the hook will use and ``result.mcp_command`` how to add the MCP
+    server with the same options.
 
     Raises BadInput when the existing file cannot be read, is not valid JSON or not a JSON object."""
     spec = _agent(agent)
     path = settings_path(agent, scope, cwd=cwd)
-    command = hook_command(store=store, harvest=harvest, output="gemini" if agent == "gemini-cli" else None)
-    result = InstallResult(agent=spec.key, path=path, command=command)
+    config = hook_config(store=store, chroma_url=chroma_url, project=project, embedding=embedding, judges=judges,
+                         environ=environ)
+    command = hook_command(harvest=harvest, output="gemini" if agent == "gemini-cli" else None, config=config)
+    result = InstallResult(agent=spec.key, path=path, command=command, config=config,
+                           mcp_command=mcp_command(spec.key, config))
 
     old_text = None
     if path.exists():
@@ -206,7 +299,7 @@ def install(agent: str, scope: str = "project", *, dry_run: bool = False, store:
         if not isinstance(data, dict):
             raise BadInput(f"{path} holds a JSON {type(data).__name__}, not an object; nothing was changed",
                            path=str(path))
-    result.actions = merge_hooks(data, agent, command, where=str(path))
+    result.actions = merge_hooks(data, agent, command, where=str(path), harvest=harvest)
     if agent == "gemini-cli":
         hooks_config = data.get("hooksConfig")
         if isinstance(hooks_config, dict) and hooks_config.get("enabled") is False:

@@ -174,3 +174,90 @@ def test_session_start_json_for_gemini(tmp_path):
     data = json.loads(out.stdout)
     assert data["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert "Never push to main" in data["hookSpecificOutput"]["additionalContext"]
+
+
+def _transcript(path, megabytes: int, tail_text: str = "The last thing said") -> None:
+    """A Claude Code-like transcript of about ``megabytes`` MB: assistant text, tool calls and
+    results of about 2 KB each, the last assistant entry holding ``tail_text``."""
+    filler = "x" * 1800
+    entries = [
+        {"type": "assistant", "uuid": "a", "message": {"content": [{"type": "text", "text": "Looked at the logs " + filler}]}},
+        {"type": "user", "uuid": "u", "message": {"content": [{"type": "tool_result", "is_error": False, "content": filler}]}},
+        {"type": "user", "uuid": "e", "message": {"content": [{"type": "tool_result", "is_error": True,
+                                                               "content": "Error: ENOENT " + filler[:200]}]}},
+    ]
+    block = "".join(json.dumps({**e, "uuid": f"{e['uuid']}{i}"}) + "\n" for i in range(200) for e in entries)
+    with open(path, "w", encoding="utf-8") as f:
+        for _ in range(max(1, megabytes * 1024 * 1024 // len(block))):
+            f.write(block)
+        f.write(json.dumps({"type": "assistant", "uuid": "last", "message": {"content": [
+            {"type": "text", "text": tail_text}]}}) + "\n")
+
+
+def _measure(fn, repeat: int = 3) -> tuple[float, int, object]:
+    """(median CPU seconds, peak traced bytes, result) of ``fn()``."""
+    import statistics
+    import tracemalloc
+
+    times, peak, result = [], 0, None
+    for _ in range(repeat):
+        tracemalloc.start()
+        t = time.process_time()
+        result = fn()
+        times.append(time.process_time() - t)
+        peak = max(peak, tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    return statistics.median(times), peak, result
+
+
+def test_harvest_cost_does_not_grow_with_the_transcript(tmp_path):
+    """A transcript 10x larger costs the same time and memory: the harvest reads a bounded tail."""
+    from consolidate.hook import HARVEST_MAX_BYTES, HARVEST_MAX_ENTRIES
+
+    small, large = tmp_path / "small.jsonl", tmp_path / "large.jsonl"
+    _transcript(small, 6)
+    _transcript(large, 60)
+    assert large.stat().st_size > 9 * small.stat().st_size
+    t_small, m_small, got_small = _measure(lambda: harvest(str(small)))
+    t_large, m_large, got_large = _measure(lambda: harvest(str(large)))
+    assert got_large[-1]["content"] == "The last thing said" and len(got_large) == len(got_small)
+    assert m_large < 4 * HARVEST_MAX_BYTES and m_small < 4 * HARVEST_MAX_BYTES  # the memory ceiling
+    assert m_large / m_small < 1.5  # not 10x
+    assert t_large / max(t_small, 1e-4) < 3  # CPU time, not 10x
+    assert len(got_large) <= 2 * HARVEST_MAX_ENTRIES  # at most the last entries (<= 2 candidates each)
+
+
+def test_installed_hook_on_a_large_transcript_queues_and_harvests_the_end(tmp_path):
+    st = tmp_path / ".memofs"
+    big = tmp_path / "big.jsonl"
+    _transcript(big, 40, tail_text="Node 22 breaks the native addon: pin Node 20 in .nvmrc")
+    payload = {"session_id": "big", "transcript_path": str(big), "hook_event_name": "SessionEnd", "cwd": str(tmp_path)}
+    out = subprocess.run(HOOK + ["--harvest", "--no-worker"], input=json.dumps(payload), capture_output=True,
+                         text=True, env=_env(st), timeout=60)
+    assert out.returncode == 0
+    tier = SessionTier(st / "sessions.sqlite3")
+    assert tier.session_end("big")["status"] == "queued"
+    contents = [n.content for n in tier.notes("big")]
+    assert contents[-1] == "Node 22 breaks the native addon: pin Node 20 in .nvmrc"
+    assert len(contents) <= 2 * 400
+
+
+def test_session_end_is_queued_before_the_harvest(tmp_path, monkeypatch):
+    """A hook killed during the harvest (its time budget) has already queued the session end."""
+    import consolidate.hook as hook
+
+    def killed(*_a, **_k):
+        raise SystemExit("killed at the time budget")
+
+    monkeypatch.setattr(hook, "harvest", killed)
+    st = tmp_path / ".memofs"
+    with pytest.raises(SystemExit):
+        run_hook(st, payload={"hook_event_name": "SessionEnd", "session_id": "k", "transcript_path": "/t.jsonl"},
+                 harvest_notes=True, spawn=False)
+    assert SessionTier(st / "sessions.sqlite3").session_end("k")["status"] == "queued"
+
+
+def test_harvest_skips_a_fifo_instead_of_blocking(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert harvest(str(fifo)) == []

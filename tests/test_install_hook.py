@@ -56,10 +56,11 @@ def test_fresh_project_install(env):
     path = env.project / ".claude" / "settings.json"
     settings = json.loads(path.read_text())
     cmd = hook_command()
-    for event, timeout in (("SessionEnd", 5), ("SessionStart", 10), ("PreCompact", 10)):
+    for event, timeout in (("SessionEnd", 5), ("SessionStart", 10)):
         assert settings["hooks"][event] == [{"hooks": [{"type": "command", "command": cmd, "timeout": timeout}]}]
+    assert "PreCompact" not in settings["hooks"]  # it would do nothing without --harvest
     assert out.startswith("--- /dev/null\n+++ " + str(path))
-    assert "added SessionEnd, added SessionStart, added PreCompact" in out
+    assert "added SessionEnd, added SessionStart in" in out
     assert backups(path.parent) == []  # nothing existed, nothing to back up
     assert not (env.home / ".claude").exists()
 
@@ -78,7 +79,7 @@ def test_round_trip_keeps_existing_hooks_and_settings(env):
     assert after["hooks"]["PreToolUse"] == EXISTING["hooks"]["PreToolUse"]
     assert after["hooks"]["SessionEnd"][0] == EXISTING["hooks"]["SessionEnd"][0]
     assert len(after["hooks"]["SessionEnd"]) == 2
-    for event in ("SessionEnd", "SessionStart", "PreCompact"):
+    for event in ("SessionEnd", "SessionStart"):
         assert len(ours(after, event)) == 1
     # the file's own indent is kept, so the diff is only our addition
     assert path.read_text().startswith('{\n    "model"')
@@ -138,7 +139,7 @@ def test_an_old_path_to_consolidate_is_updated_not_duplicated(env):
                      "SessionStart": [{"hooks": [{"type": "command", "command": "/usr/bin/python3 -m consolidate hook"}]}]}}
     path.write_text(json.dumps(old, indent=2))
     code, out, _ = env("install-hook", "claude-code")
-    assert code == 0 and "updated SessionEnd" in out and "updated SessionStart" in out and "added PreCompact" in out
+    assert code == 0 and "updated SessionEnd" in out and "updated SessionStart" in out and "PreCompact" not in out
     after = json.loads(path.read_text())
     assert after["hooks"]["SessionEnd"] == [{"hooks": [{"type": "command", "command": hook_command(), "timeout": 2}]}]
     assert len(ours(after, "SessionStart")) == 1 and ours(after, "SessionStart")[0]["command"] == hook_command()

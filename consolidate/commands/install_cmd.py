@@ -1,17 +1,22 @@
 """``consolidate install-hook AGENT [--project|--user] [--dry-run]``: wire our hooks into an agent CLI.
 
-Its parser does not take the common store options: ``--project`` here means the project's settings
-file, not the scope of memories. ``--store`` is written into the hook command when given."""
+Its parser does not take the common ``--project`` after the command: there it means the project's
+settings file. The store options (``consolidate --chroma-url URL --project NAME --embedding E
+install-hook ... --store S --judge J``; ``--chroma-url`` and ``--embedding`` also after the command,
+or their environment variables at install time) are written into the hook command, and the command
+prints the configuration the hooks will use and the matching ``mcp add`` command."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 
 def cmd_install_hook(args) -> int:
     from ..install_hook import AGENTS, install
 
-    res = install(args.agent, args.scope, dry_run=args.dry_run, store=args.store, harvest=args.harvest)
+    res = install(args.agent, args.scope, dry_run=args.dry_run, store=args.store, harvest=args.harvest,
+                  chroma_url=args.chroma_url, project=args.project, embedding=args.embedding, judges=args.judge)
     label = AGENTS[res.agent].label
     if not res.changed:
         print(f"{label} hooks already installed in {res.path}: nothing to change")
@@ -22,9 +27,25 @@ def cmd_install_hook(args) -> int:
             print(f"{label}: {what} in {res.path}" + (f" (backup: {res.backup})" if res.backup else ""))
         else:
             print(f"dry run: {label}: would have {what} in {res.path}; nothing written")
+    print(describe_config(res.config, harvest=args.harvest))
+    print(f"MCP server with the same store: {res.mcp_command}")
     for w in res.warnings:
         print(f"note: {w}")
     return 0
+
+
+def describe_config(config: dict, *, harvest: bool) -> str:
+    """The configuration the hook will use, one ``name: value`` per line (defaults spelled out)."""
+    defaults = {"store": "the session's folder/.memofs", "chroma_url": "none (embedded Chroma in the store)",
+                "project": "the name of the folder holding the store", "embedding": "the store's own (minilm for a new one)",
+                "judges": "the default chain (`consolidate judges`)"}
+    lines = ["the hooks will use:"]
+    for key, default in defaults.items():
+        value = config.get(key)
+        shown = ", ".join(value) if isinstance(value, list) else value
+        lines.append(f"  {key.replace('_', ' ')}: {shown or default}")
+    lines.append(f"  transcript harvest: {'on (SessionEnd, PreCompact)' if harvest else 'off'}")
+    return "\n".join(lines)
 
 
 def register(sub, common) -> None:
@@ -38,5 +59,9 @@ def register(sub, common) -> None:
     s.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
     s.add_argument("--store", help="store folder for the hook (default: the session's cwd/.memofs)")
     s.add_argument("--harvest", action="store_true",
-                   help="hooks also take notes from the Claude Code transcript (consolidate hook --harvest)")
+                   help="hooks also take notes from the Claude Code transcript (consolidate hook --harvest);"
+                        " adds the PreCompact hook")
+    s.add_argument("--chroma-url", default=argparse.SUPPRESS, help="Chroma server the hook's worker uses")
+    s.add_argument("--embedding", default=argparse.SUPPRESS, help="embedding function the hook's worker uses")
+    s.add_argument("--judge", action="append", help="judge spec for the hook's worker, repeatable")
     s.set_defaults(func=cmd_install_hook, scope="project")
