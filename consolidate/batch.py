@@ -96,7 +96,7 @@ def _progress(total: int, out):
 
 def run_batch(store, *, concurrency: int = 4, judges: list[str] | None = None, chain_factory: Callable | None = None,
               time_box: float | None = 120.0, orphan_age: float = ORPHAN_AGE, rejudge: bool = False,
-              since: str | None = None, prompt_version: str | None = None, now: float | None = None,
+              since=None, prompt_version: str | None = None, now: float | None = None,
               out=None, drifted: bool = False) -> BatchResult:
     """Run the batch (see the module docstring). ``concurrency`` >= 1 sessions at once. The code
     anchors of every memory are checked (``drift``: counts of drifted and stale memories); with
@@ -108,6 +108,10 @@ def run_batch(store, *, concurrency: int = 4, judges: list[str] | None = None, c
     from .stages.purge import expire_quarantine
 
     out = out or sys.stderr
+    if isinstance(since, str):  # a bad date fails before anything runs
+        from .dates import parse_user_date
+
+        since = parse_user_date(since, what="--since date")
     started = time.perf_counter()
     result = BatchResult()
     if store.sub("journal").is_dir() and any(store.sub("journal").glob("*.json")):

@@ -14,9 +14,16 @@ import time
 from .plan import MemoryUpdate
 
 
-def candidates(store, *, current: str | None, since: str | None = None, prompt_version: str | None = None):
+def candidates(store, *, current: str | None, since=None, prompt_version: str | None = None):
     """Active or quarantined judge-written entries to re-judge: written under ``prompt_version`` (when
-    given) or under any version other than ``current``, on or after ``since`` (ISO date)."""
+    given) or under any version other than ``current``, at or after the instant ``since`` (an aware
+    datetime, or text parsed by ``consolidate.dates.parse_user_date``: local time). Entries are
+    compared by their stored UTC time, never as strings; an entry without a date is left out when
+    ``since`` is given. Raises BadInput for an unparseable ``since``."""
+    from .dates import parse_stored, parse_user_date
+
+    if isinstance(since, str):
+        since = parse_user_date(since, what="--since date")
     out = []
     for row in store.longterm().with_status("active", "quarantined"):
         m = row["metadata"]
@@ -27,9 +34,10 @@ def candidates(store, *, current: str | None, since: str | None = None, prompt_v
             continue
         if prompt_version is None and current is not None and pv == current:
             continue
-        date = json.loads(m.get("provenance") or "{}").get("date", "")
-        if since and date[:10] < since:
-            continue
+        if since is not None:
+            written = parse_stored(json.loads(m.get("provenance") or "{}").get("date"))
+            if written is None or written < since:
+                continue
         out.append(row)
     return out
 

@@ -77,14 +77,16 @@ def register(sub, common) -> None:
 
 def cmd_batch(args) -> int:
     from ..batch import run_batch
+    from ..dates import parse_user_date
 
     args.rejudge = args.rejudge or args.drifted  # --drifted alone means: re-judge the drifted memories
+    since = parse_user_date(args.since, what="--since date") if args.since is not None else None
     store = open_store(args, create=False, writes=True)
     if not store.exists:
         print(f"batch: no store at {store.path}; nothing to do")
         return 0
     r = run_batch(store, concurrency=args.concurrency, judges=args.judge, time_box=args.time_box,
-                  orphan_age=args.orphan_age * 3600, rejudge=args.rejudge, since=args.since,
+                  orphan_age=args.orphan_age * 3600, rejudge=args.rejudge, since=since,
                   prompt_version=args.prompt_version, drifted=args.drifted)
     errors = [s for s in r.sessions if "error" in s]
     partial = [s for s in r.sessions if s.get("partial")]
@@ -117,7 +119,9 @@ def register_batch(sub, common) -> None:
     s.add_argument("--orphan-age", type=positive_hours, default=24.0,
                    help="hours after its last note a session without an end counts as orphaned (default 24)")
     s.add_argument("--rejudge", action="store_true", help="re-judge entries written under other prompt versions")
-    s.add_argument("--since", help="with --rejudge: only entries written on or after this date (YYYY-MM-DD)")
+    s.add_argument("--since",
+                   help="with --rejudge: only entries written on or after this date, local time"
+                        " (2026-07-01, 2026-07-01T08:30+10:00, yesterday, last-week, '3 days ago')")
     s.add_argument("--prompt-version", help="with --rejudge: only entries written under this prompt version")
     s.add_argument("--drifted", action="store_true",
                    help="with --rejudge: re-judge the memories whose anchored code changed instead")

@@ -83,8 +83,10 @@ def cmd_runs(args) -> int:
         return 0
     if not rows:
         print("no runs with an undo record")
+    from ..dates import display
+
     for r in rows[: args.limit]:
-        when = dt.datetime.fromtimestamp(r["started_at"], dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+        when = display(r["started_at"])
         print(f"{r['run_id']}  {when}  {r['session_id']:<30} {r['outcome'] or '':<11} +{r['added']} added,"
               f" {r['changed']} changed" + ("  (undone)" if r["undone"] else "")
               + (f"  PARTIAL: {r['waiting']} notes left waiting for a judge" if r.get("partial") else "")

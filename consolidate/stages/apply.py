@@ -367,7 +367,9 @@ def _notes_md(plan, store, writes) -> None:
     new = not path.exists()
     if not new and marker in path.read_text(encoding="utf-8"):
         return  # replay: this run's block is already there
-    stamp = _dt.datetime.fromtimestamp(plan.started_at, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    from ..dates import display
+
+    stamp = display(plan.started_at)  # local time with its offset (consolidate/dates.py)
     block = [f"## {stamp} · session {plan.session_id} {marker}", ""]
     for c in writes:
         tag = c.type if c.tier == "durable" else f"{c.type}, transient"
