@@ -2,12 +2,12 @@
 
 Python API (light to import: the standard library only until a run needs more)::
 
-    from consolidate import Store, run_queue
+    from consolidate import Store, recall, run_queue
     store = Store(".memofs")
     store.sessions.add_note("s1", "Use pnpm, not npm: npm breaks the lockfile", flag=True, kind="decision")
     store.sessions.end("s1", "success")
     plans = run_queue(store, judges=["api:openai/gpt-4o-mini"])
-    for hit in store.longterm().search("package manager"):
+    for hit in recall(store, "package manager").memories:
         print(hit["document"])
 """
 
@@ -24,6 +24,13 @@ def run_session(*args, **kwargs):
     return _run(*args, **kwargs)
 
 
+def recall(store, query, **options):
+    """See :func:`consolidate.retrieval.recall`: the same search and options as the CLI and MCP."""
+    from .retrieval import recall as _recall
+
+    return _recall(store, query, **options)
+
+
 def run_queue(*args, **kwargs):
     """See :func:`consolidate.pipeline.run_queue`."""
     from .pipeline import run_queue as _run
@@ -31,4 +38,4 @@ def run_queue(*args, **kwargs):
     return _run(*args, **kwargs)
 
 
-__all__ = ["ConsolidateError", "Store", "run_session", "run_queue", "__version__"]
+__all__ = ["ConsolidateError", "Store", "recall", "run_session", "run_queue", "__version__"]

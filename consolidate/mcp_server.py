@@ -41,6 +41,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from .errors import BadInput, ConsolidateError
+from .retrieval import MIN_SIMILARITY
 from .session import OUTCOMES, check_session_id
 from .store import Store
 
@@ -102,6 +103,33 @@ def find_spawner(judges: list[str] | None = None) -> tuple[Callable[[Store], Any
 
             return spawn, "consolidate.hook.spawn_worker"
     return None, "no worker is available in this installation"
+
+
+def recall_result(s: Store, query: Any, *, k: Any, include_quarantined: bool, min_similarity: Any,
+                  session_id: str | None = None) -> dict[str, Any]:
+    """The MCP ``recall`` answer from the shared :func:`consolidate.retrieval.recall`."""
+    from .report import render_memory
+    from .retrieval import recall
+
+    result = recall(s, query, k=k, min_similarity=min_similarity, include_quarantined=include_quarantined,
+                    max_k=MAX_K, shown_to=session_id)
+    memories = [{"id": h["id"], "text": render_memory(h["document"], h["metadata"]),
+                 "type": h["metadata"].get("type"), "status": h["metadata"].get("status"),
+                 "similarity": round(float(h["similarity"]), 4)} for h in result.memories]
+    out: dict[str, Any] = {"count": len(memories), "memories": memories, "below_floor": result.below_floor}
+    if result.note:
+        out["note"] = result.note
+    return out
+
+
+def _current_or_none(s: Store) -> str | None:
+    """The current agent session, or None (what a recall's output is recorded against)."""
+    from .agent_session import current_session
+
+    try:
+        return current_session(s.sessions)[0]
+    except Exception:  # noqa: BLE001 - recording an echo never fails a recall
+        return None
 
 
 def own_session_id(now: float | None = None) -> str:
@@ -297,29 +325,18 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
     async def recall(
         query: Annotated[str, Field(description="What you want to know, in plain words.")],
         k: Annotated[int, Field(description=f"How many memories, 1 to {MAX_K}.")] = 5,
-        include_quarantined: Annotated[bool, Field(description="Also return quarantined entries "
+        include_quarantined: Annotated[bool, Field(description="Also return quarantined and disputed entries "
                                                                "(low-confidence single observations).")] = False,
+        min_similarity: Annotated[float, Field(description="Leave out memories less similar than this "
+                                                           "(cosine, -1 to 1).")] = MIN_SIMILARITY,
     ) -> dict[str, Any]:
-        """Semantic search over long-term memory: each memory rendered with its suffix
-        ``[confidence, evidence, month last confirmed]``, its id, type, status and similarity."""
+        """Semantic search over long-term memory (the same search as ``consolidate recall``): each
+        memory rendered with its suffix ``[confidence, evidence, month last confirmed]``, its id,
+        type, status and similarity; ``below_floor`` counts nearer ones under ``min_similarity``;
+        ``note`` says when the best match is a quarantined entry left out."""
         def search(s: Store) -> dict[str, Any]:
-            from .report import render_memory
-
-            if not isinstance(query, str) or not query.strip():
-                raise BadInput("empty query: say what you want to recall")
-            if not 1 <= k <= MAX_K:
-                raise BadInput(f"bad k {k}: use 1 to {MAX_K}")
-            if s.read_manifest() is None:  # nothing consolidated yet: do not create the index
-                return {"count": 0, "memories": []}
-            statuses = ("active", "quarantined") if include_quarantined else ("active",)
-            hits = s.longterm().search(query, k=k, statuses=statuses)
-            from .anchors import mark_hits
-
-            hits = mark_hits(s, hits)
-            memories = [{"id": h["id"], "text": render_memory(h["document"], h["metadata"]),
-                         "type": h["metadata"].get("type"), "status": h["metadata"].get("status"),
-                         "similarity": round(float(h["similarity"]), 4)} for h in hits]
-            return {"count": len(memories), "memories": memories}
+            return recall_result(s, query, k=k, include_quarantined=include_quarantined,
+                                 min_similarity=min_similarity, session_id=_current_or_none(s))
 
         return await backend.run(search)
 

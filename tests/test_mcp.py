@@ -170,7 +170,7 @@ def test_aborted_session_is_resumed_and_completed_later(store):
 def test_recall_on_an_empty_store_creates_nothing(store):
     async def main():
         async with Client(build_server(store, spawn=None)) as client:
-            assert data(await call(client, "recall", query="anything")) == {"count": 0, "memories": []}
+            assert data(await call(client, "recall", query="anything")) == {"count": 0, "memories": [], "below_floor": 0}
 
     anyio.run(main)
     assert store.read_manifest() is None and not store.sub("chroma").exists()

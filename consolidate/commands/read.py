@@ -8,31 +8,25 @@ from ._common import count_1_to, open_store
 
 
 def cmd_recall(args) -> int:
-    from ..errors import BadInput
     from ..report import memory_json, render_memory, terminal_safe
+    from ..retrieval import check_options, recall
 
-    if not args.query.strip():
-        raise BadInput("empty query: say what to recall")
+    check_options(args.query, args.k, args.min_similarity)  # bad input before the store is opened
     store = open_store(args, create=False)
-    hits, below = [], 0
-    if store.exists and store.has_longterm:
-        statuses = ("active", "quarantined", "disputed") if args.all else ("active",)
-        found = store.longterm().search(args.query, k=args.k, statuses=statuses)
-        from ..anchors import mark_hits
-
-        found = mark_hits(store, found)
-        hits = [h for h in found if h["similarity"] >= args.min_similarity]
-        below = len(found) - len(hits)
+    result = recall(store, args.query, k=args.k, min_similarity=args.min_similarity, include_quarantined=args.all)
+    hits = result.memories
     if args.json:
         print(json.dumps([memory_json(h) for h in hits], ensure_ascii=False))
         return 0
-    if not hits and below:
-        print(f"no memory at similarity {args.min_similarity:g} or more ({below} less similar:"
+    if not hits and result.below_floor:
+        print(f"no memory at similarity {args.min_similarity:g} or more ({result.below_floor} less similar:"
               f" --min-similarity 0 shows them)")
     elif not hits:
         print("no memories" + ("" if store.exists else f" (no store at {store.path})"))
     for h in hits:
         print(terminal_safe(render_memory(h["document"], h["metadata"])))
+    if result.note:
+        print("note: " + terminal_safe(result.note))
     return 0
 
 
@@ -115,8 +109,9 @@ def register(sub, common) -> None:
     s.add_argument("query")
     s.add_argument("-k", type=count_1_to(1000), default=5, help="how many memories (1 to 1000, default 5)")
     s.add_argument("--min-similarity", type=float, default=0.2,
-                   help="leave out memories less similar than this (cosine, default 0.2)")
-    s.add_argument("--all", action="store_true", help="include quarantined and disputed entries")
+                   help="leave out memories less similar than this (cosine, -1 to 1, default 0.2)")
+    s.add_argument("--all", "--include-quarantined", dest="all", action="store_true",
+                   help="include quarantined and disputed entries")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_recall)
     s = sub.add_parser("status", parents=[common], help="counts by status and tier, queue, last run")

@@ -1,0 +1,108 @@
+"""Recall echoes: text the store showed an agent that comes back as a note.
+
+A memory printed at SessionStart (``memory/context.md``), returned by ``recall`` (CLI, MCP, Python)
+or shown in MCP output may be repeated by the agent in the same session; a harvest or a note then
+carries it back. That is an echo, not an independent observation: it must never re-confirm the
+memory (raise its confidence, promote it out of quarantine).
+
+So every read path records what it showed in ``sessions.sqlite3`` (table ``shown``): the session it
+was shown to (the SessionStart hook's session, the MCP server's current session) or none (a CLI or
+Python recall), the time, and the memory texts. The contradiction stage asks :func:`is_echo` before
+counting a keeper that matches an existing memory as a re-confirmation: it is an echo when the
+memory's text was shown to that session, or shown to no session in particular while the session
+was being written (from an hour before its first note to its end). Rows older than
+``KEEP_SECONDS`` are pruned on write. Only the standard library.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from typing import Iterable
+
+#: Shown texts older than this are pruned (seconds).
+KEEP_SECONDS = 30 * 86400.0
+#: A recall without a session counts for sessions whose notes were written from this long after it.
+UNATTRIBUTED_WINDOW = 3600.0
+
+_TABLE = """
+CREATE TABLE IF NOT EXISTS shown (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT,
+    shown_at REAL NOT NULL,
+    digests TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS shown_session ON shown(session_id);
+"""
+_SUFFIX = re.compile(r"\s*\[[^\[\]]*\](?:\s*\[(?:disputed|quarantined)\])?\s*$")
+
+
+def normalise(text: str) -> str:
+    """Lower case, words only (punctuation and spacing dropped): how a memory text is compared."""
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def digest(text: str) -> str:
+    return hashlib.sha1(normalise(text).encode("utf-8")).hexdigest()[:16]
+
+
+def memory_texts(rendered: str) -> list[str]:
+    """The memory texts in rendered lines (``- Use pnpm, not npm [high, user-stated, 2026-07]``):
+    each line without its list marker and its ``[...]`` suffix."""
+    out = []
+    for line in rendered.splitlines():
+        line = line.strip()
+        if not line.startswith(("- ", "* ")) or not line.endswith("]"):
+            continue
+        text = _SUFFIX.sub("", line[2:]).strip()
+        if text:
+            out.append(text)
+    return out
+
+
+def record_shown(tier, session_id: str | None, texts: Iterable[str], *, now: float | None = None) -> None:
+    """Record that the memory ``texts`` were shown (to ``session_id``, or to no session in particular)."""
+    digests = sorted({digest(t) for t in texts if t and t.strip()})
+    if not digests:
+        return
+    db = tier.db
+    db.executescript(_TABLE)
+    now = time.time() if now is None else now
+    db.execute("INSERT INTO shown(session_id, shown_at, digests) VALUES (?,?,?)",
+               (session_id, now, json.dumps(digests)))
+    db.execute("DELETE FROM shown WHERE shown_at < ?", (now - KEEP_SECONDS,))
+
+
+def shown_to(tier, session_id: str, *, first_note_at: float | None = None, until: float | None = None) -> set[str]:
+    """Digests of the memory texts shown to ``session_id``, and of those shown to no session from
+    UNATTRIBUTED_WINDOW before ``first_note_at`` up to ``until``."""
+    db = tier.db
+    db.executescript(_TABLE)
+    rows = db.execute("SELECT digests FROM shown WHERE session_id = ?", (session_id,)).fetchall()
+    if first_note_at is not None:
+        rows += db.execute("SELECT digests FROM shown WHERE session_id IS NULL AND shown_at BETWEEN ? AND ?",
+                           (first_note_at - UNATTRIBUTED_WINDOW, until or time.time())).fetchall()
+    out: set[str] = set()
+    for (d,) in rows:
+        try:
+            out.update(json.loads(d))
+        except ValueError:
+            continue
+    return out
+
+
+def is_echo(shown: set[str], memory_text: str) -> bool:
+    """Whether the memory ``memory_text`` is among the ``shown`` digests (see :func:`shown_to`)."""
+    return bool(shown) and digest(memory_text) in shown
+
+
+def record_shown_safely(store, session_id: str | None, texts: Iterable[str]) -> bool:
+    """:func:`record_shown` on ``store``'s session tier; never raises (a read-only store, a locked
+    database): a read path does not fail because it could not record. Returns whether it recorded."""
+    try:
+        record_shown(store.sessions, session_id, texts)
+        return True
+    except Exception:  # noqa: BLE001
+        return False

@@ -1,0 +1,99 @@
+"""One recall for the CLI (``consolidate recall``), the MCP ``recall`` tool and Python
+(``consolidate.recall(store, query, ...)``).
+
+:func:`recall` searches the long-term store and applies the same options everywhere:
+
+- ``k``: how many memories at most (1 to 1000; the MCP tool allows up to 50);
+- ``min_similarity``: the floor (cosine similarity, default 0.2, measured with MiniLM: unrelated
+  memories score around 0, related ones 0.3 and up); memories below it are left out and counted;
+- ``include_quarantined``: also return quarantined and disputed entries (default: active only).
+
+When the best match of the query is quarantined (left out by default) the result says so in
+``note``, so an agent knows a low-confidence observation exists and can ask for it. A store with no
+long-term tier yet is not created by a recall: the result is empty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import BadInput
+
+#: Default similarity floor (cosine). Unrelated memories score near 0 with MiniLM (-0.05 was seen
+#: for an unrelated memory over MCP); 0.2 keeps the related ones.
+MIN_SIMILARITY = 0.2
+MAX_K = 1000
+
+
+@dataclass
+class RecallResult:
+    """What :func:`recall` found: ``memories`` (dicts with ``id``, ``document``, ``metadata``,
+    ``similarity``), best first; ``below_floor`` (how many nearest ones were under the floor);
+    ``quarantined_best`` (the quarantined entry that matched best, when it beat every returned one
+    and the caller did not ask for quarantined entries); ``note`` (one line saying so, or '')."""
+
+    query: str
+    memories: list[dict[str, Any]] = field(default_factory=list)
+    below_floor: int = 0
+    quarantined_best: dict[str, Any] | None = None
+    store_exists: bool = True
+
+    @property
+    def note(self) -> str:
+        if self.quarantined_best is None:
+            return ""
+        from .report import render_memory
+
+        q = self.quarantined_best
+        return (f"the best match is quarantined (a single low-confidence observation, left out of recall):"
+                f" {render_memory(q['document'], q['metadata'])} (similarity {q['similarity']:.2f});"
+                " ask with include_quarantined (CLI: --all) to see it")
+
+
+def check_options(query: Any, k: Any, min_similarity: Any, max_k: int = MAX_K) -> tuple[str, int, float]:
+    """Validate recall options; BadInput with a one-line message for an empty query, a k out of
+    1..max_k or a floor outside -1..1."""
+    if not isinstance(query, str) or not query.strip():
+        raise BadInput("empty query: say what you want to recall")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= max_k:
+        raise BadInput(f"bad k {k!r}: use 1 to {max_k}")
+    try:
+        floor = float(min_similarity)
+    except (TypeError, ValueError):
+        raise BadInput(f"bad min_similarity {min_similarity!r}: a number from -1 to 1") from None
+    if not -1.0 <= floor <= 1.0:
+        raise BadInput(f"bad min_similarity {min_similarity!r}: a number from -1 to 1")
+    return query, k, floor
+
+
+def recall(store, query: str, *, k: int = 5, min_similarity: float = MIN_SIMILARITY,
+           include_quarantined: bool = False, max_k: int = MAX_K, shown_to: str | None = None,
+           record: bool = True) -> RecallResult:
+    """Search ``store`` for ``query`` (see the module docstring). Raises BadInput for bad options.
+
+    The texts returned are recorded as shown (to the session ``shown_to``, or to none in particular:
+    consolidate.echo), so that the same text coming back as a note is never counted as a new
+    observation; ``record=False`` skips that."""
+    query, k, floor = check_options(query, k, min_similarity, max_k)
+    result = RecallResult(query=query, store_exists=store.exists)
+    if not store.exists or not store.has_longterm:  # nothing consolidated yet: create nothing
+        return result
+    lt = store.longterm()
+    statuses = ("active", "quarantined", "disputed") if include_quarantined else ("active",)
+    found = lt.search(query, k=k, statuses=statuses)
+    from .anchors import mark_hits
+
+    found = mark_hits(store, found)  # code anchors: a drifted memory says so (consolidate.anchors)
+    result.memories = [h for h in found if h["similarity"] >= floor]
+    result.below_floor = len(found) - len(result.memories)
+    if not include_quarantined:
+        best_q = lt.search(query, k=1, statuses=("quarantined",))
+        if best_q and best_q[0]["similarity"] >= floor and (
+                not result.memories or best_q[0]["similarity"] > result.memories[0]["similarity"]):
+            result.quarantined_best = best_q[0]
+    if record and result.memories:
+        from .echo import record_shown_safely
+
+        record_shown_safely(store, shown_to, [h["document"] for h in result.memories])
+    return result
