@@ -106,3 +106,21 @@ def record_shown_safely(store, session_id: str | None, texts: Iterable[str]) -> 
         return True
     except Exception:  # noqa: BLE001
         return False
+
+
+def echo_reason(plan, ctx, match: dict) -> str | None:
+    """Why the existing memory ``match`` (a neighbour dict with ``id`` and ``document``) must not be
+    re-confirmed by this run's keeper: its text was shown to the session (see the module docstring);
+    None when it was not. The shown texts are read once per run (cached on ``ctx``)."""
+    shown = getattr(ctx, "_echo_shown", None)
+    if shown is None:
+        first = min((n.created_at for n in plan.notes), default=None)
+        try:
+            shown = shown_to(ctx.store.sessions, plan.session_id, first_note_at=first, until=plan.started_at)
+        except Exception:  # noqa: BLE001 - no record (an old store, a read-only one): nothing is an echo
+            shown = set()
+        ctx._echo_shown = shown
+    if is_echo(shown, match.get("document") or ""):
+        return (f"same as {match.get('id')}, whose text the store showed this session (context or recall):"
+                " an echo, not counted as a confirmation")
+    return None

@@ -305,7 +305,7 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
         if name in START_EVENTS:
             text = recalled_context(store_path)
             if sid:
-                _record_start(store_path, sid, payload, agent)
+                _record_start(store_path, sid, payload, agent, shown=text)
                 text = session_line(sid) + ("\n\n" + text if text else "")
             return 0, text
         if not sid:
@@ -338,10 +338,12 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
     return 0, ""
 
 
-def _record_start(store_path: Path, sid: str, payload: dict[str, Any], agent: str | None) -> None:
-    """Record the agent session for the MCP server (never raises: the context is printed anyway)."""
+def _record_start(store_path: Path, sid: str, payload: dict[str, Any], agent: str | None, shown: str = "") -> None:
+    """Record the agent session for the MCP server, and the memory texts of the context ``shown``
+    to it (a repeat of them is an echo: consolidate.echo). Never raises: the context is printed anyway."""
     try:
         from .agent_session import record_start
+        from .echo import memory_texts, record_shown
         from .session import SessionTier
 
         store_path.mkdir(parents=True, exist_ok=True)
@@ -349,6 +351,7 @@ def _record_start(store_path: Path, sid: str, payload: dict[str, Any], agent: st
         try:
             cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
             record_start(tier, sid, agent=agent, cwd=cwd)
+            record_shown(tier, sid, memory_texts(shown))
         finally:
             tier.close()
         log(store_path, f"sessionstart session={sid}: recorded as the current session")

@@ -6,7 +6,7 @@ Built on the ``mcp`` package 2.x (``mcp.server.mcpserver.MCPServer``). Tools:
   flagged note, ``{"id", "policy"}``: what the write policy says about it, note_policy.py).
 - ``session_read(session_id, path)`` returns the session's id, notes, its queued end and its
   workspace, if any; with ``path``, a file or folder of its workspace.
-- ``recall(query, k, include_quarantined)`` returns the nearest memories, each rendered with its
+- ``recall(query, k, include_quarantined, min_similarity)`` returns the nearest memories, each rendered with its
   suffix (``Use pnpm, not npm [high, user-stated, 2026-07]``) and its id.
 - ``session_complete(outcome, reason, ephemeral, session_id)`` records the session end in the queue
   (after the workspace's share of the outcome, see ``consolidate.workspace``) and returns at once:

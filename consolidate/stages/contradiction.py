@@ -155,6 +155,8 @@ def run(plan, ctx):
                                 f" as an instruction to the judge)")
             plan.decide("candidate.duplicate", note_ids=c.note_ids, reason=c.outcome_reason, memory_id=match["id"])
             continue
+        if match is not None and _echo(plan, ctx, c, match):
+            continue
         if match is not None:
             _reconfirm(plan, c, match, today)
             continue
@@ -190,6 +192,19 @@ def embed_keepers(plan, ctx, longterm=None) -> None:
         vectors = (longterm.embed if longterm is not None else ctx.store.embedder().embed)([c.statement for c in todo])
         for c, vec in zip(todo, vectors):
             c.embedding = [float(x) for x in vec]
+
+
+def _echo(plan, ctx, c, match) -> bool:
+    """A keeper repeating a memory the store showed this session (consolidate.echo) is a duplicate
+    that confirms nothing; True when it was one (decided here)."""
+    from ..echo import echo_reason
+
+    why = echo_reason(plan, ctx, match)
+    if why is None:
+        return False
+    c.outcome, c.duplicate_of, c.outcome_reason = "duplicate", match["id"], why
+    plan.decide("candidate.duplicate", note_ids=c.note_ids, reason=why, memory_id=match["id"], echo=True)
+    return True
 
 
 def _reconfirm(plan, c, match, today) -> None:
@@ -273,7 +288,7 @@ def _judge_pairs(plan, ctx, to_compare, today) -> None:
                 c.outcome, c.outcome_reason = "duplicate", f"same as another keeper of this run ({judge})"
                 other.note_ids = sorted(set(other.note_ids) | set(c.note_ids))
                 plan.decide("candidate.duplicate", note_ids=c.note_ids, reason=c.outcome_reason)
-            else:
+            elif not _echo(plan, ctx, c, h):
                 _reconfirm(plan, c, h, today)
             continue
         _contradiction(plan, c, h, judge)
