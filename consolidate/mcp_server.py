@@ -13,6 +13,7 @@ Built on the ``mcp`` package 2.x (``mcp.server.mcpserver.MCPServer``). Tools:
   it never runs the pipeline inline. A worker consolidates the queue (started here when one
   is available, else by the next hook, ``consolidate worker`` or ``consolidate run``).
 
+- ``forget(memory_id, reason)`` archives a wrong memory with a tombstone (consolidate.forget).
 - ``session_start``, ``session_write``, ``session_append``, ``session_extract``: the agent
   workspace (``consolidate.workspace_mcp``).
 
@@ -388,7 +389,27 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
     from .workspace_mcp import register as register_workspace_tools
 
     register_workspace_tools(server, backend)
+    register_forget(server, backend)
     return server
+
+
+def register_forget(server: MCPServer, backend: StoreThread) -> None:
+    """The ``forget`` tool (consolidate.forget): archive a wrong memory with a tombstone."""
+
+    @server.tool()
+    async def forget(
+        memory_id: Annotated[str, Field(description="The memory's id, as `recall` returns it.")],
+        reason: Annotated[str | None, Field(description="Why it is wrong (kept in the event log).")] = None,
+    ) -> dict[str, Any]:
+        """Forget a wrong memory: it leaves recall, and the same statement written by a later session is
+        not brought back unless the user states it again or the note is flagged. `consolidate undo
+        RUN_ID` (the run id returned) restores it."""
+        def run(s: Store) -> dict[str, Any]:
+            from .forget import forget as forget_memory
+
+            return forget_memory(s, memory_id, reason)
+
+        return await backend.run(run)
 
 
 def serve(store: Store | Callable[[], Store] | None = None, *, judges: list[str] | None = None) -> None:

@@ -2,7 +2,8 @@
 
 Removes the entries the run added, restores every entry it overwrote, re-confirmed, updated, archived
 or tombstoned to its earlier state (document, metadata and embedding), reverses its graph diff,
-lifts the tombstones it laid, and appends ``memory.undone`` / ``run.undone`` events. Every step is
+lifts the tombstones it laid (a ``forget`` included), appends ``memory.undone`` / ``run.undone``
+events, and marks the run's entries in ``memory/notes.md`` as undone (struck through). Every step is
 idempotent, and the record is marked undone only at the end, so an interrupted undo is finished by
 running it again. Session notes the run consumed are not restored (they were scratch).
 """
@@ -36,6 +37,9 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
             lt.upsert([{"id": i, "document": r["document"], "metadata": r["metadata"], "embedding": r["embedding"]}
                        for i, r in before.items()])
         _lift_tombstones(store, set(record.get("tombstoned", [])))
+        from .forget import lift, mark_run_undone
+
+        lift(store, run_id)  # an undone `forget` protects nothing any more
         _reverse_graph(store, record.get("graph"))
         ts = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         lines = [{"ts": ts, "event": "memory.undone", "run_id": run_id, "memory_id": i, "action": "removed"} for i in added]
@@ -49,6 +53,7 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
             f.flush()
             os.fsync(f.fileno())
         write_context(store, store.project)
+        mark_run_undone(store, run_id, f"undone {ts[:10]} by consolidate undo")
         record["undone"] = ts
         write_json_atomic(snapshots.path_of(store, run_id), record)
     return {"removed": len(added), "restored": len(before)}

@@ -16,7 +16,7 @@ from mcp import Client, StdioServerParameters
 from consolidate.mcp_server import build_server
 from consolidate.pipeline import run_queue
 
-TOOLS = {"note", "session_read", "recall", "session_complete",
+TOOLS = {"note", "session_read", "recall", "session_complete", "forget",
          "session_start", "session_write", "session_append", "session_extract"}
 
 

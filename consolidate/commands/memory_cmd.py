@@ -55,6 +55,21 @@ def cmd_backfill(args) -> int:
     return 0
 
 
+def cmd_forget(args) -> int:
+    from ..forget import forget
+
+    store = open_store(args, create=False)
+    if not store.exists:
+        from ..errors import BadInput
+
+        raise BadInput(f"unknown memory {args.memory_id!r}: no store at {store.path}")
+    res = forget(store, args.memory_id, args.reason)
+    print(f"forgot {res['memory_id']}: {res['statement']} (run {res['run_id']}; `consolidate undo"
+          f" {res['run_id']}` brings it back). The same statement from a later session is not written again"
+          " unless the user states it or the note is flagged.")
+    return 0
+
+
 def register(sub, common) -> None:
     s = sub.add_parser("disputes", parents=[common], help="list disputed memories")
     s.add_argument("--json", action="store_true")
@@ -65,6 +80,11 @@ def register(sub, common) -> None:
     s.add_argument("--keep", required=True, help="id of the entry to keep")
     s.set_defaults(func=cmd_resolve)
 
+    s = sub.add_parser("forget", parents=[common],
+                       help="archive a wrong memory with a tombstone: later sessions do not bring it back")
+    s.add_argument("memory_id", help="the memory's id (consolidate recall --json shows it)")
+    s.add_argument("--reason", help="why it is wrong (kept in the event log)")
+    s.set_defaults(func=cmd_forget)
     s = sub.add_parser("backfill", parents=[common], help="give entries that lack metadata best-effort values")
     s.add_argument("--dry-run", action="store_true")
     s.set_defaults(func=cmd_backfill)

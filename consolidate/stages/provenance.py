@@ -22,6 +22,9 @@ def run(plan, ctx):
     """Stamp every candidate that will be written; link supersessions and disputes to its id."""
     from .. import archive
 
+    from ..forget import check_resurrections
+
+    check_resurrections(plan, ctx.store)  # a forgotten statement comes back only user-stated or flagged
     now = _dt.datetime.fromtimestamp(ctx.now, _dt.timezone.utc)
     dead = archive.tombstones(ctx.store) if plan.writes() else set()
     for c in plan.writes():

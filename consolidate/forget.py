@@ -1,0 +1,191 @@
+"""Forgetting a wrong memory: ``consolidate forget ID``, the MCP ``forget`` tool, :func:`forget`.
+
+The memory is archived like any other removal (a journaled maintenance run: ``archive/<id>.json``
+keeps the cold copy, the recall index and the graph drop it, ``consolidate undo RUN_ID`` restores
+it) and a **tombstone** is laid in ``archive/forgotten.jsonl``: its statement, type, the run and the
+reason. A later session that writes the same statement again (the same words after folding case,
+punctuation and spacing, or a near-identical wording: difflib ratio >= ``SIMILAR``) does not bring
+it back: the keeper is rejected at the provenance stage (:func:`check_resurrections`), unless the
+note was **flagged** or the judge found it **user-stated**, which writes it again (the user said it
+anew). The tombstone is written before the index changes, so a crash cannot leave a forgotten memory
+unprotected. ``memory/notes.md`` marks the memory's lines as forgotten.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+import json
+import os
+from typing import Any
+
+from .errors import BadInput
+from .memory_types import normalize
+
+#: Two statements this similar (difflib ratio over the folded text) are the same statement.
+SIMILAR = 0.9
+#: Evidence or source that may bring a forgotten statement back.
+OVERRIDE_EVIDENCE = ("user-stated",)
+OVERRIDE_SOURCE = ("flagged",)
+
+
+def _path(store):
+    return store.sub("archive", "forgotten.jsonl")
+
+
+def tombstones(store) -> list[dict[str, Any]]:
+    """The forgotten statements: ``[{id, statement, type, run_id, reason, forgotten_at}]``."""
+    out = []
+    try:
+        with open(_path(store), encoding="utf-8") as f:
+            for line in f:
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue  # a torn last line
+                if isinstance(row, dict) and isinstance(row.get("statement"), str):
+                    out.append(row)
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def forgotten_match(store, statement: str, rows: list[dict] | None = None) -> dict[str, Any] | None:
+    """The tombstone whose statement is ``statement`` (see the module docstring), or None."""
+    rows = tombstones(store) if rows is None else rows
+    folded = normalize(statement)
+    for row in rows:
+        other = normalize(row["statement"])
+        if other == folded or difflib.SequenceMatcher(None, other, folded).ratio() >= SIMILAR:
+            return row
+    return None
+
+
+def forget(store, memory_id: str, reason: str | None = None, *, lock_timeout: float = 60.0) -> dict[str, Any]:
+    """Forget ``memory_id`` (any status); returns ``{memory_id, statement, run_id, status}``.
+
+    Raises BadInput for an unknown id (already forgotten or archived included)."""
+    from .maintenance import apply_updates, new_plan
+    from .plan import MemoryUpdate
+
+    if not isinstance(memory_id, str) or not memory_id.strip():
+        raise BadInput("no memory id: give the id shown by `consolidate recall --json` or the MCP recall tool")
+    memory_id = memory_id.strip()
+    if not store.has_longterm:
+        raise BadInput(f"unknown memory {memory_id!r}: the store has no memories yet")
+    row = store.longterm().get([memory_id]).get(memory_id)
+    if row is None:
+        raise BadInput(f"unknown memory {memory_id!r}: not in the store (already forgotten or archived?)",
+                       memory_id=memory_id)
+    why = " ".join((reason or "forgotten by the user").split())[:500]
+    plan = new_plan(store, "forget")
+    plan.updates.append(MemoryUpdate(memory_id, "archive", {"status": "forgotten"}, event="memory.forgotten",
+                                     reason=why))
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    _append(store, {"id": memory_id, "statement": row["document"], "type": row["metadata"].get("type"),
+                    "run_id": plan.run_id, "reason": why, "forgotten_at": now})
+    apply_updates(store, plan, lock_timeout)
+    from .stages.apply import write_context
+
+    write_context(store, store.project)
+    mark_notes_md(store, row["document"], f"forgotten {now[:10]}: {why}")
+    return {"memory_id": memory_id, "statement": row["document"], "run_id": plan.run_id, "status": "forgotten"}
+
+
+def _append(store, row: dict[str, Any]) -> None:
+    path = _path(store)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def lift(store, run_id: str) -> int:
+    """Remove the tombstones laid by ``run_id`` (``consolidate undo`` of a forget); returns how many."""
+    from .store import write_text_atomic
+
+    path = _path(store)
+    if not path.exists():
+        return 0
+    keep, dropped = [], 0
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            if json.loads(line).get("run_id") == run_id:
+                dropped += 1
+                continue
+        except (ValueError, AttributeError):
+            pass
+        keep.append(line)
+    if dropped:
+        write_text_atomic(path, "".join(x + "\n" for x in keep))
+    return dropped
+
+
+def check_resurrections(plan, store) -> None:
+    """Reject every keeper of ``plan`` that states a forgotten memory again, unless flagged or
+    user-stated (then it is written, and the event says it was restated). Called by the
+    provenance stage before ids are stamped."""
+    rows = tombstones(store)
+    if not rows:
+        return
+    for c in plan.writes():
+        hit = forgotten_match(store, c.statement, rows)
+        if hit is None:
+            continue
+        if c.evidence in OVERRIDE_EVIDENCE or c.source in OVERRIDE_SOURCE:
+            plan.decide("memory.restated", note_ids=c.note_ids, memory_id=hit.get("id"),
+                        reason=f"states a forgotten memory again, {'flagged' if c.source == 'flagged' else 'user-stated'}:"
+                               " written again")
+            continue
+        c.outcome = "rejected"
+        c.outcome_reason = (f"forgotten by the user ({hit.get('id')}, {str(hit.get('forgotten_at', ''))[:10]}):"
+                            " not brought back unless the user states it again or the note is flagged")
+        plan.decide("candidate.rejected", note_ids=c.note_ids, reason=c.outcome_reason, memory_id=hit.get("id"),
+                    forgotten=True)
+
+
+def mark_notes_md(store, statement: str, label: str) -> int:
+    """Strike through the entry lines of ``memory/notes.md`` that hold ``statement`` and say why
+    (``label``); returns how many lines were marked."""
+    from .store import write_text_atomic
+
+    path = store.notes_md_path
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return 0
+    marked = 0
+    needle = f": {statement} ["
+    for i, line in enumerate(lines):
+        if line.startswith("- **") and needle in line and not line.startswith("- ~~"):
+            lines[i] = f"- ~~{line[2:]}~~ ({label})"
+            marked += 1
+    if marked:
+        write_text_atomic(path, "\n".join(lines) + "\n")
+    return marked
+
+
+def mark_run_undone(store, run_id: str, label: str) -> int:
+    """Mark the block of ``run_id`` in ``memory/notes.md`` undone: its heading says so and each entry
+    line is struck through; returns how many entry lines were marked."""
+    from .store import write_text_atomic
+
+    path = store.notes_md_path
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return 0
+    marker = f"<!-- {run_id} -->"
+    marked, inside = 0, False
+    for i, line in enumerate(lines):
+        if line.startswith("## "):
+            inside = marker in line
+            if inside and f"({label})" not in line:
+                lines[i] = f"{line} ({label})"
+            continue
+        if inside and line.startswith("- **"):
+            lines[i] = f"- ~~{line[2:]}~~ ({label})"
+            marked += 1
+    write_text_atomic(path, "\n".join(lines) + "\n")
+    return marked

@@ -1,0 +1,129 @@
+"""Forgetting (issue 15, seam 7): ``consolidate forget ID`` and the MCP ``forget`` tool archive a
+wrong memory with a tombstone; a later session does not bring the statement back unless it is
+user-stated or flagged; ``undo`` restores it and lifts the tombstone; undone runs are marked in
+``memory/notes.md``."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+from mcp import Client
+
+import consolidate
+from consolidate.cli import main
+from consolidate.mcp_server import build_server
+from consolidate.pipeline import run_queue
+from judges.chain import JudgeChain
+from judges.scripted import ScriptedJudge
+
+from conftest import keep
+
+WRONG = "The API server must run on port 8080 because the load balancer only forwards that port"
+
+
+def _session(store, sid, note, *, flag=False, evidence="observed-success"):
+    store.sessions.add_note(sid, note, flag=flag, kind="constraint" if flag else None)
+    store.sessions.end(sid, "success")
+    judge = ScriptedJudge({"port": keep(WRONG, "constraint", evidence=evidence),
+                           "PORT": keep(WRONG.upper().replace("BECAUSE", "because") + "!", "constraint",
+                                        evidence=evidence)})
+    [plan] = run_queue(store, chain_factory=lambda: JudgeChain([judge]))
+    return plan
+
+
+def _active(store):
+    return {r["document"]: r["id"] for r in store.longterm().with_status("active", "quarantined")}
+
+
+@pytest.fixture
+def forgotten(minilm_store, capsys):
+    store = minilm_store
+    _session(store, "s1", "the api needs port 8080 for the load balancer")
+    memory_id = _active(store)[WRONG]
+    code = main(["forget", "--store", str(store.path), memory_id, "--reason", "the balancer forwards any port now"])
+    out = capsys.readouterr().out
+    assert code == 0 and f"forgot {memory_id}" in out
+    return store, memory_id, out
+
+
+def test_forget_archives_the_memory_and_leaves_a_trace(forgotten):
+    store, memory_id, _ = forgotten
+    assert WRONG not in _active(store)
+    assert not consolidate.recall(store, "which port does the API server run on", min_similarity=-1).memories
+    cold = json.loads(store.sub("archive", f"{memory_id}.json").read_text())
+    assert cold["metadata"]["status"] == "forgotten" and cold["archived_reason"] == "the balancer forwards any port now"
+    events = [json.loads(x) for x in store.events_path.read_text().splitlines()]
+    assert any(e["event"] == "memory.forgotten" and e.get("memory_id") == memory_id for e in events)
+    notes_md = store.notes_md_path.read_text()
+    assert f"~~**constraint**: {WRONG}" in notes_md and "(forgotten " in notes_md
+    assert WRONG not in store.sub("memory", "context.md").read_text()
+
+
+@pytest.mark.parametrize("note", ["the api needs port 8080 for the load balancer",  # the same wording
+                                  "PORT 8080 again"])  # case and punctuation changed
+def test_a_later_session_does_not_resurrect_it(forgotten, note):
+    store, memory_id, _ = forgotten
+    plan = _session(store, "s2", note)
+    assert not plan.writes() and WRONG not in _active(store) and WRONG.upper() + "!" not in _active(store)
+    [rejected] = [e for e in plan.events if e["event"] == "candidate.rejected"]
+    assert rejected["forgotten"] is True and memory_id in rejected["reason"]
+
+
+@pytest.mark.parametrize("how", ["flagged", "user-stated"])
+def test_stated_again_by_the_user_or_flagged_it_comes_back(forgotten, how):
+    store, _, _ = forgotten
+    if how == "flagged":
+        plan = _session(store, "s3", WRONG, flag=True)
+    else:
+        plan = _session(store, "s3", "the api needs port 8080 for the load balancer", evidence="user-stated")
+    assert WRONG in _active(store)
+    assert any(e["event"] == "memory.restated" for e in plan.events)
+
+
+def test_undo_of_forget_restores_it_and_lifts_the_tombstone(forgotten, capsys):
+    store, memory_id, out = forgotten
+    run_id = out.split("(run ")[1].split(";")[0]
+    assert main(["undo", "--store", str(store.path), run_id]) == 0
+    assert _active(store)[WRONG] == memory_id
+    plan = _session(store, "s4", "the api needs port 8080 for the load balancer")
+    assert not any(e.get("forgotten") for e in plan.events)  # confirmed again, not rejected
+    assert [r.memory_id for r in plan.reconfirmations] == [memory_id]
+
+
+def test_undo_marks_the_runs_entries_in_notes_md(minilm_store, capsys):
+    store = minilm_store
+    plan = _session(store, "s1", "the api needs port 8080 for the load balancer")
+    assert main(["undo", "--store", str(store.path), plan.run_id]) == 0
+    text = store.notes_md_path.read_text()
+    [heading] = [line for line in text.splitlines() if plan.run_id in line]
+    assert heading.endswith("by consolidate undo)")
+    assert f"- ~~**constraint**: {WRONG}" in text and WRONG not in _active(store)
+
+
+def test_forget_unknown_id_is_bad_input(minilm_store, capsys):
+    store = minilm_store
+    _session(store, "s1", "the api needs port 8080 for the load balancer")
+    assert main(["forget", "--store", str(store.path), "mem-doesnotexist"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown memory 'mem-doesnotexist'") and err.count("\n") == 1
+    assert main(["forget", "--store", str(store.path / "nowhere"), "mem-x"]) == 2
+    assert not (store.path / "nowhere").exists()
+
+
+def test_mcp_forget_tool(minilm_store):
+    store = minilm_store
+    _session(store, "s1", "the api needs port 8080 for the load balancer")
+
+    async def run():
+        async with Client(build_server(store, spawn=None)) as client:
+            hit = (await client.call_tool("recall", {"query": "API server port"})).structured_content["memories"][0]
+            done = await client.call_tool("forget", {"memory_id": hit["id"], "reason": "wrong since the move"})
+            assert not done.is_error and done.structured_content["status"] == "forgotten"
+            again = await client.call_tool("forget", {"memory_id": hit["id"]})
+            assert again.is_error and "unknown memory" in again.content[0].text and "\n" not in again.content[0].text
+            left = (await client.call_tool("recall", {"query": "API server port"})).structured_content
+            assert hit["id"] not in [m["id"] for m in left["memories"]]
+
+    anyio.run(run)
