@@ -35,12 +35,32 @@ def build_parser() -> argparse.ArgumentParser:
                         help="embedding function: minilm (default), hash, chroma:NAME")
 
     p = argparse.ArgumentParser(prog="consolidate", parents=[common],
-                                description="Decide what an agent's working notes graduate into long-term memory.")
+                                description="Decide what an agent's working notes graduate into long-term memory.",
+                                epilog=exit_codes_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"consolidate {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in MODULES:
         importlib.import_module(f"consolidate.commands.{name}").register(sub, common)
     return p
+
+
+#: Exit codes besides the error classes' (consolidate.errors): the README lists the same ones.
+EXTRA_EXIT_CODES = ((0, "success"), (1, "batch: a session's run failed with an error"),
+                    (75, "run: a partial run, notes wait for a judge"), (130, "interrupted (Ctrl-C)"))
+
+
+def exit_codes() -> list[tuple[int, str]]:
+    """Every exit code and its meaning, in order: the error classes' (one per code) and the others."""
+    from .errors import BadInput, JudgeError, StoreError, UnknownSession
+
+    errors = [(c.exit_code, label) for c, label in ((BadInput, "bad input"), (UnknownSession, "unknown session"),
+                                                    (StoreError, "store problem"), (JudgeError, "judge problem"))]
+    return sorted(errors + list(EXTRA_EXIT_CODES))
+
+
+def exit_codes_text() -> str:
+    """The ``--help`` epilog: ``exit codes: 0 success, 1 ..., 2 bad input, ...``."""
+    return "exit codes: " + ", ".join(f"{code} {label}" for code, label in exit_codes())
 
 
 def main(argv: list[str] | None = None) -> int:

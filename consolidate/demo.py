@@ -3,7 +3,8 @@ with a workspace (start, scratch, output, extract, abort and resume, success) an
 to code that drifts when its function is edited.
 
 The sample notes are written for this project (no real data): a debugging session (success), a
-refactor (success) that re-confirms one lesson of the first, and a failed deploy (failure). They hold
+refactor (success) that re-confirms one lesson of the first, a failed deploy (failure), a session
+judged during a simulated judge outage, and a session with a workspace. They hold
 flagged notes, a note with a fake API key, an expired note and plain maybes. The judge is the best one
 available: the API judge when a model is configured or a provider key is set, else the rules judge,
 opted in for the demo (and said so).
@@ -57,6 +58,10 @@ OUTAGE_SESSION = ("judge-outage", "success", None, [
     dict(text="The payments webhook retries 3 times with a 10 s backoff, so handlers must be idempotent"),
     dict(text="Looked at the webhook logs for an hour"),
 ])
+
+
+#: How many sample sessions the demo runs (the README says it in words; tests/test_docs_consistency.py).
+SAMPLE_SESSIONS = len(SESSIONS) + 2  # + the judge outage and the workspace session
 
 
 def load_samples(store, now: float | None = None) -> None:
@@ -176,7 +181,8 @@ def run_demo(keep: bool = False) -> int:
         store = Store(folder + "/.memofs", project="demo-app")
         load_samples(store)
         judges, said = choose_judges()
-        print("consolidate demo: 4 sample sessions in a throwaway store " + (folder if keep else "(deleted at the end)"))
+        where = f"{store.path} (kept: --store {store.path} works on it)" if keep else "(deleted at the end)"
+        print(f"consolidate demo: {SAMPLE_SESSIONS} sample sessions in a throwaway store {where}")
         print(said)
         print()
         plans = [run_session(store, OUTAGE_SESSION[0], judges=["noop"])]
@@ -191,7 +197,9 @@ def run_demo(keep: bool = False) -> int:
         show_anchors(store, folder)
         query = "why do the login tests time out on CI?"
         print(f'recall "{query}":')
-        for hit in store.longterm().search(query, k=3):
+        from .retrieval import recall
+
+        for hit in recall(store, query, k=3).memories:
             print("  " + render_memory(hit["document"], hit["metadata"]))
         print(f"\nstore layout: manifest.json, sessions.sqlite3, chroma/, graph/, events/memory-events.jsonl,"
               f" memory/notes.md · demo took {time.perf_counter() - started:.1f} s")

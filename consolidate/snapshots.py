@@ -88,16 +88,17 @@ def list_runs(store) -> list[dict[str, Any]]:
 
 
 def with_partial_runs(store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``rows`` (from :func:`list_runs`) plus the runs that left notes waiting for a judge and wrote
-    nothing to the index (so have no undo record), from the queue of session ends; newest first.
-    Those carry ``"undo_record": False``."""
+    """``rows`` (from :func:`list_runs`) plus every run that wrote nothing to the index (so has no
+    undo record: every note dropped, a failed session, notes left waiting for a judge), from the
+    queue of session ends; newest first. Those carry ``"undo_record": False``."""
     known = {r["run_id"] for r in rows}
     extra = []
     for end in store.sessions.last_runs(10_000):
         result = end.get("result") or {}
-        if end["status"] != "partial" or not end["run_id"] or end["run_id"] in known:
+        if not end["run_id"] or end["run_id"] in known:
             continue
         extra.append({"run_id": end["run_id"], "session_id": end["session_id"], "outcome": end["outcome"],
                       "started_at": end["finished_at"], "added": 0, "changed": 0, "undone": False,
-                      "waiting": int(result.get("waiting") or 0), "partial": True, "undo_record": False})
+                      "waiting": int(result.get("waiting") or 0), "partial": end["status"] == "partial",
+                      "undo_record": False})
     return sorted(rows + extra, key=lambda r: r["started_at"], reverse=True)

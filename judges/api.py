@@ -162,7 +162,25 @@ def _import_litellm():
 
     litellm.telemetry = False
     litellm.suppress_debug_info = True
+    quiet_libraries()
     return litellm
+
+
+#: Loggers of the libraries under the API judge that print their own retry and error lines on
+#: stderr (instructor: "API call failed on attempt 1: ..."; LiteLLM; the OpenAI SDK; httpx). The
+#: judge reports every failure itself (a judge event and one line), so they are silenced unless
+#: CONSOLIDATE_DEBUG is set.
+NOISY_LOGGERS = ("instructor", "LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "openai", "httpx", "httpcore")
+
+
+def quiet_libraries() -> None:
+    """Silence :data:`NOISY_LOGGERS` (unless ``$CONSOLIDATE_DEBUG``), keeping the one-line error format."""
+    import logging
+
+    if os.environ.get("CONSOLIDATE_DEBUG"):
+        return
+    for name in NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 class APIJudge:

@@ -119,6 +119,12 @@ def test_console_script_and_module_entry(tmp_path):
     env = {**os.environ, "CONSOLIDATE_STORE": str(tmp_path / "st")}
     out = subprocess.run([sys.executable, "-m", "consolidate", "end", "--session", "x", "--outcome", "success"],
                          capture_output=True, text=True, env=env)
+    assert out.returncode == 3 and out.stderr.startswith("error: unknown session 'x'")  # README: 3
+    assert not (tmp_path / "st").exists()  # nothing created, nothing queued
+    subprocess.run([sys.executable, "-m", "consolidate", "note", "--session", "x", "a first note here"], env=env,
+                   check=True, capture_output=True)
+    out = subprocess.run([sys.executable, "-m", "consolidate", "end", "--session", "x", "--outcome", "success"],
+                         capture_output=True, text=True, env=env)
     assert out.returncode == 0 and "queued" in out.stdout
     out = subprocess.run([sys.executable, "-m", "consolidate", "end", "--session", "x", "--outcome", "meh"],
                          capture_output=True, text=True, env=env)

@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
+#: The default judge chain in words: the same in every --help and in the README (judges.registry
+#: builds it; tests/test_docs_consistency.py keeps the three in step).
+DEFAULT_CHAIN_TEXT = "the first agent CLI on PATH (claude, llm, ollama, codex), then api, then noop"
+#: Where the chain comes from when --judge is not given.
+CHAIN_SOURCES = ("$CONSOLIDATE_JUDGES, then judges in consolidate.toml in the store, then [tool.consolidate]"
+                 " judges in pyproject.toml, else " + DEFAULT_CHAIN_TEXT)
+
+
+def judge_help(what: str = "judge spec") -> str:
+    """The help of a --judge option: ``what``, repeatable, in chain order, and the default chain."""
+    return f"{what}, repeatable, in chain order (default: {CHAIN_SOURCES})"
+
 
 def open_store(args, create: bool = True, writes: bool | None = None):
     """The Store named by ``--store``/``--chroma-url``/``--embedding``/``--project`` (or their

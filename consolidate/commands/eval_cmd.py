@@ -35,9 +35,11 @@ def cmd_eval(args) -> int:
 
 
 def register(sub, common) -> None:
+    from ._common import judge_help
+
     s = sub.add_parser("eval", help="measure a judge chain against labeled notes (JSONL: id, content, verdict)")
     s.add_argument("--judge", action="append",
-                   help="judge spec, repeatable, in chain order (default: $CONSOLIDATE_JUDGES, else api,noop)")
+                   help=judge_help())
     s.add_argument("--labels", required=True, help="JSONL file: id, content, optional section, verdict keep|drop, optional type")
     s.add_argument("--limit", type=count_1_to(10**9), help="only the first N labeled notes")
     s.add_argument("--project", default="default", help="project name given to the judge as context")

@@ -49,6 +49,8 @@ def describe_config(config: dict, *, harvest: bool) -> str:
 
 
 def register(sub, common) -> None:
+    from ._common import judge_help
+
     s = sub.add_parser("install-hook", help="add our SessionStart/SessionEnd hooks to an agent CLI's settings.json")
     s.add_argument("agent", choices=["claude-code", "gemini-cli"])
     where = s.add_mutually_exclusive_group()
@@ -63,5 +65,5 @@ def register(sub, common) -> None:
                         " adds the PreCompact hook")
     s.add_argument("--chroma-url", default=argparse.SUPPRESS, help="Chroma server the hook's worker uses")
     s.add_argument("--embedding", default=argparse.SUPPRESS, help="embedding function the hook's worker uses")
-    s.add_argument("--judge", action="append", help="judge spec for the hook's worker, repeatable")
+    s.add_argument("--judge", action="append", help=judge_help("judge spec for the hook's worker"))
     s.set_defaults(func=cmd_install_hook, scope="project")

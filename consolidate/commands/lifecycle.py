@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from ._common import open_store, positive_float
+from ._common import judge_help, open_store, positive_float
 
 
 def cmd_hook(args) -> int:
@@ -65,12 +65,12 @@ def register(sub, common) -> None:
     s.add_argument("--no-worker", action="store_true", help="queue only; do not start a worker")
     s.add_argument("--output", choices=["text", "gemini"], default="text",
                    help="SessionStart context as plain text (Claude Code) or Gemini CLI's JSON")
-    s.add_argument("--judge", action="append", help="judge spec for the worker it starts, repeatable")
+    s.add_argument("--judge", action="append", help=judge_help("judge spec for the worker it starts"))
     s.set_defaults(func=cmd_hook)
 
     s = sub.add_parser("worker", parents=[common], help="drain the queue (what the hook starts, detached)")
     s.add_argument("--time-box", type=positive_float, help="seconds per session (default $CONSOLIDATE_TIME_BOX or 120)")
-    s.add_argument("--judge", action="append", help="judge spec, repeatable")
+    s.add_argument("--judge", action="append", help=judge_help())
     s.set_defaults(func=cmd_worker)
     register_batch(sub, common)
 
@@ -102,8 +102,9 @@ def cmd_batch(args) -> int:
     for s in errors:
         print(f"  {s['session_id']}: {s['error']}", file=sys.stderr)
     if r.interrupted:
-        print(f"interrupted: {r.left_in_queue} session ends left in the queue; run `consolidate batch` again",
-              file=sys.stderr)
+        applied = [f"{s['session_id']} (run {s['run_id']})" for s in r.sessions if s.get("run_id")]
+        print("interrupted: " + (f"applied {len(applied)}: {', '.join(applied)}" if applied else "no session was applied")
+              + f"; {r.left_in_queue} session ends left in the queue; run `consolidate batch` again", file=sys.stderr)
         return 130
     return 1 if errors else 0
 
@@ -114,7 +115,7 @@ def register_batch(sub, common) -> None:
     s = sub.add_parser("batch", parents=[common],
                        help="drain the queue and orphaned sessions, expire quarantine, decay, optionally re-judge")
     s.add_argument("--concurrency", type=count_1_to(64), default=4, help="sessions judged at once (1 to 64, default 4)")
-    s.add_argument("--judge", action="append", help="judge spec, repeatable")
+    s.add_argument("--judge", action="append", help=judge_help())
     s.add_argument("--time-box", type=positive_float, default=120.0, help="seconds per session (default 120)")
     s.add_argument("--orphan-age", type=positive_hours, default=24.0,
                    help="hours after its last note a session without an end counts as orphaned (default 24)")

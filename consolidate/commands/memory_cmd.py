@@ -102,7 +102,7 @@ def cmd_runs(args) -> int:
         print(json.dumps(rows))
         return 0
     if not rows:
-        print("no runs with an undo record")
+        print("no runs")
     from ..dates import display
 
     for r in rows[: args.limit]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from ..deferral import EXIT_PARTIAL
-from ._common import open_store, positive_float
+from ._common import judge_help, open_store, positive_float
 
 
 def cmd_run(args) -> int:
@@ -44,8 +44,16 @@ def cmd_run(args) -> int:
             store.sessions.requeue_partial(args.session)  # asked for by name: its waiting notes are tried now
     if store.sessions.pending(args.session) or _partial(store, args.session):
         _say_when_no_judge(store, args)
-    plans = run_queue(store, session_id=args.session, judges=args.judge, dry_run=args.dry_run,
-                      time_box=args.time_box, wait_days=args.wait_days)
+    import time
+
+    started = time.time()
+    try:
+        plans = run_queue(store, session_id=args.session, judges=args.judge, dry_run=args.dry_run,
+                          time_box=args.time_box, wait_days=args.wait_days)
+    except KeyboardInterrupt:
+        if args.dry_run:
+            raise
+        return _interrupted(store, started, args.session)
     if not plans:
         waiting = store.sessions.waiting() if not args.dry_run else {}
         if waiting:
@@ -81,6 +89,24 @@ def cmd_run(args) -> int:
     return 0
 
 
+def _interrupted(store, started: float, session_id: str | None) -> int:
+    """Ctrl-C during a run: say which sessions were applied (with their runs) and which are left in
+    the queue (the one being consolidated goes back to it; its journal makes the next run finish or
+    redo it), on stderr; exit 130."""
+    import sys
+
+    rows = store.sessions.db.execute(
+        "SELECT session_id, run_id, status FROM session_ends WHERE updated_at >= ? AND status NOT IN"
+        " ('queued', 'running') ORDER BY updated_at", (started,)).fetchall()
+    done = [f"{sid} ({status}{', run ' + run_id if run_id else ''})" for sid, run_id, status in rows
+            if session_id is None or sid == session_id]
+    left = [r["session_id"] for r in store.sessions.pending(session_id)]
+    print("interrupted: " + (f"applied {len(done)}: {', '.join(done)}" if done else "no session was applied")
+          + (f"; left in the queue {len(left)}: {', '.join(left[:20])}{' ...' if len(left) > 20 else ''}"
+             " (run `consolidate run` again)" if left else "; nothing left in the queue"), file=sys.stderr)
+    return 130
+
+
 def _partial(store, session_id: str | None) -> bool:
     return any(session_id is None or r["session_id"] == session_id for r in store.sessions.partial())
 
@@ -108,7 +134,7 @@ def register(sub, common) -> None:
     s = sub.add_parser("run", parents=[common], help="consolidate queued session ends now")
     s.add_argument("--session", help="only this session")
     s.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
-    s.add_argument("--judge", action="append", help="judge spec, repeatable, in chain order (e.g. api:MODEL, rules, noop)")
+    s.add_argument("--judge", action="append", help=judge_help("judge spec (api:MODEL, cli:PRESET, rules, noop, ...)"))
     s.add_argument("--time-box", type=positive_float, default=120.0, help="seconds for the whole run (default 120)")
     s.add_argument("--wait-days", type=lambda t: positive_float(t, "days"), default=None,
                    help="days a note no judge answered waits for one (default $CONSOLIDATE_WAIT_DAYS or 7)")

@@ -51,19 +51,38 @@ def cmd_import(args) -> int:
 
 
 def cmd_end(args) -> int:
-    store = open_store(args)
-    before = store.sessions.session_end(args.session.strip()) if args.session.strip() else None
+    from ..session import check_session_id
+
+    sid = check_session_id(args.session)
+    store = open_store(args, create=False)
+    _require_known_for_end(store, sid)
+    before = store.sessions.session_end(sid)
     store.sessions.end(args.session, args.outcome, args.reason)
     n = store.sessions.count(args.session.strip())
     if before and before["status"] in ("queued", "running") and before["outcome"] != args.outcome:
         print(f"note: replaces the queued outcome {before['outcome']} with {args.outcome}", file=sys.stderr)
-    elif before is None and n == 0:
-        print(f"note: session {args.session} has no notes (a typo?); its end is queued anyway", file=sys.stderr)
     elif before and before["status"] not in ("queued", "running") and n == 0:
         print(f"note: session {args.session} was already consolidated ({before['status']}); nothing new to do",
               file=sys.stderr)
     print(f"session {args.session} ended ({args.outcome}, {n} notes); queued for `consolidate run`")
     return 0
+
+
+def _require_known_for_end(store, sid: str) -> None:
+    """UnknownSession (exit 3, nothing queued, no store created) for a session with no notes, no
+    session end and no workspace: almost always a typo. Agent hooks and the MCP server end sessions
+    through the session tier directly and are not refused."""
+    from ..errors import UnknownSession
+
+    if store.exists and (store.sub("workspaces").is_dir() or store.sub("sessions.sqlite3").exists()):
+        if store.sub("sessions.sqlite3").exists() and (store.sessions.count(sid) or store.sessions.session_end(sid)):
+            return
+        from ..workspace import folder_name
+
+        if store.sub("workspaces", folder_name(sid)).is_dir():
+            return
+    raise UnknownSession(f"unknown session {sid!r}: it has no notes, no workspace and no session end"
+                         " (nothing queued; write a note first, or check the id)", session_id=sid)
 
 
 def register(sub, common) -> None:

@@ -1,0 +1,159 @@
+"""Docs as tests (issue 15, seam 8): README.md, ``--help`` and the exit codes say the same thing.
+
+- every command of the parser is documented in the README, and every ``consolidate COMMAND`` the
+  README shows is a real command whose ``--options`` exist;
+- the exit codes listed in the README are the error classes' codes and ``consolidate --help``'s;
+- the default judge chain reads the same in the README, every ``--judge`` help and judges.registry;
+- the demo's session count, the MCP tools and the hooks install-hook adds are the ones the README names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from consolidate.cli import build_parser, exit_codes
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    return {s for a in parser._actions for s in a.option_strings}
+
+
+PARSER = build_parser()
+COMMANDS = _subparsers(PARSER)
+TOP_OPTIONS = _options(PARSER)
+
+
+def _readme_command_lines() -> list[str]:
+    """Each README line (code blocks and inline code) that runs ``consolidate COMMAND ...``."""
+    lines = []
+    for block in re.findall(r"```(?:sh|bash)?\n(.*?)```", README, re.S):
+        lines += [line.split("#", 1)[0] for line in block.splitlines()]
+    lines += re.findall(r"`([^`\n]*consolidate [^`\n]*)`", README)
+    out = []
+    for line in lines:
+        for m in re.finditer(r"(?:^|[\s\"(/])consolidate((?: +[^|;&\n]+)?)", line):
+            rest = m.group(1).strip()
+            if rest:
+                out.append("consolidate " + rest)
+    return out
+
+
+def test_every_command_is_documented():
+    missing = [name for name in COMMANDS if not re.search(rf"consolidate {re.escape(name)}\b", README)]
+    assert not missing, f"commands missing from README.md: {missing}"
+
+
+def test_every_command_and_option_the_readme_shows_exists():
+    seen = 0
+    for line in _readme_command_lines():
+        try:
+            tokens = shlex.split(line.replace("[", " ").replace("]", " "))
+        except ValueError:
+            tokens = line.replace("[", " ").replace("]", " ").split()
+        words = [t for t in tokens[1:] if not t.startswith("-")]
+        options = [t.split("=")[0] for t in tokens[1:] if t.startswith("--") and t != "--"]
+        command = next((w for w in words if w in COMMANDS), None)
+        if command is None:
+            # "consolidate is the gate ...", "consolidate/stages": prose and paths, not a command
+            continue
+        seen += 1
+        known = _options(COMMANDS[command]) | TOP_OPTIONS
+        for sub in _subparsers(COMMANDS[command]).values() if any(
+                isinstance(a, argparse._SubParsersAction) for a in COMMANDS[command]._actions) else []:
+            known |= _options(sub)
+        unknown = [o for o in options if o not in known]
+        assert not unknown, f"README shows {line!r}: {command} has no {unknown}"
+    assert seen >= 25  # the README's command lines were found
+
+
+def test_exit_codes_match_readme_help_and_error_classes():
+    sentence = re.search(r"with an exit code: (.*?)\.", README, re.S).group(1)
+    documented = {int(code): " ".join(label.split()) for code, label in re.findall(r"(\d) ([a-z ]+?)(?:,|$)",
+                                                                                    sentence.replace("\n", " "))}
+    codes = dict(exit_codes())
+    assert documented == {c: label for c, label in codes.items() if 2 <= c <= 5}
+    for code in (75, 130):
+        assert f"exits {code}" in README.replace("**", "")
+    epilog = PARSER.format_help().split("exit codes: ", 1)[1]
+    for code, label in codes.items():
+        assert f"{code} {label}" in " ".join(epilog.split())
+
+
+def test_exit_codes_are_real(tmp_path, capsys):
+    """The codes the README names, produced by the commands it names."""
+    from consolidate.cli import main
+
+    store = str(tmp_path / ".memofs")
+    assert main(["note", "--store", store, "--session", "s", ""]) == 2  # bad input
+    assert main(["end", "--store", store, "--session", "nobody", "--outcome", "success"]) == 3  # unknown session
+    (tmp_path / "file").write_text("x")
+    assert main(["status", "--store", str(tmp_path / "file")]) == 4  # store problem
+    capsys.readouterr()
+
+
+def test_default_chain_reads_the_same_everywhere():
+    from consolidate.commands._common import DEFAULT_CHAIN_TEXT
+    from judges.cli import PRESET_ORDER
+    from judges.registry import DEFAULT_CHAIN
+
+    assert DEFAULT_CHAIN_TEXT == (f"the first agent CLI on PATH ({', '.join(PRESET_ORDER)}), then "
+                                  + ", then ".join(DEFAULT_CHAIN))
+    assert DEFAULT_CHAIN_TEXT in " ".join(README.replace("`", "").split())
+    helps = {name: a.help for name, p in COMMANDS.items() for a in p._actions if "--judge" in a.option_strings}
+    assert {"run", "eval", "batch", "worker", "hook", "mcp", "install-hook"} <= set(helps)
+    for name, text in helps.items():
+        if name != "judges":
+            assert DEFAULT_CHAIN_TEXT in text, f"{name} --judge help: {text}"
+
+
+def test_demo_session_count():
+    from consolidate.demo import SAMPLE_SESSIONS
+
+    m = re.search(r"a throwaway store, (\w+) sample sessions", README)
+    assert m and WORDS.get(m.group(1), m.group(1)) == SAMPLE_SESSIONS
+
+
+def test_mcp_tools_are_the_ones_the_readme_names():
+    import anyio
+    from mcp import Client
+
+    from consolidate import Store
+    from consolidate.mcp_server import build_server
+
+    async def tools(path):
+        async with Client(build_server(Store(path, embedding="hash"), spawn=None)) as client:
+            return {t.name for t in (await client.list_tools()).tools}
+
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        names = anyio.run(tools, Path(folder) / ".memofs")
+    section = README.split("## MCP server", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`(\w+)\(", section)) | set(re.findall(r"`(session_\w+|forget|recall|note)`", section))
+    assert names <= named, f"tools not in the README's MCP section: {names - named}"
+
+
+@pytest.mark.parametrize("agent, events", [("claude-code", {"SessionStart", "SessionEnd"}),
+                                           ("gemini-cli", {"SessionStart", "SessionEnd"})])
+def test_installed_hooks_match_the_readme(agent, events):
+    from consolidate.install_hook import AGENTS
+
+    spec = AGENTS[agent]
+    assert {h.event for h in spec.hooks if not h.harvest_only} == events
+    harvest_only = {h.event for h in spec.hooks if h.harvest_only}
+    assert harvest_only == ({"PreCompact"} if agent == "claude-code" else set())
+    assert "Both agents get `SessionStart` and `SessionEnd`; with `--harvest`" in README
+    assert "Claude Code also gets `PreCompact`" in " ".join(README.split())

@@ -1,0 +1,144 @@
+"""The small lies of issue 15 (seam 8), each with its test: ``demo --keep`` prints the store;
+``runs`` lists runs that added nothing; Ctrl-C during ``run`` says which sessions were applied; the
+API judge's libraries print no retry lines around the one-line format. (``end`` on an unknown
+session exiting 3: tests/test_cli.py; the README, --help and exit codes: test_docs_consistency.py.)"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from consolidate import Store
+from consolidate.cli import main
+
+FAKE = Path(__file__).resolve().parent / "fake_cli"
+
+
+def _env(**extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONSOLIDATE_")}
+    env.update(extra)
+    return env
+
+
+def test_demo_keep_prints_the_store_itself(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "consolidate", "demo", "--keep"], capture_output=True, text=True,
+                         env=_env(), timeout=600)
+    assert out.returncode == 0, out.stderr
+    first = out.stdout.splitlines()[0]
+    from consolidate.demo import SAMPLE_SESSIONS
+
+    assert first.startswith(f"consolidate demo: {SAMPLE_SESSIONS} sample sessions in a throwaway store ")
+    path = Path(first.split("throwaway store ", 1)[1].split(" (kept", 1)[0])
+    try:
+        assert path.name == ".memofs" and (path / "manifest.json").exists() and (path / "sessions.sqlite3").exists()
+        status = subprocess.run([sys.executable, "-m", "consolidate", "status", "--store", str(path)],
+                                capture_output=True, text=True, env=_env(), timeout=300)
+        assert status.returncode == 0 and "memories: active/durable" in status.stdout
+    finally:
+        import shutil
+
+        shutil.rmtree(path.parent, ignore_errors=True)
+
+
+def test_runs_lists_runs_that_added_nothing(store, capsys):
+    from consolidate.pipeline import run_queue
+    from judges.chain import JudgeChain
+    from judges.scripted import ScriptedJudge
+
+    from conftest import DROP
+
+    store.sessions.add_note("kept", "Releases are cut from release/* branches only", flag=True, kind="constraint")
+    store.sessions.end("kept", "success")
+    store.sessions.add_note("dropped", "looked at the logs for a while")
+    store.sessions.end("dropped", "success")
+    store.sessions.add_note("failed", "tried the deploy with --force")
+    store.sessions.end("failed", "failure", "rolled back")
+    plans = {p.session_id: p for p in run_queue(store, chain_factory=lambda: JudgeChain([ScriptedJudge(default=DROP)]))}
+    assert main(["runs", "--store", str(store.path), "--embedding", "hash", "--json"]) == 0
+    rows = {r["session_id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert set(rows) == {"kept", "dropped", "failed"}
+    assert rows["dropped"]["run_id"] == plans["dropped"].run_id and rows["dropped"]["added"] == 0
+    assert rows["dropped"]["undo_record"] is False and rows["kept"]["added"] == 1
+    assert main(["runs", "--store", str(store.path), "--embedding", "hash"]) == 0
+    text = capsys.readouterr().out
+    assert plans["failed"].run_id in text and "nothing written: no undo record" in text
+
+
+def test_ctrl_c_during_run_says_which_sessions_were_applied(tmp_path):
+    st = tmp_path / ".memofs"
+    store = Store(st, embedding="hash")
+    for i in range(6):
+        store.sessions.add_note(f"s{i}", f"Service {i} listens on port {9000 + i} in staging", flag=True, kind="fact")
+        store.sessions.add_note(f"s{i}", f"maybe note {i} about the retry loop")
+        store.sessions.end(f"s{i}", "success", now=time.time() + i)
+    store.close()
+    judge = f"cli:template:{sys.executable} {FAKE / 'slow.py'}"
+    proc = subprocess.Popen([sys.executable, "-m", "consolidate", "run", "--store", str(st), "--embedding", "hash",
+                             "--judge", judge, "--time-box", "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=_env())
+    probe = Store(st, embedding="hash")
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:  # wait until the first session is applied
+        end = probe.sessions.session_end("s0")
+        if end and end["status"] not in ("queued", "running"):
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    [line] = [x for x in err.splitlines() if x.startswith("interrupted:")]
+    assert "applied" in line and "s0 (" in line and "run run-" in line
+    left = [r["session_id"] for r in probe.sessions.pending()]
+    assert left and "left in the queue" in line and all(sid in line for sid in left)
+
+
+class _RateLimited(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.send_response(429)
+        self.send_header("content-type", "application/json")
+        self.end_headers()
+        self.wfile.write(b'{"error": {"message": "rate limited", "type": "rate_limit"}}')
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def rate_limited_server():
+    server = http.server.HTTPServer(("127.0.0.1", 0), _RateLimited)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+def test_api_judge_retries_print_nothing_around_the_one_line_format(tmp_path, rate_limited_server):
+    st = tmp_path / ".memofs"
+    env = _env(CONSOLIDATE_API_BASE=rate_limited_server, CONSOLIDATE_API_KEY="sk-local")
+    base = [sys.executable, "-m", "consolidate"]
+    subprocess.run(base + ["note", "--store", str(st), "--session", "a", "Chose SQLite because it needs no server"],
+                   check=True, capture_output=True, env=env)
+    subprocess.run(base + ["end", "--store", str(st), "--session", "a", "--outcome", "success"], check=True,
+                   capture_output=True, env=env)
+    out = subprocess.run(base + ["run", "--store", str(st), "--embedding", "hash", "--judge", "api:openai/m",
+                                 "--time-box", "20"], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 75  # the note waits for a judge
+    assert "RateLimitError" in out.stdout  # the judge's own one-line report
+    assert out.stderr == "", out.stderr  # no "API call failed on attempt 1", no LiteLLM lines
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"id": "a", "content": "Chose SQLite because it needs no server",
+                                  "verdict": "keep"}) + "\n")
+    out = subprocess.run(base + ["eval", "--judge", "api:openai/m", "--labels", str(labels), "--time-box", "20"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 5
+    assert [line for line in out.stderr.splitlines() if line.strip()] == [out.stderr.strip()]  # one line
+    assert out.stderr.startswith("error: ")
