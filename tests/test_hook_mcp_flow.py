@@ -179,7 +179,8 @@ def test_precompact_with_harvest_adds_transcript_notes_once(tmp_path):
         if agent.proc.poll() is None:
             agent.proc.kill()
     rows = wait_done(project / ".memofs", ["claude-ccc"])
-    assert rows["claude-ccc"]["status"] == "done"
+    assert rows["claude-ccc"]["status"] == "partial"  # consolidated; the harvested note waits for a judge (noop)
+    assert rows["claude-ccc"]["result"]["written_durable"] == 1
     log = (project / ".memofs" / "logs" / "hook.log").read_text()
     assert "precompact session=claude-ccc: 1 notes harvested" in log
     assert "sessionend session=claude-ccc queued (success), 0 notes harvested" in log
