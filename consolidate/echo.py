@@ -36,7 +36,7 @@ CREATE TABLE IF NOT EXISTS shown (
 );
 CREATE INDEX IF NOT EXISTS shown_session ON shown(session_id);
 """
-_SUFFIX = re.compile(r"\s*\[[^\[\]]*\](?:\s*\[(?:disputed|quarantined)\])?\s*$")
+_SUFFIX = re.compile(r"(?:\s*\[[^\[\]]*\])+\s*$")  # the suffix and any marks after it
 
 
 def normalise(text: str) -> str:
