@@ -344,9 +344,10 @@ def _record_start(store_path: Path, sid: str, payload: dict[str, Any], agent: st
     try:
         from .agent_session import record_start
         from .echo import memory_texts, record_shown
+        from .private import prepare_store_dir
         from .session import SessionTier
 
-        store_path.mkdir(parents=True, exist_ok=True)
+        prepare_store_dir(store_path)
         tier = SessionTier(store_path / "sessions.sqlite3")
         try:
             cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None

@@ -59,6 +59,9 @@ def test_forget_archives_the_memory_and_leaves_a_trace(forgotten):
     notes_md = store.notes_md_path.read_text()
     assert f"~~**constraint**: {WRONG}" in notes_md and "(forgotten " in notes_md
     assert WRONG not in store.sub("memory", "context.md").read_text()
+    import stat
+
+    assert stat.S_IMODE(store.sub("archive", "forgotten.jsonl").stat().st_mode) == 0o600  # private store
 
 
 @pytest.mark.parametrize("note", ["the api needs port 8080 for the load balancer",  # the same wording
