@@ -63,7 +63,7 @@ def cmd_forget(args) -> int:
         from ..errors import BadInput
 
         raise BadInput(f"unknown memory {args.memory_id!r}: no store at {store.path}")
-    store = open_store(args)  # it exists: opened for writing (private files)
+    store = open_store(args, create=False, writes=True)  # it exists: opened for writing
     res = forget(store, args.memory_id, args.reason)
     print(f"forgot {res['memory_id']}: {res['statement']} (run {res['run_id']}; `consolidate undo"
           f" {res['run_id']}` brings it back). The same statement from a later session is not written again"

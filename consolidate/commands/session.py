@@ -56,7 +56,7 @@ def cmd_end(args) -> int:
     sid = check_session_id(args.session)
     store = open_store(args, create=False)
     _require_known_for_end(store, sid)
-    store = open_store(args)  # known: opened for writing (private files)
+    store = open_store(args, create=False, writes=True)  # known: opened for writing (private, not read-only)
     before = store.sessions.session_end(sid)
     store.sessions.end(args.session, args.outcome, args.reason)
     n = store.sessions.count(args.session.strip())
