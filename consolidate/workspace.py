@@ -638,9 +638,6 @@ def start(store, session_id: str | None = None, task: str | None = None, **bound
             context = ws.root / "context"
             text, memories = _context_memories(store, task)
             (context / "memories.md").write_text(text, encoding="utf-8")
-            from .echo import memory_texts, record_shown_safely
-
-            record_shown_safely(store, sid, memory_texts(text))  # shown: a repeat of it is an echo
             core = store.core_rules()
             (context / "core.md").write_text(core or "# Project rules\n\n(memory/core.md is empty)\n", encoding="utf-8")
             (context / "session.json").write_text(json.dumps({

@@ -114,14 +114,3 @@ def test_a_recall_outside_any_session_counts_for_sessions_written_after_it(minil
     plan, meta = _run(store, "s3")
     assert not plan.reconfirmations and meta["confidence"] == "medium"
 
-
-def test_memories_given_in_a_workspace_context_are_echoes_too(minilm_store):
-    from consolidate.workspace import start
-
-    store = minilm_store
-    _seed(store)
-    ws, info = start(store, "ws-1", task="start Postgres for the integration tests")
-    assert MEMORY in ws.read("context/memories.md")["content"]
-    store.sessions.add_note("ws-1", "Postgres container must be up (make db-up) before integration tests")
-    plan, meta = _run(store, "ws-1")
-    assert not plan.reconfirmations and meta["confidence"] == "medium"
