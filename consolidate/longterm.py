@@ -200,6 +200,11 @@ def close_all() -> None:
             idx.close()
 
 
+#: The statuses recall and the SessionStart context show: active entries, and disputed ones (two
+#: entries of equal evidence that contradict each other, each shown with its ``[disputed]`` suffix,
+#: issue 12) instead of nothing on the topic. Quarantined entries only on request.
+RECALLED = ("active", "disputed")
+
 class LongTerm:
     """The recall index of one store. Raises EmbeddingMismatch (from the manifest check) when the
     store was built with another embedding function, StoreCorrupt when Chroma cannot open it.
@@ -338,8 +343,11 @@ class LongTerm:
         return True
 
     def search(self, query: str, *, k: int = 5, scope: str | None = None,
-               statuses: tuple[str, ...] = ("active",)) -> list[dict[str, Any]]:
-        """Semantic recall: the ``k`` memories nearest to ``query`` with the given statuses."""
+               statuses: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+        """Semantic recall: the ``k`` memories nearest to ``query`` with the given statuses (default
+        RECALLED: active and disputed; a disputed entry is shown with its ``[disputed]`` suffix
+        rather than leaving the topic blank)."""
+        statuses = RECALLED if statuses is None else statuses
         if self.count() == 0:
             return []
         return self.neighbours(self.embed([query])[0], scope=scope, k=k, statuses=statuses)
@@ -361,10 +369,11 @@ class LongTerm:
                 return out
             offset += self.PAGE
 
-    def active(self, scope: str | None = None, tier: str = "durable", confidence: str | None = None) -> list[dict[str, Any]]:
-        """Every active memory of ``scope`` in ``tier`` (and ``confidence`` when given): dicts with
-        ``id``, ``document``, ``metadata``."""
-        where = _where(scope=scope, statuses=("active",), tier=tier)
+    def active(self, scope: str | None = None, tier: str = "durable", confidence: str | None = None,
+               statuses: tuple[str, ...] = ("active",)) -> list[dict[str, Any]]:
+        """Every active memory (or of ``statuses``) of ``scope`` in ``tier`` (and ``confidence`` when
+        given): dicts with ``id``, ``document``, ``metadata``."""
+        where = _where(scope=scope, statuses=statuses, tier=tier)
         if confidence:
             where = {"$and": [*where["$and"], {"confidence": confidence}]}
         return self._get_all(where)

@@ -140,8 +140,12 @@ def run_queue(store: Store, *, session_id: str | None = None, stale_after: float
     one claimed by a process that died (or longer ago than ``stale_after`` seconds) is taken over.
     Session ends left ``partial`` (notes waiting for a judge) are queued again first when a judge
     can answer now or a waiting note is past its bound (consolidate/deferral.py), so this run judges
-    exactly their waiting notes. Keyword arguments go to :func:`run_session`; a dry run claims nothing."""
+    exactly their waiting notes. Without a ``chain_factory`` the sessions of one call share one judge
+    chain, so a judge that failed is skipped for the rest of the call (the circuit breaker), not
+    tried again, time box after time box, for every waiting session. Keyword arguments go to
+    :func:`run_session`; a dry run claims nothing."""
     plans = []
+    kwargs = _share_chain(store, kwargs)
     _requeue_waiting(store, session_id, kwargs)
     if not kwargs.get("dry_run") and any(store.sub("journal").glob("*.json")):
         # a crashed run first: its session must not be consolidated twice
@@ -182,3 +186,21 @@ def _requeue_waiting(store, session_id: str | None, kwargs: dict) -> list[str]:
 def _partial_rows(store, session_id: str | None) -> list[dict]:
     """Partial session ends (a dry run shows what a run would do with their waiting notes)."""
     return [r for r in store.sessions.partial() if session_id is None or r["session_id"] == session_id]
+
+
+def _share_chain(store, kwargs: dict) -> dict:
+    """``kwargs`` with a ``chain_factory`` that builds the configured chain once, on first use, and
+    hands the same chain to every session of the call (its circuit breaker included)."""
+    if kwargs.get("chain_factory") is not None:
+        return kwargs
+    box: dict = {}
+    judges = kwargs.get("judges")
+
+    def factory():
+        if "chain" not in box:
+            from judges.registry import build_chain
+
+            box["chain"] = build_chain(judges, store_path=store.path)
+        return box["chain"]
+
+    return {**kwargs, "chain_factory": factory}

@@ -6,7 +6,7 @@
 - ``k``: how many memories at most (1 to 1000; the MCP tool allows up to 50);
 - ``min_similarity``: the floor (cosine similarity, default 0.2, measured with MiniLM: unrelated
   memories score around 0, related ones 0.3 and up); memories below it are left out and counted;
-- ``include_quarantined``: also return quarantined and disputed entries (default: active only).
+- ``include_quarantined``: also return quarantined entries (default: active and disputed ones, a disputed entry shown with its ``[disputed]`` suffix).
 
 When the best match of the query is quarantined (left out by default) the result says so in
 ``note``, so an agent knows a low-confidence observation exists and can ask for it. A store with no
@@ -80,7 +80,9 @@ def recall(store, query: str, *, k: int = 5, min_similarity: float = MIN_SIMILAR
     if not store.exists or not store.has_longterm:  # nothing consolidated yet: create nothing
         return result
     lt = store.longterm()
-    statuses = ("active", "quarantined", "disputed") if include_quarantined else ("active",)
+    from .longterm import RECALLED
+
+    statuses = (*RECALLED, "quarantined") if include_quarantined else RECALLED
     found = lt.search(query, k=k, statuses=statuses)
     from .anchors import mark_hits
 

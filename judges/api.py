@@ -121,6 +121,8 @@ class Verdicts(BaseModel):
 _LENIENT = threading.local()
 
 
+#: The compare prompt: ``contradiction-v1`` (duplicate | contradicts | unrelated). A judge may also
+#: answer ``updates`` (the new statement replaces the old), which the contradiction stage acts on.
 COMPARE_PROMPT_VERSION = "contradiction-v1"
 
 
@@ -142,6 +144,8 @@ class _Relation(BaseModel):
 class Relations(BaseModel):
     """The structured answer of the contradiction check: one relation per pair."""
 
+    # (prompt contradiction-v1; the docstring is the schema's description, part of the recorded request)
+
     relations: list[_Relation]
 
     @classmethod
@@ -154,6 +158,29 @@ class Relations(BaseModel):
             _LENIENT.parsed = True
         kwargs.pop("strict", None)
         return cls.model_validate(data, **kwargs)
+
+
+class _RelationV2(BaseModel):
+    id: str = Field(description="the pair id exactly as given, e.g. p1")
+    relation: str = Field(description="duplicate | updates | contradicts | unrelated")
+    reason: Optional[str] = Field(None, description="why, at most 12 words")
+
+
+class CompareAnswer(Relations):
+    """The structured answer of a compare prompt that offers ``updates``: one relation per pair, ``updates``
+    among them (NEW replaces OLD: something changed)."""
+
+    relations: list[_RelationV2]
+
+
+#: The response model of each compare prompt version (the schema is part of the recorded request).
+COMPARE_MODELS = {"contradiction-v1": Relations}
+
+
+def compare_model(version: str):
+    """The response model for compare prompt ``version`` (CompareAnswer, which knows ``updates``,
+    for any other)."""
+    return COMPARE_MODELS.get(version, CompareAnswer)
 
 
 def _import_litellm():
@@ -195,7 +222,7 @@ class APIJudge:
 
     def __init__(self, arg: str | None = None, *, model: str | None = None, api_base: str | None = None,
                  api_key: str | None = None, max_retries: int = 2, temperature: float = 0.0, seed: int = 42,
-                 prompt_version: str = PROMPT_VERSION):
+                 prompt_version: str = PROMPT_VERSION, compare_prompt_version: str = COMPARE_PROMPT_VERSION):
         self.model = model or arg or os.environ.get("CONSOLIDATE_API_MODEL") or self._default_model()
         self.api_base = api_base or os.environ.get("CONSOLIDATE_API_BASE") or None
         self.api_key = api_key or os.environ.get("CONSOLIDATE_API_KEY") or None
@@ -203,6 +230,7 @@ class APIJudge:
         self.temperature = temperature
         self.seed = seed
         self.prompt_version = prompt_version
+        self.compare_prompt_version = compare_prompt_version
         self.usage: dict[str, Any] = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
         self.last_call: dict[str, Any] = {}
 
@@ -230,9 +258,10 @@ class APIJudge:
 
     def compare(self, pairs: list, context: JudgeContext, timeout: float | None) -> list[dict]:
         """The contradiction check: ``pairs`` is ``[(pid, Pair)]``; returns ``[{"id", "relation",
-        "reason"}]`` with relation ``duplicate``, ``contradicts`` or ``unrelated`` (prompt
-        ``contradiction-v1``)."""
-        return self._structured(render_compare_prompt(pairs, context), Relations,
+        "reason"}]`` with relation ``duplicate``, ``updates``, ``contradicts`` or ``unrelated`` (prompt
+        ``compare_prompt_version``, default ``contradiction-v1``)."""
+        version = self.compare_prompt_version
+        return self._structured(render_compare_prompt(pairs, context, version), compare_model(version),
                                 min(MAX_TOKENS_CAP, 60 * len(pairs) + 100), timeout)
 
     def _structured(self, prompt: str, response_model, max_tokens: int, timeout: float | None) -> list[dict]:

@@ -300,7 +300,11 @@ class Pair:
     type: str
 
 
-RELATIONS = ("duplicate", "contradicts", "unrelated")
+RELATIONS = ("duplicate", "updates", "contradicts", "unrelated")
+#: Other spellings of a relation a model may answer (``update`` for ``updates``, ...).
+_RELATION_ALIASES = {"update": "updates", "updated": "updates", "replaces": "updates", "supersedes": "updates",
+                     "contradict": "contradicts", "contradiction": "contradicts", "conflict": "contradicts",
+                     "conflicts": "contradicts", "same": "duplicate", "duplicates": "duplicate"}
 #: Pairs per contradiction call: 40 pairs of two statements stay far inside an 8k context, and 40
 #: relations fit the API judge's output budget for them (60 tokens each + 100, judges/api.py).
 MAX_PAIRS_PER_CALL = 40
@@ -320,7 +324,8 @@ class _CompareAdapter:
 def compare_pairs(chain: "JudgeChain", pairs: list[Pair], context: JudgeContext,
                   deadline: float | None = None) -> tuple[dict[str, tuple[str, str]], list[dict[str, Any]]]:
     """Ask the chain's judges that can compare (those with a ``compare`` method) how each pair
-    relates: ``duplicate``, ``contradicts`` or ``unrelated``. Returns ``({key: (relation, judge)},
+    relates: ``duplicate``, ``updates`` (the new statement replaces the old: something changed),
+    ``contradicts`` or ``unrelated``. Returns ``({key: (relation, judge)},
     events)``; a pair no judge answered is absent (nothing is guessed). Answers for unknown pair
     ids, unknown relations and second answers are ignored and listed in a ``judge.output_problems``
     event (``stage: contradiction``). Same fail-soft rules as judging: a judge that fails is skipped
@@ -372,6 +377,7 @@ def _compare_chunk(chain: "JudgeChain", pairs: list[Pair], context: JudgeContext
                 problems.append(f"answer {str(item)[:60]!r} is not an object; ignored")
                 continue
             pid, rel = str(item.get("id", "")).strip(), str(item.get("relation", "")).strip().lower()
+            rel = _RELATION_ALIASES.get(rel, rel)
             if pid not in ids and f"p{pid}" in ids:
                 pid = f"p{pid}"
             if pid not in ids:

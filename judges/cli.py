@@ -9,7 +9,11 @@ Judge specs (``judges.registry``)::
                               one argument) and ``{schema_file}`` (a temporary file holding it) are
                               replaced in each argument
 
-Presets (the prompt always goes on stdin; ``{schema}`` is ``Verdicts.model_json_schema()`` with its
+The judge answers both prompts: ``judge()`` the judge prompt (schema ``Verdicts``) and ``compare()``
+the contradiction check's compare prompt (schema of ``judges.api.compare_model``), with the same
+presets, time boxes, errors and fail-soft rules.
+
+Presets (the prompt always goes on stdin; ``{schema}`` is the answer's JSON schema with its
 ``$defs`` inlined):
 
 - ``claude``: ``claude -p --output-format json --json-schema {schema} --settings {"disableAllHooks": true}``
@@ -52,7 +56,7 @@ from typing import Any
 
 from consolidate.errors import ConfigError, JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
 
-from .api import PROMPT_VERSION, Verdicts, render_prompt
+from .api import COMPARE_PROMPT_VERSION, PROMPT_VERSION, Verdicts, compare_model, render_compare_prompt, render_prompt
 from .base import JudgeContext, JudgeNote
 
 #: Preset name -> argv template. ``{model}`` arguments are dropped with their flag when no model is set.
@@ -78,10 +82,11 @@ STDERR_CAP = 300
 _FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\r?\n(.*?)```", re.S)
 
 
-def schema() -> dict:
-    """``Verdicts.model_json_schema()`` with every ``$ref`` replaced by its definition (some CLIs do
+def schema(model=Verdicts) -> dict:
+    """``model.model_json_schema()`` (default: the judge prompt's ``Verdicts``; the compare prompt's
+    model for :meth:`CLIJudge.compare`) with every ``$ref`` replaced by its definition (some CLIs do
     not resolve ``$defs``)."""
-    raw = Verdicts.model_json_schema()
+    raw = model.model_json_schema()
     defs = raw.pop("$defs", {})
 
     def inline(node):
@@ -147,6 +152,19 @@ def extract_verdicts(value: Any, depth: int = 0) -> tuple[list, dict[str, Any]]:
     Accepts ``{"verdicts": [...]}``, a bare list of verdicts, a single verdict object, and Claude
     Code's print-mode envelope (``structured_output`` first, else ``result`` parsed again).
     Raises JudgeOutputInvalid for any other shape, JudgeUnavailable for an envelope reporting an error."""
+    return extract_items(value, "verdicts", "verdict", depth)
+
+
+def extract_relations(value: Any) -> tuple[list, dict[str, Any]]:
+    """Raw relation dicts (``{"id", "relation", "reason"}``) from a parsed answer to the compare
+    prompt: ``{"relations": [...]}``, a bare list, a single relation object, or Claude Code's
+    envelope, like :func:`extract_verdicts`."""
+    return extract_items(value, "relations", "relation")
+
+
+def extract_items(value: Any, key: str, field: str, depth: int = 0) -> tuple[list, dict[str, Any]]:
+    """The list under ``key`` (``verdicts`` or ``relations``) of a parsed answer, whose items carry
+    ``id`` and ``field``; see :func:`extract_verdicts` for the shapes taken."""
     meta: dict[str, Any] = {}
     if isinstance(value, dict) and value.get("type") == "result" and ("result" in value or "structured_output" in value):
         if value.get("total_cost_usd") is not None:
@@ -164,16 +182,16 @@ def extract_verdicts(value: Any, depth: int = 0) -> tuple[list, dict[str, Any]]:
             meta["parsed_from"] = f"envelope-result-{where}"
         else:
             meta["parsed_from"] = "envelope-structured_output"
-        raw, inner_meta = extract_verdicts(inner, depth + 1)
+        raw, inner_meta = extract_items(inner, key, field, depth + 1)
         return raw, {**inner_meta, **meta}
-    if isinstance(value, dict) and isinstance(value.get("verdicts"), list):
-        return value["verdicts"], meta
+    if isinstance(value, dict) and isinstance(value.get(key), list):
+        return value[key], meta
     if isinstance(value, list) and all(isinstance(v, dict) for v in value):
         return value, meta
-    if isinstance(value, dict) and "id" in value and "verdict" in value:
+    if isinstance(value, dict) and "id" in value and field in value:
         return [value], meta
     shape = type(value).__name__ if not isinstance(value, dict) else "object with keys " + ", ".join(list(value)[:5])
-    raise JudgeOutputInvalid(f"answer is not a list of verdicts ({shape})")
+    raise JudgeOutputInvalid(f"answer is not a list of {key} ({shape})")
 
 
 def _last_line(data: bytes) -> str:
@@ -216,7 +234,7 @@ class CLIJudge:
 
     def __init__(self, arg: str | None = None, *, preset: str | None = None, model: str | None = None,
                  command: str | None = None, kill_grace: float = KILL_GRACE, env: dict[str, str] | None = None,
-                 prompt_version: str = PROMPT_VERSION):
+                 prompt_version: str = PROMPT_VERSION, compare_prompt_version: str = COMPARE_PROMPT_VERSION):
         if arg:
             head, _, rest = arg.partition(":")
             preset = preset or head.strip()
@@ -246,16 +264,18 @@ class CLIJudge:
         self.kill_grace = kill_grace
         self.env = dict(env or {})
         self.prompt_version = prompt_version
+        self.compare_prompt_version = compare_prompt_version
         self.calls = 0
         self.last_call: dict[str, Any] = {}
         self.last_pgid: int | None = None
 
     # -- command line -------------------------------------------------------------------------
 
-    def argv(self, schema_file: str | None = None) -> list[str]:
-        """The command for one call: placeholders replaced; for a preset, a ``{model}`` argument
-        and the flag before it are dropped when no model is set."""
-        schema_text = json.dumps(schema(), separators=(",", ":"))
+    def argv(self, schema_file: str | None = None, response_model=Verdicts) -> list[str]:
+        """The command for one call: placeholders replaced (``{schema}`` by ``response_model``'s
+        schema); for a preset, a ``{model}`` argument and the flag before it are dropped when no
+        model is set."""
+        schema_text = json.dumps(schema(response_model), separators=(",", ":"))
         out: list[str] = []
         for arg in self.argv_template:
             if arg == "{model}" and not self.model and self.preset != "template":
@@ -294,20 +314,34 @@ class CLIJudge:
         """Run the CLI once for the batch; returns raw verdict dicts (validated by the chain).
 
         ``timeout`` in seconds (None: no limit). See the module docstring for the errors raised."""
+        return self._call(render_prompt(batch, context, self.prompt_version), Verdicts, extract_verdicts, timeout)
+
+    def compare(self, pairs: list, context: JudgeContext, timeout: float | None) -> list[dict]:
+        """The contradiction check, like the API judge's: ``pairs`` is ``[(pid, Pair)]``; one CLI
+        call with the compare prompt (``compare_prompt_version``) and its schema; returns raw
+        ``{"id", "relation", "reason"}`` dicts (checked by ``judges.chain.compare_pairs``). Same
+        time box, errors and output parsing as :meth:`judge`."""
+        version = self.compare_prompt_version
+        return self._call(render_compare_prompt(pairs, context, version), compare_model(version),
+                          extract_relations, timeout)
+
+    def _call(self, prompt_text: str, response_model, extract, timeout: float | None) -> list[dict]:
+        """One CLI call: the prompt on stdin, ``response_model``'s schema in the command line (or a
+        temporary file), the answer's items read by ``extract``."""
         self.last_call = {}
         ok, why = self.available()
         if not ok:
             raise JudgeUnavailable(f"{self.name}: {why}", judge=self.name)
         if timeout is not None and timeout <= 0:
             raise JudgeTimeout(f"{self.name}: no time left", judge=self.name, seconds=timeout)
-        prompt = render_prompt(batch, context, self.prompt_version).encode("utf-8")
+        prompt = prompt_text.encode("utf-8")
         schema_path = None
         if self._needs_schema_file():
             fd, schema_path = tempfile.mkstemp(prefix="consolidate-schema-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(schema(), f)
+                json.dump(schema(response_model), f)
         try:
-            return self._run(self.argv(schema_path), prompt, timeout)
+            return self._run(self.argv(schema_path, response_model), prompt, timeout, extract)
         finally:
             if schema_path:
                 try:
@@ -315,7 +349,7 @@ class CLIJudge:
                 except OSError:
                     pass
 
-    def _run(self, argv: list[str], prompt: bytes, timeout: float | None) -> list[dict]:
+    def _run(self, argv: list[str], prompt: bytes, timeout: float | None, extract=extract_verdicts) -> list[dict]:
         env = {**os.environ, **self.env, CHILD_ENV: "1"}
         started = time.monotonic()
         try:
@@ -346,7 +380,7 @@ class CLIJudge:
             raise JudgeUnavailable(f"{self.name}: {what}: {line}", judge=self.name)
         try:
             value, where = parse_output(out.decode("utf-8", "replace"))
-            raw, meta = extract_verdicts(value)
+            raw, meta = extract(value)
         except (JudgeOutputInvalid, JudgeUnavailable) as exc:
             raise type(exc)(f"{self.name}: {exc}", judge=self.name) from None
         self.last_call.update({"parsed_from": where, **meta})

@@ -16,6 +16,8 @@ from typing import Callable
 
 #: One note line of the judge prompt: ``[n3] (kind: fact) text``.
 NOTE = re.compile(r"^\[(n\d+)\](?: \(section: [^)]*\))?(?: \(kind: [^)]*\))? (.*)$", re.M)
+#: A note line with its kind: ``(id, kind or "", text)`` (the keep-everything fake's input).
+KIND_NOTE_LINE = re.compile(r"^\[(n\d+)\](?: \(section: [^)]*\))?(?: \(kind: ([^)]*)\))? (.*)$", re.M)
 #: One pair line of the compare prompt: ``[p1] (fact) NEW: ... || OLD: ...``.
 PAIR = re.compile(r"^\[(p\d+)\] \(([^)]*)\) NEW: (.*?) \|\| OLD: (.*)$", re.M)
 

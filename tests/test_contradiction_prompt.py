@@ -1,6 +1,7 @@
 """The contradiction prompt (prompts/contradiction-v1.md) through the whole pipeline with a real model
-judge (the recording model of tests/cassettes.py) behind llama.cpp's server, replayed from a cassette. The relation the model gave
-is recorded beside the cassette; a changed prompt, parser or schema misses the cassette and fails.
+judge (the recording model of tests/cassettes.py) behind llama.cpp's server, replayed from a cassette.
+The relation the model gave is recorded beside the cassette; a changed prompt, parser or schema
+misses the cassette and fails.
 
 Re-record: CONSOLIDATE_RECORD=1 python -m pytest tests/test_contradiction_prompt.py -q (starts the
 server on 127.0.0.1:8767)."""
@@ -54,7 +55,8 @@ def test_contradiction_check_with_recorded_model(tmp_path, model_server):
     store.sessions.add_note("b", "The API gateway timeout is 60 seconds for every route", flag=True, kind="constraint",
                             metadata={"evidence": "user-stated"})
     store.sessions.end("b", "success")
-    judge = APIJudge(model=MODEL, api_base=API_BASE, api_key="sk-local", max_retries=0)
+    judge = APIJudge(model=MODEL, api_base=API_BASE, api_key="sk-local", max_retries=0,
+                     compare_prompt_version="contradiction-v1")  # the cassette was recorded with v1
     with recorder().use_cassette(cassette_name("contradiction")):
         [plan] = run_queue(store, chain_factory=lambda: JudgeChain([judge]), time_box=None)
     calls = [e for e in plan.events if e["event"] == "judge.call" and e.get("stage") == "contradiction"]
@@ -67,3 +69,4 @@ def test_contradiction_check_with_recorded_model(tmp_path, model_server):
         EXPECTED.write_text(json.dumps({"template_sha256": digest, "outcome": outcome, "documents": docs}, indent=1))
     expected = json.loads(EXPECTED.read_text())
     assert (outcome, docs) == (expected["outcome"], expected["documents"])
+

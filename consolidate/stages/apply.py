@@ -383,7 +383,7 @@ def _notes_md(plan, store, writes) -> None:
 
 
 def write_context(store, scope: str, limit: int = CONTEXT_MEMORIES) -> None:
-    """Rewrite ``memory/context.md``: the top active durable memories of ``scope`` (high confidence
+    """Rewrite ``memory/context.md``: the top active (and disputed) durable memories of ``scope`` (high confidence
     first, then most recently confirmed), one line each with its suffix. The SessionStart hook prints
     this file, so starting a session imports nothing heavy. Reads one confidence level at a time and
     stops once ``limit`` entries are found. Memories whose anchored file is gone (stale) are left
@@ -392,11 +392,14 @@ def write_context(store, scope: str, limit: int = CONTEXT_MEMORIES) -> None:
     from ..report import render_memory
     from ..store import write_text_atomic
 
+    from ..longterm import RECALLED
+
     lt = store.longterm()
     stale = read_section(store.path)["stale"]
     rows: list = []
     for level in ("high", "medium", "low"):
-        found = [r for r in lt.active(scope, confidence=level) if r["id"] not in stale]
+        # disputed ones too, with their suffix (issue 12)
+        found = [r for r in lt.active(scope, confidence=level, statuses=RECALLED) if r["id"] not in stale]
         found.sort(key=lambda r: _neg(r["metadata"].get("last_confirmed")))
         rows += found[: limit - len(rows)]
         if len(rows) >= limit:

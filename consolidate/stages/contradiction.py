@@ -9,11 +9,20 @@ least CANDIDATE_SIMILARITY):
   whole texts as similar, so two long notes differing only at the end are not) is a duplicate: the existing entry is re-confirmed (last_confirmed today; confidence one step up when seen
   in another session; a quarantined entry seen in another session is promoted to active and its
   evidence upgraded) and nothing new is written;
-- the other candidates go to the judge chain's contradiction prompt, which answers duplicate,
-  contradicts or unrelated. For a contradiction the evidence decides: stronger new evidence supersedes
-  (the old entry is archived with a ``superseded_by`` link and a ``supersedes`` graph edge), weaker new
-  evidence is rejected (the event cites the existing entry), equal evidence makes both ``disputed``.
-  A quarantined entry contradicted by a new observation is deleted with a tombstone.
+- the other candidates go to the judge chain's compare prompt (every judge kind that has a
+  ``compare`` method: the API and the CLI judge), which answers duplicate, updates, contradicts or
+  unrelated.
+- ``updates`` (the new statement replaces the old one: "switched from X to Y", "now X; Y is gone",
+  "no longer"; :func:`_update`): with equal or stronger evidence (the evidence kind: user-stated >
+  observed > inferred) the new entry supersedes the old (archived with ``superseded_by``, a
+  ``supersedes`` graph edge); with weaker evidence the new entry is quarantined, linked to the old
+  (``provenance.updates``), until another session confirms it: then it becomes active and the old
+  entry is superseded (:func:`_confirm_update`).
+- ``contradicts`` (both claim to be true now): the evidence decides: stronger new evidence supersedes,
+  weaker new evidence is rejected (the event cites the existing entry), equal evidence makes both
+  ``disputed`` (shown with a ``[disputed]`` suffix by recall and in the SessionStart context, listed
+  by ``consolidate disputes``). A quarantined entry contradicted by a new observation is deleted with
+  a tombstone.
 - with no judge able to compare, nothing is guessed to be a contradiction: only duplicates act.
 
 Never are two contradicting entries left active. A new fact that only mentions an entity does not
@@ -31,8 +40,13 @@ from ..plan import MemoryUpdate, Reconfirmation, step_confidence
 #: Cosine similarity at or above which two statements are the same memory without asking a judge.
 #: MiniLM-L6-v2 scores rewrites of one sentence above 0.95 and paraphrases of one rule 0.85-0.95.
 DUPLICATE_SIMILARITY = 0.95
-#: Neighbours at or above this similarity are shown to the contradiction judge.
-CANDIDATE_SIMILARITY = 0.60
+#: Neighbours at or above this similarity are shown to the judge's compare prompt. Measured on the 60
+#: labelled pairs of tests/labels/compare-regression.jsonl with MiniLM-L6-v2
+#: (benchmarks/bench_candidate_threshold.py): the related pairs (reworded duplicates, updates,
+#: conflicts) score 0.590 to 0.966, the unrelated same-topic pairs -0.063 to 0.603. At 0.55 every
+#: related pair reaches the judge and 2 of 18 unrelated pairs do (11 %); the former 0.60 missed an
+#: update (0.590, "switched the bundler from webpack to Vite") and a conflict (0.593).
+CANDIDATE_SIMILARITY = 0.55
 NEIGHBOURS = 5
 _EVIDENCE_RANK = {"inferred": 0, "observed-failure": 1, "observed-success": 1, "user-stated": 2}
 _CONFIDENCE_RANK = {"low": 0, "medium": 1, "high": 2}
@@ -228,6 +242,8 @@ def _reconfirm(plan, c, match, today) -> None:
     if evidence != meta.get("evidence"):
         plan.updates.append(MemoryUpdate(match["id"], "update", {"evidence": evidence},
                                          event="memory.promoted", reason="corroborated in another session"))
+    if meta.get("status") == "quarantined" and status == "active":
+        _confirm_update(plan, match)
     plan.decide("memory.reconfirmed", note_ids=c.note_ids, reason=c.outcome_reason, memory_id=match["id"],
                 confidence=confidence, status=status)
 
@@ -282,6 +298,9 @@ def _judge_pairs(plan, ctx, to_compare, today) -> None:
             continue
         if rel == "unrelated":
             continue
+        if rel == "updates":
+            _update(plan, c, h, judge)
+            continue
         other = h.get("candidate")
         if rel == "duplicate":
             if other is not None:
@@ -332,3 +351,59 @@ def _contradiction(plan, c, h, judge) -> None:
                                              reason=f"contradicted by equally strong evidence ({judge})"))
         plan.decide("memory.disputed", note_ids=c.note_ids, memory_id=h["id"], judge=judge,
                     reason="equal evidence, incompatible statements: both disputed, listed by `consolidate disputes`")
+
+
+def _update(plan, c, h, judge) -> None:
+    """The judge says ``c`` replaces the statement of ``h`` (an existing entry, or another keeper of
+    this run when ``h["candidate"]`` is set). Equal or stronger evidence kind: the old one is
+    superseded (an existing entry archived with ``superseded_by``; an earlier keeper of the run not
+    written). Weaker, or ``c`` already quarantined (by the write policy): ``c`` is quarantined, linked
+    to the old entry, until another session confirms it. The evidence kinds compared are those
+    credited by consolidate/stages/credibility.py; a candidate judged from a note worded as an
+    instruction to the judge never updates anything (it is rejected, as for a contradiction)."""
+    meta, other = h["metadata"], h.get("candidate")
+    old_id = h["id"] or "(this run)"
+    if c.isolated and _held_back(plan, c, h, judge):
+        return
+    (new_rank, _), (old_rank, _) = _strengths(plan, c, h)
+    if new_rank < old_rank or c.status == "quarantined":
+        c.status = "quarantined"
+        if h["id"]:
+            c.provenance["updates"] = h["id"]
+        plan.decide("candidate.quarantined", note_ids=c.note_ids, memory_id=h["id"], judge=judge,
+                    reason=f"updates {old_id}"
+                           + (f" with weaker evidence ({c.evidence} < {meta.get('evidence')})" if new_rank < old_rank
+                              else " but is quarantined itself")
+                           + ": quarantined until another session confirms it")
+        return
+    if other is not None:
+        if not other.pending:
+            return
+        other.outcome = "rejected"
+        other.outcome_reason = f"replaced in the same run by a later statement (update; {judge})"
+        plan.decide("candidate.rejected", note_ids=other.note_ids, reason=other.outcome_reason)
+        return
+    plan.updates.append(MemoryUpdate(h["id"], "archive", {"status": "superseded"}, event="memory.superseded",
+                                     reason=f"updated by a newer statement ({c.evidence}; {judge})"))
+    c.provenance["supersedes"] = h["id"]
+    plan.decide("memory.superseded", note_ids=c.note_ids, memory_id=h["id"], judge=judge, relation="updates",
+                reason=f"the new statement replaces it (update); evidence {c.evidence} >= {meta.get('evidence')}")
+
+
+def _confirm_update(plan, match) -> None:
+    """A quarantined update confirmed in another session becomes active: the entry it updates
+    (``provenance.updates``) is superseded now."""
+    import json
+
+    try:
+        prov = json.loads(match["metadata"].get("provenance") or "{}")
+    except (TypeError, ValueError):
+        return
+    old = prov.get("updates") if isinstance(prov, dict) else None
+    if not old or any(u.memory_id == old for u in plan.updates):
+        return
+    plan.updates.append(MemoryUpdate(old, "archive", {"status": "superseded", "superseded_by": match["id"]},
+                                     event="memory.superseded", edges=[[match["id"], "supersedes"]],
+                                     reason=f"the update {match['id']} was confirmed in another session"))
+    plan.decide("memory.superseded", memory_id=old, relation="updates",
+                reason=f"the update {match['id']} was confirmed in another session")
