@@ -75,6 +75,20 @@ def answering_judges(chain, probe: bool = True) -> list[str]:
     return names
 
 
+def no_judge_line(store, judges: list | None = None, days: float | None = None) -> str | None:
+    """The line ``run`` and ``batch`` print first when no judge of the configured chain can answer
+    now (naming ``consolidate judges``), or None when one can (or the chain cannot be built: the run
+    reports that error itself)."""
+    try:
+        chain = build_chain(store, judges)
+    except Exception:
+        return None
+    if answering_judges(chain):
+        return None
+    return (f"no judge available (chain: {', '.join(chain.names) or 'empty'}): notes that need a judge will wait"
+            f" in the session tier for up to {wait_days(days):g} days; run `consolidate judges` to see why and set one up")
+
+
 def build_chain(store, judges: list | None = None, chain_factory: Callable | None = None):
     """The chain a run would use (``chain_factory()`` or ``judges`` / the configuration)."""
     if chain_factory is not None:

@@ -85,6 +85,11 @@ def cmd_batch(args) -> int:
     if not store.exists:
         print(f"batch: no store at {store.path}; nothing to do")
         return 0
+    from ..deferral import no_judge_line
+
+    line = no_judge_line(store, args.judge) if store.sessions.sessions() else None  # notes that may need one
+    if line:
+        print(line, flush=True)
     r = run_batch(store, concurrency=args.concurrency, judges=args.judge, time_box=args.time_box,
                   orphan_age=args.orphan_age * 3600, rejudge=args.rejudge, since=since,
                   prompt_version=args.prompt_version, drifted=args.drifted)

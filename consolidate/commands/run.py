@@ -114,20 +114,13 @@ def _partial(store, session_id: str | None) -> bool:
 def _say_when_no_judge(store, args) -> None:
     """With no judge of the chain able to answer now, say so first (stdout; stderr with --json),
     naming ``consolidate judges``."""
-    from ..deferral import answering_judges, build_chain, wait_days
-
-    try:
-        chain = build_chain(store, args.judge)
-    except Exception:
-        return  # the run reports a configuration error itself
-    if answering_judges(chain):
-        return
     import sys
 
-    days = wait_days(args.wait_days)
-    print(f"no judge available (chain: {', '.join(chain.names) or 'empty'}): notes that need a judge will wait"
-          f" in the session tier for up to {days:g} days; run `consolidate judges` to see why and set one up",
-          file=sys.stderr if args.json else sys.stdout, flush=True)
+    from ..deferral import no_judge_line
+
+    line = no_judge_line(store, args.judge, args.wait_days)
+    if line:
+        print(line, file=sys.stderr if args.json else sys.stdout, flush=True)
 
 
 def register(sub, common) -> None:
