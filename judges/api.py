@@ -121,9 +121,10 @@ class Verdicts(BaseModel):
 _LENIENT = threading.local()
 
 
-#: The compare prompt: ``contradiction-v1`` (duplicate | contradicts | unrelated). A judge may also
-#: answer ``updates`` (the new statement replaces the old), which the contradiction stage acts on.
-COMPARE_PROMPT_VERSION = "contradiction-v1"
+#: The compare prompt: ``contradiction-v2`` tells an update ("switched from X to Y", "now X; Y is gone",
+#: "no longer") from a true conflict (issue 12); ``contradiction-v1`` (duplicate | contradicts |
+#: unrelated) is kept for provenance and for its recorded cassette.
+COMPARE_PROMPT_VERSION = "contradiction-v2"
 
 
 def render_compare_prompt(pairs: list, context: JudgeContext, version: str = COMPARE_PROMPT_VERSION) -> str:
@@ -167,14 +168,14 @@ class _RelationV2(BaseModel):
 
 
 class CompareAnswer(Relations):
-    """The structured answer of a compare prompt that offers ``updates``: one relation per pair, ``updates``
+    """The structured answer of prompt ``contradiction-v2``: one relation per pair, ``updates``
     among them (NEW replaces OLD: something changed)."""
 
     relations: list[_RelationV2]
 
 
 #: The response model of each compare prompt version (the schema is part of the recorded request).
-COMPARE_MODELS = {"contradiction-v1": Relations}
+COMPARE_MODELS = {"contradiction-v1": Relations, "contradiction-v2": CompareAnswer}
 
 
 def compare_model(version: str):
@@ -259,7 +260,7 @@ class APIJudge:
     def compare(self, pairs: list, context: JudgeContext, timeout: float | None) -> list[dict]:
         """The contradiction check: ``pairs`` is ``[(pid, Pair)]``; returns ``[{"id", "relation",
         "reason"}]`` with relation ``duplicate``, ``updates``, ``contradicts`` or ``unrelated`` (prompt
-        ``compare_prompt_version``, default ``contradiction-v1``)."""
+        ``compare_prompt_version``, default ``contradiction-v2``; v1 offers no ``updates``)."""
         version = self.compare_prompt_version
         return self._structured(render_compare_prompt(pairs, context, version), compare_model(version),
                                 min(MAX_TOKENS_CAP, 60 * len(pairs) + 100), timeout)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from consolidate.pipeline import run_queue
-from judges.api import APIJudge, CompareAnswer, compare_model
+from judges.api import APIJudge, CompareAnswer, Relations, compare_model, render_compare_prompt
 from judges.base import JudgeContext
 from judges.chain import JudgeChain, Pair, compare_pairs
 from judges.cli import CLIJudge, extract_relations, schema
@@ -235,3 +235,12 @@ def test_relation_spellings():
     judge = ScriptedJudge(relations=lambda p: {"a": "update", "b": "Conflict", "c": "same"}[p.key])
     got, _ = compare_pairs(JudgeChain([judge]), [Pair(k, "n", "o", "fact") for k in "abc"], JudgeContext())
     assert {k: r for k, (r, _) in got.items()} == {"a": "updates", "b": "contradicts", "c": "duplicate"}
+
+
+def test_compare_prompt_versions():
+    pairs = [("p1", Pair("0", "Builds now need Node 20", "Builds need Node 18", "constraint"))]
+    v2 = render_compare_prompt(pairs, JudgeContext(project="x"))
+    v1 = render_compare_prompt(pairs, JudgeContext(project="x"), "contradiction-v1")
+    assert "updates" in v2 and "updates" not in v1  # v1 is kept for provenance, unchanged
+    assert compare_model("contradiction-v1") is Relations and compare_model("contradiction-v2") is CompareAnswer
+    assert APIJudge(model="x").compare_prompt_version == CLIJudge("claude").compare_prompt_version == "contradiction-v2"

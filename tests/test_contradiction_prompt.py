@@ -1,7 +1,7 @@
-"""The contradiction prompt (prompts/contradiction-v1.md) through the whole pipeline with a real model
-judge (the recording model of tests/cassettes.py) behind llama.cpp's server, replayed from a cassette.
-The relation the model gave is recorded beside the cassette; a changed prompt, parser or schema
-misses the cassette and fails.
+"""The compare prompts (prompts/contradiction-v1.md, and contradiction-v2.md which tells an update from
+a conflict) through the whole pipeline with a real model judge (the recording model of
+tests/cassettes.py) behind llama.cpp's server, replayed from a cassette. The relations the model gave
+are recorded beside the cassette; a changed prompt, parser or schema misses the cassette and fails.
 
 Re-record: CONSOLIDATE_RECORD=1 python -m pytest tests/test_contradiction_prompt.py -q (starts the
 server on 127.0.0.1:8767)."""
@@ -23,11 +23,13 @@ from judges.chain import JudgeChain
 from cassettes import CASSETTES, MODEL, RECORDING, REFRESH_EXPECTED, cassette_name, recorder
 from cassettes import model_server as cassette_server
 
-PROMPT_CASSETTES = {"contradiction-v1": ["contradiction-qwen05b.yaml"]}  # literal: read by the meta-test
+PROMPT_CASSETTES = {"contradiction-v1": ["contradiction-qwen05b.yaml"],
+                    "contradiction-v2": ["contradiction-v2-qwen05b.yaml"]}  # literal: read by the meta-test
 PORT = 8767
 API_BASE = f"http://127.0.0.1:{PORT}/v1"
 PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
 EXPECTED = CASSETTES / (Path(cassette_name("contradiction")).stem + ".expected.json")
+EXPECTED_V2 = CASSETTES / (Path(cassette_name("contradiction-v2")).stem + ".expected.json")
 
 
 @pytest.fixture(autouse=True)
@@ -70,3 +72,38 @@ def test_contradiction_check_with_recorded_model(tmp_path, model_server):
     expected = json.loads(EXPECTED.read_text())
     assert (outcome, docs) == (expected["outcome"], expected["documents"])
 
+
+def test_update_and_conflict_with_recorded_model_v2(tmp_path, model_server):
+    """contradiction-v2 (the default compare prompt): an update (Postgres 15 -> 16, "15 is gone"), a
+    user's changed preference (2 -> 4 spaces, "no longer allowed") and a plain conflict (30 s vs 60 s)
+    in one compare call; what the model answered is pinned in the expected file."""
+    store = Store(tmp_path / ".memofs", project="contra")
+    old = [("Integration tests run against Postgres 15 in CI", "fact"),
+           ("Python files use 2-space indentation", "preference"),
+           ("The API gateway timeout is 30 seconds for every route", "constraint")]
+    new = [("Integration tests run against Postgres 16 in CI now; 15 is gone", "fact"),
+           ("The user now wants 4-space indentation in Python files; 2 spaces is no longer allowed", "preference"),
+           ("The API gateway timeout is 60 seconds for every route", "constraint")]
+    for text, kind in old:
+        store.sessions.add_note("a", text, flag=True, kind=kind)
+    store.sessions.end("a", "success")
+    run_queue(store, judges=["noop"])
+    for text, kind in new:
+        store.sessions.add_note("b", text, flag=True, kind=kind)
+    store.sessions.end("b", "success")
+    judge = APIJudge(model=MODEL, api_base=API_BASE, api_key="sk-local", max_retries=0)
+    assert judge.compare_prompt_version == "contradiction-v2"
+    with recorder().use_cassette(cassette_name("contradiction-v2")):
+        [plan] = run_queue(store, chain_factory=lambda: JudgeChain([judge]), time_box=None)
+    calls = [e for e in plan.events if e["event"] == "judge.call" and e.get("stage") == "contradiction"]
+    assert len(calls) == 1 and calls[0]["prompt_tokens"] > 0 and calls[0]["batch_size"] == 3
+    outcome = sorted((e["event"], e.get("relation", "")) for e in plan.events
+                     if e["event"] in ("memory.superseded", "memory.disputed", "candidate.rejected",
+                                       "memory.reconfirmed", "candidate.related", "candidate.quarantined"))
+    rows = store.longterm().collection.get(include=["documents", "metadatas"])
+    docs = sorted(f"{d} [{m['status']}]" for d, m in zip(rows["documents"], rows["metadatas"]))
+    digest = "sha256:" + hashlib.sha256((PROMPTS / "contradiction-v2.md").read_bytes()).hexdigest()
+    if RECORDING or REFRESH_EXPECTED:
+        EXPECTED_V2.write_text(json.dumps({"template_sha256": digest, "outcome": outcome, "documents": docs}, indent=1))
+    expected = json.loads(EXPECTED_V2.read_text())
+    assert (outcome, docs) == ([tuple(x) for x in expected["outcome"]], expected["documents"])
