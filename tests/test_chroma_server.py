@@ -68,6 +68,7 @@ class FaultyProxy:
 
         up = urlparse(upstream)
         proxy = self
+        self.status = status
         self.failing = False
         self.refused = 0
 
@@ -81,9 +82,9 @@ class FaultyProxy:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 if proxy.failing and self.command == "POST" and self.path.rstrip("/").endswith("/upsert"):
                     proxy.refused += 1
-                    data = b'{"error":"RateLimitError","message":"rate limited"}' if status == 429 else \
+                    data = b'{"error":"RateLimitError","message":"rate limited"}' if proxy.status == 429 else \
                         b'{"error":"InternalError","message":"upsert failed"}'
-                    self.send_response(status)
+                    self.send_response(proxy.status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
@@ -115,20 +116,19 @@ class FaultyProxy:
         self.server.server_close()
 
 
-@pytest.mark.parametrize("status", [429, 500])
-def test_index_write_failure_rolls_back_at_once(tmp_path, chroma_server, status):
-    """Input 3: the index write fails in the middle of apply (the server answers 429 or 500 to the
-    upsert). Before: a traceback, exit 1, and the graph held the run's nodes while Chroma held none
-    until a later run replayed the journal. Now: one line naming the cause, the store-problem exit
-    code, the graph and the index agree at once, doctor is healthy, the session waits in the queue,
-    and the next run (the server answering again) consolidates it."""
+def test_index_write_failure_rolls_back_at_once(tmp_path, chroma_server):
+    """Input 3: the index write fails in the middle of apply (the server answers 429, then 500, to
+    the upsert). Before: a traceback, exit 1, and the graph held the run's nodes while Chroma held
+    none until a later run replayed the journal. Now: one line naming the cause, the store-problem
+    exit code, the graph and the index agree at once, doctor is healthy, the session waits in the
+    queue, and the next run (the server answering again) consolidates it."""
     import json
     import os
 
     from consolidate import graph
     from many_processes import note_texts
 
-    proxy = FaultyProxy(chroma_server, status)
+    proxy = FaultyProxy(chroma_server, 429)
     try:
         store_path = tmp_path / ".memofs"
         store = Store(store_path, chroma_url=proxy.url, project="team")  # MiniLM
@@ -141,24 +141,24 @@ def test_index_write_failure_rolls_back_at_once(tmp_path, chroma_server, status)
         for text in note_texts("late", 40):
             store.sessions.add_note("late", text, flag=True)
         store.sessions.end("late", "success")
-        proxy.failing = True
         env = {**os.environ, "CONSOLIDATE_STORE": str(store_path), "CONSOLIDATE_CHROMA_URL": proxy.url,
                "CONSOLIDATE_PROJECT": "team", "CONSOLIDATE_JUDGES": "noop"}
         env.pop("CONSOLIDATE_EMBEDDING", None)
-        out = subprocess.run([sys.executable, "-m", "consolidate", "run"], env=env, capture_output=True, text=True,
-                             timeout=600)
-        assert proxy.refused >= 1
-        assert out.returncode == 4, out.stderr
-        assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
-        assert out.stderr.startswith("error: ") and "rolled back" in out.stderr
-        assert ("rate limited" if status == 429 else "upsert failed") in out.stderr  # the cause, named
         memories = lambda: sum(1 for _, a in graph.load(store_path / "graph").nodes(data=True) if a["kind"] == "memory")
-        assert memories() == seeded == Store(store_path, chroma_url=proxy.url).longterm().count()
-        assert not list((store_path / "journal").glob("*.json"))
-        assert Store(store_path).sessions.session_end("late")["status"] == "queued"
-        doctor = subprocess.run([sys.executable, "-m", "consolidate", "doctor"], env=env, capture_output=True,
-                                text=True, timeout=600)
-        assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+        for status, cause in ((429, "rate limited"), (500, "upsert failed")):
+            proxy.status, proxy.failing, refused = status, True, proxy.refused
+            out = subprocess.run([sys.executable, "-m", "consolidate", "run"], env=env, capture_output=True,
+                                 text=True, timeout=600)
+            assert proxy.refused > refused
+            assert out.returncode == 4, out.stderr
+            assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
+            assert out.stderr.startswith("error: ") and "rolled back" in out.stderr and cause in out.stderr
+            assert memories() == seeded == Store(store_path, chroma_url=proxy.url).longterm().count()
+            assert not list((store_path / "journal").glob("*.json"))
+            assert Store(store_path).sessions.session_end("late")["status"] == "queued"
+            doctor = subprocess.run([sys.executable, "-m", "consolidate", "doctor"], env=env, capture_output=True,
+                                    text=True, timeout=600)
+            assert doctor.returncode == 0, doctor.stdout + doctor.stderr
         proxy.failing = False
         again = subprocess.run([sys.executable, "-m", "consolidate", "run"], env=env, capture_output=True,
                                text=True, timeout=600)
