@@ -79,7 +79,9 @@ def missing_fields(type_: str, statement: str, fields: dict[str, str]) -> str | 
 #: Words that introduce a reason, in the languages of the real notes (en, es, pt, fr, de, ru, ja,
 #: zh, ar): a flagged decision's reason is what follows.
 _BECAUSE = re.compile(r"\b(?:because|since|so that|due to|to avoid|porque|pois|parce que|car|weil|потому что|так как|чтобы)\b"
-                      r"|(?:因为|由于|为了|ので|から|ため|لأن)", re.IGNORECASE)
+                      r"|(?:因为|由于|为了|ので|ため|لأن)", re.IGNORECASE)
+#: Japanese markers that follow their reason or cause ("サーバー不要なので" = "because no server is needed").
+_POSTPOSED = ("ので", "ため", "のため", "が原因")
 #: Words that introduce a failure's cause (same languages).
 _CAUSE = re.compile(r"\b(?:because|caused by|due to|root cause|turned out|the fix (?:is|was)|fixed by|was the cause"
                     r"|porque|debido a|causado por|parce que|à cause de|weil|wegen|из-за|потому что|причина)\b"
@@ -146,11 +148,15 @@ def fields_from_text(type_: str, text: str, metadata: dict | None = None) -> dic
     meta = metadata or {}
     out = {k: str(meta[k]) for k in ("reason", "who", "command", "context", "symptom", "cause") if meta.get(k)}
     if type_ == "decision" and "reason" not in out and (m := _BECAUSE.search(text)):
-        out["reason"] = text[m.start():].strip()
+        out["reason"] = (text[:m.end()] if m.group(0) in _POSTPOSED else text[m.start():]).strip()
     if type_ == "failure":
         if m := _CAUSE.search(text):
-            out.setdefault("symptom", text[:m.start()].strip(" ,.;:-") or text)
-            out.setdefault("cause", text[m.start():].strip())
+            if m.group(0) in _POSTPOSED:  # the cause comes first in Japanese
+                out.setdefault("cause", text[:m.end()].strip())
+                out.setdefault("symptom", text[m.end():].strip(" 、。,.;:-") or text)
+            else:
+                out.setdefault("symptom", text[:m.start()].strip(" ,.;:-，、") or text)
+                out.setdefault("cause", text[m.start():].strip())
         else:
             out.setdefault("symptom", text)
     if type_ == "recipe":

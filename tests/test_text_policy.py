@@ -416,3 +416,18 @@ def test_eval_reports_write_policy_outcomes_by_rule(tmp_path, capsys):
            " rejected or demoted: 0" in text
     assert "labeled keeps as a judge's verbatim keep (labeled type, high confidence): 2 of 3 written;" \
            " rejected or demoted: 1" in text
+
+
+@pytest.mark.parametrize("type_,text,field,value", [
+    ("failure", "部署失败，原因是磁盘满了", "cause", "原因是磁盘满了"),
+    ("failure", "Деплой упал из-за нехватки памяти", "cause", "из-за нехватки памяти"),
+    ("failure", "El build falla porque falta la variable NODE_ENV", "cause", "porque falta la variable NODE_ENV"),
+    ("failure", "ディスクがいっぱいのためデプロイが失敗した", "cause", "ディスクがいっぱいのため"),
+    ("decision", "我们选择了SQLite，因为它不需要服务器", "reason", "因为它不需要服务器"),
+    ("decision", "サーバーが不要なのでSQLiteを選んだ", "reason", "サーバーが不要なので"),
+    ("decision", "Выбрали SQLite, потому что не нужен сервер", "reason", "потому что не нужен сервер"),
+    ("decision", "اخترنا SQLite لأن لا حاجة لخادم", "reason", "لأن لا حاجة لخادم"),
+])
+def test_fields_read_from_text_in_other_languages(type_, text, field, value):
+    fields = fields_from_text(type_, text)
+    assert fields[field] == value and required_missing(type_, fields) == []
