@@ -253,7 +253,7 @@ def update_section(store_path: Path, change) -> bool:
 
     store_path = Path(store_path)
     path = store_path / "manifest.json"
-    if not path.exists():
+    if not path.exists() or not os.access(store_path, os.W_OK):  # a read-only store: check, never write
         return False
     try:
         with filelock.FileLock(str(store_path / ".manifest.lock"), timeout=10):
@@ -535,7 +535,7 @@ def mark_hits(store, hits: list[dict], *, for_context: bool = False) -> list[dic
         return hits
     try:
         drift = check(store.path, [h["id"] for h in hits], root=project_root(store),
-                      update=not getattr(store, "read_only", False))
+                      update=getattr(store, "writable", True))
     except Exception:  # noqa: BLE001 - a drift check never fails a recall
         return hits
     out = []
