@@ -125,9 +125,10 @@ def test_realnotes_whole_pipeline(tmp_path, model_server):
         if meta["source"].startswith("judge:"):
             assert prov["prompt_version"] == "judge-v1"
     assert "flagged" in sources
-    # every note of the three sessions ended in a recorded decision, and the rows were cleaned
+    # every note of the three sessions ended in a recorded decision or waits for a judge
     for p in plans:
         assert len(p.note_status) == p.note_count
-        assert store.sessions.count(p.session_id) == 0
+        # only the notes no judge answered stay, waiting for one (issue 12); the rest were cleaned
+        assert store.sessions.count(p.session_id) == len(p.waiting)
     hits = store.longterm().search("what did we learn about deployment and configuration", k=3)
     assert hits
