@@ -43,7 +43,17 @@ kind                            source
                                 ``redis-cli -a``
 ``netrc-password``              ``machine HOST login USER password PASS`` (~/.netrc)
 ``cookie``                      ``Cookie:`` header values of session/auth/token cookies
+``credential-pair``             ``user:password`` or ``user / password`` on a line about logging
+                                in (RFC 7617's user-pass, written in prose)
 ==============================  ===============================================================
+
+A value explicitly given to a password-named word (``password = letmein``, ``the root password is
+correcthorsebatterystaple``, ``Das Passwort ist sonnenblume``, ``пароль: подсолнух``) is a password
+whatever it looks like, letters only included (:func:`_password_is_secret`), except placeholders and
+prose about the password ("the password is rotated monthly", "password is required"). ``changeme``
+stays a placeholder: it names itself as the value to replace. Weak and vendor-default passwords
+(``letmein``, ``admin``, ``123456``) are passwords. A Slack webhook URL is a secret as a whole, also
+with a masked token, unless the token is a template slot (``<token>``, ``${HOOK}``).
 
 What is deliberately *not* a secret (see :func:`_is_placeholder` and :func:`_value_is_secret`):
 empty values, placeholders (``<API_KEY>``, ``${API_KEY}``, ``$TOKEN``, ``xxxx``, ``sk-...``,
@@ -199,6 +209,11 @@ def _is_placeholder(value: str) -> bool:
     return _PLACEHOLDER_MARKER.search(value) is not None
 
 
+def _is_template(value: str) -> bool:
+    """A template slot rather than a value: ``<token>``, ``${HOOK}``, ``$HOOK``, ``{token}``."""
+    return bool(re.match(r"^(?:<.*>|\$\{.*\}|\$[A-Za-z_][A-Za-z0-9_]*|\{.*\})$", value))
+
+
 def _char_classes(value: str) -> int:
     """How many of upper case, lower case and digits occur in ``value``."""
     upper = lower = digit = False
@@ -303,17 +318,21 @@ def _name_is_metadata(name: str) -> bool:
     return bool(segments) and segments[-1].lower() in _METADATA_SUFFIXES
 
 
-def _value_is_secret(value: str, password_named: bool) -> bool:
+def _value_is_secret(value: str, password_named: bool, prose: bool | None = None) -> bool:
     """Whether a value assigned to a secret-named variable is secret material.
 
     * never: placeholders, references, paths, URLs, digits/dates, values with spaces
     * hex and UUIDs (16+ hex digits): entropy >= :data:`ENTROPY_MIN_HEX` (hashes and UUIDs are
       not secrets on their own, but ``API_KEY=<uuid>`` is how many services issue keys)
     * password-named variables: 6+ characters, letters and a digit or symbol, not an identifier,
-      entropy >= :data:`ENTROPY_MIN_PASSWORD` (passwords are short and human-made)
+      entropy >= :data:`ENTROPY_MIN_PASSWORD` (passwords are short and human-made); but an
+      explicit assignment to a password-named word (``prose`` given: ``password = letmein``,
+      ``the password is correcthorsebatterystaple``) is judged by :func:`_password_is_secret`
     * other secret names: 12+ characters, at least two of upper/lower/digits, not word-like,
       entropy >= :data:`ENTROPY_MIN_SHORT` below 20 characters, :data:`ENTROPY_MIN` from 20
     """
+    if password_named and prose is not None:
+        return _password_is_secret(value, prose)
     if not value or _is_placeholder(value) or any(ch.isspace() for ch in value):
         return False
     if _DATE_OR_NUMBER.match(value):
@@ -334,6 +353,104 @@ def _value_is_secret(value: str, password_named: bool) -> bool:
         return False
     threshold = ENTROPY_MIN_SHORT if len(value) < 20 else ENTROPY_MIN
     return shannon_entropy(value) >= threshold
+
+
+# What stands in for a password rather than being one, when a password-named word is given a value
+# explicitly. Weak and vendor-default passwords (letmein, admin, postgres, 123456) are NOT here: they
+# open real accounts, so ``password = letmein`` is a secret. ``changeme`` (and change-me/change_me)
+# stays a placeholder: the value names itself as one to be replaced, the canonical stand-in of
+# documentation and templates. Compared lower-cased, whole value.
+_PASSWORD_PLACEHOLDER_WORDS = frozenset(
+    """password passwd pass pwd pw passphrase secret secrets changeme change_me change-me x xx xxx
+    none null nil undefined true false yes no empty blank unset n/a na tbd todo tba fixme redacted
+    masked hidden omitted removed required optional mandatory same different
+    1password lastpass bitwarden keepass keepassxc keychain vault""".split()  # where it lives
+)
+# Type names: ``password: str`` is a declaration, not an assignment.
+_TYPE_WORDS = frozenset(
+    """str string bytes int integer bool boolean any object text varchar char secretstr secretbytes
+    securestring optional field charfield passwordfield""".split()
+)
+# Words that, after "the password is" (or "Passwort:"), say something about the password instead of
+# being it: "password is required", "the password is rotated monthly", "Passwort ist falsch". Only
+# letters-only values are checked against them (a value with a digit or symbol is judged as before).
+_PROSE_STATUS_WORDS = frozenset(
+    """a an the this that these those it its not never no now still also only just already always
+    too very so then there here in on at of for to from by with without into via as if when
+    set unset stored saved kept managed shared rotated changed reset expired locked disabled enabled
+    hashed encrypted salted generated random unique known unknown correct incorrect wrong right
+    valid invalid required optional mandatory empty blank missing needed necessary same different
+    weak strong secure insecure long short new old default temporary permanent case sensitive
+    available unavailable provided given stored configured updated hidden visible masked see ask
+    in use being handled checked verified accepted rejected ignored sent shown printed logged
+    nicht kein keine leer erforderlich falsch richtig geändert abgelaufen gesetzt gespeichert
+    verschlüsselt gleich neu alt ungültig gültig zu sehr noch schon auch nur der die das ein eine
+    no es la el un una obligatorio obligatoria vacío vacía incorrecto incorrecta correcto correcta
+    nuevo nueva igual requis requise obligatoire vide pas le les une nouveau nouvelle faux fausse
+    não é obrigatório obrigatória vazio vazia errado errada igual nova novo
+    не нет пустой пустая обязателен обязательный неверный неправильный верный новый старый тот
+    такой же""".split()
+)
+# participles and adverbs: rotated, missing, monthly; stocké, guardada, almacenado, gespeichert
+_ENGLISH_INFLECTION = re.compile(
+    r"(?i)^(?:[a-z]{2,8}(?:ed|ing|ly|able|ible)|\w{2,12}(?:é|ée|és|ées|ado|ada|ido|ida)|ge\w{2,12}(?:t|en))$"
+)
+# the next word after a value that still ends its clause: "the password is X for the staging db"
+_CLAUSE_CONNECTORS = frozenset(
+    """for on in at to of and but or so with from via when if und für auf im in bei oder aber para
+    en de del y o pero pour sur dans et ou mais per su e ma для на в и но или""".split()
+)
+
+
+def _password_is_secret(value: str, prose: bool, clause_end: bool = True) -> bool:
+    """Whether ``value``, explicitly given to a password-named word, is a password.
+
+    Any value is, whatever it looks like (``letmein``, ``correcthorsebatterystaple``,
+    ``sonnenblume``, ``123456``), except: placeholders (:func:`_is_placeholder`'s shapes and
+    markers: ``<password>``, ``***``, ``xxx``, ``${DB_PASSWORD}``, ``$PASSWORD``,
+    ``your-password-here``, ``changeme``; and :data:`_PASSWORD_PLACEHOLDER_WORDS`), type names
+    (``password: str``), references and paths (``os.environ[...]``, ``~/.pgpass``), kebab or snake
+    names of a secret (``db-password-secret``), dates and values under 4 characters.
+
+    ``prose`` (a copula or an unquoted ``:`` in a sentence, not ``=`` or a quoted value): a
+    letters-only value must also not be a status word (:data:`_PROSE_STATUS_WORDS`, "password is
+    required", "Passwort ist falsch"), nor an English participle or adverb (``rotated``,
+    ``missing``, ``monthly``), and must end its clause (``clause_end``: followed by the end of the
+    line, punctuation, or a connector such as "for": "the password is rotated monthly" is a
+    sentence about a password)."""
+    if not value or len(value) < 4 or any(ch.isspace() for ch in value):
+        return False
+    low = value.lower()
+    if low in _PASSWORD_PLACEHOLDER_WORDS or low in _TYPE_WORDS:
+        return False
+    if _PLACEHOLDER_SHAPE.match(value) or _PLACEHOLDER_MARKER.search(value):
+        return False
+    if _DATE_OR_NUMBER.match(value) and not value.isdigit():
+        return False  # 2024-01-01, 3.5, 10:30; but a PIN or "123456" is a password
+    if _is_path(value) or _is_reference(value) and not _SNAKE_IDENTIFIER.match(value):
+        return False
+    if _SNAKE_IDENTIFIER.match(value) and _KEYWORD_FINDER.search(low):
+        return False  # db-password-secret, api_token_name: the name of where it lives
+    if not all(ch.isalpha() for ch in value):
+        return not (value.isdigit() and len(value) < 6)
+    if prose:
+        if low in _PROSE_STATUS_WORDS or _ENGLISH_INFLECTION.match(value) or not clause_end:
+            return False
+    return True
+
+
+def _ends_clause(text: str, end: int) -> bool:
+    """Whether the value ending at ``end`` ends its clause: then comes the end of the text or line,
+    sentence punctuation, or a connector word (:data:`_CLAUSE_CONNECTORS`)."""
+    i = end
+    while i < len(text) and text[i] in " \t":
+        i += 1
+    if i >= len(text) or text[i] in "\r\n.,;:!?)]}。，；！？、\"'`":
+        return True
+    j = i
+    while j < len(text) and not text[j].isspace():
+        j += 1
+    return text[i:j].lower().strip(".,;:") in _CLAUSE_CONNECTORS
 
 
 # --------------------------------------------------------------------------------------------
@@ -540,8 +657,10 @@ def _detect_secrets() -> _DetectSecrets:
          ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), lambda v: _token_body_is_random(v[4:])),
         ("slack-token", _bounded(slack_token, "A-Za-z0-9-"), ("xox",),
          lambda v: not _is_placeholder(v.split("-", 1)[1])),
+        # The webhook URL is the credential as a whole (workspace, channel and token): blocked even
+        # when its last part is masked with X's, unless that part is a template (<token>, ${HOOK}).
         ("slack-webhook", slack_webhook, ("hooks.slack.com",),
-         lambda v: not _is_placeholder(v.rsplit("/", 1)[-1])),
+         lambda v: not _is_template(v.rsplit("/", 1)[-1])),
         # Stripe keys grew past the 24 characters the plugin asks for: extended to the full key.
         ("stripe-key", re.compile(rf"(?<![A-Za-z0-9_])(?:{StripeDetector.denylist[0].pattern})[0-9a-zA-Z]*"),
          ("k_live_",), lambda v: _token_body_is_random(v[8:])),
@@ -637,6 +756,7 @@ def scan(text: str) -> list[Finding]:
     candidates.extend(_auth_headers(text, low))
     candidates.extend(_assignments(text, low))
     candidates.extend(_prose_secrets(text, low))
+    candidates.extend(_credential_pairs(text, low))
 
     return _resolve(text, candidates)
 
@@ -752,7 +872,16 @@ def _assignments(text: str, low: str) -> Iterator[_Candidate]:
             value = stripped
         if group == "uval" and m.group("ws") is not None and not _prose_password_ok(value):
             continue  # "**Password Hashing**", "password reset", "password manager"
-        if _value_is_secret(value, password_named):
+        if password_named and m.group("ws") is None:
+            # an explicit assignment: "password = letmein", "password: X", "the password is X"
+            sep = text[m.end("close") : m.start(group)]
+            prose = group == "uval" and "=" not in sep
+            # "<password>VALUE</password>" is XML; "<password> goes in .env" is a placeholder
+            clause_end = text.startswith("<", vend) if ">" in sep else _ends_clause(text, vend)
+            ok = _password_is_secret(value, prose, clause_end)
+        else:
+            ok = _value_is_secret(value, password_named)
+        if ok:
             yield _Candidate(_P_ASSIGNMENT, "secret-assignment", vstart, vend)
     for m in _CLI_USER_RE.finditer(text) if "-u" in low else ():
         if m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_-"):
@@ -782,8 +911,58 @@ def _assignments(text: str, low: str) -> Iterator[_Candidate]:
         value = m.group("value")
         kw = m.group("kw").lower()
         password_named = bool(_PASSWORD_KEYWORD.search(kw)) or kw.endswith("pass")
-        if _value_is_secret(value, password_named):
+        if password_named:  # --password letmein: explicit, like an assignment
+            ok = _password_is_secret(value, prose=not m.group("q") and "=" not in m.group(),
+                                     clause_end=_ends_clause(text, m.end("value")))
+        else:
+            ok = _value_is_secret(value, password_named)
+        if ok:
             yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *m.span("value"))
+
+
+# user:password and "user / password" in a sentence about logging in: "Use admin:Gr4fanaRocks2026 to
+# log into grafana", "the staging basic auth is ops:Blu3Whale!", "the login for grafana is admin /
+# Gr4fanaRocks2026" (RFC 7617's user-pass form, written in prose). Only on a line that says it is
+# about logging in (_LOGIN_CONTEXT), and only a password-shaped second half (letters and a digit or
+# symbol, not a version tag such as postgres:16-alpine, not a name such as handlers:login_view).
+_LOGIN_CONTEXT = re.compile(
+    r"(?i)\blog(?:ging)?[ -]?(?:in|on)(?:to)?\b|\blogins?\b|\bsign(?:ing)?[ -]?in(?:to)?\b|\bbasic[ -]?auth|"
+    r"\bcredentials?\b|\bcreds\b|\bauth(?:enticate)?\b|\busername\b|\buser/pass|\bpassword\b"
+)
+_LOGIN_NEEDLES = ("log", "sign", "auth", "cred", "user", "password")  # every _LOGIN_CONTEXT match holds one
+_CRED_PAIR_RE = re.compile(
+    r"(?<![\w/:@.$%{-])(?P<user>[A-Za-z][A-Za-z0-9._@-]{0,63})(?::|[ \t]+/[ \t]+)"
+    r"(?P<pw>[^\s\"'`,;/<>()\[\]{}]{4,256})"
+)
+_VERSION_TAG = re.compile(r"(?i)^v?\d+(?:[.\-_+][a-z0-9]+)*$")
+_URI_SCHEMES = frozenset("http https ftp ssh git file mailto urn data ws wss tcp udp jdbc s3 gs docker".split())
+
+
+def _credential_pairs(text: str, low: str) -> Iterator[_Candidate]:
+    """The password of a ``user:password`` or ``user / password`` pair on a line about logging in
+    (see :data:`_CRED_PAIR_RE`)."""
+    if ":" not in text and " / " not in text:
+        return
+    if not any(n in low for n in _LOGIN_NEEDLES):
+        return
+    for line_match in re.finditer(r"[^\n]+", text):
+        line = line_match.group()
+        if (":" not in line and " / " not in line) or not _LOGIN_CONTEXT.search(line):
+            continue
+        offset = line_match.start()
+        for m in _CRED_PAIR_RE.finditer(line):
+            user, pw = m.group("user"), m.group("pw")
+            end = m.end("pw")
+            while pw and pw[-1] in ".,:;?":  # sentence punctuation; "!" may belong to a password
+                pw, end = pw[:-1], end - 1
+            if user.lower() in _URI_SCHEMES or line.startswith("//", m.start("pw")):
+                continue
+            if _VERSION_TAG.match(pw) or _is_word_like(pw) or _is_placeholder(pw):
+                continue
+            if not (any(ch.isalpha() for ch in pw) and any(not ch.isalpha() for ch in pw)):
+                continue
+            if _value_is_secret(pw, password_named=True):
+                yield _Candidate(_P_CONNECTION, "credential-pair", offset + m.start("pw"), offset + end)
 
 
 def _prose_password_ok(value: str) -> bool:
@@ -893,6 +1072,8 @@ _PROSE_METADATA = frozenset(
     длина политика требования менеджер сброс хэш хеш długość polityka wymagania menedżer
     uzunluğu politikası gereksinimleri sıfırlama lengte beleid vereisten panjang kebijakan""".split()
 )
+# "set the router password to X", "changed the db password to X"
+_SET_BEFORE = re.compile(r"\b(?:set|sets|setting|change[ds]?|changing|reset|update[ds]?)\b[^.\n]{0,48}$")
 _TURKISH_SUFFIX = re.compile(r"['’][A-Za-zçğıöşüÇĞİÖŞÜ]{1,5}$")
 _PROSE_WINDOW = 160  # characters after the keyword searched for the value
 _PROSE_WORDS = 10  # words after the keyword searched for a copula
@@ -916,7 +1097,8 @@ def _prose_secrets(text: str, low: str) -> Iterator[_Candidate]:
         attached = _PROSE_ATTACHED.match(text, end)
         if attached is not None and attached.end() > end:
             span = _prose_value(text, attached.end())
-            if span and _value_is_secret(text[span[0]:span[1]], password_named):
+            explicit = "=" in attached.group() or "＝" in attached.group()
+            if span and _prose_value_ok(text, span, password_named, prose=not explicit):
                 yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *span)
             continue
         if end < len(text) and text[end] not in " \t":
@@ -926,10 +1108,12 @@ def _prose_secrets(text: str, low: str) -> Iterator[_Candidate]:
         tokens = list(_PROSE_TOKEN.finditer(text, end, newline if newline != -1 else limit))[:_PROSE_WORDS + 1]
         words = [t.group().lower().strip(_PROSE_QUOTES) for t in tokens]
         for j, word in enumerate(words):
-            if word.strip("-_:") in _PROSE_METADATA:
+            if word.strip("-_:*`") in _PROSE_METADATA:
                 break
             value_at = None
             if word in _PROSE_COPULAS or (word == "to" and kw in _POLISH_KEYWORDS):
+                value_at = j + 1
+            elif j == 0 and word == "to" and _SET_BEFORE.search(low, max(0, pos - 60), pos):
                 value_at = j + 1
             elif j and (words[j - 1], word) in _PROSE_TWO_WORD_COPULAS:
                 value_at = j + 1
@@ -942,11 +1126,20 @@ def _prose_secrets(text: str, low: str) -> Iterator[_Candidate]:
                     break
             if value_at is not None and value_at < len(tokens):
                 span = _prose_value(text, tokens[value_at].start())
-                if span and _value_is_secret(text[span[0]:span[1]], password_named):
+                if span and _prose_value_ok(text, span, password_named, prose=word not in ("=", "＝")):
                     yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *span)
                     break
             if tokens[j].group()[-1] in ".!?。！？" and not word in _PROSE_COPULAS:
                 break  # end of the sentence
+
+
+def _prose_value_ok(text: str, span: tuple[int, int], password_named: bool, prose: bool) -> bool:
+    """A value given to a secret-named word of :func:`_prose_secrets`: a password word takes any
+    value :func:`_password_is_secret` accepts, other words a token-like one."""
+    value = text[span[0]:span[1]]
+    if password_named:
+        return _password_is_secret(value, prose, _ends_clause(text, span[1]))
+    return _value_is_secret(value, password_named)
 
 
 def _prose_value(text: str, start: int) -> tuple[int, int] | None:

@@ -227,6 +227,14 @@ def secret_gate_at_write(content: str, metadata: dict[str, Any] | None) -> tuple
 
 
 _TOKEN_EDGE = "\"'`.,;:!?()[]{}<>*_~"
+# A password-named word in the languages of consolidate.secrets._PROSE_PASSWORD_WORDS: given one, a
+# letters-only value is a password too ("the root password is correcthorsebatterystaple").
+_PASSWORD_WORD = re.compile(
+    "passw|pwd|passphrase|passcode|kennwort|wachtwoord|contrase|clave|senha|palavra-passe|mot de passe"
+    "|mdp|parol|парол|hasł|hasl|şifre|sifre|sandi|laluan|mật khẩu|mat khau|पासवर्ड|कूटशब्द|كلمة"
+    "|رمز عبور|گذرواژه|パスワード|暗証番号|密码|密碼|口令|비밀번호|패스워드|비번|암호",
+    re.I,
+)
 
 
 def _worth_scanning(text: str) -> bool:
@@ -235,7 +243,10 @@ def _worth_scanning(text: str) -> bool:
     a run of 6+ non-space characters holding a letter and a digit or symbol, or of 12+ holding upper-
     and lower-case letters (consolidate.secrets: ``_value_is_secret``, provider keys, PEM bodies,
     URLs with a password). tests/test_secret_write_gate.py checks it on the whole secret corpus. The
-    consolidation's gate scans every note again, whatever this says."""
+    consolidation's gate scans every note again, whatever this says. A text with a password-named word
+    (:data:`_PASSWORD_WORD`) is always scanned: any value given to one is a password."""
+    if _PASSWORD_WORD.search(text):
+        return True
     for token in text.split():
         token = token.strip(_TOKEN_EDGE)
         n = len(token)

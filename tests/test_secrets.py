@@ -265,7 +265,6 @@ NEGATIVE: list[tuple[str, str]] = [
     ("curl-user-variables", 'curl -u "$USER:$API_TOKEN" https://api.example.com'),
     ("ssh-public-key", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + rand(43, B64) + " deploy@ci"),
     ("hash-named", "password_hash: " + rand(64, HEX)),
-    ("word-password", "password: hunter"),
     ("markdown-password-heading", "**Password Hashing**: bcrypt with salt rounds for secure password storage"),
     ("password-manager-prose", "the password manager v8 update moved the vault"),
     ("call-with-digits", 'secretsmanager_client = boto3.client("secretsmanager", region_name="eu-west-1")'),

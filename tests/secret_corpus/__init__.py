@@ -158,6 +158,11 @@ def _aws_temp_key_id(g: _Gen) -> str:
     return "AS" + "IA" + g.rand(16, BASE32)
 
 
+_WORDS_EN = """correct horse battery staple purple monkey dishwasher orange tiger river window
+    marble falcon copper meadow lantern pepper violet harbor thunder cactus""".split()
+_WORDS_DE = "sonnenblume regenbogen schmetterling apfelbaum wolkenkratzer eichhörnchen".split()
+_WORDS_RU = "подсолнух радуга бабочка яблоня черепаха одуванчик".split()
+
 #: kind -> generator; a generator returns the value, or (text, secrets) when the text inserted
 #: differs from what must not survive (PEM keys: the armour stays, the body lines must go).
 SECRET_KINDS: dict[str, Callable[[_Gen], object]] = {
@@ -218,6 +223,11 @@ SECRET_KINDS: dict[str, Callable[[_Gen], object]] = {
     "b64_44": lambda g: base64.b64encode(g.rng.randbytes(32)).decode(),
     "django": lambda g: "django-insecure-" + g.rand(50, string.ascii_lowercase + string.digits + "!@#%^&*(-_=+)"),
     "basic_auth": lambda g: base64.b64encode(("deploy:" + g.password()).encode()).decode(),
+    # letters-only passwords (issue 14b): a passphrase of joined words, two words, other scripts
+    "passphrase": lambda g: "".join(g.rng.sample(_WORDS_EN, g.rng.randint(3, 4))),
+    "word_password": lambda g: g.rng.choice(_WORDS_EN) + g.rng.choice(_WORDS_EN),
+    "word_password_de": lambda g: g.rng.choice(_WORDS_DE),
+    "word_password_ru": lambda g: g.rng.choice(_WORDS_RU),
 }
 
 #: kind -> generator of the random parts of ordinary notes (hashes, ids: never secrets by themselves)
