@@ -267,7 +267,9 @@ def update_section(store_path: Path, change) -> bool:
             change(section)
             data[SECTION] = section
             tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-            with open(tmp, "w", encoding="utf-8") as f:
+            from .private import private_file
+
+            with private_file(tmp, "w") as f:
                 json.dump(data, f, ensure_ascii=False, separators=(",", ":"))  # compact: parsed on every recall
                 f.flush()
                 os.fsync(f.fileno())

@@ -58,8 +58,9 @@ def tombstone(store, memory_id: str, reason: str, run_id: str) -> None:
     if memory_id in tombstones(store):
         return
     folder = _folder(store)
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "tombstones.jsonl", "a", encoding="utf-8") as f:
+    from .private import private_file
+
+    with private_file(folder / "tombstones.jsonl", "a") as f:
         f.write(json.dumps({"id": memory_id, "reason": reason, "run_id": run_id}) + "\n")
         f.flush()
         os.fsync(f.fileno())

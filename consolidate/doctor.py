@@ -48,7 +48,9 @@ def _quarantine_lines(path: Path, bad: list[int]) -> None:
 
     lines = path.read_bytes().splitlines(keepends=True)
     bad_set = set(bad)
-    with open(path.with_name(path.name + ".corrupt"), "ab") as f:
+    from .private import private_file
+
+    with private_file(path.with_name(path.name + ".corrupt"), "ab") as f:
         for i in sorted(bad_set):
             f.write(lines[i - 1].rstrip(b"\n") + b"\n")
     keep = b"".join(x if x.endswith(b"\n") else x + b"\n" for i, x in enumerate(lines, 1) if i not in bad_set)
@@ -57,6 +59,10 @@ def _quarantine_lines(path: Path, bad: list[int]) -> None:
 
 def check(store, repair: bool = False) -> list[Finding]:
     """Run every check; with ``repair`` fix what can be fixed safely. Returns the findings."""
+    if repair:
+        from .private import private_umask
+
+        private_umask()  # what the repair writes is private whatever the umask
     found: list[Finding] = []
     try:
         store.read_manifest()

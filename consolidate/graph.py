@@ -79,15 +79,17 @@ def load(folder: Path):
 
 def save(g, folder: Path) -> None:
     """Write the graph to ``folder`` atomically per file (temporary file, fsync, rename)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     _write_lines(folder / "nodes.jsonl", ({"id": n, **attrs} for n, attrs in g.nodes(data=True)))
     _write_lines(folder / "edges.jsonl", ({"source": u, "target": v, "key": k, **attrs}
                                           for u, v, k, attrs in g.edges(keys=True, data=True)))
 
 
 def _write_lines(path: Path, rows) -> None:
+    from .private import private_file
+
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
+    with private_file(tmp, "w") as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
         f.flush()

@@ -105,7 +105,9 @@ def log(store_path: Path, message: str) -> None:
         folder = store_path / "logs"
         folder.mkdir(parents=True, exist_ok=True)
         stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        with open(folder / "hook.log", "a", encoding="utf-8") as f:
+        from .private import private_file
+
+        with private_file(folder / "hook.log", "a") as f:
             f.write(f"{stamp} {' '.join(message.split())[:500]}\n")
     except OSError:
         pass
@@ -136,7 +138,10 @@ def spawn_worker(store_path: Path, extra_env: dict[str, str] | None = None,
     returns its pid, or None when it could not be started."""
     folder = store_path / "logs"
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "worker.log", "ab") as out:
+    from .private import private_file, private_umask
+
+    private_umask()
+    with private_file(folder / "worker.log", "ab") as out:
         proc = subprocess.Popen(
             worker_argv(store_path, options),
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,

@@ -17,7 +17,7 @@ from .plan import Plan
 
 def _folder(store) -> Path:
     folder = store.sub("journal")
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     return folder
 
 
@@ -27,7 +27,9 @@ def write(store, plan: Plan) -> Path:
     path = folder / f"{plan.run_id}.json"
     tmp = path.with_suffix(".tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
+        from .private import private_file
+
+        with private_file(tmp, "w") as f:
             json.dump(plan.to_dict(), f, ensure_ascii=False)
             f.flush()
             os.fsync(f.fileno())
@@ -54,7 +56,9 @@ def done_steps(store, run_id: str) -> set[str]:
 
 def mark(store, run_id: str, step: str) -> None:
     """Record that ``step`` completed (appended and fsynced)."""
-    with open(_folder(store) / f"{run_id}.steps", "a", encoding="utf-8") as f:
+    from .private import private_file
+
+    with private_file(_folder(store) / f"{run_id}.steps", "a") as f:
         f.write(step + "\n")
         f.flush()
         os.fsync(f.fileno())

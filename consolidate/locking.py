@@ -13,7 +13,10 @@ def store_lock(store, timeout: float = 60.0):
     (``timeout=0``: fail at once when another process holds it)."""
     import filelock
 
-    lock = filelock.FileLock(str(store.sub(".lock")))
+    from .private import FILE_MODE, private_umask
+
+    private_umask()  # the holder of the store lock writes the store
+    lock = filelock.FileLock(str(store.sub(".lock")), mode=FILE_MODE)
     try:
         lock.acquire(timeout=timeout)
     except filelock.Timeout:

@@ -4,7 +4,10 @@ A store holds raw working notes (``sessions.sqlite3``), memories, logs, the jour
 whatever an agent wrote down. So, whatever the umask of the process that writes it:
 
 - every folder of the store is ``0700`` and every file ``0600``: a process that writes a store narrows
-  its umask to ``077`` (:func:`private_umask`; called by ``Store(create=True)`` and by the hook), so
+  its umask to ``077`` (:func:`private_umask`; called by ``Store(create=True)``, by ``Store(create=False)``
+  on an existing store, by the hook, and again by every entry point that writes: ``undo_run``,
+  ``doctor.check(repair=True)``, ``workspace.start`` and workspace writes, the store lock), and the
+  files this package writes itself are created ``0600`` whatever the umask (:func:`private_file`), so
   files made by this package, by SQLite (WAL and shared-memory files), by ChromaDB and by filelock
   are created private; a store made before this rule is made private once when it is next opened
   for writing (:func:`prepare_store_dir`);
@@ -40,6 +43,23 @@ def private_umask() -> None:
     store."""
     current = os.umask(UMASK)
     os.umask(current | UMASK)
+
+
+def private_file(path, mode: str = "w", encoding: str | None = "utf-8"):
+    """``open(path, mode)`` for a file of a store, created ``0600`` whatever the umask (an existing file
+    with group or other bits is narrowed to ``0600``); its folder is created ``0700``. ``mode`` is one
+    of ``w``, ``a``, ``wb``, ``ab``. Raises OSError like ``open``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if mode.startswith("a") else os.O_TRUNC)
+    fd = os.open(path, flags, FILE_MODE)
+    try:
+        if stat.S_IMODE(os.fstat(fd).st_mode) & ~FILE_MODE:
+            os.fchmod(fd, FILE_MODE)
+        return os.fdopen(fd, mode, encoding=None if "b" in mode else encoding)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def prepare_store_dir(path: Path) -> None:

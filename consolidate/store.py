@@ -51,7 +51,8 @@ class Store:
     (default: the name of the folder holding the store). ``create=False`` opens an existing store
     only (read commands): ``exists`` tells whether there is one, and nothing is created. A store
     opened for writing is private to its user (consolidate/private.py: the process umask narrows
-    to 077, folders 0700, files 0600) and holds a ``.gitignore`` that ignores all of it.
+    to 077, folders 0700, files 0600) and holds a ``.gitignore`` that ignores all of it; opening an
+    existing store with ``create=False`` narrows the umask too (a later write is private).
 
     Raises StorePathError when the path is a file, empty, or cannot be created."""
 
@@ -70,6 +71,10 @@ class Store:
             except OSError as exc:
                 raise StorePathError(f"cannot create store folder {self.path}: {exc.strerror or exc}",
                                      path=str(self.path)) from None
+        elif self.path.is_dir():
+            from .private import private_umask
+
+            private_umask()  # whatever this process writes to the store later (SQLite, Chroma) is private
         self.chroma_url = chroma_url or os.environ.get("CONSOLIDATE_CHROMA_URL") or None
         self._embedding = embedding or os.environ.get("CONSOLIDATE_EMBEDDING") or None
         self.project = project or os.environ.get("CONSOLIDATE_PROJECT") or self.path.resolve().parent.name or "default"
@@ -240,9 +245,10 @@ class Store:
 
 def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file, fsync, and rename (atomic on POSIX)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from .private import private_file
+
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
+    with private_file(tmp, "w") as f:  # 0600 whatever the umask (consolidate/private.py)
         f.write(text)
         f.flush()
         os.fsync(f.fileno())

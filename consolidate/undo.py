@@ -16,12 +16,14 @@ import os
 
 from . import graph, snapshots
 from .errors import BadInput
+from .private import private_file, private_umask
 from .store import write_json_atomic, write_text_atomic
 
 
 def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
     """Revert ``run_id``; returns counts ``{removed, restored}``. Raises BadInput for an unknown
     run or one already undone."""
+    private_umask()  # the store stays private whatever the umask (consolidate/private.py)
     record = snapshots.load(store, run_id)
     if record.get("undone"):
         raise BadInput(f"run {run_id} was already undone")
@@ -47,8 +49,7 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
                   for i in before]
         lines.append({"ts": ts, "event": "run.undone", "run_id": run_id, "session_id": record.get("session_id"),
                       "removed": len(added), "restored": len(before)})
-        store.events_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(store.events_path, "a", encoding="utf-8") as f:
+        with private_file(store.events_path, "a") as f:
             f.write("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
             f.flush()
             os.fsync(f.fileno())

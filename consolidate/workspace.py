@@ -253,8 +253,11 @@ class Workspace:
     def _lock(self):
         import filelock
 
-        self.root.mkdir(parents=True, exist_ok=True)
-        return filelock.FileLock(str(self.root / ".lock"), timeout=30)
+        from .private import FILE_MODE, private_umask
+
+        private_umask()  # a workspace write: the store stays private whatever the umask
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return filelock.FileLock(str(self.root / ".lock"), timeout=30, mode=FILE_MODE)
 
     def describe(self) -> dict[str, Any]:
         """What an agent needs: session id, state, task, the workspace path and its folders, and
@@ -629,23 +632,34 @@ def start(store, session_id: str | None = None, task: str | None = None, **bound
             created = True
             from . import secrets
 
+            from .private import private_file, private_umask
+
+            private_umask()
             for folder in FOLDERS:
-                (ws.root / folder).mkdir(parents=True, exist_ok=True)
+                (ws.root / folder).mkdir(parents=True, exist_ok=True, mode=0o700)
+                os.chmod(ws.root / folder, 0o700)
             try:
                 os.chmod(ws.root, 0o700)
             except OSError:
                 pass
             context = ws.root / "context"
             text, memories = _context_memories(store, task)
-            (context / "memories.md").write_text(text, encoding="utf-8")
+            def put(name: str, content: str) -> None:
+                p = context / name
+                if p.exists():
+                    os.chmod(p, 0o600)  # a resumed start rewrites its read-only context
+                with private_file(p, "w") as f:
+                    f.write(content)
+
+            put("memories.md", text)
             core = store.core_rules()
-            (context / "core.md").write_text(core or "# Project rules\n\n(memory/core.md is empty)\n", encoding="utf-8")
-            (context / "session.json").write_text(json.dumps({
+            put("core.md", core or "# Project rules\n\n(memory/core.md is empty)\n")
+            put("session.json", json.dumps({
                 "session_id": sid, "task": secrets.redact(task) if task else None, "started_at": _iso(time.time()),
                 "store": str(store.path.resolve()), "project": store.project,
                 "write_to": {"working": "scratch files (removed on success)",
                              "output": "durable memory candidates: Markdown list items or JSONL lines"},
-            }, ensure_ascii=False, indent=1), encoding="utf-8")
+            }, ensure_ascii=False, indent=1))
             for p in context.iterdir():
                 os.chmod(p, 0o400)  # read-only, private to the user like the rest of the store
             now = _iso(time.time())

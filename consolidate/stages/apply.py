@@ -141,8 +141,9 @@ def preflight(store) -> None:
         folder = store.sub(name)
         probe = folder / ".preflight"
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            with open(probe, "wb") as f:
+            from ..private import private_file
+
+            with private_file(probe, "wb") as f:
                 f.write(b"\0" * PREFLIGHT_BYTES)
                 f.flush()
                 os.fsync(f.fileno())
@@ -312,7 +313,9 @@ def _events(plan, store, writes, replayed: bool) -> None:
     present = _seqs_of_run(path, plan.run_id) if replayed else set()
     lines = [x for x in event_lines(plan, writes) if x["seq"] not in present]
     data = [json.dumps(x, ensure_ascii=False) + "\n" for x in lines]
-    with open(path, "a", encoding="utf-8") as f:
+    from ..private import private_file
+
+    with private_file(path, "a") as f:
         if armed("apply:events:partial") and len(data) > 1:
             f.write("".join(data[: len(data) // 2]) + data[len(data) // 2][:20])
             f.flush()
@@ -376,7 +379,9 @@ def _notes_md(plan, store, writes) -> None:
         if c.status != "active":
             tag += f", {c.status}"
         block.append(f"- **{tag}**: {c.statement} [{c.confidence}, {c.evidence}] ({c.source})")
-    with open(path, "a", encoding="utf-8") as f:
+    from ..private import private_file
+
+    with private_file(path, "a") as f:
         if new:
             f.write("# What graduated\n\n")
         f.write("\n".join(block) + "\n\n")
