@@ -51,15 +51,16 @@ def private_file(path, mode: str = "w", encoding: str | None = "utf-8"):
     of ``w``, ``a``, ``wb``, ``ab``. Raises OSError like ``open``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if mode.startswith("a") else os.O_TRUNC)
-    fd = os.open(path, flags, FILE_MODE)
+    # through open() (an opener sets the mode), so that code and tests wrapping open() see it
+    f = open(path, mode, encoding=None if "b" in mode else encoding,
+             opener=lambda p, flags: os.open(p, flags, FILE_MODE))
     try:
-        if stat.S_IMODE(os.fstat(fd).st_mode) & ~FILE_MODE:
-            os.fchmod(fd, FILE_MODE)
-        return os.fdopen(fd, mode, encoding=None if "b" in mode else encoding)
+        if stat.S_IMODE(os.fstat(f.fileno()).st_mode) & ~FILE_MODE:
+            os.fchmod(f.fileno(), FILE_MODE)
     except BaseException:
-        os.close(fd)
+        f.close()
         raise
+    return f
 
 
 def prepare_store_dir(path: Path) -> None:
