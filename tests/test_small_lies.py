@@ -81,9 +81,11 @@ def test_ctrl_c_during_run_says_which_sessions_were_applied(tmp_path):
         store.sessions.add_note(f"s{i}", f"maybe note {i} about the retry loop")
         store.sessions.end(f"s{i}", "success", now=time.time() + i)
     store.close()
-    judge = f"cli:template:{sys.executable} {FAKE / 'slow.py'}"
+    # a judge that answers every call after 1 s: each session takes a while, whatever the chain's circuit
+    # breaker does (a judge that times out is skipped for the rest of the run, and the run would end first)
+    judge = f"cli:template:{sys.executable} {FAKE / 'unhurried.py'}"
     proc = subprocess.Popen([sys.executable, "-m", "consolidate", "run", "--store", str(st), "--embedding", "hash",
-                             "--judge", judge, "--time-box", "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             "--judge", judge, "--time-box", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=_env())
     probe = Store(st, embedding="hash")
     deadline = time.monotonic() + 240
