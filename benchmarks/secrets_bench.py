@@ -16,9 +16,11 @@ and leave the entropy limit to the caller.) A note counts as blocked when any pl
 The files are written before the clock starts; reading them is part of detect-secrets' time.
 
 "Gate before" (issue 14) is the gate of an earlier commit (``--before``, default the last one
-before issue 14 changed it), loaded from git into its own module and run side by side on the same
-notes in the same process, timing runs interleaved: recall, false positives, notes per second, and
-its flags on the real notes. Skipped when git or the commit is not there.
+before gitleaks' provider rules came in, issue 14 item 5; ``--before 4c1c30a`` is the gate before
+issue 14), loaded from git into its own module and run side by side on the same notes in the same
+process, timing runs interleaved: recall, false positives, notes per second, and its flags on the
+real notes. Skipped when git or the commit is not there. The provider rules in use, and those left
+out with the reason (a rule that does not compile in Python is named here), are printed first.
 
 Goals (issue 4): recall 100 %, false positives at most 1 %, at least 2,000 notes per second; issue
 14: none of the three worse than before.
@@ -63,8 +65,8 @@ def rates(entries: list[Entry], blocked: list[bool]) -> tuple[float, float, int,
     return sum(pos) / len(pos), sum(neg) / len(neg), sum(pos), len(pos), sum(neg), len(neg)
 
 
-#: The last commit of main before issue 14 changed consolidate/secrets.py.
-BEFORE_REV = "4c1c30a"
+#: The last commit of main before gitleaks' provider rules (issue 14, item 5) changed consolidate/secrets.py.
+BEFORE_REV = "b190c05"
 
 
 def load_before(rev: str):
@@ -167,7 +169,15 @@ def main(argv: list[str] | None = None) -> int:
           f"formats, {len(base) - n_block} ordinary notes per seed; "
           f"{len(entries)} notes over {len(entries) // len(base) + (len(entries) % len(base) > 0)} seeds")
 
+    from consolidate import provider_rules
+
     scan("warm up: import detect-secrets' plugin classes")
+    stats = provider_rules.stats()
+    print(f"gitleaks rules (commit {stats['upstream_commit'][:12]}): {stats['used']} of {stats['total']} in use, "
+          f"{len(stats['not_compiled'])} do not compile in Python re"
+          + (f" ({', '.join(stats['not_compiled'])})" if stats["not_compiled"] else ""))
+    for rule, reason in sorted(stats["skipped"].items()):
+        print(f"  left out: {rule}: {reason}")
     ours = [bool(scan(t)) for t in texts]
     our_median, our_times = timed(lambda: [scan(t) for t in texts], runs)
     our_speed = len(texts) / our_median
@@ -253,9 +263,10 @@ def main(argv: list[str] | None = None) -> int:
             b_real, o_real = timed_pair(lambda: [before_scan(c) for c in contents], lambda: [scan(c) for c in contents],
                                         runs)
             b_hits = sum(bool(before_scan(c)) for c in contents)
-            print(f"real notes side by side: gate now {len(notes) / o_real:,.0f} notes/s, {len(hits)} flagged;"
-                  f" gate before {len(notes) / b_real:,.0f} notes/s, {b_hits} flagged;"
-                  f" now / before {b_real / o_real:.2f}x")
+            print(f"real notes side by side: gate now {len(notes) / o_real:,.0f} notes/s, {len(hits)} flagged"
+                  f" ({pct(len(hits) / len(notes)).strip()});"
+                  f" gate before {len(notes) / b_real:,.0f} notes/s, {b_hits} flagged"
+                  f" ({pct(b_hits / len(notes)).strip()}); now / before {b_real / o_real:.2f}x")
         for note, findings in hits:  # previews only: a real secret must not reach this output
             print(f"  {note.get('id')}: " + ", ".join(f"{f.kind} {f.preview}" for f in findings))
         if not args.no_detect_secrets and not args.quick:

@@ -162,6 +162,9 @@ _WORDS_EN = """correct horse battery staple purple monkey dishwasher orange tige
     marble falcon copper meadow lantern pepper violet harbor thunder cactus""".split()
 _WORDS_DE = "sonnenblume regenbogen schmetterling apfelbaum wolkenkratzer eichhörnchen".split()
 _WORDS_RU = "подсолнух радуга бабочка яблоня черепаха одуванчик".split()
+_WORDS_JA = "ひまわり さくら たんぽぽ サクラ ヒマワリ 紫陽花 朝顔 富士山 ねこ ゆきだるま".split()
+_WORDS_ZH = "向日葵 彩虹 蝴蝶 苹果树 长城 熊猫 春天 月亮".split()
+_WORDS_KO = "해바라기 무지개 나비 사과나무 거북이 민들레 고양이".split()
 
 #: kind -> generator; a generator returns the value, or (text, secrets) when the text inserted
 #: differs from what must not survive (PEM keys: the armour stays, the body lines must go).
@@ -223,11 +226,50 @@ SECRET_KINDS: dict[str, Callable[[_Gen], object]] = {
     "b64_44": lambda g: base64.b64encode(g.rng.randbytes(32)).decode(),
     "django": lambda g: "django-insecure-" + g.rand(50, string.ascii_lowercase + string.digits + "!@#%^&*(-_=+)"),
     "basic_auth": lambda g: base64.b64encode(("deploy:" + g.password()).encode()).decode(),
+    # Provider formats the gate knows only from gitleaks' rule set (issue 14, item 5): each value in
+    # the issuer's documented shape, as gitleaks' config/gitleaks.toml describes it; prefixes in pieces.
+    "age": lambda g: "AGE-" + "SECRET-KEY-1" + g.rand(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"),
+    "alibaba_id": lambda g: "LT" + "AI" + g.rand(20),
+    "atlassian": lambda g: "ATA" + "TT3" + g.rand(186, B64URL),
+    "clojars": lambda g: "CLOJ" + "ARS_" + g.rand(60, LOWER_DIGITS),
+    "databricks": lambda g: "da" + "pi" + g.rand(32, HEX),
+    "doppler": lambda g: "dp." + "pt." + g.rand(43),
+    "dynatrace": lambda g: "dt0c01" + "." + g.rand(24, string.ascii_uppercase + string.digits) + "."
+    + g.rand(64, string.ascii_uppercase + string.digits),
+    "easypost": lambda g: "EZ" + "AK" + g.rand(54),
+    "flutterwave": lambda g: "FLWSECK" + "_TEST-" + g.rand(32, "abcdefgh0123456789") + "-X",
+    "flyio": lambda g: "fo" + "1_" + g.rand(43, B64URL),
+    "frameio": lambda g: "fio" + "-u-" + g.rand(64, B64URL),
+    "gitlab_deploy": lambda g: "gl" + "dt-" + g.rand(20),
+    "grafana_sa": lambda g: "gl" + "sa_" + g.rand(32) + "_" + g.rand(8, HEX),
+    "grafana_cloud": lambda g: "gl" + "c_" + g.rand(80, B64),
+    "terraform": lambda g: g.rand(14, LOWER_DIGITS) + ".atlas" + "v1." + g.rand(67, LOWER_DIGITS),
+    "infracost": lambda g: "ic" + "o-" + g.rand(32),
+    "linear": lambda g: "lin" + "_api_" + g.rand(40),
+    "postman": lambda g: "PM" + "AK-" + g.rand(24, HEX) + "-" + g.rand(34, HEX),
+    "prefect": lambda g: "pn" + "u_" + g.rand(36),
+    "pulumi": lambda g: "pu" + "l-" + g.rand(40, HEX),
+    "readme": lambda g: "rd" + "me_" + g.rand(70, LOWER_DIGITS),
+    "rubygems": lambda g: "ruby" + "gems_" + g.rand(48, HEX),
+    "scalingo": lambda g: "tk" + "-us-" + g.rand(48, B64URL),
+    "sendinblue": lambda g: "xkey" + "sib-" + g.rand(64, HEX) + "-" + g.rand(16),
+    "sentry_user": lambda g: "sntr" + "yu_" + g.rand(64, HEX),
+    "shippo": lambda g: "shippo" + "_live_" + g.rand(40, HEX),
+    "shopify": lambda g: "sh" + "pat_" + g.rand(32, HEX),
+    "planetscale": lambda g: "pscale" + "_tkn_" + g.rand(43, B64URL),
+    "vault": lambda g: "hv" + "s." + g.rand(95, B64URL),
+    "mailgun": lambda g: "ke" + "y-" + g.rand(32, HEX),
+    "maxmind": lambda g: g.rand(6) + "_" + g.rand(29) + "_m" + "mk",
+    "settlemint": lambda g: "sm" + "_pat_" + g.rand(16),
     # letters-only passwords (issue 14b): a passphrase of joined words, two words, other scripts
     "passphrase": lambda g: "".join(g.rng.sample(_WORDS_EN, g.rng.randint(3, 4))),
     "word_password": lambda g: g.rng.choice(_WORDS_EN) + g.rng.choice(_WORDS_EN),
     "word_password_de": lambda g: g.rng.choice(_WORDS_DE),
     "word_password_ru": lambda g: g.rng.choice(_WORDS_RU),
+    # letters-only passwords in a CJK script (issue 14: パスワード: ひまわり was stored)
+    "word_password_ja": lambda g: g.rng.choice(_WORDS_JA),
+    "word_password_zh": lambda g: g.rng.choice(_WORDS_ZH),
+    "word_password_ko": lambda g: g.rng.choice(_WORDS_KO),
 }
 
 #: kind -> generator of the random parts of ordinary notes (hashes, ids: never secrets by themselves)
