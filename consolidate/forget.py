@@ -61,9 +61,14 @@ def forgotten_match(store, statement: str, rows: list[dict] | None = None) -> di
     return None
 
 
-def forget(store, memory_id: str, reason: str | None = None, *, lock_timeout: float = 60.0) -> dict[str, Any]:
+def forget(store, memory_id: str, reason: str | None = None, *, lock_timeout: float = 60.0,
+           status: str = "forgotten", event: str = "memory.forgotten", label: str = "forget",
+           extend=None) -> dict[str, Any]:
     """Forget ``memory_id`` (any status); returns ``{memory_id, statement, run_id, status}``.
 
+    ``status``, ``event`` and ``label`` name the archive status, the event and the maintenance run
+    (``consolidate review --decline`` says ``declined``); ``extend(plan, row)`` may add decisions and
+    updates to the same run before it is written (row: ``{"document", "metadata"}``).
     Raises BadInput for an unknown id (already forgotten or archived included)."""
     from .maintenance import apply_updates, new_plan
     from .plan import MemoryUpdate
@@ -77,10 +82,11 @@ def forget(store, memory_id: str, reason: str | None = None, *, lock_timeout: fl
     if row is None:
         raise BadInput(f"unknown memory {memory_id!r}: not in the store (already forgotten or archived?)",
                        memory_id=memory_id)
-    why = " ".join((reason or "forgotten by the user").split())[:500]
-    plan = new_plan(store, "forget")
-    plan.updates.append(MemoryUpdate(memory_id, "archive", {"status": "forgotten"}, event="memory.forgotten",
-                                     reason=why))
+    why = " ".join((reason or f"{status} by the user").split())[:500]
+    plan = new_plan(store, label)
+    plan.updates.append(MemoryUpdate(memory_id, "archive", {"status": status}, event=event, reason=why))
+    if extend is not None:
+        extend(plan, row)
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     _append(store, {"id": memory_id, "statement": row["document"], "type": row["metadata"].get("type"),
                     "run_id": plan.run_id, "reason": why, "forgotten_at": now})
@@ -88,8 +94,8 @@ def forget(store, memory_id: str, reason: str | None = None, *, lock_timeout: fl
     from .stages.apply import write_context
 
     write_context(store, store.project)
-    mark_notes_md(store, row["document"], f"forgotten {now[:10]}: {why}")
-    return {"memory_id": memory_id, "statement": row["document"], "run_id": plan.run_id, "status": "forgotten"}
+    mark_notes_md(store, row["document"], f"{status} {now[:10]}: {why}")
+    return {"memory_id": memory_id, "statement": row["document"], "run_id": plan.run_id, "status": status}
 
 
 def _append(store, row: dict[str, Any]) -> None:

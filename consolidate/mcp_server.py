@@ -14,6 +14,8 @@ Built on the ``mcp`` package 2.x (``mcp.server.mcpserver.MCPServer``). Tools:
   is available, else by the next hook, ``consolidate worker`` or ``consolidate run``).
 
 - ``forget(memory_id, reason)`` archives a wrong memory with a tombstone (consolidate.forget).
+- ``review_list``, ``review_approve``, ``review_decline``, ``review_edit``: the review queue
+  (``consolidate.review_mcp``).
 - ``session_start``, ``session_write``, ``session_append``, ``session_extract``: the agent
   workspace (``consolidate.workspace_mcp``).
 
@@ -390,6 +392,9 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
 
     register_workspace_tools(server, backend)
     register_forget(server, backend)
+    from .review_mcp import register as register_review_tools
+
+    register_review_tools(server, backend)
     return server
 
 
