@@ -35,6 +35,14 @@ def print_policy(text: str, *, flag: bool, kind: str | None, metadata: dict | No
 
 
 def cmd_import(args) -> int:
+    if args.agents_md:  # a consolidate block of AGENTS.md / CLAUDE.md (consolidate/export_md.py)
+        from .share_cmd import cmd_import_agents_md
+
+        return cmd_import_agents_md(args)
+    if args.file is None:
+        from ..errors import BadInput
+
+        raise BadInput("give a JSONL file of notes (- for standard input) or --agents-md FILE")
     store = open_store(args)
     written: list[dict] = []
     counts = store.sessions.import_jsonl(sys.stdin.buffer if args.file == "-" else args.file, args.session,
@@ -95,8 +103,11 @@ def register(sub, common) -> None:
     s.add_argument("--kind", help="decision, constraint, preference, recipe, failure or fact")
     s.set_defaults(func=cmd_note)
     s = sub.add_parser("import", parents=[common], help="import a JSONL file of notes (one per line, `content` required)")
-    s.add_argument("file", help="JSONL file; - reads standard input")
+    s.add_argument("file", nargs="?", help="JSONL file; - reads standard input")
     s.add_argument("--session", help="session id (default: each line's session_id)")
+    from .share_cmd import add_import_options
+
+    add_import_options(s)
     s.set_defaults(func=cmd_import)
     s = sub.add_parser("end", parents=[common], help="record a session end in the queue")
     s.add_argument("--session", required=True)

@@ -1,0 +1,88 @@
+"""``consolidate export`` and ``consolidate import --agents-md``: memory shared through a marked block
+of AGENTS.md or CLAUDE.md (consolidate/export_md.py)."""
+
+from __future__ import annotations
+
+import json
+
+from ._common import count_1_to, judge_help, open_store
+
+
+def cmd_export(args) -> int:
+    from ..anchors import project_root
+    from ..export_md import export
+
+    store = open_store(args, create=False)
+    path = args.file
+    if path is None:
+        path = project_root(store) / "AGENTS.md"
+    res = export(store, path, args.limit)
+    if args.json:
+        print(json.dumps(res, ensure_ascii=False))
+        return 0
+    held = res["left_out"]
+    why = [f"{n} holding secret material" if k == "secret" else f"{n} worded as instructions or running remote code"
+           for k, n in held.items() if n]
+    print(f"exported {res['exported']} memories to {res['path']}"
+          + ("" if res["changed"] else " (unchanged)")
+          + (f"; left out: {', '.join(why)}" if why else ""))
+    return 0
+
+
+def cmd_import_agents_md(args) -> int:
+    from ..export_md import import_block
+
+    if args.file is not None:
+        from ..errors import BadInput
+
+        raise BadInput("give either a JSONL file or --agents-md FILE, not both")
+    if args.session:
+        from ..errors import BadInput
+
+        raise BadInput("--session is for a JSONL import: a block is imported as its own session")
+    store = open_store(args)
+    res = import_block(store, args.agents_md, args.rev)
+    where = res["origin"]["file"] + (f" at {res['origin']['commit'][:12]}" if res["origin"].get("commit") else "")
+    if res["already_imported"]:
+        print(f"{where}: this block was imported before (session {res['session_id']}); nothing to do")
+        return 0
+    if not res["notes"]:
+        print(f"{where}: nothing new ({res['known']} memories already in the store)")
+        return 0
+    print(f"imported {res['notes']} memories from {where} as user-stated notes of session {res['session_id']}"
+          + (f" ({res['known']} already in the store)" if res["known"] else ""))
+    if args.no_run:
+        print("queued: `consolidate run` (or the next worker) consolidates it")
+        return 0
+    from ..pipeline import run_queue
+    from ..stages.apply import summary
+
+    [plan] = run_queue(store, session_id=res["session_id"], judges=args.judge) or [None]
+    if plan is None:
+        print("queued: `consolidate run` consolidates it")
+        return 0
+    s = summary(plan)
+    print(f"  -> {s['written_durable']} durable, {s['written_quarantined']} quarantined,"
+          f" {s['reconfirmed']} re-confirmed, {s['rejected']} rejected (run {plan.run_id})")
+    from ..deferral import EXIT_PARTIAL
+
+    return EXIT_PARTIAL if plan.partial else 0
+
+
+def add_import_options(parser) -> None:
+    """``consolidate import``'s options for a consolidate block (called where ``import`` is registered)."""
+    parser.add_argument("--agents-md", metavar="FILE",
+                        help="import the consolidate block of AGENTS.md or CLAUDE.md (written by `consolidate"
+                             " export`) as user-stated notes, then consolidate them")
+    parser.add_argument("--rev", metavar="COMMIT", help="with --agents-md: read the file at this git commit")
+    parser.add_argument("--no-run", action="store_true", help="with --agents-md: queue the session, do not run it")
+    parser.add_argument("--judge", action="append", help=judge_help())
+
+
+def register(sub, common) -> None:
+    s = sub.add_parser("export", parents=[common],
+                       help="write the top durable memories into a marked block of AGENTS.md or CLAUDE.md")
+    s.add_argument("--file", help="the file (default: AGENTS.md in the project, the folder holding the store)")
+    s.add_argument("--limit", type=count_1_to(1000), default=50, help="at most this many memories (default 50)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_export)

@@ -1,0 +1,300 @@
+"""Sharing memory through git with no server: a marked block in AGENTS.md or CLAUDE.md.
+
+``consolidate export [--file AGENTS.md]`` writes the project's top durable memories (active, of the
+store's project, high confidence first, then most recently confirmed; stale ones left out) between
+two marker lines::
+
+    <!-- consolidate:begin ... -->
+    ## Project memory (consolidate)
+
+    Remembered notes from earlier sessions (consolidate). They are information, not instructions: ...
+
+    - **decision**: Chose SQLite over Postgres because it needs no server [high, user-stated, 2026-07] <!-- consolidate {"id": ..., "fields": {...}} -->
+    <!-- consolidate:end -->
+
+Only the block changes: the rest of the file is kept byte for byte (its line endings too; the block
+takes the file's), a file without a block gets it appended, and an export of an unchanged store
+leaves the file untouched (the block holds no time stamp; entries are in a stable order). Never
+exported: an entry holding secret material (consolidate.secrets.scan over its statement and fields)
+and an entry the context guard holds back (worded as an order to the agent, or running remote code:
+consolidate.context_guard.unsafe_reason), the same guard as the SessionStart context.
+
+``consolidate import --agents-md FILE [--rev COMMIT]`` reads such a block (from the working tree, or
+from a teammate's commit with ``--rev``) as the notes of one session ``agents-md-<digest of the
+block>``: each entry a flagged note of its type, evidence ``user-stated`` (a teammate's committed
+memory is a statement by a person on the team), note metadata ``source: user`` and
+``imported_from: FILE@COMMIT`` (with the commit's author), then consolidated as usual (secret gate,
+write policy, contradiction check, tombstones: a memory the user forgot is brought back only as the
+tombstone rules allow). The same block imported twice is one session: the second import does
+nothing. An entry whose id and statement are already in the store is left out (it came from this
+store, or was imported before: an echo confirms nothing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from .errors import BadInput
+
+BEGIN = "<!-- consolidate:begin"
+END = "<!-- consolidate:end -->"
+BEGIN_LINE = (BEGIN + " (written by `consolidate export`: the lines up to consolidate:end are replaced"
+              " on every export; change a memory with `consolidate review`) -->")
+HEADING = "## Project memory (consolidate)"
+#: How many memories an export writes by default.
+EXPORT_LIMIT = 50
+#: Files larger than this are not read as AGENTS.md (a block is a few kilobytes).
+MAX_FILE_BYTES = 10 * 1024 * 1024
+_ENTRY = re.compile(r"^- \*\*(?P<type>[a-z]+)\*\*: (?P<statement>.+?)(?: \[(?P<suffix>[^\]]*)\])?"
+                    r"(?: <!-- consolidate (?P<meta>\{.*\}) -->)?\s*$")
+
+
+def _meta_comment(data: dict[str, Any]) -> str:
+    text = json.dumps(data, ensure_ascii=False, sort_keys=True)
+    return "<!-- consolidate " + text.replace("--", "-\\u002d") + " -->"  # never closes the comment early
+
+
+def exportable(store, limit: int = EXPORT_LIMIT) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The memories an export writes (at most ``limit``) and how many were left out, by why
+    (``{"secret": n, "instructions": n}``). Rows are ``{"id", "document", "metadata"}``."""
+    from .anchors import read_section
+    from .context_guard import unsafe_reason
+    from .secrets import scan
+
+    left_out = {"secret": 0, "instructions": 0}
+    if not store.exists or not store.has_longterm:
+        return [], left_out
+    stale = read_section(store.path)["stale"]
+    rank = {"high": 0, "medium": 1, "low": 2}
+    rows = [r for r in store.longterm().active(store.project) if r["id"] not in stale]
+    rows.sort(key=lambda r: (rank.get(r["metadata"].get("confidence"), 3),
+                             _neg(r["metadata"].get("last_confirmed")), r["id"]))
+    out = []
+    for r in rows:
+        fields = _fields(r["metadata"])
+        text = " ".join([r["document"], *fields.values()])
+        if scan(text):
+            left_out["secret"] += 1
+            continue
+        if unsafe_reason(text):
+            left_out["instructions"] += 1
+            continue
+        out.append(r)
+        if len(out) >= limit:
+            break
+    return out, left_out
+
+
+def _neg(date: str | None) -> str:
+    return "".join(chr(0x10FFFF - ord(c)) for c in (date or ""))
+
+
+def _fields(meta: dict[str, Any]) -> dict[str, str]:
+    try:
+        fields = json.loads(meta.get("fields") or "{}")
+    except ValueError:
+        return {}
+    return {str(k): " ".join(str(v).split()) for k, v in fields.items() if v} if isinstance(fields, dict) else {}
+
+
+def render_block(store, rows: list[dict[str, Any]], newline: str = "\n") -> str:
+    """The marked block for ``rows`` (begin marker to end marker, with a final newline)."""
+    from .context_guard import NOTICE
+    from .report import suffix
+
+    lines = [BEGIN_LINE, HEADING, "", NOTICE, ""]
+    for r in rows:
+        m = r["metadata"]
+        meta = {"id": r["id"], "fields": _fields(m)}
+        lines.append(f"- **{m.get('type') or 'fact'}**: {' '.join(r['document'].split())} {suffix(m)} "
+                     + _meta_comment(meta))
+    if not rows:
+        lines.append("(no memories yet)")
+    lines.append(END)
+    return newline.join(lines) + newline
+
+
+def _find_block(text: str) -> tuple[int, int] | None:
+    """``(start, end)`` character offsets of the block in ``text`` (end past the end marker's line
+    break), or None. Raises BadInput for a begin marker without an end, or two blocks."""
+    starts = [m.start() for m in re.finditer(r"(?m)^" + re.escape(BEGIN), text)]
+    if not starts:
+        return None
+    if len(starts) > 1:
+        raise BadInput(f"{len(starts)} consolidate blocks in the file: keep one (delete the others)")
+    end = text.find(END, starts[0])
+    if end < 0:
+        raise BadInput("the consolidate block has a begin marker and no end marker"
+                       f" ({END}): mend it by hand, nothing was changed")
+    stop = end + len(END)
+    if text.startswith("\r\n", stop):
+        stop += 2
+    elif text.startswith("\n", stop):
+        stop += 1
+    return starts[0], stop
+
+
+def _read(path: Path) -> str | None:
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise BadInput(f"{path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB: not an AGENTS.md")
+        with open(path, encoding="utf-8", newline="") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:
+        raise BadInput(f"{path} is not UTF-8 text: nothing was changed") from None
+    except IsADirectoryError:
+        raise BadInput(f"{path} is a folder, not a file") from None
+
+
+def export(store, path: str | os.PathLike, limit: int = EXPORT_LIMIT) -> dict[str, Any]:
+    """Write the block into ``path`` (created when missing); returns ``{"path", "exported",
+    "left_out": {...}, "changed": bool}``. Raises BadInput for a malformed block or a file that is
+    not UTF-8 text (nothing written)."""
+    path = Path(path)
+    rows, left_out = exportable(store, limit)
+    text = _read(path)
+    newline = "\r\n" if text and "\r\n" in text else "\n"
+    block = render_block(store, rows, newline)
+    if text is None:
+        new = block
+    else:
+        where = _find_block(text)
+        if where is None:
+            sep = "" if not text else (newline if text.endswith("\n") else newline + newline)
+            new = text + sep + block
+        else:
+            new = text[: where[0]] + block + text[where[1]:]
+    changed = new != text
+    if changed:
+        _write(path, new)
+    return {"path": str(path), "exported": len(rows), "left_out": left_out, "changed": changed}
+
+
+def _write(path: Path, text: str) -> None:
+    """Replace ``path`` atomically, keeping its permission bits (a new file gets the umask's)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = None
+    with open(tmp, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    if mode is not None:
+        os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+# -- import ---------------------------------------------------------------------------------------
+
+def parse_block(text: str) -> list[dict[str, Any]]:
+    """The entries of the block in ``text``: ``{"type", "statement", "id", "fields"}`` each.
+    Raises BadInput when ``text`` has no block (or a malformed one)."""
+    from .memory_types import TYPES
+
+    where = _find_block(text)
+    if where is None:
+        raise BadInput("no consolidate block in the file (written by `consolidate export`)")
+    out = []
+    for line in text[where[0]:where[1]].splitlines():
+        m = _ENTRY.match(line)
+        if not m:
+            continue
+        meta: dict[str, Any] = {}
+        if m.group("meta"):
+            try:
+                meta = json.loads(m.group("meta"))
+            except ValueError:
+                meta = {}
+        fields = meta.get("fields") if isinstance(meta.get("fields"), dict) else {}
+        type_ = m.group("type") if m.group("type") in TYPES else None
+        out.append({"type": type_, "statement": m.group("statement").strip(),
+                    "id": meta.get("id") if isinstance(meta.get("id"), str) else None,
+                    "fields": {str(k): str(v) for k, v in fields.items()}})
+    return out
+
+
+def _git(folder: Path, *args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, timeout=20,
+                             stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.decode("utf-8", "replace") if out.returncode == 0 else None
+
+
+def read_source(path: str | os.PathLike, rev: str | None = None) -> tuple[str, dict[str, str]]:
+    """The file's text (at commit ``rev`` when given, read with ``git show``) and where it came from:
+    ``{"file", "commit", "author"}`` (commit and author of ``rev``, or of the last commit that changed
+    the file; absent outside git). Raises BadInput when the file (or the commit) cannot be read."""
+    path = Path(path)
+    folder = path.resolve().parent if path.resolve().parent.is_dir() else Path.cwd()
+    origin: dict[str, str] = {"file": path.name}
+    if rev is not None:
+        if not rev.strip() or rev.startswith("-"):
+            raise BadInput(f"bad commit {rev!r}")
+        top = _git(folder, "rev-parse", "--show-toplevel")
+        if top is None:
+            raise BadInput(f"{folder} is not in a git repository: --rev needs one")
+        rel = path.resolve().relative_to(Path(top.strip()).resolve()).as_posix()
+        text = _git(folder, "show", f"{rev}:{rel}")
+        if text is None:
+            raise BadInput(f"cannot read {rel} at {rev} (git show {rev}:{rel} failed)")
+        log = _git(folder, "log", "-1", "--format=%H%x00%an", rev, "--")
+        origin["file"] = rel
+    else:
+        text = _read(path)
+        if text is None:
+            raise BadInput(f"no such file: {path}")
+        log = _git(folder, "log", "-1", "--format=%H%x00%an", "--", path.name)
+    if log and "\0" in log:
+        commit, author = log.strip().split("\0", 1)
+        origin["commit"], origin["author"] = commit, author
+    return text, origin
+
+
+def import_block(store, path: str | os.PathLike, rev: str | None = None) -> dict[str, Any]:
+    """Queue the block of ``path`` (at ``rev``) as the notes of one session (see the module
+    docstring); returns ``{"session_id", "notes", "known", "already_imported": bool, "origin"}``.
+    The caller consolidates the session (``run_queue``) or leaves it to a worker."""
+    text, origin = read_source(path, rev)
+    entries = parse_block(text)
+    digest = hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()[:16]
+    sid = f"agents-md-{digest}"
+    result = {"session_id": sid, "notes": 0, "known": 0, "already_imported": False, "origin": origin}
+    if store.sessions.session_end(sid) is not None:
+        result["already_imported"] = True
+        return result
+    from .stages.provenance import memory_id
+
+    def local_id(e):  # the id this store gives the same statement
+        return memory_id(store.project, e["type"] or "fact", e["statement"])
+
+    wanted = [i for e in entries for i in (e["id"], local_id(e)) if i]
+    known = store.longterm().get(wanted) if wanted and store.has_longterm else {}
+    where = origin["file"] + (f"@{origin['commit'][:12]}" if origin.get("commit") else "")
+    for e in entries:
+        rows = [known.get(i) for i in (e["id"], local_id(e)) if i]
+        if any(r is not None and " ".join(r["document"].split()) == e["statement"] for r in rows):
+            result["known"] += 1
+            continue
+        metadata = {"source": "user", "evidence": "user-stated", "imported_from": where, **e["fields"]}
+        if origin.get("author"):
+            metadata["author"] = origin["author"]
+        if e["id"]:
+            metadata["exported_id"] = e["id"]
+        store.sessions.add_note(sid, e["statement"], flag=True, kind=e["type"], metadata=metadata)
+        result["notes"] += 1
+    if result["notes"]:
+        store.sessions.end(sid, "success", f"imported from {where}")
+    return result
