@@ -17,6 +17,7 @@ from consolidate.mcp_server import build_server
 from consolidate.pipeline import run_queue
 
 TOOLS = {"note", "session_read", "recall", "session_complete", "forget",
+         "review_list", "review_approve", "review_decline", "review_edit",
          "session_start", "session_write", "session_append", "session_extract"}
 
 
