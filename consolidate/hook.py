@@ -38,7 +38,9 @@ STDIN_TIMEOUT = 0.5
 CONTEXT_MAX_CHARS = 8_000
 END_EVENTS = {"sessionend", "stop"}
 START_EVENTS = {"sessionstart"}
-_ALIASES = {"agentturncomplete": "stop"}  # Codex's notify payload
+#: Claude Code's PreToolUse and Gemini CLI's BeforeTool: recall about the file a tool reads or edits.
+TOOL_EVENTS = {"pretooluse", "beforetool"}
+_ALIASES = {"agentturncomplete": "stop", "precompress": "precompact"}  # Codex's notify; Gemini's PreCompress
 #: Harvest bounds: the last this many transcript entries, each text cut at this many characters.
 HARVEST_MAX_ENTRIES = 400
 HARVEST_MAX_CHARS = 4_000
@@ -152,91 +154,36 @@ def spawn_worker(store_path: Path, extra_env: dict[str, str] | None = None,
 
 def tail_lines(path: str | os.PathLike, max_lines: int = HARVEST_MAX_ENTRIES,
                max_bytes: int = HARVEST_MAX_BYTES, block: int = 65536) -> list[bytes]:
-    """The last ``max_lines`` complete lines of a file, read backwards from its end in ``block``-byte
-    steps, never more than ``max_bytes`` bytes in all: time and memory are bounded whatever the
-    file's size. A line longer than what is left of ``max_bytes`` is left out (a partial line is
-    never returned). Raises OSError when the file cannot be read."""
-    chunks: list[bytes] = []
-    newlines = 0
-    if not os.path.isfile(path):  # a FIFO or a device would block or never end
-        raise OSError(f"not a regular file: {path}")
-    with open(path, "rb") as f:
-        f.seek(0, os.SEEK_END)
-        end = pos = f.tell()
-        while pos > 0 and newlines <= max_lines and end - pos < max_bytes:
-            step = min(block, pos, max_bytes - (end - pos))
-            pos -= step
-            f.seek(pos)
-            chunk = f.read(step)
-            newlines += chunk.count(b"\n")
-            chunks.append(chunk)
-    lines = b"".join(reversed(chunks)).split(b"\n")
-    if pos > 0:
-        lines = lines[1:]  # the first one is cut (or the read stopped at the byte ceiling)
-    return [line for line in lines if line.strip()][-max_lines:]
+    """The last ``max_lines`` complete lines of a file, never more than ``max_bytes`` bytes read
+    from its end (consolidate.harvest.tail_entries). Raises OSError when the file cannot be read."""
+    from .harvest import tail_entries
+
+    return [line for _offset, _number, line in tail_entries(path, max_lines, max_bytes, block)]
 
 
 def harvest(transcript_path: str | None, limit: int = HARVEST_MAX_ENTRIES,
             max_bytes: int = HARVEST_MAX_BYTES) -> list[dict[str, Any]]:
-    """Candidate notes from a Claude Code transcript (JSONL): assistant text blocks and tool errors,
-    as ``{"content", "metadata"}`` dicts, oldest first; unknown entry types and malformed lines are
-    skipped. Only the last ``limit`` entries within the last ``max_bytes`` bytes of the file are read
-    (:func:`tail_lines`), so a transcript of any size costs the same bounded time and memory."""
-    if not transcript_path:
-        return []
-    try:
-        lines = tail_lines(transcript_path, limit, max_bytes)
-    except OSError:
-        return []
-    out = []
-    for line in lines:
-        try:
-            entry = json.loads(line.decode("utf-8", "replace"))
-        except ValueError:
-            continue
-        if not isinstance(entry, dict):
-            continue
-        message = entry.get("message") if isinstance(entry.get("message"), dict) else {}
-        blocks = message.get("content")
-        if isinstance(blocks, str):
-            blocks = [{"type": "text", "text": blocks}]
-        if not isinstance(blocks, list):
-            continue
-        for block in blocks:
-            if not isinstance(block, dict):
-                continue
-            text, source = None, None
-            if entry.get("type") == "assistant" and block.get("type") == "text":
-                text, source = block.get("text"), "transcript:assistant"
-            elif entry.get("type") == "user" and block.get("type") == "tool_result" and block.get("is_error"):
-                content = block.get("content")
-                if isinstance(content, list):
-                    content = " ".join(c.get("text", "") for c in content if isinstance(c, dict))
-                text, source = content, "transcript:tool_error"
-            if isinstance(text, str) and text.strip():
-                out.append({"content": text.strip()[:HARVEST_MAX_CHARS],
-                            "metadata": {"source": source, "uuid": entry.get("uuid")}})
-    return out
+    """Candidate notes from a Claude Code transcript (JSONL), as ``{"content", "metadata", "key"}``
+    dicts, oldest first: user prompts, assistant conclusions, tool errors with the fix that followed
+    (consolidate/harvest.py says what is taken and what is left out). Only the last ``limit`` entries
+    within the last ``max_bytes`` bytes of the file are read, so a transcript of any size costs the
+    same bounded time and memory."""
+    from .harvest import harvest_transcript
+
+    return harvest_transcript(transcript_path if isinstance(transcript_path, str) else None,
+                              max_entries=limit, max_bytes=max_bytes)
 
 
-def _add_harvest(tier, sid: str, transcript_path: Any, store_path: Path | None = None) -> int:
-    """Add the harvested notes not already in the session (same transcript entry and text: a
-    PreCompact harvest followed by a SessionEnd one adds nothing twice); returns how many."""
-    notes = harvest(transcript_path if isinstance(transcript_path, str) else None)
-    if not notes:
-        return 0
-    seen = {(n.metadata.get("uuid"), n.content) for n in tier.notes(sid)}
-    added = 0
-    for note in notes:
-        key = (note["metadata"].get("uuid"), note["content"])
-        if key in seen:
-            continue
-        seen.add(key)
-        note_id = tier.add_note(sid, note["content"], metadata=note["metadata"])
-        if store_path is not None and getattr(note_id, "notice", None):  # e.g. a secret stored redacted
-            log(store_path, f"harvest session={sid}: {note_id.notice}")
-        added += 1
-    return added
+def _add_harvest(tier, sid: str, transcript_path: Any, store_path: Path | None = None,
+                 since_compaction: bool = False) -> dict[str, int]:
+    """Add the harvested notes whose transcript entry was not harvested before for this agent
+    session (consolidate/hook_lifecycle.py: a PreCompact harvest followed by a SessionEnd one, or a
+    resumed session's next end, adds nothing twice); returns ``{entry_type: notes added}``."""
+    from .hook_lifecycle import add_harvest
+
+    return add_harvest(tier, sid, transcript_path if isinstance(transcript_path, str) else None,
+                       since_compaction=since_compaction,
+                       log=(lambda line: log(store_path, line)) if store_path is not None else None)
 
 
 def recalled_context(store_path: Path, max_chars: int = CONTEXT_MAX_CHARS) -> str:
@@ -310,9 +257,16 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
         if name in START_EVENTS:
             text = recalled_context(store_path)
             if sid:
+                sid = _session_for_start(store_path, sid, payload)
                 _record_start(store_path, sid, payload, agent, shown=text)
                 text = session_line(sid) + ("\n\n" + text if text else "")
+                _recover_missed(store_path, sid, payload, outcome=outcome, harvest_notes=harvest_notes,
+                                spawn=spawn, options=options)
             return 0, text
+        if name in TOOL_EVENTS:
+            from .file_recall import run as file_recall
+
+            return 0, file_recall(store_path, sid, payload)
         if not sid:
             log(store_path, f"ignored {name or 'unknown'} event without a session id")
             return 0, ""
@@ -325,15 +279,21 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
             if name in END_EVENTS:
                 # queue first: a hook killed at its time budget has still recorded the session end
                 reason = payload.get("reason") if isinstance(payload.get("reason"), str) else None
+                from .hook_lifecycle import session_for_end, summary
+
+                sid = session_for_end(tier, sid)  # a resumed session's open part
                 tier.end(sid, outcome, reason)
-                harvested = _add_harvest(tier, sid, payload.get("transcript_path"), store_path) if harvest_notes else 0
+                harvested = _add_harvest(tier, sid, payload.get("transcript_path"), store_path) if harvest_notes else {}
                 tier.close()
                 pid = spawn_worker(store_path, options=options) if spawn else None
                 log(store_path, f"{name} session={sid} queued ({outcome})"
-                    + (f", {harvested} notes harvested" if harvest_notes else "") + f"; worker pid {pid}")
+                    + (f", {summary(harvested)}" if harvest_notes else "") + f"; worker pid {pid}")
             elif name == "precompact" and harvest_notes:
-                harvested = _add_harvest(tier, sid, payload.get("transcript_path"), store_path)
-                log(store_path, f"{name} session={sid}: {harvested} notes harvested")
+                from .hook_lifecycle import session_for_end, summary
+
+                sid = session_for_end(tier, sid)
+                harvested = _add_harvest(tier, sid, payload.get("transcript_path"), store_path, since_compaction=True)
+                log(store_path, f"{name} session={sid}: {summary(harvested)} (the part about to be compacted)")
             else:
                 log(store_path, f"{name or 'unknown'} session={sid}: nothing to do")
         finally:
@@ -363,3 +323,49 @@ def _record_start(store_path: Path, sid: str, payload: dict[str, Any], agent: st
         log(store_path, f"sessionstart session={sid}: recorded as the current session")
     except Exception as exc:  # noqa: BLE001
         log(store_path, f"error recording sessionstart session={sid}: {type(exc).__name__}: {exc}")
+
+
+def _session_for_start(store_path: Path, sid: str, payload: dict[str, Any]) -> str:
+    """The session a SessionStart opens (a resumed session's new part: consolidate/hook_lifecycle.py);
+    ``sid`` itself when that cannot be decided. Never raises."""
+    try:
+        from .hook_lifecycle import session_for_start
+        from .private import prepare_store_dir
+        from .session import SessionTier
+
+        prepare_store_dir(store_path)
+        tier = SessionTier(store_path / "sessions.sqlite3")
+        try:
+            opened = session_for_start(tier, sid, payload)
+        finally:
+            tier.close()
+        if opened != sid:
+            log(store_path, f"sessionstart session={sid}: resumed after its end; its new part is session {opened}")
+        return opened
+    except Exception as exc:  # noqa: BLE001
+        log(store_path, f"error opening session={sid}: {type(exc).__name__}: {exc}")
+        return sid
+
+
+def _recover_missed(store_path: Path, sid: str, payload: dict[str, Any], *, outcome: str, harvest_notes: bool,
+                    spawn: bool, options: dict[str, Any] | None) -> None:
+    """Queue the ends of the sessions whose end never fired (consolidate/hook_lifecycle.py) and start
+    a worker when one has notes. Never raises."""
+    try:
+        from .hook_lifecycle import recover_missed
+        from .session import SessionTier
+
+        tier = SessionTier(store_path / "sessions.sqlite3")
+        try:
+            cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+            recovered = recover_missed(tier, sid, cwd=cwd, outcome=outcome, harvest=harvest_notes,
+                                       log=lambda line: log(store_path, line))
+        finally:
+            tier.close()
+        for r in recovered:
+            log(store_path, f"sessionstart session={sid}: recovered session {r['session_id']} whose end never fired"
+                f" ({r['notes']} notes, {r['harvested']} harvested), queued ({outcome})")
+        if spawn and any(r["notes"] for r in recovered):
+            spawn_worker(store_path, options=options)
+    except Exception as exc:  # noqa: BLE001
+        log(store_path, f"error recovering missed sessions at session={sid}: {type(exc).__name__}: {exc}")

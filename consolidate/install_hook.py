@@ -4,7 +4,8 @@ Claude Code (``.claude/settings.json``, project or user) and Gemini CLI (``.gemi
 share one shape: ``{"hooks": {EVENT: [{"matcher": ..., "hooks": [{"type": "command", "command":
 ..., "timeout": ...}]}]}}``. Claude Code's ``timeout`` is in seconds; Gemini CLI's in milliseconds,
 and its hooks carry a ``name`` (used by ``/hooks enable|disable``) and a ``description``. We add one
-group per event with no ``matcher`` (every source/reason of the event).
+group per event: with no ``matcher`` for session events (every source/reason of the event), with the
+file tools as ``matcher`` for PreToolUse (Claude Code) and BeforeTool (Gemini CLI).
 
 The merge keeps every other setting and every other hook; it is idempotent (a hook that already runs
 ``consolidate hook`` is ours: left alone, or its command updated in place when the path to
@@ -43,6 +44,8 @@ class HookSpec:
     description: str | None = None
     #: installed only with --harvest (without it the event has nothing to do, so it is not installed)
     harvest_only: bool = False
+    #: the tools the hook runs for (a regex over tool names), for tool events
+    matcher: str | None = None
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,8 @@ AGENTS: dict[str, Agent] = {
     "claude-code": Agent(
         key="claude-code", label="Claude Code", folder=".claude",
         hooks=(HookSpec("SessionEnd", 5), HookSpec("SessionStart", 10),
-               HookSpec("PreCompact", 10, harvest_only=True)),
+               HookSpec("PreCompact", 10, harvest_only=True),
+               HookSpec("PreToolUse", 5, matcher="Read|Edit|MultiEdit|Write|NotebookEdit")),
     ),
     # https://geminicli.com/docs/hooks/reference : timeout in milliseconds (default 60000); Gemini
     # CLI does not wait for SessionEnd hooks. PreCompact is called PreCompress there.
@@ -71,6 +75,9 @@ AGENTS: dict[str, Agent] = {
                      "consolidate: queue the session end; a background worker consolidates the notes"),
             HookSpec("SessionStart", 10000, "consolidate-session-start",
                      "consolidate: recall project memory as context for the new session"),
+            HookSpec("BeforeTool", 5000, "consolidate-file-recall",
+                     "consolidate: recall the memories about the file a tool reads or edits",
+                     matcher="read_file|write_file|replace|read_many_files"),
         ),
         project_notes=("Gemini CLI runs a project's hooks only when the folder is trusted.",),
     ),
@@ -233,7 +240,7 @@ def merge_hooks(data: dict[str, Any], agent: str, command: str, *, where: str = 
         entry.update({"type": "command", "command": command, "timeout": h.timeout})
         if h.description:
             entry["description"] = h.description
-        groups.append({"hooks": [entry]})
+        groups.append({**({"matcher": h.matcher} if h.matcher else {}), "hooks": [entry]})
         actions.append(f"added {h.event}")
     return actions
 

@@ -268,8 +268,11 @@ def _worth_scanning(text: str) -> bool:
 
 
 def redaction_notice(note_id: int | None, content: str, redaction: dict) -> str:
-    """The one line that tells a writer its note held a secret and what was stored instead."""
-    kept = " ".join(content.split())
+    """The one line that tells a writer its note held a secret and what was stored instead (its
+    private spans replaced: consolidate/private_spans.py; the line may be logged)."""
+    from .private_spans import strip
+
+    kept = " ".join(strip(content).split())
     if len(kept) > 160:
         kept = kept[:159] + "…"
     which = f"note {note_id}" if note_id is not None else "the note"

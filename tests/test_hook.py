@@ -115,14 +115,24 @@ def test_harvest_transcript(tmp_path):
     ]
     t.write_text("\n".join(json.dumps(x) for x in lines) + "\n{broken json\n", encoding="utf-8")
     got = harvest(str(t))
+    # the tool error carries the text that followed it (the fix); that text is a note of its own too
     assert [g["content"] for g in got] == ["The build needs Node 20; Node 22 breaks the native addon.",
-                                           "Error: EADDRINUSE port 3000", "plain string content"]
+                                           "Tool error: Error: EADDRINUSE port 3000\nWhat followed: plain string content",
+                                           "plain string content"]
     assert got[1]["metadata"]["source"] == "transcript:tool_error"
+    assert [g["metadata"]["entry_type"] for g in got] == ["assistant", "tool_error", "assistant"]
     st = tmp_path / ".memofs"
     run_hook(st, payload={"hook_event_name": "SessionEnd", "session_id": "h", "transcript_path": str(t)},
              harvest_notes=True, spawn=False)
     notes = SessionTier(st / "sessions.sqlite3").notes("h")
     assert len(notes) == 3 and not any(n.flag for n in notes)
+    # ended again (a resumed session's next end): no entry is harvested twice, even after the first
+    # notes are gone (consolidated)
+    tier = SessionTier(st / "sessions.sqlite3")
+    tier.delete_notes([n.id for n in notes])
+    run_hook(st, payload={"hook_event_name": "SessionEnd", "session_id": "h", "transcript_path": str(t)},
+             harvest_notes=True, spawn=False)
+    assert tier.notes("h") == []
 
 
 def test_second_worker_exits_at_once(tmp_path):
@@ -244,12 +254,12 @@ def test_installed_hook_on_a_large_transcript_queues_and_harvests_the_end(tmp_pa
 
 def test_session_end_is_queued_before_the_harvest(tmp_path, monkeypatch):
     """A hook killed during the harvest (its time budget) has already queued the session end."""
-    import consolidate.hook as hook
-
     def killed(*_a, **_k):
         raise SystemExit("killed at the time budget")
 
-    monkeypatch.setattr(hook, "harvest", killed)
+    import consolidate.harvest as harvest_module
+
+    monkeypatch.setattr(harvest_module, "harvest_transcript", killed)
     st = tmp_path / ".memofs"
     with pytest.raises(SystemExit):
         run_hook(st, payload={"hook_event_name": "SessionEnd", "session_id": "k", "transcript_path": "/t.jsonl"},

@@ -93,7 +93,8 @@ def test_two_agents_mcp_notes_are_consolidated_by_their_own_session_end(tmp_path
     script.write_text(json.dumps(SCRIPT))
     settings, mcp_command, printed = install(project, "--store", ".memofs", "--embedding", "hash",
                                              "--judge", f"scripted:{script}", agent=kind)
-    assert set(settings["hooks"]) == {"SessionStart", "SessionEnd"}  # PreCompact only with --harvest
+    # PreCompact only with --harvest; file-scoped recall for the file tools
+    assert set(settings["hooks"]) == {"SessionStart", "SessionEnd", "PreToolUse" if kind == "claude-code" else "BeforeTool"}
     assert "judges: scripted:" in printed and "embedding: hash" in printed
     store = project / ".memofs"
 
@@ -163,7 +164,7 @@ def test_precompact_with_harvest_adds_transcript_notes_once(tmp_path):
     project.mkdir()
     settings, mcp_command, _ = install(project, "--store", ".memofs", "--embedding", "hash", "--judge", "noop",
                                        "--harvest")
-    assert set(settings["hooks"]) == {"SessionStart", "SessionEnd", "PreCompact"}
+    assert set(settings["hooks"]) == {"SessionStart", "SessionEnd", "PreCompact", "PreToolUse"}
     entry = {"type": "assistant", "uuid": "u1", "message": {"content": [
         {"type": "text", "text": "The flaky test was a timezone bug: the fixture assumed UTC."}]}}
     (project / "transcript.jsonl").write_text(json.dumps(entry) + "\n")

@@ -58,9 +58,12 @@ def test_fresh_project_install(env):
     cmd = hook_command()
     for event, timeout in (("SessionEnd", 5), ("SessionStart", 10)):
         assert settings["hooks"][event] == [{"hooks": [{"type": "command", "command": cmd, "timeout": timeout}]}]
+    # file-scoped recall runs only for the file tools (consolidate/file_recall.py)
+    assert settings["hooks"]["PreToolUse"] == [{"matcher": "Read|Edit|MultiEdit|Write|NotebookEdit",
+                                                "hooks": [{"type": "command", "command": cmd, "timeout": 5}]}]
     assert "PreCompact" not in settings["hooks"]  # it would do nothing without --harvest
     assert out.startswith("--- /dev/null\n+++ " + str(path))
-    assert "added SessionEnd, added SessionStart in" in out
+    assert "added SessionEnd, added SessionStart, added PreToolUse in" in out
     assert backups(path.parent) == []  # nothing existed, nothing to back up
     assert not (env.home / ".claude").exists()
 
@@ -76,7 +79,8 @@ def test_round_trip_keeps_existing_hooks_and_settings(env):
     after = json.loads(path.read_text())
     # every other setting and hook kept as it was
     assert after["model"] == "opus" and after["permissions"] == EXISTING["permissions"]
-    assert after["hooks"]["PreToolUse"] == EXISTING["hooks"]["PreToolUse"]
+    assert after["hooks"]["PreToolUse"][0] == EXISTING["hooks"]["PreToolUse"][0]  # theirs kept, ours added
+    assert len(after["hooks"]["PreToolUse"]) == 2 and ours(after, "PreToolUse")
     assert after["hooks"]["SessionEnd"][0] == EXISTING["hooks"]["SessionEnd"][0]
     assert len(after["hooks"]["SessionEnd"]) == 2
     for event in ("SessionEnd", "SessionStart"):
@@ -149,7 +153,9 @@ def test_gemini_cli_format(env):
     code, out, _ = env("install-hook", "gemini-cli")
     assert code == 0 and "trusted" in out
     settings = json.loads((env.project / ".gemini" / "settings.json").read_text())
-    assert set(settings["hooks"]) == {"SessionEnd", "SessionStart"}
+    assert set(settings["hooks"]) == {"SessionEnd", "SessionStart", "BeforeTool"}
+    [tool] = ours(settings, "BeforeTool")
+    assert tool["name"] == "consolidate-file-recall" and tool["timeout"] == 5000
     [end] = ours(settings, "SessionEnd")
     assert end["name"] == "consolidate-session-end" and end["type"] == "command"
     assert end["timeout"] == 5000 and end["description"]  # milliseconds in Gemini CLI

@@ -28,7 +28,11 @@ def cmd_hook(args) -> int:
         code, text = run_hook(Path(store), payload=payload, outcome=args.outcome, harvest_notes=args.harvest,
                               spawn=not args.no_worker, options=options,
                               agent="gemini-cli" if args.output == "gemini" else None)
-        if text and args.output == "gemini":
+        from ..hook import TOOL_EVENTS, event_name
+
+        if text and event_name(payload) in TOOL_EVENTS:
+            sys.stdout.write(text + "\n")  # already the JSON both agents read (consolidate/file_recall.py)
+        elif text and args.output == "gemini":
             # Gemini CLI takes a SessionStart hook's stdout as JSON only
             import json
 

@@ -227,8 +227,10 @@ def _reconfirm(plan, c, match, today) -> None:
     status = meta.get("status", "active")
     evidence = meta.get("evidence") or c.evidence
     confidence = step_confidence(meta.get("confidence", "low"), 1 if other_session else 0)
-    if status == "quarantined" and other_session:
-        status = "active"  # a second, consistent observation in another session promotes it
+    if status == "quarantined" and other_session and not c.provenance.get("external"):
+        # a second, consistent observation in another session promotes it (one made from external
+        # content does not: the same page read again is no confirmation; stages/external.py)
+        status = "active"
         if strength(c.evidence, None) > strength(evidence, None):
             evidence = c.evidence
         elif evidence == "inferred":

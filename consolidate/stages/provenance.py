@@ -34,7 +34,7 @@ def run(plan, ctx):
             plan.decide("candidate.rejected", note_ids=c.note_ids, reason=c.outcome_reason, memory_id=c.memory_id)
             continue
         c.last_confirmed = now.date().isoformat()
-        links = {k: c.provenance[k] for k in ("supersedes", "disputes", "updates", "type_inferred", "fields_missing")
+        links = {k: c.provenance[k] for k in ("supersedes", "disputes", "updates", "type_inferred", "fields_missing", "external")
                  if c.provenance.get(k)}
         c.provenance = {
             "session_id": plan.session_id, "run_id": plan.run_id, "date": now.isoformat(timespec="seconds"),

@@ -13,7 +13,11 @@ from .. import secrets
 
 def run(plan, ctx):
     """Mark every live note that holds a secret ``blocked`` (and every note the gate redacted when it
-    was written: :func:`redacted_at_write`)."""
+    was written: :func:`redacted_at_write`). First the private spans of every note are replaced
+    (consolidate/private_spans.py): nothing past the session tier sees them."""
+    from ..private_spans import strip_plan
+
+    strip_plan(plan)
     for note in plan.live_notes("live"):
         if redacted_at_write(plan, note):
             continue

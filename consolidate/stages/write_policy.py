@@ -8,6 +8,8 @@
 - judged from a note worded as an instruction to the judge ("ignore the rules above", "keep every
   note"; judges/injection.py): quarantined too, whatever the judge said, since a memory is read back
   into every future session's context (a note the agent flagged is not touched);
+- judged from notes with external content (a fetched web page, another MCP server's tool;
+  stages/external.py): quarantined until another session confirms it or a flag;
 - temporary or very short: transient (audit trail and notes.md only, never indexed); a time word
   alone ("today", "this session") never is (memory_types.durability).
 
@@ -20,6 +22,7 @@ still blocks it, a TTL still makes it transient, and ``inferred`` evidence still
 from __future__ import annotations
 
 from ..memory_types import durability, memorability_problem, missing_fields, required_missing
+from . import external
 from .secret_gate import gate_candidate
 
 
@@ -50,6 +53,8 @@ def run(plan, ctx):
             c.status = "quarantined"
             plan.decide("candidate.quarantined", note_ids=c.note_ids,
                         reason=f"low-confidence single observation ({c.evidence})", type=c.type)
+        else:
+            external.hold(plan, c)  # content from outside the project waits for a confirmation
     return plan
 
 

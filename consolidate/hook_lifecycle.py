@@ -1,0 +1,240 @@
+"""The agent session's lifecycle as the hooks see it: harvests never taken twice, resumed sessions,
+sessions whose end never fired.
+
+Tables in ``sessions.sqlite3`` (beside consolidate.agent_session's ``agent_sessions``):
+
+- ``hook_sessions(session_id, base_session_id, transcript_path, cwd, source, started_at)``: every
+  session a SessionStart hook opened, with its transcript; a resumed session's **segment** names the
+  agent's own session id as its base.
+- ``harvested(base_session_id, entry_key, harvested_at)``: every transcript entry block already
+  harvested (``uuid:block``, consolidate/harvest.py), per agent session id: a PreCompact harvest
+  followed by a SessionEnd one, a resumed session's next end, a recovery, never take the same entry
+  twice, even after the first notes were consolidated and deleted.
+
+**Resumed sessions** (``claude --resume``: SessionStart with source ``resume`` on an id whose end
+already ran or is queued). The session end already in the queue is left as it is; the resumed part
+becomes a new session, ``<id>+r<n>`` (a segment), recorded as the store's current session: MCP
+notes without a session id go to it, the SessionEnd hook of ``<id>`` ends it, and its harvest skips
+the entries harvested before. So the notes after a resume are consolidated at its next end, and
+nothing twice. (A session consolidated as a failure stays one; its resumed part is judged on its own.)
+
+**Sessions whose end never fired** (terminal killed, crash, usage limit). At every SessionStart,
+the open sessions recorded in the store (a SessionStart and no end after it, less than 7 days old:
+consolidate.agent_session.open_sessions) other than the starting one, of the same project (same
+``cwd``, when both are known), are checked: a session is **still running** when one of the processes
+its SessionStart hook ran under, other than the processes the new hook runs under (a shared
+terminal, tmux, sshd), is alive (its agent CLI). A session that is not running is **recovered**: its
+end is queued with the outcome its SessionEnd hook would have recorded (the hook's ``--outcome``,
+default ``success``) and the reason ``end missed: recovered at the SessionStart of <id>``; with
+``--harvest`` its transcript is harvested first (bounded, entries not taken before). The MCP
+server's own sessions (``mcp-<time>-<pid>``) with notes and no end are recovered when that pid is
+gone. At most :data:`MAX_RECOVERED` sessions per SessionStart (the others at the next one; ``batch``
+still ends any session idle for 24 h). A recovered session then has an end after its start, so it is
+never recovered (or consolidated) twice; a SessionEnd that fires late only updates the queued end.
+
+Only the standard library: this runs in the hook.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from typing import Any
+
+#: How many missed sessions one SessionStart recovers at most (each may cost a bounded harvest).
+MAX_RECOVERED = 3
+SEGMENT_SEP = "+r"
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS hook_sessions (
+    session_id TEXT PRIMARY KEY,
+    base_session_id TEXT NOT NULL,
+    transcript_path TEXT,
+    cwd TEXT,
+    source TEXT,
+    started_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS hook_sessions_base ON hook_sessions(base_session_id);
+CREATE TABLE IF NOT EXISTS harvested (
+    base_session_id TEXT NOT NULL,
+    entry_key TEXT NOT NULL,
+    harvested_at REAL NOT NULL,
+    PRIMARY KEY (base_session_id, entry_key)
+);
+"""
+_MCP_OWN = re.compile(r"^mcp-\d{8}T\d{6}Z-(\d+)$")
+
+
+def ensure(tier) -> None:
+    tier.db.executescript(_TABLES)
+
+
+def base_of(session_id: str) -> str:
+    """The agent's session id of a segment (``abc+r2`` -> ``abc``)."""
+    return session_id.split(SEGMENT_SEP, 1)[0]
+
+
+def _str(payload: dict, key: str) -> str | None:
+    value = payload.get(key)
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def open_segment(tier, session_id: str) -> str | None:
+    """The newest segment of the agent session ``session_id`` that has no end yet, or None."""
+    ensure(tier)
+    rows = tier.db.execute("SELECT session_id FROM hook_sessions WHERE base_session_id=? AND session_id!=?"
+                           " ORDER BY started_at DESC", (session_id, session_id)).fetchall()
+    for (seg,) in rows:
+        if tier.session_end(seg) is None:
+            return seg
+    return None
+
+
+def session_for_start(tier, session_id: str, payload: dict, *, now: float | None = None) -> str:
+    """The session a SessionStart opens: ``session_id`` itself, or for a session whose end is
+    already recorded (a resume), its open segment or a new one (``<id>+r<n>``). Records it in
+    ``hook_sessions`` with the payload's transcript, cwd and source."""
+    ensure(tier)
+    now = time.time() if now is None else now
+    sid = session_id
+    if tier.session_end(session_id) is not None:
+        sid = open_segment(tier, session_id)
+        if sid is None:
+            n = tier.db.execute("SELECT COUNT(*) FROM hook_sessions WHERE base_session_id=? AND session_id!=?",
+                                (session_id, session_id)).fetchone()[0]
+            sid = f"{session_id}{SEGMENT_SEP}{n + 1}"
+    tier.db.execute(
+        "INSERT INTO hook_sessions(session_id, base_session_id, transcript_path, cwd, source, started_at)"
+        " VALUES (?,?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET"
+        " transcript_path=COALESCE(excluded.transcript_path, hook_sessions.transcript_path),"
+        " cwd=COALESCE(excluded.cwd, hook_sessions.cwd), source=excluded.source",
+        (sid, session_id, _str(payload, "transcript_path"), _str(payload, "cwd"),
+         _str(payload, "source") or _str(payload, "trigger"), now))
+    return sid
+
+
+def session_for_end(tier, session_id: str) -> str:
+    """The session an end event of the agent session ``session_id`` ends: its open segment when it
+    was resumed, else itself."""
+    return open_segment(tier, session_id) or session_id
+
+
+def transcript_of(tier, session_id: str) -> str | None:
+    ensure(tier)
+    r = tier.db.execute("SELECT transcript_path FROM hook_sessions WHERE session_id=?", (session_id,)).fetchone()
+    return r[0] if r else None
+
+
+def add_harvest(tier, session_id: str, transcript_path: Any, *, since_compaction: bool = False,
+                log=None) -> dict[str, int]:
+    """Harvest the transcript (consolidate/harvest.py) into ``session_id``, skipping every entry
+    block already harvested for its agent session; returns ``{entry_type: notes added}``. The keys
+    and the notes are written in one transaction (two hooks at once never add an entry twice).
+    ``log`` (a callable taking one line) gets the secret gate's notices."""
+    from .harvest import harvest_transcript
+
+    path = transcript_path if isinstance(transcript_path, str) and transcript_path else transcript_of(tier, session_id)
+    notes = harvest_transcript(path, since_compaction=since_compaction)
+    counts: dict[str, int] = {}
+    if not notes:
+        return counts
+    ensure(tier)
+    base = base_of(session_id)
+    now = time.time()
+    db = tier.db
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for note in notes:
+            cur = db.execute("INSERT OR IGNORE INTO harvested(base_session_id, entry_key, harvested_at) VALUES (?,?,?)",
+                             (base, note["key"], now))
+            if cur.rowcount == 0:
+                continue
+            note_id = tier.add_note(session_id, note["content"], metadata=note["metadata"])
+            if log is not None and getattr(note_id, "notice", None):
+                log(f"harvest session={session_id}: {note_id.notice}")
+            kind = note["metadata"].get("entry_type", "other")
+            counts[kind] = counts.get(kind, 0) + 1
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return counts
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True
+    return True
+
+
+def still_running(recorded: list[int], current: list[int]) -> bool:
+    """Whether a session whose SessionStart hook ran under the processes ``recorded`` still runs: one
+    of them that is not among ``current`` (the new hook's ancestors) is alive."""
+    shared = set(current)
+    return any(_alive(pid) for pid in recorded if pid not in shared and pid > 1)
+
+
+def missed_sessions(tier, current_session: str, *, cwd: str | None = None, pids: list[int] | None = None,
+                    now: float | None = None) -> list[str]:
+    """The sessions whose end never fired, as the module docstring defines them, oldest first."""
+    from .agent_session import ancestors, open_sessions
+
+    current = ancestors() if pids is None else pids
+    out = []
+    for s in reversed(open_sessions(tier, now=now)):  # oldest first
+        sid = s["session_id"]
+        if sid == current_session or base_of(sid) == base_of(current_session):
+            continue
+        if cwd and s.get("cwd") and os.path.normpath(s["cwd"]) != os.path.normpath(cwd):
+            continue
+        if still_running(s.get("ancestors") or [], current):
+            continue
+        out.append(sid)
+    for sid in tier.sessions():  # the MCP server's own sessions, its process gone
+        m = _MCP_OWN.match(sid)
+        if m and sid not in out and tier.session_end(sid) is None and not _alive(int(m.group(1))):
+            out.append(sid)
+    return out
+
+
+def recover_missed(tier, current_session: str, *, cwd: str | None = None, outcome: str = "success",
+                   harvest: bool = False, log=None, pids: list[int] | None = None,
+                   now: float | None = None) -> list[dict[str, Any]]:
+    """Recover up to :data:`MAX_RECOVERED` sessions whose end never fired (see the module
+    docstring): harvest (``harvest``) then queue each end. Returns ``[{"session_id", "notes",
+    "harvested"}]``."""
+    out = []
+    for sid in missed_sessions(tier, current_session, cwd=cwd, pids=pids, now=now)[:MAX_RECOVERED]:
+        harvested = {}
+        if harvest:
+            try:
+                harvested = add_harvest(tier, sid, None, log=log)
+            except Exception as exc:  # noqa: BLE001 - the end is queued whatever the harvest does
+                if log is not None:
+                    log(f"recovery harvest session={sid} failed: {type(exc).__name__}: {exc}")
+        try:
+            tier.end(sid, outcome, f"end missed: recovered at the SessionStart of {current_session}")
+        except Exception as exc:  # noqa: BLE001 - e.g. a session consolidated as a failure
+            if log is not None:
+                log(f"recovery session={sid} not queued: {type(exc).__name__}: {exc}")
+            continue
+        out.append({"session_id": sid, "notes": tier.count(sid), "harvested": sum(harvested.values())})
+    return out
+
+
+def summary(counts: dict[str, int]) -> str:
+    """``3 notes harvested (user_prompt 1, assistant 1, tool_error 1)``."""
+    total = sum(counts.values())
+    if not counts:
+        return "0 notes harvested"
+    return f"{total} notes harvested ({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})"
+
+
+def dumps(obj) -> str:
+    return json.dumps(obj, ensure_ascii=False)
