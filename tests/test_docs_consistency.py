@@ -146,8 +146,8 @@ def test_mcp_tools_are_the_ones_the_readme_names():
     assert names <= named, f"tools not in the README's MCP section: {names - named}"
 
 
-@pytest.mark.parametrize("agent, events", [("claude-code", {"SessionStart", "SessionEnd"}),
-                                           ("gemini-cli", {"SessionStart", "SessionEnd"})])
+@pytest.mark.parametrize("agent, events", [("claude-code", {"SessionStart", "SessionEnd", "PreToolUse"}),
+                                           ("gemini-cli", {"SessionStart", "SessionEnd", "BeforeTool"})])
 def test_installed_hooks_match_the_readme(agent, events):
     from consolidate.install_hook import AGENTS
 
@@ -155,5 +155,7 @@ def test_installed_hooks_match_the_readme(agent, events):
     assert {h.event for h in spec.hooks if not h.harvest_only} == events
     harvest_only = {h.event for h in spec.hooks if h.harvest_only}
     assert harvest_only == ({"PreCompact"} if agent == "claude-code" else set())
-    assert "Both agents get `SessionStart` and `SessionEnd`; with `--harvest`" in README
-    assert "Claude Code also gets `PreCompact`" in " ".join(README.split())
+    flat = " ".join(README.split())
+    assert "Both agents get `SessionStart`, `SessionEnd` and the file-recall hook (`PreToolUse` for Claude Code," \
+           " `BeforeTool` for Gemini CLI" in flat
+    assert "with `--harvest` Claude Code also gets `PreCompact`" in flat
