@@ -154,6 +154,9 @@ def add_harvest(tier, session_id: str, transcript_path: Any, *, since_compaction
             note_id = tier.add_note(session_id, note["content"], metadata=note["metadata"])
             if log is not None and getattr(note_id, "notice", None):
                 log(f"harvest session={session_id}: {note_id.notice}")
+            elif log is not None and note["metadata"].get("secret_removed"):
+                log(f"harvest session={session_id}: note {int(note_id)} (entry {note['key']}) held secret material"
+                    f" ({', '.join(note['metadata']['secret_removed'])}): kept with the secret removed")
             kind = note["metadata"].get("entry_type", "other")
             counts[kind] = counts.get(kind, 0) + 1
         db.execute("COMMIT")
