@@ -47,7 +47,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Iterator
+from typing import Any
 
 #: Harvest bounds: the last this many transcript entries, each text cut at this many characters.
 MAX_ENTRIES = 400

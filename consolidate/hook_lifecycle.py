@@ -37,7 +37,6 @@ Only the standard library: this runs in the hook.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -237,7 +236,3 @@ def summary(counts: dict[str, int]) -> str:
     if not counts:
         return "0 notes harvested"
     return f"{total} notes harvested ({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})"
-
-
-def dumps(obj) -> str:
-    return json.dumps(obj, ensure_ascii=False)

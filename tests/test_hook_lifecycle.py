@@ -14,13 +14,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 import transcripts
 from consolidate import Store
+from test_hook_mcp_flow import wait_done
 from consolidate.harvest import harvest_transcript
 from consolidate.session import SessionTier
 
@@ -84,19 +84,6 @@ def fire(settings: dict, event: str, payload: dict, *, tool: str | None = None, 
 def payload(event: str, sid: str, project: Path, transcript: Path | None = None, **extra) -> dict:
     return {"session_id": sid, "transcript_path": str(transcript or project / f"{sid}.jsonl"), "cwd": str(project),
             "hook_event_name": event, **extra}
-
-
-def wait_ended(store: Path, sids: list[str], seconds: float = 150) -> dict[str, dict]:
-    tier = SessionTier(store / "sessions.sqlite3")
-    deadline = time.monotonic() + seconds
-    rows = {}
-    while time.monotonic() < deadline:
-        rows = {sid: tier.session_end(sid) for sid in sids}
-        if all(r and r["status"] not in ("queued", "running") for r in rows.values()):
-            break
-        time.sleep(0.2)
-    tier.close()
-    return rows
 
 
 def by_type(notes) -> dict[str, int]:
@@ -194,7 +181,7 @@ def test_installed_hooks_harvest_compaction_and_end_nothing_twice(project, tmp_p
     fire(settings, "SessionEnd", payload("SessionEnd", sid, project, reason="prompt_input_exit"))
     expected = {k: v + transcripts.EXPECTED["after_compaction"][k]
                 for k, v in transcripts.EXPECTED["before_compaction"].items()}
-    rows = wait_ended(store, [sid])
+    rows = wait_done(store, [sid])
     assert rows[sid]["status"] in ("done", "partial"), (store / "logs" / "worker.log").read_text()
     log = (store / "logs" / "hook.log").read_text()
     assert f"precompact session={sid}: 12 notes harvested (assistant 5, tool_error 2, user_prompt 5)" in log
@@ -254,7 +241,7 @@ def test_killed_session_is_recovered_at_the_next_session_start(project, tmp_path
         killed.wait(10)
         out = fire(settings, "SessionStart", payload("SessionStart", "next", project, source="startup"))
         assert "this is session next" in out
-        rows = wait_ended(store, ["killed"])
+        rows = wait_done(store, ["killed"])
         assert rows["killed"]["outcome"] == "success" and rows["killed"]["status"] in ("done", "partial")
         assert rows["killed"]["reason"] == "end missed: recovered at the SessionStart of next"
         tier = SessionTier(store / "sessions.sqlite3")
@@ -291,7 +278,7 @@ def test_resumed_session_notes_are_consolidated_at_its_next_end_nothing_twice(pr
     transcript = transcripts.write(project / "res.jsonl", first)
     fire(settings, "SessionStart", payload("SessionStart", "res", project, source="startup"))
     fire(settings, "SessionEnd", payload("SessionEnd", "res", project, reason="prompt_input_exit"))
-    rows = wait_ended(store, ["res"])
+    rows = wait_done(store, ["res"])
     assert rows["res"]["status"] in ("done", "partial")
 
     def memories():
@@ -311,7 +298,7 @@ def test_resumed_session_notes_are_consolidated_at_its_next_end_nothing_twice(pr
     subprocess.run([str(CONSOLE), "note", "--store", str(store), "--session", "res+r1", "--flag", "--kind", "decision",
                     "Feature flags are read once at startup, never per request"], check=True, env=_env(), timeout=60)
     fire(settings, "SessionEnd", payload("SessionEnd", "res", project, reason="prompt_input_exit"))
-    rows = wait_ended(store, ["res", "res+r1"])
+    rows = wait_done(store, ["res", "res+r1"])
     assert rows["res+r1"]["status"] in ("done", "partial")
     after = memories()
     assert [m for m in after if m[1] == "res"] == first  # the first part is not consolidated again
