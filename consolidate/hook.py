@@ -175,14 +175,14 @@ def harvest(transcript_path: str | None, limit: int = HARVEST_MAX_ENTRIES,
 
 
 def _add_harvest(tier, sid: str, transcript_path: Any, store_path: Path | None = None,
-                 since_compaction: bool = False) -> dict[str, int]:
+                 since_compaction: bool = False, max_entries: int | None = None) -> dict[str, int]:
     """Add the harvested notes whose transcript entry was not harvested before for this agent
     session (consolidate/hook_lifecycle.py: a PreCompact harvest followed by a SessionEnd one, or a
     resumed session's next end, adds nothing twice); returns ``{entry_type: notes added}``."""
     from .hook_lifecycle import add_harvest
 
     return add_harvest(tier, sid, transcript_path if isinstance(transcript_path, str) else None,
-                       since_compaction=since_compaction,
+                       since_compaction=since_compaction, max_entries=max_entries,
                        log=(lambda line: log(store_path, line)) if store_path is not None else None)
 
 
@@ -289,10 +289,11 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
                 log(store_path, f"{name} session={sid} queued ({outcome})"
                     + (f", {summary(harvested)}" if harvest_notes else "") + f"; worker pid {pid}")
             elif name == "precompact" and harvest_notes:
-                from .hook_lifecycle import session_for_end, summary
+                from .hook_lifecycle import PRECOMPACT_MAX_ENTRIES, session_for_end, summary
 
                 sid = session_for_end(tier, sid)
-                harvested = _add_harvest(tier, sid, payload.get("transcript_path"), store_path, since_compaction=True)
+                harvested = _add_harvest(tier, sid, payload.get("transcript_path"), store_path, since_compaction=True,
+                                         max_entries=PRECOMPACT_MAX_ENTRIES)
                 log(store_path, f"{name} session={sid}: {summary(harvested)} (the part about to be compacted)")
             else:
                 log(store_path, f"{name or 'unknown'} session={sid}: nothing to do")

@@ -28,7 +28,8 @@ end is queued with the outcome its SessionEnd hook would have recorded (the hook
 default ``success``) and the reason ``end missed: recovered at the SessionStart of <id>``; with
 ``--harvest`` its transcript is harvested first (bounded, entries not taken before). The MCP
 server's own sessions (``mcp-<time>-<pid>``) with notes and no end are recovered when that pid is
-gone. At most :data:`MAX_RECOVERED` sessions per SessionStart (the others at the next one; ``batch``
+gone. Without ``/proc`` (the process tree cannot be read) only sessions started more than
+:data:`BLIND_AGE` ago are recovered. At most :data:`MAX_RECOVERED` sessions per SessionStart (the others at the next one; ``batch``
 still ends any session idle for 24 h). A recovered session then has an end after its start, so it is
 never recovered (or consolidated) twice; a SessionEnd that fires late only updates the queued end.
 
@@ -44,7 +45,17 @@ from typing import Any
 
 #: How many missed sessions one SessionStart recovers at most (each may cost a bounded harvest).
 MAX_RECOVERED = 3
+#: Where the process tree cannot be read (no ``/proc``: macOS, some containers) a session's agent
+#: cannot be told alive or gone: an open session is recovered only when it started this long ago
+#: (seconds); ``batch`` ends the others after 24 h idle.
+BLIND_AGE = 12 * 3600.0
+#: PreCompact reads up to this many entries (the part about to be compacted is often longer than the
+#: 400 a SessionEnd reads; its hook may take 10 s).
+PRECOMPACT_MAX_ENTRIES = 2000
 SEGMENT_SEP = "+r"
+#: A recovery claimed this many seconds ago whose end was never queued (its hook was killed) may be
+#: claimed again.
+CLAIM_STALE = 60.0
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS hook_sessions (
@@ -56,6 +67,11 @@ CREATE TABLE IF NOT EXISTS hook_sessions (
     started_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS hook_sessions_base ON hook_sessions(base_session_id);
+CREATE TABLE IF NOT EXISTS recovered (
+    session_id TEXT PRIMARY KEY,
+    by_session TEXT NOT NULL,
+    recovered_at REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS harvested (
     base_session_id TEXT NOT NULL,
     entry_key TEXT NOT NULL,
@@ -127,15 +143,15 @@ def transcript_of(tier, session_id: str) -> str | None:
 
 
 def add_harvest(tier, session_id: str, transcript_path: Any, *, since_compaction: bool = False,
-                log=None) -> dict[str, int]:
+                log=None, max_entries: int | None = None) -> dict[str, int]:
     """Harvest the transcript (consolidate/harvest.py) into ``session_id``, skipping every entry
     block already harvested for its agent session; returns ``{entry_type: notes added}``. The keys
     and the notes are written in one transaction (two hooks at once never add an entry twice).
     ``log`` (a callable taking one line) gets the secret gate's notices."""
-    from .harvest import harvest_transcript
+    from .harvest import MAX_ENTRIES, harvest_transcript
 
     path = transcript_path if isinstance(transcript_path, str) and transcript_path else transcript_of(tier, session_id)
-    notes = harvest_transcript(path, since_compaction=since_compaction)
+    notes = harvest_transcript(path, since_compaction=since_compaction, max_entries=max_entries or MAX_ENTRIES)
     counts: dict[str, int] = {}
     if not notes:
         return counts
@@ -183,11 +199,15 @@ def still_running(recorded: list[int], current: list[int]) -> bool:
 
 
 def missed_sessions(tier, current_session: str, *, cwd: str | None = None, pids: list[int] | None = None,
-                    now: float | None = None) -> list[str]:
-    """The sessions whose end never fired, as the module docstring defines them, oldest first."""
+                    now: float | None = None, blind: bool | None = None) -> list[str]:
+    """The sessions whose end never fired, as the module docstring defines them, oldest first.
+    ``blind``: whether the process tree cannot be read (default: no ``/proc/self/stat``)."""
     from .agent_session import ancestors, open_sessions
 
     current = ancestors() if pids is None else pids
+    if blind is None:
+        blind = pids is None and not os.path.exists("/proc/self/stat")
+    now = time.time() if now is None else now
     out = []
     for s in reversed(open_sessions(tier, now=now)):  # oldest first
         sid = s["session_id"]
@@ -195,7 +215,10 @@ def missed_sessions(tier, current_session: str, *, cwd: str | None = None, pids:
             continue
         if cwd and s.get("cwd") and os.path.normpath(s["cwd"]) != os.path.normpath(cwd):
             continue
-        if still_running(s.get("ancestors") or [], current):
+        if blind:
+            if now - s["started_at"] < BLIND_AGE:
+                continue
+        elif still_running(s.get("ancestors") or [], current):
             continue
         out.append(sid)
     for sid in tier.sessions():  # the MCP server's own sessions, its process gone
@@ -211,8 +234,17 @@ def recover_missed(tier, current_session: str, *, cwd: str | None = None, outcom
     """Recover up to :data:`MAX_RECOVERED` sessions whose end never fired (see the module
     docstring): harvest (``harvest``) then queue each end. Returns ``[{"session_id", "notes",
     "harvested"}]``."""
+    ensure(tier)
     out = []
     for sid in missed_sessions(tier, current_session, cwd=cwd, pids=pids, now=now)[:MAX_RECOVERED]:
+        # claim the recovery first: two SessionStarts at once recover a session once
+        cur = tier.db.execute("INSERT INTO recovered(session_id, by_session, recovered_at) VALUES (?,?,?)"
+                              " ON CONFLICT(session_id) DO UPDATE SET by_session=excluded.by_session,"
+                              " recovered_at=excluded.recovered_at WHERE recovered.recovered_at < ?",
+                              (sid, current_session, time.time(),
+                               max(_started_at(tier, sid), time.time() - CLAIM_STALE)))
+        if cur.rowcount == 0:
+            continue  # another SessionStart is recovering it
         harvested = {}
         if harvest:
             try:
@@ -228,6 +260,13 @@ def recover_missed(tier, current_session: str, *, cwd: str | None = None, outcom
             continue
         out.append({"session_id": sid, "notes": tier.count(sid), "harvested": sum(harvested.values())})
     return out
+
+
+def _started_at(tier, session_id: str) -> float:
+    """When the session last started (0 when not recorded): a claim older than that is stale (the
+    session was resumed after an earlier recovery)."""
+    r = tier.db.execute("SELECT started_at FROM agent_sessions WHERE session_id=?", (session_id,)).fetchone()
+    return float(r[0]) if r else 0.0
 
 
 def summary(counts: dict[str, int]) -> str:

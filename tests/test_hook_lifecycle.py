@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -375,3 +376,91 @@ def test_gemini_beforetool_prints_the_memories_about_the_file(project):
     out = json.loads(fire(settings, "BeforeTool", p, tool="read_file"))
     assert out["hookSpecificOutput"]["hookEventName"] == "BeforeTool"
     assert "package.json pins vitest 2.1" in out["hookSpecificOutput"]["additionalContext"]
+
+
+def test_two_session_starts_at_once_recover_a_killed_session_once(project, tmp_path):
+    """Two agents start at the same moment in the project where a session was killed: its end is
+    queued once and its transcript harvested once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    settings = install(project, "--store", ".memofs", "--embedding", "hash", "--judge", "noop", "--harvest")
+    store = project / ".memofs"
+    transcripts.write(project / "killed.jsonl", transcripts.build("killed", str(project)))
+    killed = _agent(settings, payload("SessionStart", "killed", project, source="startup"), project)
+    killed.kill()
+    killed.wait(10)
+    # the starts run without a worker, so the harvested notes stay countable
+    no_worker = json.loads(json.dumps(settings).replace(" hook ", " hook --no-worker "))
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda sid: fire(no_worker, "SessionStart", payload("SessionStart", sid, project, source="startup")),
+                      ["one", "two"]))
+    tier = SessionTier(store / "sessions.sqlite3")
+    assert tier.session_end("killed")["status"] == "queued"
+    assert len(tier.notes("killed")) == 14  # every entry once, whichever start harvested it
+    assert (store / "logs" / "hook.log").read_text().count("recovered session killed") == 1
+
+
+def test_precompact_reads_past_the_sessionend_bound(project):
+    """A long stretch before compaction (600 entries): PreCompact harvests all of it."""
+    from consolidate.hook import run_hook
+
+    store = project / ".memofs"
+    path = project / "long.jsonl"
+    path.write_text("".join(json.dumps({"type": "user", "uuid": f"u{i}", "message": {
+        "content": f"Rule {i}: the handler h{i} validates its payload before writing"}}) + "\n" for i in range(600)))
+    p = payload("PreCompact", "long", project, path, trigger="auto")
+    run_hook(store, payload=p, harvest_notes=True, spawn=False)
+    assert SessionTier(store / "sessions.sqlite3").count("long") == 600
+
+
+def test_resumed_failed_session_gets_a_part_of_its_own(project):
+    """A session consolidated as a failure is never ended again; resumed, its new part is a session
+    of its own, consolidated at its end; the failed part's notes are still never promoted."""
+    from consolidate.hook import run_hook
+    from consolidate.pipeline import run_queue
+
+    store = project / ".memofs"
+    s = Store(store, embedding="hash")
+    run_hook(store, payload=payload("SessionStart", "f", project, source="startup"), spawn=False)
+    s.sessions.add_note("f", "The nightly export job writes to the wrong bucket", flag=True, kind="fact")
+    run_hook(store, payload=payload("SessionEnd", "f", project), outcome="failure", spawn=False)
+    run_queue(s, judges=["noop"])
+    assert s.sessions.session_end("f")["status"] == "failure"
+    _, out = run_hook(store, payload=payload("SessionStart", "f", project, source="resume"), spawn=False)
+    assert "this is session f+r1" in out
+    s.sessions.add_note("f+r1", "Exports go to the bucket named in EXPORT_BUCKET, never a hard-coded one",
+                        flag=True, kind="constraint")
+    run_hook(store, payload=payload("SessionEnd", "f", project), spawn=False)
+    run_queue(s, judges=["noop"])
+    active = {r["document"] for r in s.longterm().with_status("active")}
+    assert active == {"Exports go to the bucket named in EXPORT_BUCKET, never a hard-coded one"}
+    s.close()
+
+
+def test_recovery_without_a_process_tree_waits_for_age(tmp_path):
+    """Where /proc cannot be read, an open session is recovered only when it started long ago."""
+    from consolidate.agent_session import record_start
+    from consolidate.hook_lifecycle import BLIND_AGE, missed_sessions
+
+    tier = SessionTier(tmp_path / "sessions.sqlite3")
+    now = time.time()
+    record_start(tier, "recent", cwd="/p", pids=[1234], now=now - 3600)
+    record_start(tier, "old", cwd="/p", pids=[1234], now=now - BLIND_AGE - 60)
+    record_start(tier, "elsewhere", cwd="/q", pids=[1234], now=now - BLIND_AGE - 60)
+    assert missed_sessions(tier, "new", cwd="/p", now=now, blind=True) == ["old"]
+
+
+def test_mcp_servers_own_session_is_recovered_when_its_process_is_gone(tmp_path):
+    from consolidate.hook_lifecycle import missed_sessions, recover_missed
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    tier = SessionTier(tmp_path / "sessions.sqlite3")
+    gone, alive = f"mcp-20261130T101500Z-{dead.pid}", f"mcp-20261130T101500Z-{os.getpid()}"
+    tier.add_note(gone, "The CDN purge takes 10 minutes; do not re-run it")
+    tier.add_note(alive, "A note of a server still running")
+    assert missed_sessions(tier, "new", pids=[]) == [gone]
+    [r] = recover_missed(tier, "new", pids=[])
+    assert r == {"session_id": gone, "notes": 1, "harvested": 0}
+    assert tier.session_end(gone)["reason"] == "end missed: recovered at the SessionStart of new"
+    assert recover_missed(tier, "newer", pids=[]) == []  # never twice
