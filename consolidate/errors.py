@@ -21,7 +21,8 @@ prints ``error: <message>`` on one line, never a traceback.
     ├── JudgeError               a judge could not answer                     (exit 5)
     │   ├── JudgeUnavailable     not installed, not reachable, no key, failed before
     │   ├── JudgeTimeout         past its time box
-    │   └── JudgeOutputInvalid   answered, but not with valid verdicts
+    │   ├── JudgeOutputInvalid   answered, but not with valid verdicts
+    │   └── CassetteMiss         a replayed CLI judge has no recorded answer for the prompt
     └── ConfigError              a setting names something that does not exist (exit 2)
 """
 
@@ -128,3 +129,11 @@ class JudgeOutputInvalid(JudgeError):
     """The judge answered, but not with valid verdicts."""
 
     kind = "judge-output-invalid"
+
+
+class CassetteMiss(JudgeError):
+    """A CLI judge replaying a cassette (``judges.cli_cassette``) met a prompt it holds no answer for:
+    the prompt changed since it was recorded. The judge chain does not fail soft over it: it reaches
+    the caller. Attributes: ``prompt_version``, ``cassette`` (its path)."""
+
+    kind = "cassette-miss"

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from consolidate.errors import JudgeError, JudgeOutputInvalid, JudgeTimeout
+from consolidate.errors import CassetteMiss, JudgeError, JudgeOutputInvalid, JudgeTimeout
 
 from .base import JudgeContext, JudgeNote, Verdict, validate_verdicts
 from .injection import instruction_like
@@ -248,6 +248,8 @@ class JudgeChain:
             raw = _call_with_deadline(judge, notes, context, timeout)
             if not isinstance(raw, list):
                 raise JudgeOutputInvalid(f"{judge.name}: answer is not a list of verdicts", judge=judge.name)
+        except CassetteMiss:
+            raise  # a replayed prompt that changed: the regression test fails loudly, nothing is deferred
         except JudgeError as exc:
             self._fail(judge, exc.kind, str(exc), pending, reasons, result, started)
             return pending, False
@@ -358,6 +360,8 @@ def _compare_chunk(chain: "JudgeChain", pairs: list[Pair], context: JudgeContext
             raw = _call_with_deadline(_CompareAdapter(judge), [(pid, p) for pid, p in ids.items()], context, timeout)
             if not isinstance(raw, list):
                 raise JudgeOutputInvalid(f"{judge.name}: compare answer is not a list", judge=judge.name)
+        except CassetteMiss:
+            raise
         except JudgeError as exc:
             chain.failed[id(judge)] = exc.kind
             events.append({"event": "judge.failed", "judge": judge.name, "kind": exc.kind, "reason": str(exc),

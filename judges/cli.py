@@ -32,6 +32,11 @@ The model comes from the spec, else ``$CONSOLIDATE_CLI_MODEL``. Every child gets
 and a process that itself has ``CONSOLIDATE_JUDGE_CHILD=1`` refuses to start a CLI judge: the judge
 never recurses into our hook, whatever the CLI does with its hooks.
 
+Record and replay (``judges.cli_cassette``): with ``CONSOLIDATE_RECORD=1`` every exchange is written
+to a cassette in ``cassettes/`` (prompt digest, command, answer, model id, seconds); with
+``CONSOLIDATE_CASSETTE=NAME`` and no recording, the recorded answers are replayed without starting the
+CLI, and a prompt the cassette does not hold raises CassetteMiss, naming the prompt version.
+
 Errors raised by ``judge()``: JudgeUnavailable (executable not on PATH, cannot be started, non-zero
 exit: the message carries the last stderr line, at most 300 characters), JudgeTimeout (past the time
 box: the child was started in a new session and its whole process group gets SIGTERM, then SIGKILL
@@ -57,6 +62,7 @@ from typing import Any
 from consolidate.errors import ConfigError, JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
 
 from .api import COMPARE_PROMPT_VERSION, PROMPT_VERSION, Verdicts, compare_model, render_compare_prompt, render_prompt
+from . import cli_cassette
 from .base import JudgeContext, JudgeNote
 
 #: Preset name -> argv template. ``{model}`` arguments are dropped with their flag when no model is set.
@@ -234,7 +240,8 @@ class CLIJudge:
 
     def __init__(self, arg: str | None = None, *, preset: str | None = None, model: str | None = None,
                  command: str | None = None, kill_grace: float = KILL_GRACE, env: dict[str, str] | None = None,
-                 prompt_version: str = PROMPT_VERSION, compare_prompt_version: str = COMPARE_PROMPT_VERSION):
+                 prompt_version: str = PROMPT_VERSION, compare_prompt_version: str = COMPARE_PROMPT_VERSION,
+                 cassette: "cli_cassette.CLICassette | None" = None):
         if arg:
             head, _, rest = arg.partition(":")
             preset = preset or head.strip()
@@ -268,6 +275,8 @@ class CLIJudge:
         self.calls = 0
         self.last_call: dict[str, Any] = {}
         self.last_pgid: int | None = None
+        #: record/replay (``judges.cli_cassette``): from CONSOLIDATE_RECORD / CONSOLIDATE_CASSETTE unless given
+        self.cassette = cassette if cassette is not None else cli_cassette.from_env(preset, self.model)
 
     # -- command line -------------------------------------------------------------------------
 
@@ -296,6 +305,8 @@ class CLIJudge:
 
     def available(self) -> tuple[bool, str]:
         """(usable now, why) without running a model: is the executable on PATH, is a needed model set."""
+        if self.cassette is not None and not self.cassette.record:
+            return True, f"replaying cassette {self.cassette.path}"
         if os.environ.get(CHILD_ENV) == "1":
             return False, f"inside a judge call ({CHILD_ENV}=1): a CLI judge is not started from there"
         exe = self.executable()
@@ -314,7 +325,8 @@ class CLIJudge:
         """Run the CLI once for the batch; returns raw verdict dicts (validated by the chain).
 
         ``timeout`` in seconds (None: no limit). See the module docstring for the errors raised."""
-        return self._call(render_prompt(batch, context, self.prompt_version), Verdicts, extract_verdicts, timeout)
+        return self._call(render_prompt(batch, context, self.prompt_version), Verdicts, extract_verdicts, timeout,
+                          "judge", self.prompt_version)
 
     def compare(self, pairs: list, context: JudgeContext, timeout: float | None) -> list[dict]:
         """The contradiction check, like the API judge's: ``pairs`` is ``[(pid, Pair)]``; one CLI
@@ -323,12 +335,20 @@ class CLIJudge:
         time box, errors and output parsing as :meth:`judge`."""
         version = self.compare_prompt_version
         return self._call(render_compare_prompt(pairs, context, version), compare_model(version),
-                          extract_relations, timeout)
+                          extract_relations, timeout, "compare", version)
 
-    def _call(self, prompt_text: str, response_model, extract, timeout: float | None) -> list[dict]:
+    def _call(self, prompt_text: str, response_model, extract, timeout: float | None, kind: str = "judge",
+              version: str | None = None) -> list[dict]:
         """One CLI call: the prompt on stdin, ``response_model``'s schema in the command line (or a
-        temporary file), the answer's items read by ``extract``."""
+        temporary file), the answer's items read by ``extract``. Replaying a cassette, the recorded
+        answer stands in for the call (CassetteMiss for a prompt it does not hold); recording, the
+        exchange is written to it."""
         self.last_call = {}
+        version = version or self.prompt_version
+        if self.cassette is not None and not self.cassette.record:
+            hit = self.cassette.replay(kind, prompt_text, version)
+            self.last_call = {"seconds": hit.get("seconds"), "replayed": True, "model": hit.get("model")}
+            return self._parse(str(hit.get("answer") or ""), extract)
         ok, why = self.available()
         if not ok:
             raise JudgeUnavailable(f"{self.name}: {why}", judge=self.name)
@@ -341,7 +361,14 @@ class CLIJudge:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 json.dump(schema(response_model), f)
         try:
-            return self._run(self.argv(schema_path, response_model), prompt, timeout, extract)
+            argv = self.argv(schema_path, response_model)
+            if self.cassette is None:
+                return self._run(argv, prompt, timeout, extract)
+            out = self._exec(argv, prompt, timeout)
+            schema_text = json.dumps(schema(response_model), separators=(",", ":"))
+            self.cassette.add(cli_cassette.exchange(kind, version, prompt_text, argv, schema_text, out,
+                                                    self.last_call["seconds"], self.model))
+            return self._parse(out, extract)
         finally:
             if schema_path:
                 try:
@@ -350,6 +377,10 @@ class CLIJudge:
                     pass
 
     def _run(self, argv: list[str], prompt: bytes, timeout: float | None, extract=extract_verdicts) -> list[dict]:
+        return self._parse(self._exec(argv, prompt, timeout), extract)
+
+    def _exec(self, argv: list[str], prompt: bytes, timeout: float | None) -> str:
+        """Run the command with ``prompt`` on stdin within ``timeout``; its stdout (exit 0 only)."""
         env = {**os.environ, **self.env, CHILD_ENV: "1"}
         started = time.monotonic()
         try:
@@ -378,8 +409,12 @@ class CLIJudge:
                 what = f"exit {proc.returncode}"
             line = _last_line(err) or "(nothing on stderr)"
             raise JudgeUnavailable(f"{self.name}: {what}: {line}", judge=self.name)
+        return out.decode("utf-8", "replace")
+
+    def _parse(self, out: str, extract) -> list[dict]:
+        """The answer's items from the CLI's stdout (JudgeOutputInvalid / JudgeUnavailable)."""
         try:
-            value, where = parse_output(out.decode("utf-8", "replace"))
+            value, where = parse_output(out)
             raw, meta = extract(value)
         except (JudgeOutputInvalid, JudgeUnavailable) as exc:
             raise type(exc)(f"{self.name}: {exc}", judge=self.name) from None

@@ -14,6 +14,15 @@ SHARED = Path(os.environ.get("CONSOLIDATE_SHARED", Path(__file__).resolve().pare
 REALNOTES = SHARED / "data" / "realnotes"
 
 
+@pytest.fixture(autouse=True)
+def _cli_cassettes_stay_in_tmp(tmp_path, monkeypatch):
+    """A CLI judge in a test never records into, nor replays from, the repository's cassettes/ unless
+    the test names a cassette itself: ``CONSOLIDATE_RECORD=1`` (set to re-record the HTTP cassettes)
+    would otherwise write every fake CLI's exchanges there."""
+    monkeypatch.delenv("CONSOLIDATE_CASSETTE", raising=False)
+    monkeypatch.setenv("CONSOLIDATE_CASSETTE_DIR", str(tmp_path / "cli-cassettes"))
+
+
 @pytest.fixture
 def store(tmp_path):
     """A fresh store with the fast hash embedding (tests that need semantics use ``minilm_store``)."""
