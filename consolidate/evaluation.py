@@ -193,6 +193,8 @@ class EvalReport:
     metrics: dict[str, float | None]
     baseline: dict[str, float | None]
     keep_recall_by_type: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: type -> confusion and metrics of "kept as this type" against "labeled keep of this type"
+    metrics_by_type: dict[str, dict[str, Any]] = field(default_factory=dict)
     as_run: bool = False
     write_policy: dict[str, Any] | None = None
 
@@ -203,7 +205,8 @@ class EvalReport:
             "labels": self.labels, "judges": self.judges, "notes": self.total, "label_keeps": self.gold_keeps,
             "judged": judged, "unjudged": len(self.unjudged), "blocked_by_secret_gate": len(self.blocked),
             "metrics": self.metrics, "always_drop_baseline": self.baseline, "confusion": asdict(self.confusion),
-            "keep_recall_by_type": self.keep_recall_by_type, "usage": self.usage,
+            "keep_recall_by_type": self.keep_recall_by_type, "metrics_by_type": self.metrics_by_type,
+            "usage": self.usage,
             "per_100_notes": {k: per_100(self.usage[k], self.total)
                               for k in ("calls", "prompt_tokens", "completion_tokens", "seconds")},
             "circuit_breaker": "whole run" if self.as_run else "reset per batch",
@@ -302,6 +305,7 @@ def evaluate(chain, labels: list[LabeledNote], *, context=None, deadline: float 
             t = by_type.setdefault(n.type or "untyped", {"labeled": 0, "kept": 0})
             t["labeled"] += 1
             t["kept"] += predicted[n.id] == "keep"
+    kept_type = {sent[k].id: j.verdict.type for k, j in result.judged.items() if j.verdict.verdict == "keep"}
     from .policy_report import label_keep_outcomes, policy_outcomes, summarize
 
     outcomes = policy_outcomes(result.judged, {k: n.content for k, n in enumerate(sent)})
@@ -311,7 +315,31 @@ def evaluate(chain, labels: list[LabeledNote], *, context=None, deadline: float 
                       gold_keeps=sum(v == "keep" for v in gold.values()), predicted=predicted, unjudged=unjudged,
                       blocked=blocked, usage=usage_of(chain, result.events, seconds, before), confusion=c,
                       metrics=metrics(c), baseline=metrics(always_drop(c)),
-                      keep_recall_by_type=dict(sorted(by_type.items())), as_run=as_run, write_policy=write_policy)
+                      keep_recall_by_type=dict(sorted(by_type.items())),
+                      metrics_by_type=metrics_per_type(labels, predicted, kept_type), as_run=as_run,
+                      write_policy=write_policy)
+
+
+def metrics_per_type(labels: list[LabeledNote], predicted: dict[str, str],
+                     kept_type: dict[str, str | None]) -> dict[str, dict[str, Any]]:
+    """Per memory type T, one against the rest over the judged notes: positive in the labels is
+    "labeled keep of type T", positive for the judge is "kept, as type T" (a keeper kept as another
+    type counts as a miss for its labeled type and a false keep for the judge's type). Returns
+    ``{T: {"confusion": {...}, **metrics}}`` for every type either side used."""
+    types = sorted({n.type for n in labels if n.verdict == "keep" and n.type} | {t for t in kept_type.values() if t})
+    out: dict[str, dict[str, Any]] = {}
+    by_id = {n.id: n for n in labels}
+    for t in types:
+        c = Confusion()
+        for nid, pred in predicted.items():
+            gold_pos = by_id[nid].verdict == "keep" and by_id[nid].type == t
+            pred_pos = pred == "keep" and kept_type.get(nid) == t
+            c.tp += gold_pos and pred_pos
+            c.fp += pred_pos and not gold_pos
+            c.fn += gold_pos and not pred_pos
+            c.tn += not gold_pos and not pred_pos
+        out[t] = {"confusion": asdict(c), **metrics(c)}
+    return out
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -350,6 +378,12 @@ def render_report(report: EvalReport) -> str:
     if report.keep_recall_by_type:
         lines.append("keepers kept by type: " + ", ".join(f"{t} {v['kept']}/{v['labeled']}"
                                                           for t, v in report.keep_recall_by_type.items()))
+    if report.metrics_by_type:
+        lines.append(f"{'by type (kept as T vs labeled keep of T)':<42}{'P':>7}{'R':>7}{'F1':>7}{'kappa':>7}  labeled/kept")
+        for t, m in report.metrics_by_type.items():
+            cc = m["confusion"]
+            lines.append(f"  {t:<40}{_fmt(m['keep_precision']):>7}{_fmt(m['keep_recall']):>7}{_fmt(m['keep_f1']):>7}"
+                         f"{_fmt(m['cohen_kappa']):>7}  {cc['tp'] + cc['fn']}/{cc['tp'] + cc['fp']}")
     if report.write_policy is not None:
         from .policy_report import render, render_label_keeps
 

@@ -35,6 +35,22 @@ from consolidate.errors import JudgeOutputInvalid, JudgeTimeout, JudgeUnavailabl
 from .base import JudgeContext, JudgeNote
 
 PROMPT_VERSION = "judge-v1"
+#: Judge prompt versions a user may select (``prompts/<version>.md``); see :func:`selected_prompt_version`.
+PROMPT_VERSIONS = ("judge-v1", "judge-v2")
+#: Environment variable selecting the judge prompt version of the API and CLI judges.
+PROMPT_VERSION_ENV = "CONSOLIDATE_PROMPT_VERSION"
+
+
+def selected_prompt_version(version: str | None = None) -> str:
+    """The judge prompt version to use: ``version`` when given, else ``$CONSOLIDATE_PROMPT_VERSION``,
+    else PROMPT_VERSION. Raises ConfigError for a version with no template in ``prompts/``."""
+    from consolidate.errors import ConfigError
+
+    chosen = version or os.environ.get(PROMPT_VERSION_ENV, "").strip() or PROMPT_VERSION
+    if chosen not in PROMPT_VERSIONS:
+        raise ConfigError(f"unknown judge prompt version {chosen!r}; versions: {', '.join(PROMPT_VERSIONS)}",
+                          judge="prompt")
+    return chosen
 #: Output budget: about 150 tokens per verdict (a keep's statement, fields, reason and entities), capped.
 TOKENS_PER_NOTE = 150
 MAX_TOKENS_CAP = 4096
@@ -214,7 +230,9 @@ def quiet_libraries() -> None:
 class APIJudge:
     """The litellm + instructor judge. ``arg`` (from the spec ``api:MODEL``) is the model string.
 
-    Raises nothing at construction; ``judge()`` raises JudgeUnavailable (no model configured,
+    ``prompt_version``: the judge prompt (default :func:`selected_prompt_version`: ``$CONSOLIDATE_PROMPT_VERSION``
+    or PROMPT_VERSION). Raises ConfigError at construction for an unknown prompt version, nothing
+    else; ``judge()`` raises JudgeUnavailable (no model configured,
     connection refused, auth), JudgeTimeout (past the time box) or JudgeOutputInvalid (no valid
     structured answer). ``usage`` accumulates ``calls``, ``prompt_tokens``, ``completion_tokens``,
     ``cost`` (USD, when litellm knows the price)."""
@@ -223,14 +241,14 @@ class APIJudge:
 
     def __init__(self, arg: str | None = None, *, model: str | None = None, api_base: str | None = None,
                  api_key: str | None = None, max_retries: int = 2, temperature: float = 0.0, seed: int = 42,
-                 prompt_version: str = PROMPT_VERSION, compare_prompt_version: str = COMPARE_PROMPT_VERSION):
+                 prompt_version: str | None = None, compare_prompt_version: str = COMPARE_PROMPT_VERSION):
         self.model = model or arg or os.environ.get("CONSOLIDATE_API_MODEL") or self._default_model()
         self.api_base = api_base or os.environ.get("CONSOLIDATE_API_BASE") or None
         self.api_key = api_key or os.environ.get("CONSOLIDATE_API_KEY") or None
         self.max_retries = max_retries
         self.temperature = temperature
         self.seed = seed
-        self.prompt_version = prompt_version
+        self.prompt_version = selected_prompt_version(prompt_version)
         self.compare_prompt_version = compare_prompt_version
         self.usage: dict[str, Any] = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
         self.last_call: dict[str, Any] = {}

@@ -61,7 +61,8 @@ from typing import Any
 
 from consolidate.errors import ConfigError, JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
 
-from .api import COMPARE_PROMPT_VERSION, PROMPT_VERSION, Verdicts, compare_model, render_compare_prompt, render_prompt
+from .api import (COMPARE_PROMPT_VERSION, PROMPT_VERSION, Verdicts, compare_model, render_compare_prompt, render_prompt,
+                  selected_prompt_version)
 from . import cli_cassette
 from .base import JudgeContext, JudgeNote
 
@@ -240,7 +241,7 @@ class CLIJudge:
 
     def __init__(self, arg: str | None = None, *, preset: str | None = None, model: str | None = None,
                  command: str | None = None, kill_grace: float = KILL_GRACE, env: dict[str, str] | None = None,
-                 prompt_version: str = PROMPT_VERSION, compare_prompt_version: str = COMPARE_PROMPT_VERSION,
+                 prompt_version: str | None = None, compare_prompt_version: str = COMPARE_PROMPT_VERSION,
                  cassette: "cli_cassette.CLICassette | None" = None):
         if arg:
             head, _, rest = arg.partition(":")
@@ -270,7 +271,7 @@ class CLIJudge:
         self.name = f"cli:{preset}"
         self.kill_grace = kill_grace
         self.env = dict(env or {})
-        self.prompt_version = prompt_version
+        self.prompt_version = selected_prompt_version(prompt_version)
         self.compare_prompt_version = compare_prompt_version
         self.calls = 0
         self.last_call: dict[str, Any] = {}
