@@ -8,7 +8,10 @@ offline, without the CLI:
   holds the notes being judged), the prompt version, the command (the JSON schema argument written
   ``{schema}``, its digest kept), the CLI's answer (stdout, as it was), the model id when the CLI
   reports it (Claude Code's envelope: ``modelUsage`` / ``model``; else ``$CONSOLIDATE_CASSETTE_MODEL``,
-  else the model asked for), and the seconds the call took. An exchange whose digest is already in
+  else the model asked for), and the seconds the call took. With ``$CONSOLIDATE_CASSETTE_SCRUB``
+  (files or folders of text the project must not copy, e.g. ../shared/data/realnotes) every run of
+  40+ characters of the answer that also occurs there keeps only its punctuation (:func:`mask_echoes`):
+  a model's statements often echo the notes. An exchange whose digest is already in
   the cassette is replaced; the others are kept (delete the file to record from scratch).
 - ``CONSOLIDATE_CASSETTE`` set and ``CONSOLIDATE_RECORD`` not ``1``: replay. The CLI is not started (it
   need not be installed); a prompt whose digest is in the cassette gets the recorded answer, parsed
@@ -58,6 +61,9 @@ ENV_CASSETTE = "CONSOLIDATE_CASSETTE"
 ENV_DIR = "CONSOLIDATE_CASSETTE_DIR"
 ENV_MODEL = "CONSOLIDATE_CASSETTE_MODEL"
 ENV_HOW = "CONSOLIDATE_CASSETTE_HOW"
+ENV_SCRUB = "CONSOLIDATE_CASSETTE_SCRUB"
+#: Shortest run of answer text masked by :func:`mask_echoes` when it also occurs in the scrub corpus.
+ECHO_WIDTH = 40
 _LOCK = threading.Lock()
 
 
@@ -182,12 +188,17 @@ class CLICassette:
             rows = [i for i in data["interactions"]
                     if not (i.get("prompt_sha256") == exchange["prompt_sha256"] and i.get("kind") == exchange["kind"])]
             rows.append(exchange)
-            data["interactions"] = rows
+            data = {**{k: v for k, v in data.items() if k != "interactions"}, "interactions": rows}
             write_text_atomic(self.path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120))
         try:
             os.unlink(str(self.path) + ".lock")
         except OSError:
             pass
+
+
+def _scrubbed(answer: str) -> str:
+    scrub = scrub_corpus()
+    return answer if scrub is None else mask_echoes(answer, scrub[0], windows=scrub[1])
 
 
 def _model_fields(answer: str, requested: str | None) -> dict[str, Any]:
@@ -200,6 +211,55 @@ def _model_fields(answer: str, requested: str | None) -> dict[str, Any]:
     return {"model": None, "model_from": "unknown"}
 
 
+def mask_echoes(text: str, corpus: str, width: int = ECHO_WIDTH, windows: set[str] | None = None) -> str:
+    """``text`` with the letters and digits of every run of ``width`` or more characters that also
+    occurs in ``corpus`` replaced by ``x`` (punctuation, quotes, backslashes and spacing kept, so a
+    JSON answer still parses as it did). ``windows``: the set of ``corpus``'s ``width``-character
+    substrings, when the caller has it (a large corpus is searched through it)."""
+    out, i = [], 0
+    while i < len(text):
+        chunk = text[i:i + width]
+        if len(chunk) == width and (chunk in windows if windows is not None else chunk in corpus):
+            k = i + width
+            while k < len(text) and text[i:k + 1] in corpus:
+                k += 1
+            out.append("".join("x" if c.isalnum() else c for c in text[i:k]))
+            i = k
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+_SCRUB_CACHE: dict[str, tuple[str, set[str]]] = {}
+
+
+def scrub_corpus() -> tuple[str, set[str]] | None:
+    """The text the recorder must not copy (``$CONSOLIDATE_CASSETTE_SCRUB``: files or folders,
+    separated by ``os.pathsep``; a JSONL line contributes its ``content``, any other line itself) and
+    its ``ECHO_WIDTH``-character windows; None when the variable is unset."""
+    spec = os.environ.get(ENV_SCRUB, "").strip()
+    if not spec:
+        return None
+    if spec not in _SCRUB_CACHE:
+        parts: list[str] = []
+        for root in spec.split(os.pathsep):
+            path = Path(root)
+            files = sorted(path.rglob("*.jsonl")) + sorted(path.rglob("*.txt")) if path.is_dir() else [path]
+            for f in files:
+                for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
+                    try:
+                        obj = json.loads(line)
+                        line = obj.get("content", line) if isinstance(obj, dict) else line
+                    except ValueError:
+                        pass
+                    parts.append(str(line))
+        corpus = "\n".join(parts)
+        windows = {corpus[i:i + ECHO_WIDTH] for i in range(max(0, len(corpus) - ECHO_WIDTH + 1))}
+        _SCRUB_CACHE[spec] = (corpus, windows)
+    return _SCRUB_CACHE[spec]
+
+
 def exchange(kind: str, version: str, prompt: str, argv: list[str], schema_text: str, answer: str,
              seconds: float, requested_model: str | None) -> dict[str, Any]:
     """The record of one call (see the module docstring); the schema argument is written ``{schema}``."""
@@ -210,7 +270,7 @@ def exchange(kind: str, version: str, prompt: str, argv: list[str], schema_text:
         "prompt_chars": len(prompt),
         "command": [a.replace(schema_text, "{schema}") if schema_text else a for a in argv],
         "schema_sha256": prompt_digest(schema_text),
-        "answer": answer,
+        "answer": _scrubbed(answer),
         **_model_fields(answer, requested_model),
         "seconds": round(seconds, 3),
         "recorded": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -149,20 +149,10 @@ def model_server(port: int):
 
 
 def _mask_echoes(text: str, corpus: str, width: int) -> str:
-    """``text`` with the letters and digits of every run of ``width`` or more characters that also
-    occurs in ``corpus`` replaced by ``x`` (punctuation, quotes, backslashes and spacing kept)."""
-    out, i = [], 0
-    while i < len(text):
-        if i + width <= len(text) and text[i:i + width] in corpus:
-            k = i + width
-            while k < len(text) and text[i:k + 1] in corpus:
-                k += 1
-            out.append("".join("x" if c.isalnum() else c for c in text[i:k]))
-            i = k
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
+    """judges.cli_cassette.mask_echoes (one masking rule for the HTTP and the CLI cassettes)."""
+    from judges.cli_cassette import mask_echoes
+
+    return mask_echoes(text, corpus, width)
 
 
 def echo_scrubber(corpus: str, width: int = 40):

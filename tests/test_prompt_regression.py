@@ -298,6 +298,19 @@ def declared_coverage() -> dict[str, set[str]]:
     return covered
 
 
+def _names_its_model(path: Path) -> bool:
+    """A CLI judge cassette (judges/cli_cassette.py, e.g. the capable-model ones of
+    tests/test_capable_cassettes.py) that names the model that answered it."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return False
+    return (isinstance(data, dict) and data.get("format") == "consolidate-cli-cassette/1" and bool(data.get("model"))
+            and all(i.get("model") for i in data.get("interactions") or [{}]))
+
+
 def test_every_prompt_template_has_a_cassette_backed_test():
     templates = sorted(p.stem for p in PROMPTS.glob("*.md"))
     assert templates, "no prompt template found in prompts/"
@@ -310,7 +323,8 @@ def test_every_prompt_template_has_a_cassette_backed_test():
     assert not stale, f"PROMPT_CASSETTES names template(s) that prompts/ does not have: {', '.join(stale)}"
     absent = sorted(c for names in covered.values() for c in names if not (CASSETTES / c).is_file())
     assert not absent, f"declared cassette(s) missing from cassettes/: {', '.join(absent)}"
-    other_model = sorted(c for names in covered.values() for c in names if not c.endswith(f"-{MODEL_SLUG}.yaml"))
+    other_model = sorted(c for names in covered.values() for c in names
+                         if not c.endswith(f"-{MODEL_SLUG}.yaml") and not _names_its_model(CASSETTES / c))
     assert not other_model, f"cassette(s) not recorded with the current model ({MODEL_SLUG}): {', '.join(other_model)}"
 
 
