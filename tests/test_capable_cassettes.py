@@ -36,7 +36,7 @@ E2E = "e2e-realnotes-judge-v2-capable"
 
 #: The prompt templates these cassettes cover (read by tests/test_prompt_regression.py's meta-test).
 PROMPT_CASSETTES = {
-    "judge-v1": ("eval-realnotes-judge-v1-capable.yaml",),
+    "judge-v1": ("eval-realnotes-judge-v1-capable.yaml", "e2e-realnotes-judge-v1-capable.yaml"),
     "judge-v2": ("eval-realnotes-judge-v2-capable.yaml", "e2e-realnotes-judge-v2-capable.yaml"),
     "contradiction-v2": ("contradiction-realnotes-capable.yaml",),
 }
@@ -71,7 +71,7 @@ def needs_shared():
 
 
 @pytest.mark.parametrize("name", ["eval-realnotes-judge-v1-capable", "eval-realnotes-judge-v2-capable",
-                                  "contradiction-realnotes-capable", E2E])
+                                  "contradiction-realnotes-capable", E2E, "e2e-realnotes-judge-v1-capable"])
 def test_cassette_names_the_model_and_keeps_no_prompt(name):
     text = (CASSETTES / f"{name}.yaml").read_text(encoding="utf-8")
     data = yaml.safe_load(text)
@@ -209,3 +209,15 @@ def test_recall_answers_what_a_developer_would_ask(e2e, session, question, words
         store.close()
     text = " ".join(h["document"] for h in hits).lower()
     assert all(w in text for w in words), (question, text[:300])
+
+
+@pytest.mark.realnotes
+def test_end_to_end_judge_v1_against_v2(e2e, tmp_path):
+    """The same 20 sessions with judge-v1 (its own cassette): judge-v2 leaves more gold keepers active
+    after one session and quarantines fewer keeps."""
+    v1 = replay("e2e-realnotes-judge-v1-capable", "--end-to-end", "--sessions", "20", "--prompt-version", "judge-v1",
+                "--labels", str(LABELS))
+    assert strip(v1) == expected("e2e-realnotes-judge-v1-capable")
+    f1, f2 = v1["figures"], e2e[0]["figures"]
+    assert f2["gold_keepers_active"] > f1["gold_keepers_active"]
+    assert f2["written"]["quarantined"] / f2["judge_keeps"] < f1["written"]["quarantined"] / f1["judge_keeps"]
