@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 description="Decide what an agent's working notes graduate into long-term memory.",
                                 epilog=exit_codes_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"consolidate {__version__}")
+    p.add_argument("--env-file", metavar="FILE", help="read CONSOLIDATE_* settings (store, Chroma URL, project,"
+                   " embedding, judges) from a .env file, e.g. the Gemini CLI extension's")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in MODULES:
         importlib.import_module(f"consolidate.commands.{name}").register(sub, common)
@@ -65,7 +67,12 @@ def exit_codes_text() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
+    from .plugin_env import apply, load_env_file
+
+    apply()  # the options of the Claude Code plugin (consolidate/plugin_env.py)
     args = build_parser().parse_args(argv)
+    if getattr(args, "env_file", None):
+        load_env_file(args.env_file)
     for name in COMMON_OPTIONS:
         if not hasattr(args, name):
             setattr(args, name, None)

@@ -1,0 +1,70 @@
+"""The store options an agent CLI's plugin or extension settings give ``consolidate``.
+
+Installed as a **Claude Code plugin** (``plugins/consolidate``), our hooks and MCP server are started
+by Claude Code with the options the user chose in the plugin's ``userConfig`` dialog: a hook process
+gets each as ``CLAUDE_PLUGIN_OPTION_<KEY>`` (Claude Code's plugin manifest reference, "User
+configuration"), and the MCP server gets the same variables from the ``env`` of its declaration
+(``${user_config.KEY}`` substituted there). Installed as a **Gemini CLI extension** (the repository
+root), the extension's settings are saved by Gemini CLI as ``CONSOLIDATE_*`` variables in the
+extension's ``.env`` file (Gemini CLI's extension reference, "Settings"); its hooks and MCP server run
+``consolidate --env-file ${extensionPath}/.env ...``.
+
+:func:`apply` turns both into the ``CONSOLIDATE_STORE``, ``CONSOLIDATE_CHROMA_URL``,
+``CONSOLIDATE_PROJECT``, ``CONSOLIDATE_EMBEDDING`` and ``CONSOLIDATE_JUDGES`` variables every command
+already reads (and the worker a hook starts inherits). An empty value, or one still holding an
+unsubstituted ``${...}``, means "not set". Only the standard library and, for a ``.env`` file,
+python-dotenv.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import MutableMapping
+
+#: The options, as the plugin's userConfig keys; each is ``CONSOLIDATE_<KEY upper-cased>``.
+KEYS = ("store", "chroma_url", "project", "embedding", "judges")
+PLUGIN_PREFIX = "CLAUDE_PLUGIN_OPTION_"
+
+
+def _value(text: str | None) -> str | None:
+    if text is None:
+        return None
+    text = text.strip()
+    if not text or "${" in text:  # an option left empty, or a placeholder Claude Code did not fill
+        return None
+    return text
+
+
+def apply(environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
+    """Set ``CONSOLIDATE_<KEY>`` from ``CLAUDE_PLUGIN_OPTION_<KEY>`` (upper-cased or as written) where
+    the plugin option is set and ``CONSOLIDATE_<KEY>`` is not; returns what it set."""
+    env = os.environ if environ is None else environ
+    done = {}
+    for key in KEYS:
+        target = "CONSOLIDATE_" + key.upper()
+        if _value(env.get(target)):
+            continue
+        value = _value(env.get(PLUGIN_PREFIX + key.upper())) or _value(env.get(PLUGIN_PREFIX + key))
+        if value:
+            env[target] = done[target] = value
+    return done
+
+
+def load_env_file(path: str | os.PathLike, environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
+    """Set the ``CONSOLIDATE_<KEY>`` variables of a ``.env`` file (the Gemini CLI extension's
+    settings) that hold a value; other variables in it are ignored. A missing or unreadable file
+    sets nothing (a hook never fails for it). Returns what it set."""
+    env = os.environ if environ is None else environ
+    try:
+        from dotenv import dotenv_values
+
+        values = dotenv_values(path)
+    except (OSError, UnicodeDecodeError):
+        return {}
+    done = {}
+    wanted = {"CONSOLIDATE_" + k.upper() for k in KEYS}
+    for name, raw in values.items():
+        value = _value(raw)
+        if name in wanted and value:
+            env[name] = done[name] = value
+    return done
