@@ -185,6 +185,22 @@ def _wait_done(store_path, sid, timeout=120):
     return end
 
 
+AUTH = "auth.py: check_token() rejects tokens that expired more than 30 seconds ago"
+
+
+def _seed(store_path):
+    """One memory about auth.py in the chosen store (for the file-recall hook)."""
+    from consolidate.pipeline import run_queue
+    from judges.chain import JudgeChain
+    from judges.scripted import ScriptedJudge
+
+    s = Store(store_path, embedding="hash")
+    s.sessions.add_note("seed", AUTH, flag=True, kind="fact")
+    s.sessions.end("seed", "success")
+    run_queue(s, chain_factory=lambda: JudgeChain([ScriptedJudge({})]))
+    s.close()
+
+
 def _transcript(path):
     text = ("The integration tests need the Postgres container from docker-compose.test.yml running first,"
             " because the fixtures connect to port 5433 and nothing else provides it.")
@@ -203,19 +219,27 @@ def test_claude_code_plugin_hooks_run_with_the_plugin_options(tmp_path):
                CLAUDE_PLUGIN_OPTION_STORE=str(store), CLAUDE_PLUGIN_OPTION_EMBEDDING="hash",
                CLAUDE_PLUGIN_OPTION_JUDGES="noop", CLAUDE_PLUGIN_OPTION_PROJECT="chosen-project",
                CLAUDE_PLUGIN_OPTION_CHROMA_URL="")
+    _seed(store)
     sid = "3f2a9c1e-claude-plugin"
     base = {"session_id": sid, "transcript_path": _transcript(tmp_path / "t.jsonl"), "cwd": str(project)}
     payloads = {"SessionStart": {**base, "hook_event_name": "SessionStart", "source": "startup"},
+                "PreToolUse": {**base, "hook_event_name": "PreToolUse", "tool_name": "Read",
+                               "tool_input": {"file_path": str(project / "src" / "auth.py")}},
                 "PreCompact": {**base, "hook_event_name": "PreCompact", "trigger": "manual", "custom_instructions": ""},
                 "SessionEnd": {**base, "hook_event_name": "SessionEnd", "reason": "exit"}}
-    assert set(hooks) <= set(payloads) | {"PreToolUse"}
-    for event in ("SessionStart", "PreCompact", "SessionEnd"):
+    assert set(hooks) <= set(payloads)
+    for event in payloads:
         if event not in hooks:
             continue
-        command = hooks[event][0]["hooks"][0]["command"].replace("${CLAUDE_PLUGIN_ROOT}", str(plugin_dir))
+        group = hooks[event][0]
+        if group.get("matcher"):
+            assert re.fullmatch(group["matcher"], payloads[event]["tool_name"])
+        command = group["hooks"][0]["command"].replace("${CLAUDE_PLUGIN_ROOT}", str(plugin_dir))
         out = _run_hook(command, payloads[event], env=env, cwd=project)
         if event == "SessionStart":
-            assert out.startswith(f"consolidate: this is session {sid}")
+            assert out.startswith(f"consolidate: this is session {sid}") and AUTH in out
+        if event == "PreToolUse":
+            assert "check_token() rejects tokens" in out
         if event == "PreCompact":
             s = Store(store, embedding="hash")
             assert any("Postgres container" in n.content for n in s.sessions.notes(sid))
@@ -286,10 +310,19 @@ def test_gemini_cli_extension_hooks_and_mcp_server_use_the_extension_settings(tm
     base = {"session_id": sid, "transcript_path": str(tmp_path / "none.json"), "cwd": str(workspace),
             "timestamp": "2026-11-30T11:00:00Z"}
     env = _env(GEMINI_PROJECT_DIR=str(workspace))
+    _seed(store)
     start = _run_hook(_gemini_vars(hooks["SessionStart"][0]["hooks"][0]["command"], ext, workspace),
                       {**base, "hook_event_name": "SessionStart", "source": "startup"}, env=env, cwd=workspace)
     context = json.loads(start)["hookSpecificOutput"]
     assert context["hookEventName"] == "SessionStart" and f"this is session {sid}" in context["additionalContext"]
+    assert AUTH in context["additionalContext"]
+    if "BeforeTool" in hooks:
+        group = hooks["BeforeTool"][0]
+        assert re.fullmatch(group["matcher"], "read_file")
+        out = _run_hook(_gemini_vars(group["hooks"][0]["command"], ext, workspace),
+                        {**base, "hook_event_name": "BeforeTool", "tool_name": "read_file",
+                         "tool_input": {"absolute_path": str(workspace / "src" / "auth.py")}}, env=env, cwd=workspace)
+        assert "check_token() rejects tokens" in out
     ext_json = json.loads((ext / "gemini-extension.json").read_text())
     server = ext_json["mcpServers"]["consolidate"]
     args = [_gemini_vars(a, ext, workspace) for a in server["args"]]
