@@ -56,6 +56,9 @@ SEGMENT_SEP = "+r"
 #: A recovery claimed this many seconds ago whose end was never queued (its hook was killed) may be
 #: claimed again.
 CLAIM_STALE = 60.0
+#: Rows of ``harvested``, ``hook_sessions`` and ``recovered`` older than this are pruned (seconds): a
+#: transcript that old is not resumed (agent CLIs delete theirs after some weeks).
+KEEP_SECONDS = 60 * 86400.0
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS hook_sessions (
@@ -178,7 +181,17 @@ def add_harvest(tier, session_id: str, transcript_path: Any, *, since_compaction
     except BaseException:
         db.execute("ROLLBACK")
         raise
+    prune(tier, now=now)
     return counts
+
+
+def prune(tier, *, now: float | None = None) -> None:
+    """Delete the rows older than :data:`KEEP_SECONDS` from this module's tables."""
+    ensure(tier)
+    cutoff = (time.time() if now is None else now) - KEEP_SECONDS
+    tier.db.execute("DELETE FROM harvested WHERE harvested_at < ?", (cutoff,))
+    tier.db.execute("DELETE FROM hook_sessions WHERE started_at < ?", (cutoff,))
+    tier.db.execute("DELETE FROM recovered WHERE recovered_at < ?", (cutoff,))
 
 
 def _alive(pid: int) -> bool:

@@ -464,3 +464,19 @@ def test_mcp_servers_own_session_is_recovered_when_its_process_is_gone(tmp_path)
     assert r == {"session_id": gone, "notes": 1, "harvested": 0}
     assert tier.session_end(gone)["reason"] == "end missed: recovered at the SessionStart of new"
     assert recover_missed(tier, "newer", pids=[]) == []  # never twice
+
+
+def test_lifecycle_tables_are_pruned(tmp_path):
+    from consolidate.hook_lifecycle import KEEP_SECONDS, add_harvest, ensure, session_for_start
+
+    tier = SessionTier(tmp_path / "sessions.sqlite3")
+    ensure(tier)
+    old = time.time() - KEEP_SECONDS - 10
+    tier.db.execute("INSERT INTO harvested VALUES ('gone', 'u1:0', ?)", (old,))
+    session_for_start(tier, "gone", {"transcript_path": "/t.jsonl"}, now=old)
+    t = tmp_path / "t.jsonl"
+    t.write_text(json.dumps({"type": "user", "uuid": "n1", "message": {"content": "Use the staging VPN for the admin"
+                                                                                   " panel"}}) + "\n")
+    assert add_harvest(tier, "new", str(t)) == {"user_prompt": 1}
+    assert tier.db.execute("SELECT base_session_id FROM harvested").fetchall() == [("new",)]
+    assert tier.db.execute("SELECT COUNT(*) FROM hook_sessions").fetchone()[0] == 0
