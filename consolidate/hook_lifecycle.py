@@ -139,6 +139,18 @@ def session_for_end(tier, session_id: str) -> str:
     return open_segment(tier, session_id) or session_id
 
 
+def resumed_part(tier, session_id: str) -> str:
+    """``session_id``, or its open resumed part when the session has an end and was resumed (an
+    agent that names the session id it had before the resume writes to the part that will be
+    consolidated). Never raises: ``session_id`` when the store cannot tell."""
+    try:
+        if tier.session_end(session_id) is None:
+            return session_id
+        return open_segment(tier, session_id) or session_id
+    except Exception:  # noqa: BLE001 - a read-only store
+        return session_id
+
+
 def transcript_of(tier, session_id: str) -> str | None:
     ensure(tier)
     r = tier.db.execute("SELECT transcript_path FROM hook_sessions WHERE session_id=?", (session_id,)).fetchone()

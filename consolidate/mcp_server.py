@@ -143,11 +143,14 @@ def own_session_id(now: float | None = None) -> str:
 
 
 def resolve_session(s: Store, session_id: str | None, own_id: str) -> str:
-    """The session a tool call is about: ``session_id`` when given (BadInput when blank or bad);
+    """The session a tool call is about: ``session_id`` when given (BadInput when blank or bad; an
+    agent session resumed after its end means its open resumed part, consolidate/hook_lifecycle.py);
     else the store's current agent
     session (recorded by the SessionStart hook, see consolidate.agent_session); else ``own_id``."""
     if session_id is not None and session_id != "":  # "" is how some clients leave an option out
-        return check_session_id(session_id)
+        from .hook_lifecycle import resumed_part
+
+        return resumed_part(s.sessions, check_session_id(session_id))
     from .agent_session import current_session
 
     current, _how = current_session(s.sessions)

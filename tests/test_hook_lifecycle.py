@@ -480,3 +480,19 @@ def test_lifecycle_tables_are_pruned(tmp_path):
     assert add_harvest(tier, "new", str(t)) == {"user_prompt": 1}
     assert tier.db.execute("SELECT base_session_id FROM harvested").fetchall() == [("new",)]
     assert tier.db.execute("SELECT COUNT(*) FROM hook_sessions").fetchone()[0] == 0
+
+
+def test_mcp_note_with_the_id_from_before_the_resume_goes_to_the_resumed_part(project):
+    from consolidate.hook import run_hook
+    from consolidate.mcp_server import resolve_session
+
+    store = project / ".memofs"
+    run_hook(store, payload=payload("SessionStart", "m", project, source="startup"), spawn=False)
+    run_hook(store, payload=payload("SessionEnd", "m", project), spawn=False)
+    s = Store(store, embedding="hash")
+    assert resolve_session(s, "m", "own") == "m"  # ended, not resumed: itself
+    run_hook(store, payload=payload("SessionStart", "m", project, source="resume"), spawn=False)
+    assert resolve_session(s, "m", "own") == "m+r1"
+    assert resolve_session(s, None, "own") == "m+r1"  # the current session, with no id
+    assert resolve_session(s, "other", "own") == "other"
+    s.close()
