@@ -15,8 +15,11 @@ The patterns are ours, written from the public reports of prompt injection again
 (an "ignore previous instructions" line, a "you are now" role change, an order to hide something
 from the user or to skip a review, a role label such as ``SYSTEM:`` or a chat template marker) and of
 the usual remote-code one-liners (``curl ... | sh``, ``bash <(curl ...)``, ``iwr ... | iex``,
-``Invoke-Expression`` of a download, ``python -c`` of a ``urlopen``); the override phrasings also in
-German, Spanish, French, Portuguese, Italian, Russian, Chinese and Japanese. They are narrow on
+``Invoke-Expression`` of a download, ``python -c`` of a ``urlopen``); the override phrasings ("ignore the previous instructions",
+"without asking the user") also in the other languages agents write in (those of the secret gate's
+prose rule: German, Spanish, French, Portuguese, Italian, Dutch, Russian, Ukrainian, Polish, Turkish,
+Indonesian, Vietnamese, Hindi, Arabic, Persian, Chinese, Japanese, Korean), with their particles and
+word orders (以前の指示は/をすべて無視, 이전 지시를 무시). They are narrow on
 purpose: a recipe that installs a tool with a pipe to a shell is held back too (it is fetch-and-run),
 but "ignore the rules in .eslintrc" is not an override. Only the standard library is imported (the
 hook's fast path).
@@ -43,14 +46,34 @@ _OVERRIDE = re.compile(
     | \b(?:developer|god|jailbreak|dan)\s+mode\b
     | (?m:^[\s*#>-]*(?:system|assistant|developer)\s*:[^\n]{0,80}?\b(?:ignore|disregard|you\s+(?:must|are|will|should)|always|never|from\s+now\s+on)\b)
     | <\|im_start\|> | <\|system\|> | \[/?INST\] | </?system> | <<SYS>>
-    # other languages: "ignore the previous instructions"
-    | \bignorier(?:e|en)?\s+(?:alle\s+)?(?:vorherigen|bisherigen|obigen)?\s*(?:Anweisungen|Regeln|Instruktionen)\b
-    | \bignora(?:r)?\s+(?:todas\s+)?(?:las\s+)?(?:instrucciones|reglas)\s+(?:anteriores|previas)\b
-    | \bignore[rz]?\s+(?:toutes\s+)?(?:les\s+)?(?:instructions|consignes|règles)\s+(?:précédentes|ci-dessus)\b
-    | \bignor[ea]\s+(?:todas\s+)?(?:as\s+|le\s+)?(?:instruções|istruzioni|regras|regole)\s+(?:anteriores|precedenti)\b
-    | игнорируй(?:те)?\s+(?:все\s+)?(?:предыдущие\s+)?(?:инструкции|правила)
-    | 忽略(?:之前|以上|所有|先前)的?(?:所有)?(?:指令|指示|规则|說明|规定)
-    | (?:以前|前|上記)の(?:指示|命令|ルール)を(?:すべて)?無視
+    # other languages: "ignore (all) the previous instructions", in the languages of consolidate.secrets'
+    # prose rule (Octoverse's largest developer populations), with their word orders and particles
+    | \bignorier(?:e|en|t)?\s+(?:du\s+|sie\s+)?(?:alle\s+)?(?:vorherigen|bisherigen|obigen|vorigen|früheren)?\s*(?:Anweisungen|Regeln|Instruktionen|Vorgaben)\b
+    | \b(?:ignora|ignorar|ignore)\s+(?:todas\s+)?(?:las\s+|tus\s+)?(?:instrucciones|reglas|indicaciones)\s+(?:anteriores|previas)\b
+    | \bignore[rz]?\s+(?:toutes\s+)?(?:les\s+|tes\s+|vos\s+)?(?:instructions|consignes|règles)\s+(?:précédentes|ci-dessus|antérieures)\b
+    | \b(?:ignor[ea]|ignorar)\s+(?:todas\s+|tutte\s+)?(?:as\s+|le\s+|suas\s+)?(?:instruções|istruzioni|regras|regole)\s+(?:anteriores|precedenti)\b
+    | \bnegeer\s+(?:alle\s+)?(?:de\s+)?(?:vorige|eerdere|voorgaande|bovenstaande)\s+(?:instructies|regels)\b
+    | \b(?:zignoruj|ignoruj)\s+(?:wszystkie\s+)?(?:poprzednie|wcześniejsze|powyższe)\s+(?:instrukcje|polecenia|zasady)\b
+    | \b(?:önceki|yukarıdaki)\s+(?:tüm\s+)?(?:talimatları|kuralları|komutları)\s+(?:yok\s+say|görmezden\s+gel)
+    | \babaikan\s+(?:semua\s+)?(?:instruksi|perintah|aturan)\s+(?:sebelumnya|di\s+atas)\b
+    | \bbỏ\s+qua\s+(?:tất\s+cả\s+)?(?:các\s+)?(?:hướng\s+dẫn|chỉ\s+dẫn|lệnh|quy\s+tắc)\s+(?:trước\s+đó|ở\s+trên|trước)
+    | (?:игнорируй|игнорируйте|ігноруй|ігноруйте)\s+(?:все\s+|усі\s+|всі\s+)?(?:предыдущие\s+|попередні\s+)?(?:инструкции|правила|інструкції)
+    | (?:पिछले|पहले\s+के|ऊपर\s+के)\s+(?:सभी\s+)?(?:निर्देशों|नियमों)\s+को\s+(?:अनदेखा|नज़रअंदाज़|नजरअंदाज)
+    | (?:تجاهل|تجاهلي)\s+(?:جميع\s+|كل\s+)?(?:التعليمات|الأوامر|القواعد)\s+(?:السابقة|أعلاه)
+    | (?:دستورالعمل|دستور|قوانین)[^\n]{0,12}(?:قبلی|پیشین)\s+را\s+نادیده\s+بگیر
+    | (?:忽略|无视|無視)(?:掉)?(?:之前|以上|所有|先前|以前|前面|上面|此前)的?(?:所有|全部)?(?:指令|指示|规则|規則|说明|說明|规定|提示)
+    | (?:以前|前|上記|これまで|今まで|先|前回|元|システム)の(?:すべての|全ての)?(?:指示|命令|ルール|指令|プロンプト)(?:を|は|も)?(?:すべて|全て|全部)?無視
+    | (?:이전|앞의|위의|기존)\s*(?:의\s*)?(?:모든\s*)?(?:지시|지침|명령|규칙|프롬프트)(?:을|를|은|는)?\s*(?:모두\s*)?무시
+    # "without asking / telling the user", "do not tell the user"
+    | \bohne\s+(?:den\s+|die\s+)?(?:Nutzer|Benutzer|Anwender|User)(?:in)?\s+zu\s+(?:fragen|informieren|benachrichtigen)\b
+    | \bsin\s+(?:preguntar|avisar|decir|informar)(?:le)?\s+al\s+usuario\b
+    | \bsans\s+(?:demander|prévenir|informer|avertir)\s+(?:à\s+)?l['’]utilisateur\b
+    | \bsem\s+(?:perguntar|avisar|informar|consultar)\s+(?:ao|o)\s+usuário\b
+    | \bsenza\s+(?:chiedere|avvisare|informare)\s+(?:all['’]|l['’])utente\b
+    | не\s+(?:спрашивая|сообщая|уведомляя)\s+пользовател
+    | ユーザー(?:に|へ)(?:確認|相談|報告|知らせ|聞か|連絡)(?:せず|しないで|ないで|することなく)
+    | (?:不要|别|無需|无需|不必)(?:告诉|询问|通知|告訴|詢問)(?:用户|用戶)
+    | 사용자에게\s*(?:묻지|알리지|확인하지)\s*(?:않고|말고)
     """
 )
 _REMOTE_CODE = re.compile(
