@@ -218,17 +218,15 @@ def _is_template(value: str) -> bool:
     return bool(re.match(r"^(?:<.*>|\$\{.*\}|\$[A-Za-z_][A-Za-z0-9_]*|\{.*\})$", value))
 
 
+_DIGIT = re.compile(r"\d")
+
+
 def _char_classes(value: str) -> int:
-    """How many of upper case, lower case and digits occur in ``value``."""
-    upper = lower = digit = False
-    for ch in value:
-        if ch.isdigit():
-            digit = True
-        elif ch.isupper():
-            upper = True
-        elif ch.islower():
-            lower = True
-    return upper + lower + digit
+    """How many of upper case, lower case and digits occur in ``value`` (each found by one C-level
+    search, not a Python loop over a value that may be a 2 kB key)."""
+    upper = value != value.lower() if value.isascii() else any(ch.isupper() for ch in value)
+    lower = value != value.upper() if value.isascii() else any(ch.islower() for ch in value)
+    return upper + lower + (_DIGIT.search(value) is not None)
 
 
 _HEX_OR_UUID = re.compile(r"^(?:[0-9a-fA-F]{16,}|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})$")
@@ -448,7 +446,7 @@ def _password_is_secret(value: str, prose: bool, clause_end: bool = True) -> boo
     return True
 
 
-_CJK_TAIL_AT = re.compile(r"でございます|でした|です|である|だよ|だ|입니다|이에요|예요|이다|임|요")
+_CJK_TAIL_AT = re.compile(r"でございます|でした|です|であり|である|だよ|だ|で|입니다|이에요|예요|이고|이다|임|요")
 
 
 def _ends_clause(text: str, end: int) -> bool:
@@ -457,7 +455,7 @@ def _ends_clause(text: str, end: int) -> bool:
     i = end
     while i < len(text) and text[i] in " \t":
         i += 1
-    if i >= len(text) or text[i] in "\r\n.,;:!?)]}。，；！？、\"'`」』":
+    if i >= len(text) or text[i] in "\r\n.,;:!?)]}。，；！？、\"'`」』（":
         return True
     tail = _CJK_TAIL_AT.match(text, i)  # ひまわり|です。, 해바라기|입니다
     if tail is not None and (tail.end() >= len(text) or not _CJK_RUN.match(text[tail.end()])):
@@ -631,12 +629,46 @@ class _DetectSecrets(NamedTuple):
     token_rules: tuple[tuple[str, Pattern[str], tuple[str, ...], Callable[[str], bool]], ...]
     extra_rules: tuple[tuple[str, Pattern[str], tuple[str, ...]], ...]
     needles: tuple[str, ...]  # every rule's needles, each once
+    #: the provider rules (our own, detect-secrets' token and extra rules) as (kind, regex, span_of):
+    #: ``span_of(match, text)`` is the secret's span, or None when the match is rejected
+    rules: tuple[tuple[str, Pattern[str], Callable[[re.Match[str], str], tuple[int, int] | None]], ...]
+    rules_by_needle: dict[str, tuple[int, ...]]  # needle -> indexes into ``rules``
+    single_char_needles: tuple[str, ...]  # needles of one character, left out of ``finder``
     finder: "ahocorasick.Automaton"  # the needles and gitleaks' keywords: (end, needle) per occurrence
 
 
 def _bounded(pattern: Pattern[str], chars: str = "A-Za-z0-9") -> Pattern[str]:
     """A detect-secrets denylist regex with word boundaries added (theirs have none)."""
     return re.compile(rf"(?<![{chars}])(?:{pattern.pattern})(?![{chars}])", pattern.flags)
+
+
+def _indexed_rules(token_rules, extra_rules):
+    """The provider rules in one list, and for each needle the rules it opens, so that a note runs
+    only the rules whose needles it holds (found in one pass by :func:`_finder`) instead of testing
+    every rule's needles."""
+    def body_is_random(m, text):
+        return m.span() if _token_body_is_random(m.group("body")) else None
+
+    def accepted_by(accept):
+        return lambda m, text: m.span() if accept(m.group()) else None
+
+    def extra_span(kind):
+        def span_of(m, text):
+            # NpmDetector captures the token in group 1 after "//registry/:_authToken="; the other
+            # plugins' groups capture only a prefix (GitLab's "glpat")
+            start, end = m.span(1) if kind == "NpmDetector" else m.span()
+            return (start, end) if _token_body_is_random(text[start:end]) else None
+        return span_of
+
+    rules, by_needle = [], {}
+    entries = ([(kind, regex, needles, body_is_random) for kind, regex, needles in _PROVIDER_RULES]
+               + [(kind, regex, needles, accepted_by(accept)) for kind, regex, needles, accept in token_rules]
+               + [(kind, regex, needles, extra_span(kind)) for kind, regex, needles in extra_rules])
+    for i, (kind, regex, needles, span_of) in enumerate(entries):
+        rules.append((kind, regex, span_of))
+        for needle in needles:
+            by_needle.setdefault(needle, []).append(i)
+    return tuple(rules), {k: tuple(v) for k, v in by_needle.items()}
 
 
 def _finder(needles: tuple[str, ...]):
@@ -649,7 +681,9 @@ def _finder(needles: tuple[str, ...]):
     from . import provider_rules
 
     finder = ahocorasick.Automaton()
-    for needle in {*needles, *provider_rules.keywords()}:
+    for needle in {*needles, *provider_rules.keywords(), *_AWS_ID_NEEDLES, *_LOGIN_NEEDLES, "aws"}:
+        if len(needle) == 1:  # "." and ":" occur in most notes: looked for with `in` (see scan)
+            continue
         finder.add_word(needle, needle)
     finder.make_automaton()
     return finder
@@ -718,6 +752,7 @@ def _detect_secrets() -> _DetectSecrets:
     needles = tuple(sorted({n for *_, needles in _PROVIDER_RULES for n in needles}
                            | {n for _, _, needles, _ in token_rules for n in needles}
                            | {n for *_, needles in extra_rules for n in needles}))
+    rules, by_needle = _indexed_rules(token_rules, extra_rules)
     return _DetectSecrets(
         aws_key_id=_bounded(AWSKeyDetector.denylist[0]),
         aws_secret_quoted=AWSKeyDetector.denylist[1],
@@ -728,6 +763,9 @@ def _detect_secrets() -> _DetectSecrets:
         extra_rules=extra_rules,
         needles=needles,
         finder=_finder(needles),
+        rules=rules,
+        rules_by_needle=by_needle,
+        single_char_needles=tuple(sorted(n for n in {*needles, *_provider_rules().keywords()} if len(n) == 1)),
     )
 
 
@@ -756,6 +794,7 @@ def scan(text: str) -> list[Finding]:
     add = candidates.append
     # every needle of the gate's rules and every keyword of gitleaks' rules, in one Aho-Corasick pass
     present = {needle for _, needle in ds.finder.iter(low)}
+    present.update(c for c in ds.single_char_needles if c in low)
 
     for start, end in _private_keys(text, ds):
         add(_Candidate(_P_PRIVATE_KEY, "private-key", start, end))
@@ -765,34 +804,21 @@ def scan(text: str) -> list[Finding]:
             if ds.jwt_valid(m.group().rstrip(".")):
                 add(_Candidate(_P_JWT, "jwt", m.start(), m.end()))
 
-    for kind, regex, needles in _PROVIDER_RULES:
-        if not present.isdisjoint(needles):
-            for m in regex.finditer(text):
-                if _token_body_is_random(m.group("body")):
-                    add(_Candidate(_P_PROVIDER, kind, m.start(), m.end()))
+    # the provider rules one of whose needles occurs (most notes: none), in a fixed order
+    for i in sorted({i for needle in present for i in ds.rules_by_needle.get(needle, ())}):
+        kind, regex, span_of = ds.rules[i]
+        for m in regex.finditer(text):
+            span = span_of(m, text)
+            if span is not None:
+                add(_Candidate(_P_PROVIDER, kind, *span))
 
-    for kind, regex, needles, accept in ds.token_rules:
-        if not present.isdisjoint(needles):
-            for m in regex.finditer(text):
-                if accept(m.group()):
-                    add(_Candidate(_P_PROVIDER, kind, m.start(), m.end()))
-
-    for kind, regex, needles in ds.extra_rules:
-        if not present.isdisjoint(needles):
-            for m in regex.finditer(text):
-                # NpmDetector captures the token in group 1 after "//registry/:_authToken=";
-                # the other plugins' groups capture only a prefix (GitLab's "glpat").
-                start, end = m.span(1) if kind == "NpmDetector" else m.span()
-                if _token_body_is_random(text[start:end]):
-                    add(_Candidate(_P_PROVIDER, kind, start, end))
-
-    candidates.extend(_aws(text, low, ds))
+    candidates.extend(_aws(text, low, ds, present))
     candidates.extend(_vendor_rules(text, low, present, candidates))
     candidates.extend(_connection_strings(text))
     candidates.extend(_auth_headers(text, low))
     candidates.extend(_assignments(text, low))
     candidates.extend(_prose_secrets(text, low))
-    candidates.extend(_credential_pairs(text, low))
+    candidates.extend(_credential_pairs(text, low, present))
 
     return _resolve(text, candidates)
 
@@ -814,16 +840,21 @@ def _resolve(text: str, candidates: list[_Candidate]) -> list[Finding]:
     return [Finding(c.kind, redact_preview(text[c.start : c.end], c.kind), c.start, c.end) for c in kept]
 
 
+@functools.cache
+def _provider_rules():
+    from . import provider_rules
+
+    return provider_rules
+
+
 def _vendor_rules(text: str, low: str, present: set[str], found: list[_Candidate]) -> list[_Candidate]:
     """Provider formats of gitleaks' maintained rule set (consolidate/provider_rules.py: keywords,
     entropy floors and allowlists as gitleaks applies them), named by the gitleaks rule id; the
     gate's placeholder filter (:func:`_is_placeholder`) drops ``<token>``, ``xxxx``, ``...`` values.
     A secret that overlaps one the gate's own provider rules found (``found``: they win in
     :func:`_resolve`) is left out before that filter runs."""
-    from . import provider_rules
-
     out = []
-    for f in provider_rules.find(text, low, present):
+    for f in _provider_rules().find(text, low, present):
         if any(c.start < f.end and f.start < c.end for c in found):
             continue
         if not _is_placeholder(text[f.start:f.end].strip("\"'`")):
@@ -847,14 +878,14 @@ def _private_keys(text: str, ds: _DetectSecrets) -> Iterator[tuple[int, int]]:
                 yield body.span("body")
 
 
-def _aws(text: str, low: str, ds: _DetectSecrets) -> Iterator[_Candidate]:
+def _aws(text: str, low: str, ds: _DetectSecrets, present: set[str]) -> Iterator[_Candidate]:
     """AWS access key ids (detect-secrets' AWSKeyDetector), and the secret access key next to
     one: a 40-character mixed-case base64 value within :data:`_AWS_WINDOW` characters, as in
     ``credentials`` files, ``.env`` files and the console's CSV download. detect-secrets' second
     AWS regex (``aws ... key ... "<40 chars>"``) catches quoted secrets without the id."""
-    if any(n in low for n in _AWS_ID_NEEDLES):
+    if not present.isdisjoint(_AWS_ID_NEEDLES):
         yield from _aws_pairs(text, ds)
-    if "aws" in low:
+    if "aws" in present:
         for m in ds.aws_secret_quoted.finditer(text):
             if _aws_secret_ok(m.group(1)):
                 yield _Candidate(_P_PROVIDER, "aws-secret-key", *m.span(1))
@@ -991,12 +1022,12 @@ _VERSION_TAG = re.compile(r"(?i)^v?\d+(?:[.\-_+][a-z0-9]+)*$")
 _URI_SCHEMES = frozenset("http https ftp ssh git file mailto urn data ws wss tcp udp jdbc s3 gs docker".split())
 
 
-def _credential_pairs(text: str, low: str) -> Iterator[_Candidate]:
+def _credential_pairs(text: str, low: str, present: set[str]) -> Iterator[_Candidate]:
     """The password of a ``user:password`` or ``user / password`` pair on a line about logging in
     (see :data:`_CRED_PAIR_RE`)."""
     if ":" not in text and " / " not in text:
         return
-    if not any(n in low for n in _LOGIN_NEEDLES):
+    if present.isdisjoint(_LOGIN_NEEDLES):
         return
     for line_match in re.finditer(r"[^\n]+", text):
         line = line_match.group()
@@ -1119,7 +1150,8 @@ _PROSE_QUOTES = "\"'`«»„“”「」『』"
 _PROSE_TRAIL = ".,;:)]}>!?…，；、。！？"
 _CJK_RUN = re.compile(f"[{_CJK_CLASS}]")
 # A copula or polite ending after a value in a CJK script: ひまわりです, さくらでした, 해바라기입니다
-_CJK_TAIL = re.compile(r"(?:でございます|でした|です|である|だよ|だ|입니다|이에요|예요|이다|임|요)$")
+_CJK_TAIL = re.compile(r"(?:でございます|でした|です|であり|である|だよ|だ|で|입니다|이에요|예요|이고|이다|임|요)$")
+_CJK_STOP = re.compile(r"[、。，；：！？,;!?()（）]")
 # Words that make a CJK "value" a sentence about the password rather than the password: status and
 # policy words (required, not set, changed, reset, hashed, length, characters, same, empty), words
 # that point elsewhere (here, below, see), question words, in Japanese, Chinese and Korean.
@@ -1232,8 +1264,11 @@ def _prose_value(text: str, start: int) -> tuple[int, int] | None:
         s += 1
     cjk = _CJK_RUN.search(text, s, e)
     if cjk is not None and cjk.start() == s:
-        # a value in a CJK script (パスワード: ひまわり, 密码：向日葵): up to the end of the token, less
-        # closing punctuation and a copula tail (ひまわりです, 해바라기입니다)
+        # a value in a CJK script (パスワード: ひまわり, 密码：向日葵): up to the end of the token or its
+        # first punctuation mark (ひまわり、ユーザー名は…), less a copula tail (ひまわりです, 해바라기입니다)
+        stop = _CJK_STOP.search(text, s, e)
+        if stop is not None:
+            e = stop.start()
         while e > s and (text[e - 1] in _PROSE_QUOTES or text[e - 1] in _PROSE_TRAIL):
             e -= 1
         tail = _CJK_TAIL.search(text, s, e)
