@@ -92,9 +92,11 @@ def test_a_rule_that_does_not_compile_is_counted_not_silent(tmp_path):
         "[[rules]]\nid = \"broken\"\nregex = '''brk_([a-z'''\nkeywords = [\"brk_\"]\n",
         encoding="utf-8")
     rs = pr._load(path)
-    assert [r.id for r in rs.rules] == ["ok"]
-    assert set(rs.skipped) == {"unicode", "broken"}
-    assert all(v.startswith("does not compile") for v in rs.skipped.values())
+    assert [r.id for r in rs.rules] == ["ok", "broken"]  # "broken" translates, fails when compiled
+    assert set(rs.skipped) == {"unicode"} and rs.skipped["unicode"].startswith("does not compile")
+    assert [f.rule for f in pr._run(rs.rules[1], "brk_(abc", rs.global_allowlist)] == []  # skipped, no error
+    assert rs.rules[1].error.startswith("does not compile")
+    assert rs.rules[0].regex is not None and rs.rules[0].error is None
 
 
 # --- how the rules run --------------------------------------------------------------------------
