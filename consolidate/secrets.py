@@ -455,7 +455,7 @@ def _ends_clause(text: str, end: int) -> bool:
     i = end
     while i < len(text) and text[i] in " \t":
         i += 1
-    if i >= len(text) or text[i] in "\r\n.,;:!?)]}。，；！？、\"'`」』（":
+    if i >= len(text) or text[i] in "\r\n.,;:!?()[]{}。，；！？、\"'`」』（":  # or an aside: "X (staging)"
         return True
     tail = _CJK_TAIL_AT.match(text, i)  # ひまわり|です。, 해바라기|입니다
     if tail is not None and (tail.end() >= len(text) or not _CJK_RUN.match(text[tail.end()])):
