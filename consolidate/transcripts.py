@@ -21,8 +21,10 @@ one place, for the hook and for this import):
 Idempotent per transcript: the ledger ``imports/transcripts.jsonl`` in the store records each
 transcript's SHA-256 digest and the transcript entries it gave notes from; a second run imports
 nothing (``unchanged``), and a transcript that grew since (a resumed session) gives only its new
-entries. A session the store's hooks already ended (the same session id) is skipped: its notes were
-consolidated when it ended. Each imported transcript is one session ``transcript-<agent>-<session
+entries. A session the store's hooks know (its SessionStart or its end recorded) is skipped: the
+hooks harvest it at its end, or recover it at the next SessionStart; and the entries an import
+harvested are recorded in the hooks' own ``harvested`` table, so resuming that session later never
+harvests them twice. Each imported transcript is one session ``transcript-<agent>-<session
 id>``, ended ``success`` and consolidated as usual (judge, write policy, secret gate) unless
 ``--no-run`` leaves it to a worker. A progress bar (tqdm, already a dependency) runs on a terminal.
 """
@@ -310,6 +312,47 @@ def _record(store, row: dict[str, Any]) -> None:
         os.fsync(f.fileno())
 
 
+def _hooked(store, session_id: str) -> bool:
+    """Whether the store's hooks know the agent session ``session_id``: its end was queued, or its
+    SessionStart recorded it (consolidate/hook_lifecycle.py: the hooks harvest it at its end, or
+    recover it at the next SessionStart when its end never fired)."""
+    from .hook_lifecycle import ensure
+
+    if store.sessions.session_end(session_id) is not None:
+        return True
+    ensure(store.sessions)
+    return store.sessions.db.execute("SELECT 1 FROM hook_sessions WHERE base_session_id=? LIMIT 1",
+                                     (session_id,)).fetchone() is not None
+
+
+def _harvested_keys(store, session_id: str) -> set[str]:
+    """The transcript entries the hooks (or an earlier import) harvested for the agent session."""
+    from .hook_lifecycle import ensure
+
+    ensure(store.sessions)
+    return {k for (k,) in store.sessions.db.execute("SELECT entry_key FROM harvested WHERE base_session_id=?",
+                                                    (session_id,))}
+
+
+def _mark_harvested(store, session_id: str, keys: list[str]) -> None:
+    """Record ``keys`` as harvested for the agent session, in the hooks' table: resuming that session
+    later (``claude --resume``) never harvests them again."""
+    import time
+
+    if not keys:
+        return
+    now = time.time()
+    db = store.sessions.db
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.executemany("INSERT OR IGNORE INTO harvested(base_session_id, entry_key, harvested_at) VALUES (?,?,?)",
+                       [(session_id, k, now) for k in keys])
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
 def session_for(t: Transcript) -> str:
     """The session a transcript is imported as: ``transcript-<agent>-<session id>``."""
     from .session import check_session_id
@@ -339,17 +382,18 @@ def import_transcripts(store, transcripts: list[Transcript], *, progress: bool |
         if seen is not None and seen["digest"] == d:
             row["status"] = "unchanged"
             continue
-        if store.sessions.session_end(t.session_id) is not None and seen is None:
-            row["status"] = "skipped-hooked"  # the hooks ended this very session: consolidated then
+        if seen is None and _hooked(store, t.session_id):
+            row["status"] = "skipped-hooked"  # the hooks saw this very session: they harvest it at its end
             _record(store, {"path": key, "digest": d, "session_id": t.session_id, "keys": [], "skipped": "hooked"})
             continue
         notes = harvest_file(t)
-        old_keys = seen["keys"] if seen else set()
+        old_keys = (seen["keys"] if seen else set()) | _harvested_keys(store, t.session_id)
         fresh = [n for n in notes if n["key"] not in old_keys]
         sid = session_for(t)
         row["session_id"] = sid
         for n in fresh:
             store.sessions.add_note(sid, n["content"], metadata=n["metadata"])
+        _mark_harvested(store, t.session_id, [n["key"] for n in fresh])
         if fresh:
             reason = f"imported from {t.agent} transcript {t.path.name}"
             store.sessions.end(sid, "success", reason)

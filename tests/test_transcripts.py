@@ -186,3 +186,32 @@ def test_bad_input(home, args, needle):
     home, project, script = home
     out = _run(home, project, script, *args)
     assert out.returncode == 2 and needle in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_the_hooks_and_the_import_never_harvest_an_entry_twice(home):
+    """A session whose SessionStart the hooks recorded is theirs (harvested at its end); a session
+    the import took and that is resumed later (`claude --resume`) gives the hook only its new entries."""
+    from consolidate.hook import run_hook
+
+    home, project, _script = home
+    store_path = project / ".memofs"
+    store = Store(store_path, embedding="hash")
+    cc = home / ".claude" / "projects" / claude_slug(project)
+    one, two = sorted(cc.glob("*.jsonl"))
+    # the hooks saw session two start (it is still running): the import leaves it to them
+    run_hook(store_path, payload={"hook_event_name": "SessionStart", "session_id": two.stem, "source": "startup",
+                                  "cwd": str(project), "transcript_path": str(two)}, spawn=False)
+    res = import_transcripts(store, [Transcript(p, "claude-code", p.stem) for p in (one, two)], progress=False)
+    assert [r["status"] for r in res.rows] == ["imported", "skipped-hooked"]
+    imported = res.rows[0]["notes"]
+    assert imported >= 1
+    # session one is resumed in Claude Code and ends: its transcript grew by one answer
+    _write_jsonl(one, _claude_entries([{"type": "assistant", "uuid": "a9", "message": {
+        "content": [{"type": "text", "text": LATER}]}}]))
+    base = {"session_id": one.stem, "cwd": str(project), "transcript_path": str(one)}
+    run_hook(store_path, payload={**base, "hook_event_name": "SessionStart", "source": "resume"}, spawn=False)
+    run_hook(store_path, payload={**base, "hook_event_name": "SessionEnd", "reason": "exit"}, harvest_notes=True,
+             spawn=False)
+    hooked = [n.content for n in store.sessions.notes(one.stem)]
+    assert hooked == [LATER]  # only the new entry; the imported ones are not harvested again
+    store.close()
