@@ -128,6 +128,24 @@ def cached_store(n: int, rebuild: bool) -> tuple[Path, dict]:
     return folder, info
 
 
+def with_context_top(folder: Path) -> None:
+    """Give a cached store the SessionStart context a run on it would have left
+    (memory/context.md and memory/context.top.json, from which the next run merges its top: issue
+    18); a store written before that layout pays one full read of its memories in its first run."""
+    from consolidate.stages.apply import CONTEXT_TOP, write_context
+    from consolidate.store import Store
+
+    if (folder / ".memofs" / "memory" / CONTEXT_TOP).exists():
+        return
+    t = time.time()
+    store = Store(folder / ".memofs", project=SCOPE)
+    with store.lock():
+        write_context(store, SCOPE)
+    store.close()
+    release_chroma()
+    print(f"  {folder.name}: memory/{CONTEXT_TOP} written by a full read ({time.time() - t:.0f} s, once)", flush=True)
+
+
 def du(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
@@ -262,6 +280,7 @@ def main() -> int:
     caches = {}
     for n in sizes:
         folder, info = cached_store(n, args.rebuild)
+        with_context_top(folder)
         caches[n] = (folder, info)
         print(f"cached store of {n:,} memories: {folder} ({du(folder) / 1e6:,.0f} MB; built in"
               f" {info['build_seconds']} s on {_dt.datetime.fromtimestamp(info['built_at']).date()})", flush=True)

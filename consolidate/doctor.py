@@ -94,6 +94,10 @@ def check(store, repair: bool = False) -> list[Finding]:
             f = Finding(rel, f"{len(bad)} corrupt line(s): {', '.join(map(str, bad[:10]))}"
                               + (" …" if len(bad) > 10 else ""))
             if repair:
+                if rel.startswith("graph/"):
+                    from . import snapshots
+
+                    snapshots.settle_graph_appends(store)  # the lines undo records point to move
                 _quarantine_lines(path, bad)
                 f.repaired = True
             found.append(f)
@@ -145,6 +149,9 @@ def _index_vs_graph(store, repair: bool) -> list[Finding]:
                           memory_id=r["id"], provenance={"session_id": m.get("session_id", "unknown"),
                                                          "run_id": m.get("run_id", "unknown")})
             graph.add_memory(g, c, m.get("scope") or store.project)
+        from . import snapshots
+
+        snapshots.settle_graph_appends(store)  # the rewrite moves the lines undo records point to
         graph.save(g, folder)
         f.repaired = True
     return [f]

@@ -3,8 +3,9 @@ exception: no ``finally``, no flush) when it reaches that point.
 
 Points: ``judge`` (inside the judge stage, after the first batch was judged), ``apply:journal``
 (after the journal is written), ``apply:<step>`` (after a step's writes, before the step is marked
-done: the replay must redo it without duplicating), and ``apply:events:partial`` (half of the
-run's event lines appended, the last one torn).
+done: the replay must redo it without duplicating), ``apply:events:partial`` (half of the
+run's event lines appended, the last one torn) and ``apply:graph:partial`` (the run's graph node
+lines appended, half of its edge lines, the last one torn).
 """
 
 from __future__ import annotations

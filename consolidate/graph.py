@@ -6,6 +6,14 @@ Nodes carry ``kind``: ``memory`` (id = memory id), ``session`` (id ``session:<id
 ``derived_from`` (memory -> session), ``mentions`` (memory -> entity); later also ``supersedes``,
 ``disputes``, ``depends_on``. Saving writes each file to a temporary file and renames it, so a
 crash leaves the old graph or the new one, never half of one.
+
+A run does not load and save the whole graph (at 100,000 memories that took 5-7 s a run,
+benchmarks/bench_scale.py): it appends its nodes and edges (:func:`append`). Loading reads the lines
+in order, a later line of the same node or edge updating the earlier one, so a line appended twice
+(a replayed run) changes nothing; a node line with ``"_keep": true`` adds the node only when it is
+not there yet (an entity keeps the kind it was first seen with), a line with ``"_if": NODE`` counts
+only when NODE is there (a status change of a memory the graph may not hold). A line cut by a crash is removed
+before the next append (:func:`cut_torn_tail`).
 """
 
 from __future__ import annotations
@@ -50,6 +58,13 @@ def extract_entities(text: str, extra: list[str] | None = None) -> list[tuple[st
     return list(found.items())
 
 
+#: Node-line flag: add the node only when absent (see the module docstring).
+KEEP = "_keep"
+#: Line field: the line counts only when this node is in the graph (a status change or an edge of
+#: a memory the graph may not hold).
+IF = "_if"
+
+
 def load(folder: Path):
     """The graph stored in ``folder`` (empty when absent). Raises StoreCorrupt for a bad line."""
     import networkx as nx
@@ -66,11 +81,18 @@ def load(folder: Path):
                 try:
                     obj = json.loads(line)
                 except ValueError:
+                    if not line.endswith("\n") and not f.read(1):
+                        break  # the last line, cut by a crash during an append: the next append removes it
                     raise StoreCorrupt(f"{path}:{lineno} is not JSON; the graph file is corrupt"
                                        " (`consolidate doctor --repair` moves bad lines aside)",
                                        path=str(path), line=lineno) from None
+                only_if = obj.pop(IF, None)
+                if only_if is not None and only_if not in g:
+                    continue
                 if name == "nodes.jsonl":
                     node = obj.pop("id")
+                    if obj.pop(KEEP, False) and node in g:
+                        continue
                     g.add_node(node, **obj)
                 else:
                     g.add_edge(obj.pop("source"), obj.pop("target"), key=obj.pop("key", None), **obj)
@@ -95,6 +117,177 @@ def _write_lines(path: Path, rows) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def cut_torn_tail(path: Path) -> None:
+    """Remove a last line without its newline (an append cut by a crash) from ``path``."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    if size == 0:
+        return
+    with open(path, "rb+") as f:
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return
+        pos = size
+        while pos > 0:  # back to the last newline, in blocks
+            step = min(65536, pos)
+            f.seek(pos - step)
+            block = f.read(step)
+            k = block.rfind(b"\n")
+            if k >= 0:
+                f.truncate(pos - step + k + 1)
+                break
+            pos -= step
+        else:
+            f.truncate(0)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def positions(folder: Path) -> dict[str, list[int]]:
+    """``{"nodes": [inode, size], "edges": [inode, size]}`` of the graph files ([0, 0] for a file not
+    there yet), torn tails cut first: where the next append starts."""
+    out = {}
+    for kind in ("nodes", "edges"):
+        path = folder / f"{kind}.jsonl"
+        cut_torn_tail(path)
+        try:
+            st = path.stat()
+            out[kind] = [st.st_ino, st.st_size]
+        except FileNotFoundError:
+            out[kind] = [0, 0]
+    return out
+
+
+def append(folder: Path, nodes: list[dict], edges: list[dict]) -> dict[str, list[int]]:
+    """Append node lines (``{"id", ...attrs}``) and edge lines (``{"source", "target", "key",
+    ...attrs}``) to the graph files, each file flushed and fsynced; returns :func:`positions` after."""
+    from .faults import armed, crash_point
+    from .private import private_file
+
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for kind, rows in (("nodes", nodes), ("edges", edges)):
+        path = folder / f"{kind}.jsonl"
+        cut_torn_tail(path)
+        if not rows:
+            path.touch(exist_ok=True)
+            continue
+        data = [json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows]
+        with private_file(path, "a") as f:
+            if kind == "edges" and armed("apply:graph:partial"):  # crash tests: the node lines in, edges torn
+                f.write("".join(data[: len(data) // 2]) + data[len(data) // 2][:15])
+                f.flush()
+                crash_point("apply:graph:partial")
+            f.write("".join(data))
+            f.flush()
+            os.fsync(f.fileno())
+    return positions(folder)
+
+
+def truncate_to(folder: Path, starts: dict[str, list[int]]) -> None:
+    """Cut each graph file back to its recorded start (``positions`` before an append), when it is
+    still the same file (same inode) and at least that long: a failed run's appends removed."""
+    for kind in ("nodes", "edges"):
+        ino, size = (starts.get(kind) or [0, 0])[:2]
+        path = folder / f"{kind}.jsonl"
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            continue
+        if (ino == 0 and size == 0) or (st.st_ino == ino and st.st_size >= size):
+            with open(path, "rb+") as f:
+                f.truncate(size)
+                f.flush()
+                os.fsync(f.fileno())
+
+
+def memory_lines(candidate, scope: str) -> tuple[list[dict], list[dict]]:
+    """The node and edge lines :func:`add_memory` would add for ``candidate`` (entity nodes with
+    ``_keep``, so an entity already there keeps its attributes)."""
+    mid = candidate.memory_id
+    session = "session:" + candidate.provenance["session_id"]
+    nodes = [{"id": mid, "kind": "memory", "type": candidate.type, "status": candidate.status, "scope": scope,
+              "statement": candidate.statement[:300]}, {"id": session, "kind": "session"}]
+    edges = [{"source": mid, "target": session, "key": "derived_from", "kind": "derived_from",
+              "run_id": candidate.provenance["run_id"]}]
+    for name, kind in extract_entities(candidate.statement + " " + " ".join(candidate.fields.values()),
+                                       candidate.entities):
+        node = "entity:" + name
+        nodes.append({"id": node, "kind": "entity", "entity_kind": kind, "name": name, KEEP: True})
+        edges.append({"source": mid, "target": node, "key": "mentions", "kind": "mentions"})
+    return nodes, edges
+
+
+def appended_diffs(folder: Path, segments: dict[str, dict[str, list[int]]]) -> dict[str, dict]:
+    """The graph diff of each run from the lines it appended: ``segments`` maps a run id to
+    ``{"nodes": [inode, start, end], "edges": [inode, start, end]}``; returns ``{run_id: {"added_nodes",
+    "changed_nodes", "added_edges"}}`` (the shape consolidate.undo reverses) for every run whose
+    segments are still in the current files (same inode), read in one pass per file."""
+    out = {rid: {"added_nodes": [], "changed_nodes": {}, "added_edges": []} for rid in segments}
+    valid = set(segments)
+    files = {}
+    for kind in ("nodes", "edges"):
+        path = folder / f"{kind}.jsonl"
+        try:
+            files[kind] = (path.stat().st_ino, path.read_bytes())
+        except FileNotFoundError:
+            files[kind] = (0, b"")
+        for rid, seg in segments.items():
+            ino, start, end = (seg.get(kind) or [0, 0, 0])[:3]
+            if start != end and (ino != files[kind][0] or len(files[kind][1]) < end):
+                valid.discard(rid)
+    # nodes: state before each segment, then after it
+    nodes: dict[str, dict] = {}
+    edges: set[tuple] = set()
+    for kind in ("nodes", "edges"):
+        data = files[kind][1]
+        spans = sorted(((seg[kind][1], seg[kind][2], rid) for rid, seg in segments.items()
+                        if rid in valid and seg.get(kind) and seg[kind][1] != seg[kind][2]))
+        pos, si = 0, 0
+        before: dict[str, dict | None] = {}
+        for raw in data.splitlines(keepends=True):
+            at, pos = pos, pos + len(raw)
+            while si < len(spans) and at >= spans[si][1]:
+                _close(out[spans[si][2]], kind, before, nodes)
+                before, si = {}, si + 1
+            inside = si < len(spans) and spans[si][0] <= at < spans[si][1]
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                continue
+            only_if = obj.pop(IF, None)
+            if only_if is not None and only_if not in nodes:
+                continue
+            if kind == "nodes":
+                node = obj.pop("id", None)
+                keep = obj.pop(KEEP, False)
+                if inside and node not in before:
+                    before[node] = dict(nodes[node]) if node in nodes else None
+                if keep and node in nodes:
+                    continue
+                nodes.setdefault(node, {}).update(obj)
+            else:
+                key = (obj.get("source"), obj.get("target"), obj.get("key"))
+                if inside and key not in edges:
+                    out[spans[si][2]]["added_edges"].append(list(key))
+                edges.add(key)
+        while si < len(spans):
+            _close(out[spans[si][2]], kind, before, nodes)
+            before, si = {}, si + 1
+    return {rid: d for rid, d in out.items() if rid in valid}
+
+
+def _close(diff: dict, kind: str, before: dict, nodes: dict) -> None:
+    if kind != "nodes":
+        return
+    for node, attrs in before.items():
+        if attrs is None:
+            diff["added_nodes"].append(node)
+        elif nodes.get(node) != attrs:
+            diff["changed_nodes"][node] = attrs
 
 
 def add_memory(g, candidate, scope: str) -> None:

@@ -287,24 +287,72 @@ class LongTerm:
         return self.ef.embed(texts) if texts else []
 
     def neighbours(self, embedding: list[float], *, type_: str | None = None, scope: str | None = None,
-                   k: int = 5, statuses: tuple[str, ...] = ("active", "quarantined", "disputed")) -> list[dict[str, Any]]:
+                   k: int = 5, statuses: tuple[str, ...] = ("active", "quarantined", "disputed"),
+                   min_similarity: float | None = None) -> list[dict[str, Any]]:
         """Up to ``k`` nearest memories: dicts with ``id``, ``document``, ``metadata``, ``similarity``
-        (cosine, 1 = same direction), filtered by type, scope and status."""
+        (cosine, 1 = same direction), filtered by type, scope and status. With ``min_similarity``
+        only those at least that similar are returned (and needed: see :meth:`neighbours_many`)."""
+        return self.neighbours_many([embedding], type_=type_, scope=scope, k=k, statuses=statuses,
+                                    min_similarity=min_similarity)[0]
+
+    #: Unfiltered neighbours fetched per wanted one before the metadata filter is applied here.
+    OVERFETCH = 10
+
+    def neighbours_many(self, embeddings: list[list[float]], *, type_: str | None = None, scope: str | None = None,
+                        k: int = 5, statuses: tuple[str, ...] = ("active", "quarantined", "disputed"),
+                        min_similarity: float | None = None) -> list[list[dict[str, Any]]]:
+        """:meth:`neighbours` of each of ``embeddings`` (one list per embedding, in order), in as few
+        index calls as possible.
+
+        Chroma evaluates a metadata filter (``where``) over every record's metadata for each query
+        call: at 100,000 memories one filtered query costs about 350 ms against 2 ms unfiltered
+        (benchmarks/bench_scale.py). So the nearest ``k * OVERFETCH`` are fetched unfiltered for all
+        embeddings in ONE query call and filtered here; the answer is exact (as exact as the
+        index's approximate search) when at least ``k`` pass, when the unfiltered list held every
+        record, or, with ``min_similarity``, when the farthest fetched is already below it (every
+        passing record at or above it was fetched). Only the other embeddings are asked again with
+        the filter, in one batched call. The unfiltered query fetches distances only; documents and
+        metadata are read by id for the neighbours at or above ``min_similarity`` (all of them
+        without one)."""
+        if not embeddings:
+            return []
         where = _where(type_=type_, scope=scope, statuses=statuses, tier="durable")
+        want = max(1, int(k))
 
         def query(collection):
-            if collection.count() == 0:
-                return None
-            return collection.query(query_embeddings=[embedding], n_results=k, where=where,
-                                    include=["documents", "metadatas", "distances"])
+            total = collection.count()
+            if total == 0:
+                return None, [None] * len(embeddings)
+            n = min(total, want * self.OVERFETCH, want + 1000)
+            near = collection.query(query_embeddings=list(embeddings), n_results=n, include=["distances"])
+            ranked = [[(i, 1.0 - float(d)) for i, d in zip(near["ids"][qi], near["distances"][qi])]
+                      for qi in range(len(embeddings))]
+            # documents and metadata only of the neighbours that can count (at or above the floor)
+            wanted = sorted({i for rows in ranked for i, sim in rows
+                             if min_similarity is None or sim >= min_similarity})
+            rows_of = {}
+            for start in range(0, len(wanted), self.PAGE):
+                got = collection.get(ids=wanted[start:start + self.PAGE], include=["documents", "metadatas"])
+                rows_of.update({i: (d, m) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])})
+            out: list[list[dict[str, Any]] | None] = []
+            for rows in ranked:
+                passing = [{"id": i, "document": rows_of[i][0], "metadata": rows_of[i][1], "similarity": sim}
+                           for i, sim in rows if i in rows_of and _matches(rows_of[i][1], where)]
+                exact = (len(passing) >= want or len(rows) >= total or not rows
+                         or (min_similarity is not None and rows[-1][1] < min_similarity))
+                out.append(passing[:want] if exact else None)
+            redo = [qi for qi, rows in enumerate(out) if rows is None]
+            if redo:
+                res = collection.query(query_embeddings=[embeddings[qi] for qi in redo], n_results=want, where=where,
+                                       include=["documents", "metadatas", "distances"])
+                for j, qi in enumerate(redo):
+                    out[qi] = _rows(res, j)
+            return total, out
 
-        res = self._read(query)
-        if res is None:
-            return []
-        out = []
-        for i, d, m, dist in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0]):
-            out.append({"id": i, "document": d, "metadata": m, "similarity": 1.0 - float(dist)})
-        return out
+        _, found = self._read(query)
+        if min_similarity is not None:
+            found = [[h for h in hits or [] if h["similarity"] >= min_similarity] for hits in found]
+        return [hits or [] for hits in found]
 
     def upsert(self, records: list[dict[str, Any]]) -> None:
         """Write memories: each record has ``id``, ``document``, ``metadata``, ``embedding``.
@@ -342,15 +390,17 @@ class LongTerm:
         self._write(lambda collection: collection.update(ids=[memory_id], metadatas=[meta]))
         return True
 
-    def search(self, query: str, *, k: int = 5, scope: str | None = None,
-               statuses: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
-        """Semantic recall: the ``k`` memories nearest to ``query`` with the given statuses (default
-        RECALLED: active and disputed; a disputed entry is shown with its ``[disputed]`` suffix
-        rather than leaving the topic blank)."""
+    def search(self, query: str | list[float], *, k: int = 5, scope: str | None = None,
+               statuses: tuple[str, ...] | None = None, min_similarity: float | None = None) -> list[dict[str, Any]]:
+        """Semantic recall: the ``k`` memories nearest to ``query`` (a text, or its embedding) with
+        the given statuses (default RECALLED: active and disputed; a disputed entry is shown with its
+        ``[disputed]`` suffix rather than leaving the topic blank); with ``min_similarity``, only
+        those at least that similar."""
         statuses = RECALLED if statuses is None else statuses
-        if self.count() == 0:
-            return []
-        return self.neighbours(self.embed([query])[0], scope=scope, k=k, statuses=statuses)
+        if isinstance(query, str) and self.count() == 0:
+            return []  # nothing to find: the embedding model is not loaded for it
+        vector = self.embed([query])[0] if isinstance(query, str) else query
+        return self.neighbours(vector, scope=scope, k=k, statuses=statuses, min_similarity=min_similarity)
 
     #: Rows per ``get``: Chroma 1.5 fails a ``get`` returning more than 32,766 rows ("too many SQL
     #: variables", measured by benchmarks/bench_scale.py), so every bulk read is paged.
@@ -370,17 +420,18 @@ class LongTerm:
             offset += self.PAGE
 
     def active(self, scope: str | None = None, tier: str = "durable", confidence: str | None = None,
-               statuses: tuple[str, ...] = ("active",)) -> list[dict[str, Any]]:
+               statuses: tuple[str, ...] = ("active",), documents: bool = True) -> list[dict[str, Any]]:
         """Every active memory (or of ``statuses``) of ``scope`` in ``tier`` (and ``confidence`` when
-        given): dicts with ``id``, ``document``, ``metadata``."""
+        given): dicts with ``id``, ``document`` (None with ``documents=False``), ``metadata``."""
         where = _where(scope=scope, statuses=statuses, tier=tier)
         if confidence:
             where = {"$and": [*where["$and"], {"confidence": confidence}]}
-        return self._get_all(where)
+        return self._get_all(where, include=("documents", "metadatas") if documents else ("metadatas",))
 
-    def with_status(self, *statuses: str) -> list[dict[str, Any]]:
-        """Every memory (any scope and tier) with one of ``statuses``."""
-        return self._get_all(_where(statuses=statuses))
+    def with_status(self, *statuses: str, documents: bool = True) -> list[dict[str, Any]]:
+        """Every memory (any scope and tier) with one of ``statuses`` (``document`` None with
+        ``documents=False``)."""
+        return self._get_all(_where(statuses=statuses), include=("documents", "metadatas") if documents else ("metadatas",))
 
     def all(self) -> list[dict[str, Any]]:
         """Every memory, in pages."""
@@ -405,6 +456,29 @@ class LongTerm:
             key = f"{row['metadata'].get('status', '?')}/{row['metadata'].get('tier', '?')}"
             out[key] = out.get(key, 0) + 1
         return out
+
+def _rows(res: dict, qi: int) -> list[dict[str, Any]]:
+    """The ``qi``-th query's hits of a Chroma query result, nearest first."""
+    return [{"id": i, "document": d, "metadata": m, "similarity": 1.0 - float(dist)}
+            for i, d, m, dist in zip(res["ids"][qi], res["documents"][qi], res["metadatas"][qi], res["distances"][qi])]
+
+
+def _matches(meta: dict | None, where: dict | None) -> bool:
+    """Whether ``meta`` passes a filter built by :func:`_where` (``$and`` of equalities and ``$in``),
+    as Chroma would decide it."""
+    if where is None:
+        return True
+    meta = meta or {}
+    for clause in where.get("$and", [where]):
+        for key, cond in clause.items():
+            value = meta.get(key)
+            if isinstance(cond, dict):
+                if "$in" in cond and value not in cond["$in"]:
+                    return False
+            elif value != cond:
+                return False
+    return True
+
 
 def _where(*, type_=None, scope=None, statuses=(), tier=None) -> dict | None:
     clauses: list[dict] = []

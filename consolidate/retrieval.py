@@ -83,14 +83,15 @@ def recall(store, query: str, *, k: int = 5, min_similarity: float = MIN_SIMILAR
     from .longterm import RECALLED
 
     statuses = (*RECALLED, "quarantined") if include_quarantined else RECALLED
-    found = lt.search(query, k=k, statuses=statuses)
+    vector = lt.embed([query])[0]  # embedded once for both searches below
+    found = lt.search(vector, k=k, statuses=statuses)
     from .anchors import mark_hits
 
     found = mark_hits(store, found)  # code anchors: a drifted memory says so (consolidate.anchors)
     result.memories = [h for h in found if h["similarity"] >= floor]
     result.below_floor = len(found) - len(result.memories)
     if not include_quarantined:
-        best_q = lt.search(query, k=1, statuses=("quarantined",))
+        best_q = lt.search(vector, k=1, statuses=("quarantined",), min_similarity=floor)
         if best_q and best_q[0]["similarity"] >= floor and (
                 not result.memories or best_q[0]["similarity"] > result.memories[0]["similarity"]):
             result.quarantined_best = best_q[0]

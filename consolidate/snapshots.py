@@ -71,6 +71,53 @@ def record_graph_diff(store, run_id: str, g_before_nodes: dict, g_before_edges: 
     write_json_atomic(p, data)
 
 
+def record_graph_append(store, run_id: str, starts: dict, ends: dict | None) -> None:
+    """Record where the run's graph lines are (consolidate.graph.append): ``starts`` and ``ends``
+    are ``graph.positions`` before and after the append (``ends`` None: before it). A replay keeps
+    the first start when the file is still the same one, so its lines and the first attempt's are
+    one segment."""
+    p = path_of(store, run_id)
+    if not p.exists():
+        return
+    data = json.loads(p.read_text(encoding="utf-8"))
+    old = (data.get("graph") or {}).get("append") or {}
+    seg = {"run_id": run_id}
+    for kind in ("nodes", "edges"):
+        ino, start = starts[kind]
+        prev = old.get(kind)
+        if prev and prev[0] == ino and prev[1] <= start:
+            start = prev[1]
+        end_ino, end = (ends or starts)[kind]
+        seg[kind] = [end_ino if ino == 0 else ino, start, end]
+    data["graph"] = {"append": seg}
+    write_json_atomic(p, data)
+
+
+def settle_graph_appends(store) -> dict[str, dict]:
+    """Turn the appended-lines records of every run not undone into explicit graph diffs (before the
+    graph files are rewritten, which moves every line: undo, doctor --repair); returns
+    ``{run_id: diff}``. A record whose lines are no longer in the files keeps no graph diff."""
+    from . import graph
+
+    folder = store.sub("snapshots")
+    records = {}
+    for p in folder.glob("*.json") if folder.is_dir() else []:
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except ValueError:
+            continue
+        seg = (data.get("graph") or {}).get("append")
+        if seg and not data.get("undone"):
+            records[data["run_id"]] = (p, data, seg)
+    if not records:
+        return {}
+    diffs = graph.appended_diffs(store.sub("graph"), {rid: seg for rid, (_, _, seg) in records.items()})
+    for rid, (p, data, _) in records.items():
+        data["graph"] = diffs.get(rid) or {"added_nodes": [], "changed_nodes": {}, "added_edges": []}
+        write_json_atomic(p, data)
+    return diffs
+
+
 def list_runs(store) -> list[dict[str, Any]]:
     """Every undo record, newest first, without the bulky earlier states."""
     folder = store.sub("snapshots")

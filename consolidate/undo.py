@@ -80,6 +80,12 @@ def _lift_tombstones(store, ids: set[str]) -> None:
 def _reverse_graph(store, diff: dict | None) -> None:
     if not diff:
         return
+    if "append" in diff:  # lines appended by the run: every such record becomes a diff before the rewrite
+        diff = snapshots.settle_graph_appends(store).get(diff["append"].get("run_id"))
+        if not diff:
+            return
+    else:
+        snapshots.settle_graph_appends(store)
     folder = store.sub("graph")
     g = graph.load(folder)
     for u, v, k in diff.get("added_edges", []):

@@ -8,7 +8,7 @@ from consolidate import Store
 
 from robustness import SECRET, dump, run_cli, scenario_notes, seed, write_script
 
-POINTS = ["judge", "apply:journal", "apply:snapshot", "apply:chroma", "apply:graph", "apply:events",
+POINTS = ["judge", "apply:journal", "apply:snapshot", "apply:chroma", "apply:graph", "apply:graph:partial", "apply:events",
           "apply:events:partial", "apply:notes_md", "apply:context_md", "apply:session_rows", "apply:queue"]
 
 pytestmark = pytest.mark.robustness

@@ -103,7 +103,12 @@ def roll_back(store, plan) -> None:
     except FileNotFoundError:
         record = None
     if record is not None:
-        if "graph" in journal.done_steps(store, plan.run_id) or record.get("graph"):
+        appended = (record.get("graph") or {}).get("append")
+        if appended:  # the run's appended lines cut off: nothing was appended after them (store lock)
+            from .. import graph as _graph_files
+
+            _graph_files.truncate_to(store.sub("graph"), {k: appended[k][:2] for k in ("nodes", "edges")})
+        elif "graph" in journal.done_steps(store, plan.run_id) or record.get("graph"):
             _reverse_graph(store, record.get("graph"))
         try:
             lt = store.longterm()
@@ -206,7 +211,7 @@ def _one_step(step, plan, store, writes, durable, touches_index, replayed) -> No
     elif step == "notes_md" and writes:
         _notes_md(plan, store, writes)
     elif step == "context_md" and touches_index:
-        write_context(store, plan.scope)
+        write_context(store, plan.scope, touched=_touched_ids(plan, durable))
     elif step == "session_rows":
         _session_rows(plan, store)
     elif step == "queue":
@@ -255,34 +260,38 @@ def _anchors(plan, store, durable) -> None:
 
 
 def _graph(plan, store, durable) -> None:
+    """Append the run's nodes and edges to the graph files (consolidate.graph.append: the graph is
+    never loaded here) and record where its lines are in the undo record, from which undo and a
+    roll back recover the diff (consolidate.snapshots.record_graph_append)."""
     from .. import archive, graph
 
     folder = store.sub("graph")
-    g = graph.load(folder)
-    before_nodes = {n: dict(a) for n, a in g.nodes(data=True)}
-    before_edges = set(g.edges(keys=True))
+    nodes: list[dict] = []
+    edges: list[dict] = []
     dead = archive.tombstones(store) - {u.memory_id for u in plan.updates if u.action == "tombstone"}
     for c in durable:
         if c.memory_id not in dead:
-            graph.add_memory(g, c, plan.scope)
+            n, e = graph.memory_lines(c, plan.scope)
+            nodes += n
+            edges += e
     for r in plan.reconfirmations:
         session = "session:" + r.session_id
-        g.add_node(session, kind="session")
-        if r.memory_id in g:
-            g.nodes[r.memory_id]["status"] = r.status
-            g.add_edge(r.memory_id, session, key="derived_from", kind="derived_from", run_id=plan.run_id)
+        nodes.append({"id": session, "kind": "session"})
+        nodes.append({"id": r.memory_id, "status": r.status, graph.IF: r.memory_id})
+        edges.append({"source": r.memory_id, "target": session, "key": "derived_from", "kind": "derived_from",
+                      "run_id": plan.run_id, graph.IF: r.memory_id})
     for u in plan.updates:
-        if u.memory_id not in g:
-            continue
-        if u.action == "update":
-            if "status" in u.changes:
-                g.nodes[u.memory_id]["status"] = u.changes["status"]
-        else:
-            g.nodes[u.memory_id]["status"] = u.changes.get("status", "archived")
+        if u.action != "update":
+            nodes.append({"id": u.memory_id, "status": u.changes.get("status", "archived"), graph.IF: u.memory_id})
+        elif "status" in u.changes:
+            nodes.append({"id": u.memory_id, "status": u.changes["status"], graph.IF: u.memory_id})
         for source, kind in u.edges:
-            g.add_edge(source, u.memory_id, key=kind, kind=kind, run_id=plan.run_id)
-    snapshots.record_graph_diff(store, plan.run_id, before_nodes, before_edges, g)
-    graph.save(g, folder)
+            edges.append({"source": source, "target": u.memory_id, "key": kind, "kind": kind, "run_id": plan.run_id,
+                          graph.IF: u.memory_id})
+    starts = graph.positions(folder)
+    snapshots.record_graph_append(store, plan.run_id, starts, None)
+    ends = graph.append(folder, nodes, edges)
+    snapshots.record_graph_append(store, plan.run_id, starts, ends)
 
 
 def event_lines(plan, writes) -> list[dict]:
@@ -387,31 +396,112 @@ def _notes_md(plan, store, writes) -> None:
         f.write("\n".join(block) + "\n\n")
 
 
-def write_context(store, scope: str, limit: int = CONTEXT_MEMORIES) -> None:
+#: The ids of the memories ``memory/context.md`` shows, with the scope and whether they were every
+#: memory it could show: what the next run's :func:`write_context` starts from.
+CONTEXT_TOP = "context.top.json"
+_CONFIDENCE_ORDER = ("high", "medium", "low")
+
+
+def write_context(store, scope: str, limit: int = CONTEXT_MEMORIES, touched: list[str] | None = None) -> None:
     """Rewrite ``memory/context.md``: the top active (and disputed) durable memories of ``scope`` (high confidence
     first, then most recently confirmed), one line each with its suffix. The SessionStart hook prints
-    this file, so starting a session imports nothing heavy. Reads one confidence level at a time and
-    stops once ``limit`` entries are found. Memories whose anchored file is gone (stale) are left
-    out; ``memory/context.json`` maps each line to its memory for the hook's drift check."""
+    this file, so starting a session imports nothing heavy. Memories whose anchored file is gone
+    (stale) are left out; ``memory/context.json`` maps each line to its memory for the hook's drift check.
+
+    With ``touched`` (the ids a run wrote, re-confirmed or updated) the top is merged, not searched:
+    the previous top (``memory/context.top.json``) and the touched ids are read again by id and
+    ranked, which reads about ``limit`` + len(touched) memories whatever the store's size (at
+    100,000 memories reading every active one took 8-10 s: benchmarks/bench_scale.py). A memory
+    outside both ranked below every member of the previous top and did not change, so the merge is
+    the true top unless fewer than ``limit`` remain or the last one ranks below the previous top's
+    last (a member weakened or archived): then, and without a previous top, the store is read one
+    confidence level at a time (:func:`_top_by_scan`)."""
     from ..anchors import read_section, write_context_index
     from ..report import render_memory
-    from ..store import write_text_atomic
-
-    from ..longterm import RECALLED
+    from ..store import write_json_atomic, write_text_atomic
 
     lt = store.longterm()
     stale = read_section(store.path)["stale"]
+    rows = _top_by_merge(store, lt, scope, limit, touched, stale) if touched is not None else None
+    if rows is None:
+        rows = _top_by_scan(lt, scope, limit, stale)
+    lines = ["- " + render_memory(r["document"], r["metadata"]) for r in rows]
+    write_text_atomic(store.sub("memory", "context.md"), _context_text(scope, lines))
+    write_context_index(store, rows, [line[2:] for line in lines])
+    last = (rows[-1]["metadata"] or {}) if rows else {}
+    write_json_atomic(store.sub("memory", CONTEXT_TOP), {
+        "scope": scope, "limit": limit, "all": len(rows) < limit, "ids": [r["id"] for r in rows],
+        "last": [_rank(rows[-1])[0], last.get("last_confirmed") or ""] if rows else None})
+
+
+def _rank(row) -> tuple[int, str]:
+    """Sort key of a context row: higher confidence first, then the later ``last_confirmed``."""
+    meta = row["metadata"] or {}
+    level = meta.get("confidence")
+    return (_CONFIDENCE_ORDER.index(level) if level in _CONFIDENCE_ORDER else len(_CONFIDENCE_ORDER),
+            _neg(meta.get("last_confirmed")))
+
+
+def _top_by_scan(lt, scope: str, limit: int, stale) -> list:
+    """The top ``limit`` read from the index one confidence level at a time (stops once found)."""
+    from ..longterm import RECALLED
+
     rows: list = []
-    for level in ("high", "medium", "low"):
-        # disputed ones too, with their suffix (issue 12)
-        found = [r for r in lt.active(scope, confidence=level, statuses=RECALLED) if r["id"] not in stale]
+    for level in _CONFIDENCE_ORDER:
+        # disputed ones too, with their suffix (issue 12); metadata only, the documents of the chosen
+        found = [r for r in lt.active(scope, confidence=level, statuses=RECALLED, documents=False)
+                 if r["id"] not in stale]
         found.sort(key=lambda r: _neg(r["metadata"].get("last_confirmed")))
         rows += found[: limit - len(rows)]
         if len(rows) >= limit:
             break
-    lines = ["- " + render_memory(r["document"], r["metadata"]) for r in rows]
-    write_text_atomic(store.sub("memory", "context.md"), _context_text(scope, lines))
-    write_context_index(store, rows, [line[2:] for line in lines])
+    docs = lt.get([r["id"] for r in rows])
+    return [{**r, "document": docs[r["id"]]["document"]} for r in rows if r["id"] in docs]
+
+
+def _top_by_merge(store, lt, scope: str, limit: int, touched: list[str], stale) -> list | None:
+    """The top ``limit`` from the previous top and the ``touched`` ids, or None when that may not be
+    the true top (see :func:`write_context`)."""
+    from ..longterm import RECALLED
+
+    try:
+        top = json.loads(store.sub("memory", CONTEXT_TOP).read_text(encoding="utf-8"))
+        previous = [str(i) for i in top["ids"]]
+        if top.get("scope") != scope or top.get("limit") != limit or not isinstance(top.get("all"), bool):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    ids = list(dict.fromkeys(previous + list(touched)))
+    current = lt.get(ids)
+    missing = [i for i in previous if i not in current]
+    if missing and not top["all"]:
+        return None  # a member left the index (forget, undo): who comes next is unknown here
+    eligible = [{"id": i, **current[i]} for i in ids if i in current and i not in stale
+                and (current[i]["metadata"] or {}).get("scope") == scope
+                and (current[i]["metadata"] or {}).get("tier") == "durable"
+                and (current[i]["metadata"] or {}).get("status") in RECALLED]
+    eligible.sort(key=_rank)  # stable: the previous top keeps its order among equals
+    rows = eligible[:limit]
+    if top["all"]:
+        return rows
+    if len(rows) < limit:
+        return None
+    last_before = _rank_before(top)
+    return rows if last_before is not None and _rank(rows[-1]) <= last_before else None
+
+
+def _rank_before(top) -> tuple[int, str] | None:
+    """The rank the previous top's last member had when that top was written (its ``last`` entry)."""
+    last = top.get("last")
+    if isinstance(last, list) and len(last) == 2:
+        return int(last[0]), _neg(str(last[1]))
+    return None
+
+
+def _touched_ids(plan, durable) -> list[str]:
+    """The memory ids a run wrote, re-confirmed or updated (what can move in the context's top)."""
+    return list(dict.fromkeys([c.memory_id for c in durable] + [r.memory_id for r in plan.reconfirmations]
+                              + [u.memory_id for u in plan.updates]))
 
 
 def _context_text(scope: str, lines: list[str]) -> str:

@@ -41,11 +41,32 @@ def expire_quarantine(plan, store, now: float, ttl_days: float | None = None) ->
     """Add an ``archive`` update for every quarantined entry last confirmed more than ``ttl_days``
     ago; returns how many."""
     ttl_days = quarantine_ttl_days() if ttl_days is None else ttl_days
+    today = _dt.datetime.fromtimestamp(now, _dt.timezone.utc).date()
     cutoff = (_dt.datetime.fromtimestamp(now, _dt.timezone.utc) - _dt.timedelta(days=ttl_days)).date().isoformat()
     n = 0
-    for row in store.longterm().with_status("quarantined"):
+    for row in _quarantined_before(store.longterm(), cutoff, today):
         if (row["metadata"].get("last_confirmed") or "") < cutoff:
             plan.updates.append(MemoryUpdate(row["id"], "archive", {"status": "expired"}, event="memory.expired",
                                              reason=f"quarantined and unconfirmed for more than {ttl_days:g} days"))
             n += 1
     return n
+
+
+#: Most dates the index is asked to leave out (a longer TTL reads every quarantined entry).
+MAX_WINDOW_DAYS = 400
+
+
+def _quarantined_before(lt, cutoff: str, today) -> list[dict]:
+    """The quarantined entries that may be last confirmed before ``cutoff`` (ISO date), metadata only:
+    the index leaves out those confirmed on a date from ``cutoff`` to ``today``, so a run reads the
+    few that expire instead of every quarantined entry (at 100,000 memories, 4,000 quarantined:
+    0.3 s instead of 1.3 s; benchmarks/bench_scale.py). The caller compares the dates again."""
+    from ..longterm import _where
+
+    start = _dt.date.fromisoformat(cutoff)
+    days = (today - start).days
+    if days < 0 or days > MAX_WINDOW_DAYS:
+        return lt.with_status("quarantined", documents=False)
+    recent = [(start + _dt.timedelta(days=d)).isoformat() for d in range(days + 1)]
+    where = {"$and": [_where(statuses=("quarantined",)), {"last_confirmed": {"$nin": recent}}]}
+    return lt._get_all(where, include=("metadatas",))
