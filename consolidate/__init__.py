@@ -11,10 +11,21 @@ Python API (light to import: the standard library only until a run needs more)::
         print(hit["document"])
 """
 
-from .errors import ConsolidateError
-from .store import Store
-
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    """``Store`` and ``ConsolidateError`` are imported on first use, so that ``consolidate hook``
+    and the idle ``consolidate run`` (consolidate/fastpath.py) import nothing they do not use."""
+    if name == "Store":
+        from .store import Store
+
+        return Store
+    if name == "ConsolidateError":
+        from .errors import ConsolidateError
+
+        return ConsolidateError
+    raise AttributeError(f"module 'consolidate' has no attribute {name!r}")
 
 
 def run_session(*args, **kwargs):

@@ -9,13 +9,13 @@ that need them, never by ``note`` or ``end``.
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
 
 from .commands import MODULES
 from . import __version__
-from .errors import ConsolidateError, StoreError
+
+# argparse, the command modules and the error classes are imported inside the functions: the
+# session-end hook and the idle run (consolidate/fastpath.py) are answered before any of them.
 
 
 COMMON_OPTIONS = ("store", "chroma_url", "project", "embedding")
@@ -24,6 +24,9 @@ COMMON_OPTIONS = ("store", "chroma_url", "project", "embedding")
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command in ``consolidate.commands.MODULES``. The store options work
     before or after the command (``consolidate --store X status`` and ``consolidate status --store X``)."""
+    import argparse
+    import importlib
+
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--store", default=argparse.SUPPRESS,
                         help="store folder (default $CONSOLIDATE_STORE or ./.memofs)")
@@ -70,6 +73,13 @@ def main(argv: list[str] | None = None) -> int:
     from .plugin_env import apply, load_env_file
 
     apply()  # the options of the Claude Code plugin (consolidate/plugin_env.py)
+    from .fastpath import main as fast_path  # the session-end hook and the idle run, before argparse
+
+    code = fast_path(sys.argv[1:] if argv is None else list(argv))
+    if code is not None:
+        return code
+    from .errors import ConsolidateError, StoreError
+
     args = build_parser().parse_args(argv)
     if getattr(args, "env_file", None):
         load_env_file(args.env_file)

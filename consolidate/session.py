@@ -341,7 +341,20 @@ class SessionTier:
             except sqlite3.DatabaseError as exc:
                 raise StoreCorrupt(f"{self.path} is not a usable SQLite database ({exc})", path=str(self.path)) from None
             self._local.db = conn
+            self.fold_queue_file()
         return conn
+
+    def fold_queue_file(self) -> int:
+        """Fold the session ends the light hook appended to ``queue.jsonl`` into the queue table
+        (consolidate/fastpath.py); returns how many. Never raises: they are folded next time."""
+        if self.read_only:
+            return 0
+        from .fastpath import fold_queue_file
+
+        try:
+            return fold_queue_file(self.db, self.path.parent)
+        except (sqlite3.Error, OSError, ValueError):
+            return 0
 
     @property
     def read_only(self) -> bool:
@@ -593,6 +606,7 @@ class SessionTier:
 
     def queued(self, session_id: str | None = None) -> list[dict[str, Any]]:
         """Queued session ends (not yet taken by a run), oldest first (only ``session_id``'s when given)."""
+        self.fold_queue_file()
         return self._ends(("queued",), session_id)
 
     def _ends(self, statuses: tuple[str, ...], session_id: str | None) -> list[dict[str, Any]]:
@@ -607,6 +621,7 @@ class SessionTier:
 
     def session_end(self, session_id: str) -> dict[str, Any] | None:
         """The session-end row of ``session_id`` (any status), or None."""
+        self.fold_queue_file()
         r = self.db.execute(
             "SELECT session_id, outcome, reason, ended_at, status, run_id, result FROM session_ends WHERE session_id=?",
             (session_id,),
@@ -640,6 +655,7 @@ class SessionTier:
     def pending(self, session_id: str | None = None) -> list[dict[str, Any]]:
         """Session ends a run may take, oldest first: queued ones and running ones (a live claim is
         refused later by :meth:`claim`)."""
+        self.fold_queue_file()
         return self._ends(("queued", "running"), session_id)
 
     def finish(self, session_id: str, status: str, run_id: str | None, result: dict[str, Any] | None = None) -> None:

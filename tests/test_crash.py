@@ -54,3 +54,66 @@ def test_reference_is_complete(reference):
     for kind in ("note.blocked", "memory.reconfirmed", "candidate.transient", "note.judged_drop", "run.applied"):
         assert kind in events
     assert reference["session_rows"] == {} and reference["queue"] == [("s0", "done"), ("s1", "done")]
+
+
+# --- the queue file of the light session-end hook (consolidate/fastpath.py) ---------------------------
+
+QUEUE_POINTS = ["hook:queue-file:partial", "queue-file:fold"]
+
+
+def _prepare_unended(folder):
+    """The scenario's notes, the session not ended yet (the hook ends it)."""
+    store = Store(folder / ".memofs", embedding="hash", project="p")
+    seed(store)
+    real_end = store.sessions.end
+    store.sessions.end = lambda *a, **k: None
+    scenario_notes(store)
+    store.sessions.end = real_end
+    store.close()
+    return store
+
+
+def _hook_end(store_path, sid, crash_at=None):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "CONSOLIDATE_CRASH_AT"}
+    env.update({"CONSOLIDATE_STORE": str(store_path), "CONSOLIDATE_EMBEDDING": "hash", "CONSOLIDATE_PROJECT": "p"})
+    if crash_at:
+        env["CONSOLIDATE_CRASH_AT"] = crash_at
+    payload = json.dumps({"session_id": sid, "hook_event_name": "SessionEnd", "cwd": str(store_path.parent)})
+    return subprocess.run([sys.executable, "-m", "consolidate", "hook", "--no-worker"], input=payload, text=True,
+                          capture_output=True, env=env, timeout=60)
+
+
+@pytest.mark.parametrize("point", QUEUE_POINTS)
+def test_queue_file_crash_point_converges(tmp_path, reference, point):
+    """A hook killed halfway through its queue-file line: the torn line is skipped and the next end
+    of the session (the agent's SessionEnd after its Stop) is read whole. A run killed while folding
+    the file into the queue table, before its commit: the next run folds it again, once."""
+    store = _prepare_unended(tmp_path)
+    judge = write_script(tmp_path)
+    queue = store.path / "queue.jsonl"
+    if point == "hook:queue-file:partial":
+        crashed = _hook_end(store.path, "s1", crash_at=point)
+        assert crashed.returncode == -9, crashed.stderr[-500:]
+        assert queue.read_bytes() and not queue.read_bytes().endswith(b"\n")  # torn
+        assert Store(store.path, embedding="hash", project="p").sessions.session_end("s1") is None
+        assert _hook_end(store.path, "s1").returncode == 0
+    else:
+        assert _hook_end(store.path, "s1").returncode == 0
+        crashed = run_cli(store.path, "run", "--judge", judge, crash_at=point)
+        assert crashed.returncode == -9, (crashed.returncode, crashed.stderr[-500:])
+    assert b'"session_id":"s1"' in queue.read_bytes()  # the light hook wrote it, not SQLite
+    rerun = run_cli(store.path, "run", "--judge", judge)
+    assert rerun.returncode == 0, rerun.stderr
+    after = dump(Store(tmp_path / ".memofs", embedding="hash", project="p"))
+    assert after == reference
+    assert after["duplicate_event_keys"] == 0 and after["journal"] == []
+    again = run_cli(store.path, "run", "--judge", judge)  # folded once: nothing is queued again
+    assert again.returncode == 0 and "nothing queued" in again.stdout
+    for path in store.path.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path

@@ -42,7 +42,8 @@ def cmd_run(args) -> int:
                            f" (consolidate end --session {args.session} --outcome success)")
         if not args.dry_run:
             store.sessions.requeue_partial(args.session)  # asked for by name: its waiting notes are tried now
-    if store.sessions.pending(args.session) or _partial(store, args.session):
+    idle = bool(args.session) and store.sessions.count(args.session) == 0  # no note needs a judge
+    if (store.sessions.pending(args.session) or _partial(store, args.session)) and not idle:
         _say_when_no_judge(store, args)
     import time
 

@@ -1,0 +1,411 @@
+"""The light entry point (issue 18): what ``consolidate`` does before argparse and the package's
+modules are imported, for the two invocations users pay for every session.
+
+- ``consolidate hook`` on a session-end event (SessionEnd, Stop) without ``--harvest``: the session
+  end is appended as one JSON line to the store's queue file ``queue.jsonl`` (no SQLite open, no
+  WAL checkpoint at close), then the detached worker is started (fork + exec, unless
+  ``--no-worker``) and one line goes to ``logs/hook.log``, as the full hook does. Every reader of
+  the session tier folds the file into ``sessions.sqlite3`` first (:func:`fold_queue_file`, called
+  when a connection opens and by ``pending``/``queued``), so a queued end is seen by the worker,
+  ``consolidate run``, ``status`` and the MCP server as before.
+- ``consolidate run --session S`` for an ended session with no notes (the idle run): the queue row is
+  finished in one SQLite transaction and the run's two summary lines printed, without importing the
+  pipeline.
+
+Anything else, or any doubt (a store folder that is missing or not private, a reason or session
+id the gate would need to look at, a run left in the journal, an unknown option), returns None and
+the full command line handles it: the fast path never decides what the full one would decide
+differently. Standard library only; nothing of the package is imported here.
+
+Queue file: each record is written as ``"\\n" + JSON + "\\n"`` in one ``write`` to a file opened
+``O_APPEND`` (0600), so concurrent hooks never interleave, and a line cut by a crash (the hook
+killed mid-write) stands alone and is skipped, never glued to the next one. The fold reads from
+the offset it recorded in ``sessions.sqlite3`` (table ``queue_file``: inode and offset), inserts
+every complete record and moves the offset in the same transaction: a fold that dies before its
+commit is redone whole, one that committed is never redone, so each session end reaches the queue
+table exactly once. The file is not fsynced (as the SQLite queue with ``synchronous=NORMAL``: a
+killed process loses nothing, a power cut may lose the last ends).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+QUEUE_FILE = "queue.jsonl"
+#: Crash points (consolidate.faults; ``CONSOLIDATE_CRASH_AT``) of the queue file.
+CRASH_APPEND = "hook:queue-file:partial"  # half a record written, then SIGKILL
+CRASH_FOLD = "queue-file:fold"  # records inserted, offset moved, before the commit
+_CRASH_ENV = "CONSOLIDATE_CRASH_AT"
+_CHILD_GUARD = "CONSOLIDATE_JUDGE_CHILD"  # consolidate.hook.CHILD_GUARD
+_END_EVENTS = ("sessionend", "stop")
+_ALIASES = {"agentturncomplete": "stop"}
+_OUTCOMES = ("success", "failure", "aborted")
+_STORE_OPTIONS = ("--store", "--chroma-url", "--project", "--embedding")
+_STDIN_MAX_BYTES = 1_000_000
+_STDIN_TIMEOUT = 0.5
+
+
+def main(argv: list[str]) -> int | None:
+    """Handle ``argv`` (the arguments after the program name) on a fast path and return the exit
+    code, or None when the full command line must handle it."""
+    try:
+        opts = _parse(argv)
+        if opts is None:
+            return None
+        if opts["command"] == "hook":
+            return _hook(opts)
+        if opts["command"] == "run":
+            return _idle_run(opts)
+    except Exception:  # noqa: BLE001 - any doubt: the full command line decides
+        return None
+    return None
+
+
+def _parse(argv: list[str]) -> dict | None:
+    """The options of ``hook`` / ``run`` invocations this module handles; None for anything else."""
+    opts: dict = {"judges": [], "command": None}
+    allowed = {"hook": {"--outcome", "--event", "--output", "--judge", "--no-worker"}, "run": {"--session"}}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if not arg.startswith("--"):
+            if opts["command"] is not None or arg not in allowed:
+                return None
+            opts["command"] = arg
+            i += 1
+            continue
+        name, eq, value = arg.partition("=")
+        if name == "--no-worker" and not eq:
+            opts["no_worker"] = True
+            i += 1
+            continue
+        if name not in _STORE_OPTIONS and (opts["command"] is None or name not in allowed[opts["command"]]):
+            return None
+        if not eq:
+            if i + 1 >= len(argv):
+                return None
+            value = argv[i + 1]
+            i += 1
+        i += 1
+        if name == "--judge":
+            opts["judges"].append(value)
+        else:
+            opts[name[2:].replace("-", "_")] = value
+    if opts["command"] is None or (opts.get("no_worker") and opts["command"] != "hook"):
+        return None
+    return opts
+
+
+def _crash(point: str) -> None:
+    if os.environ.get(_CRASH_ENV) == point:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _armed(point: str) -> bool:
+    return os.environ.get(_CRASH_ENV) == point
+
+
+def _private_store(path: str) -> bool:
+    """Whether ``path`` is an existing store folder already made private (0700, with its
+    .gitignore): the full path creates or repairs one."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return (st.st_mode & 0o777) == 0o700 and os.path.exists(os.path.join(path, ".gitignore")) \
+        and os.access(path, os.W_OK)
+
+
+def _read_stdin() -> bytes:
+    """stdin until EOF, STDIN_MAX_BYTES or STDIN_TIMEOUT seconds (consolidate.hook.read_stdin)."""
+    import select
+
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        return b""
+    if os.isatty(fd):
+        return b""
+    deadline = time.monotonic() + _STDIN_TIMEOUT
+    chunks, size = [], 0
+    while size < _STDIN_MAX_BYTES:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            break
+        chunk = os.read(fd, min(65536, _STDIN_MAX_BYTES - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _simple(text, limit: int, extra: str = "") -> bool:
+    """Whether ``text`` is short plain ASCII (letters, digits, ``_`` and ``extra``): what needs no
+    secret scan and no text check."""
+    return isinstance(text, str) and 0 < len(text) <= limit and all(
+        c.isascii() and (c.isalnum() or c == "_" or c in extra) for c in text)
+
+
+class _Fallback(Exception):
+    """The full hook must handle this event (stdin already read: its payload goes with it)."""
+
+
+def _hook(opts: dict) -> int | None:
+    if os.environ.get(_CHILD_GUARD):
+        return 0  # a judge's own agent session: the full hook does nothing either
+    outcome = opts.get("outcome", "success")
+    if outcome not in _OUTCOMES or opts.get("output", "text") not in ("text", "gemini"):
+        return None
+    raw = _read_stdin()
+    try:
+        return _hook_end(opts, raw, outcome)
+    except _Fallback:
+        pass
+    except Exception:  # noqa: BLE001
+        pass
+    # stdin is read: give the payload to the full hook through a pipe of our own
+    _replace_stdin(raw)
+    return None
+
+
+def _replace_stdin(raw: bytes) -> None:
+    r, w = os.pipe()
+    if raw:
+        pid = os.fork() if len(raw) > 60000 else 0
+        if pid == 0 and len(raw) > 60000:  # a writer child for payloads bigger than a pipe's buffer
+            os.close(r)
+            os.write(w, raw)
+            os._exit(0)
+        if len(raw) <= 60000:
+            os.write(w, raw)
+    os.close(w)
+    os.dup2(r, 0)
+    os.close(r)
+    sys.stdin = open(0, closefd=False)
+
+
+def _hook_end(opts: dict, raw: bytes, outcome: str) -> int:
+    try:
+        payload = json.loads(raw.decode("utf-8", "replace")) if raw.strip() else {}
+    except ValueError:
+        raise _Fallback from None
+    if not isinstance(payload, dict):
+        raise _Fallback
+    if opts.get("event") and "hook_event_name" not in payload:
+        payload["hook_event_name"] = opts["event"]  # as the full hook: setdefault
+    name = payload.get("hook_event_name") or payload.get("type") or payload.get("event") or ""
+    name = str(name).replace("-", "").replace("_", "").lower()
+    name = _ALIASES.get(name, name)
+    if name not in _END_EVENTS:
+        raise _Fallback
+    sid = None
+    for key in ("session_id", "sessionId", "thread-id", "thread_id", "conversation_id"):
+        value = payload.get(key)
+        if isinstance(value, str) and value.strip():
+            sid = value.strip()
+            break
+    reason = payload.get("reason") if isinstance(payload.get("reason"), str) else None
+    if not _simple(sid, 200, "-.:@+/") or (reason and not _simple(reason, 64)):
+        raise _Fallback  # the full hook checks the id and scans the reason for secrets
+    store = opts.get("store") or os.environ.get("CONSOLIDATE_STORE")
+    if not store:
+        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+        store = os.path.join(cwd, ".memofs") if cwd else ".memofs"
+    if not _private_store(store):
+        raise _Fallback
+    os.umask(0o077)
+    record = {"session_id": sid, "outcome": outcome, "reason": reason or None, "ended_at": time.time(), "event": name}
+    append_end(store, record)
+    pid = None if opts.get("no_worker") else _spawn_worker(store, opts)
+    _log(store, f"{name} session={sid} queued ({outcome}); worker pid {pid}")
+    return 0
+
+
+def append_end(store: str | os.PathLike, record: dict) -> None:
+    """Append one session-end record to the store's queue file (see the module docstring)."""
+    data = ("\n" + json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    fd = os.open(os.path.join(store, QUEUE_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        if _armed(CRASH_APPEND):
+            os.write(fd, data[: len(data) // 2])
+            _crash(CRASH_APPEND)
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _spawn_worker(store: str, opts: dict) -> int | None:
+    """``python -m consolidate worker`` detached (new session, stdin closed, output appended to
+    logs/worker.log) with the store options and judges, as consolidate.hook.spawn_worker."""
+    argv = [sys.executable, "-m", "consolidate", "worker", "--store", str(store)]
+    for key in ("chroma_url", "project", "embedding"):
+        if opts.get(key):
+            argv += ["--" + key.replace("_", "-"), str(opts[key])]
+    for judge in opts.get("judges") or ():
+        argv += ["--judge", str(judge)]
+    logs = os.path.join(store, "logs")
+    os.makedirs(logs, mode=0o700, exist_ok=True)
+    out = os.open(os.path.join(logs, "worker.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    null = os.open(os.devnull, os.O_RDONLY)
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: a new session, then the worker
+        try:
+            os.setsid()
+            os.dup2(null, 0)
+            os.dup2(out, 1)
+            os.dup2(out, 2)
+            os.closerange(3, 1024)
+            os.execv(argv[0], argv)
+        finally:
+            os._exit(127)
+    os.close(out)
+    os.close(null)
+    return pid
+
+
+def _log(store: str, message: str) -> None:
+    """One line in logs/hook.log (consolidate.hook.log); never raises."""
+    try:
+        import datetime as _dt
+
+        logs = os.path.join(store, "logs")
+        os.makedirs(logs, mode=0o700, exist_ok=True)
+        stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        fd = os.open(os.path.join(logs, "hook.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, f"{stamp} {' '.join(message.split())[:500]}\n".encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+# --- the fold: queue file -> sessions.sqlite3 --------------------------------------------------------
+
+_FOLD_SCHEMA = "CREATE TABLE IF NOT EXISTS queue_file (name TEXT PRIMARY KEY, inode INTEGER NOT NULL, offset INTEGER NOT NULL)"
+
+
+def fold_queue_file(conn, folder: str | os.PathLike) -> int:
+    """Insert the session ends appended to ``folder``/queue.jsonl since the last fold into the
+    ``session_ends`` table of ``conn`` (an autocommit connection to sessions.sqlite3), as
+    ``SessionTier.end`` records them; returns how many. A session consolidated as a failure is
+    not queued again (as ``end`` refuses it); a malformed record is skipped. Cheap when there is
+    nothing new (a stat and one read of the recorded offset)."""
+    path = os.path.join(folder, QUEUE_FILE)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return 0
+    try:
+        row = conn.execute("SELECT inode, offset FROM queue_file WHERE name=?", (QUEUE_FILE,)).fetchone()
+    except Exception:  # noqa: BLE001 - no table yet
+        conn.execute(_FOLD_SCHEMA)
+        row = None
+    if row is not None and row[0] == st.st_ino and row[1] >= st.st_size:
+        return 0
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        row = conn.execute("SELECT inode, offset FROM queue_file WHERE name=?", (QUEUE_FILE,)).fetchone()
+        start = row[1] if row is not None and row[0] == st.st_ino else 0
+        with open(path, "rb") as f:
+            f.seek(start)
+            data = f.read()
+        end = data.rfind(b"\n") + 1  # complete records only; a record being written waits
+        n = 0
+        for line in data[:end].split(b"\n"):
+            record = _record(line)
+            if record is None:
+                continue
+            sid, outcome, reason, ended_at = record
+            prev = conn.execute("SELECT outcome, status FROM session_ends WHERE session_id=?", (sid,)).fetchone()
+            if prev is not None and prev[0] == "failure" and prev[1] not in ("queued", "running"):
+                continue  # never re-ended after a failure (SessionTier._refuse_reending_a_failure)
+            conn.execute(
+                "INSERT INTO session_ends(session_id, outcome, reason, ended_at, status, updated_at)"
+                " VALUES (?,?,?,?,'queued',?) ON CONFLICT(session_id) DO UPDATE SET outcome=excluded.outcome,"
+                " reason=excluded.reason, ended_at=excluded.ended_at, status='queued', run_id=NULL, result=NULL,"
+                " updated_at=excluded.updated_at",
+                (sid, outcome, reason, ended_at, time.time()))
+            n += 1
+        conn.execute("INSERT INTO queue_file(name, inode, offset) VALUES (?,?,?) ON CONFLICT(name) DO UPDATE"
+                     " SET inode=excluded.inode, offset=excluded.offset", (QUEUE_FILE, st.st_ino, start + end))
+        _crash(CRASH_FOLD)
+        conn.execute("COMMIT")
+        return n
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _record(line: bytes):
+    """``(session_id, outcome, reason, ended_at)`` of a queue-file line, or None (blank, cut by a
+    crash, or not a record this module wrote)."""
+    if not line.strip():
+        return None
+    try:
+        obj = json.loads(line.decode("utf-8"))
+    except ValueError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    sid, outcome, reason, ended_at = obj.get("session_id"), obj.get("outcome"), obj.get("reason"), obj.get("ended_at")
+    if not _simple(sid, 200, "-.:@+/") or outcome not in _OUTCOMES or (reason is not None and not _simple(reason, 64)):
+        return None
+    if not isinstance(ended_at, (int, float)):
+        return None
+    return sid, outcome, reason, float(ended_at)
+
+
+# --- the idle run ------------------------------------------------------------------------------------
+
+
+def _idle_run(opts: dict) -> int | None:
+    sid = opts.get("session")
+    if not sid or not _simple(sid, 200, "-.:@+/") or any(opts.get(k) for k in ("chroma_url",)):
+        return None
+    store = opts.get("store") or os.environ.get("CONSOLIDATE_STORE") or ".memofs"
+    db_path = os.path.join(store, "sessions.sqlite3")
+    if not _private_store(store) or not os.path.exists(db_path):
+        return None
+    journal = os.path.join(store, "journal")
+    if os.path.isdir(journal) and any(n.endswith(".json") for n in os.listdir(journal)):
+        return None  # a crashed run is replayed first by the full run
+    import sqlite3
+
+    os.umask(0o077)
+    conn = sqlite3.connect(db_path, timeout=10.0, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA secure_delete=ON")
+        fold_queue_file(conn, store)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute("SELECT outcome, status FROM session_ends WHERE session_id=?", (sid,)).fetchone()
+            notes = conn.execute("SELECT COUNT(*) FROM notes WHERE session_id=?", (sid,)).fetchone()[0]
+            waiting = conn.execute("SELECT COUNT(*) FROM waiting WHERE session_id=?", (sid,)).fetchone()[0]
+            if row is None or row[0] != "success" or row[1] != "queued" or notes or waiting:
+                conn.execute("ROLLBACK")
+                return None
+            conn.execute("UPDATE session_ends SET status='done', run_id=NULL, result=?, updated_at=?, claimed_by=NULL,"
+                         " claimed_at=NULL WHERE session_id=?", (json.dumps({"notes": 0}), time.time(), sid))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    finally:
+        conn.close()
+    run_id = "run-" + os.urandom(6).hex()
+    sys.stdout.write(f"session {sid} (success) · run {run_id} · 0 notes\n"
+                     "  -> 0 durable, 0 quarantined, 0 transient, 0 re-confirmed; judges: none\n")
+    return 0
