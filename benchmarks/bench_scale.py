@@ -132,7 +132,10 @@ def with_context_top(folder: Path) -> None:
     """Give a cached store the SessionStart context a run on it would have left
     (memory/context.md and memory/context.top.json, from which the next run merges its top: issue
     18); a store written before that layout pays one full read of its memories in its first run."""
-    from consolidate.stages.apply import CONTEXT_TOP, write_context
+    try:
+        from consolidate.stages.apply import CONTEXT_TOP, write_context
+    except ImportError:  # a checkout from before issue 18 (measuring "before"): it reads every memory
+        return
     from consolidate.store import Store
 
     if (folder / ".memofs" / "memory" / CONTEXT_TOP).exists():

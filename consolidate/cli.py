@@ -21,9 +21,10 @@ from . import __version__
 COMMON_OPTIONS = ("store", "chroma_url", "project", "embedding")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of every command in ``consolidate.commands.MODULES``. The store options work
-    before or after the command (``consolidate --store X status`` and ``consolidate status --store X``)."""
+def build_parser(modules: tuple[str, ...] = MODULES) -> argparse.ArgumentParser:
+    """The parser of every command in ``modules`` (default ``consolidate.commands.MODULES``). The store
+    options work before or after the command (``consolidate --store X status`` and ``consolidate
+    status --store X``)."""
     import argparse
     import importlib
 
@@ -44,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--env-file", metavar="FILE", help="read CONSOLIDATE_* settings (store, Chroma URL, project,"
                    " embedding, judges) from a .env file, e.g. the Gemini CLI extension's")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in MODULES:
+    for name in modules:
         importlib.import_module(f"consolidate.commands.{name}").register(sub, common)
     return p
 
@@ -80,7 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         return code
     from .errors import ConsolidateError, StoreError
 
-    args = build_parser().parse_args(argv)
+    from .fastpath import command_modules  # `hook` (SessionStart, ...): its own module's parser only
+
+    args = build_parser(command_modules(sys.argv[1:] if argv is None else list(argv), MODULES)).parse_args(argv)
     if getattr(args, "env_file", None):
         load_env_file(args.env_file)
     for name in COMMON_OPTIONS:

@@ -150,6 +150,12 @@ def _clean(text: str, limit: int) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+#: Loaded ONNX sessions and tokenizers by (model file, tokenizer file, threads): every MiniLMOnnx of
+#: a process shares one (an MCP server or a library user opening several stores, a batch's runs),
+#: so the model load (about 0.3-0.5 s and 250 MB) is paid once per process.
+_LOADED: dict[tuple[str, str, int], tuple[Any, Any, tuple[str, ...]]] = {}
+
+
 class MiniLMOnnx:
     """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime; the default embedding function.
 
@@ -230,6 +236,11 @@ class MiniLMOnnx:
                 return
             model = self._model_file or model_path()
             tok_file = self._tokenizer_file or tokenizer_path()
+            key = (str(model), str(tok_file), self.threads)
+            loaded = _LOADED.get(key)
+            if loaded is not None:  # loaded by another instance of this process: once per process
+                self._session, self._tokenizer, self._input_names = loaded
+                return
             for path, what in ((model, "model"), (tok_file, "tokenizer")):
                 if not Path(path).is_file():
                     raise ConfigError(f"embedding {what} file not found: {path}", path=str(path))
@@ -257,6 +268,7 @@ class MiniLMOnnx:
             self._input_names = tuple(i.name for i in session.get_inputs())
             self._tokenizer = tokenizer
             self._session = session
+            _LOADED[key] = (session, tokenizer, self._input_names)
 
     # -- embedding ----------------------------------------------------------------------------
 

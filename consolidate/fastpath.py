@@ -64,6 +64,30 @@ def main(argv: list[str]) -> int | None:
     return None
 
 
+#: Commands whose parser alone is built (consolidate.cli.main): ``hook`` runs on every agent session
+#: start, where importing and registering every other command module costs tens of milliseconds.
+_OWN_MODULE = {"hook": "lifecycle"}
+
+
+def command_modules(argv: list[str], modules: tuple[str, ...]) -> tuple[str, ...]:
+    """The command modules the parser of ``argv`` needs: ``(module,)`` for a command of
+    ``_OWN_MODULE`` written before any help flag, else every one of ``modules``."""
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("-h", "--help", "--version"):
+            return modules
+        if arg in _STORE_OPTIONS or arg == "--env-file":
+            i += 2
+            continue
+        if arg.startswith("-"):
+            i += 1
+            continue
+        own = _OWN_MODULE.get(arg)
+        return (own,) if own in modules else modules
+    return modules
+
+
 def _parse(argv: list[str]) -> dict | None:
     """The options of ``hook`` / ``run`` invocations this module handles; None for anything else."""
     opts: dict = {"judges": [], "command": None}

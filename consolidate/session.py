@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .errors import BadInput, EmptyNote, StoreCorrupt, UnknownSession
-from .plan import Note
 
 #: Largest note accepted, in characters (1 MB of ASCII). A working note past this is almost surely a
 #: pasted file or log; it is refused with a clear error rather than stored.
@@ -480,6 +479,8 @@ class SessionTier:
 
     def notes(self, session_id: str) -> list[Note]:
         """The session's notes, oldest first."""
+        from .plan import Note  # here, not at the top: the hooks open the session tier without plan's imports
+
         rows = self.db.execute(
             "SELECT id, session_id, content, flag, kind, created_at, expires_at, metadata"
             " FROM notes WHERE session_id=? ORDER BY id",

@@ -279,3 +279,40 @@ def test_quarantine_expiry_reads_the_same_entries_as_a_full_read(store, ttl):
     assert expire_quarantine(plan, store, now, ttl_days=ttl) == len(expected)
     assert sorted(u.memory_id for u in plan.updates) == expected
     assert "q42" in expected  # the entry without a date expires, as before
+
+
+# --- the journal, written shallowly with float32 embeddings ------------------------------------------
+
+
+def test_journal_round_trip_keeps_the_whole_plan(store):
+    """A plan written to the journal and read back for a replay equals the plan (embeddings are
+    float32 values, stored as base64 float32: nothing is lost); an older journal with embeddings as
+    decimal lists still reads."""
+    import array
+
+    from consolidate import journal
+    from consolidate.plan import Candidate, MemoryUpdate, Note, Plan, Reconfirmation
+
+    rng = random.Random(3)
+    vec = array.array("f", [rng.gauss(0, 1) for _ in range(384)]).tolist()  # float32 values, as embed gives
+    plan = Plan(session_id="s", scope="p", notes=[Note(id=1, session_id="s", content="ünïcode note", flag=True,
+                                                       kind="fact", created_at=1.5, expires_at=None, metadata={"a": [1]})],
+                candidates=[Candidate(note_ids=[1], statement="The API listens on 8080", type="fact", source="judge",
+                                      evidence="observed-success", confidence="high", reason="r", embedding=vec,
+                                      fields={"k": "v"}, provenance={"session_id": "s"}),
+                            Candidate(note_ids=[2], statement="x", type="fact", source="judge", evidence="inferred",
+                                      confidence="low", reason="r")],
+                reconfirmations=[Reconfirmation(memory_id="m", confidence="high", last_confirmed="2026-11-30",
+                                                status="active", session_id="s", note_ids=[1])],
+                updates=[MemoryUpdate("m2", "archive", {"status": "superseded"}, event="memory.superseded",
+                                      edges=[["m", "supersedes"]])],
+                note_status={1: "keep"})
+    plan.decide("note.kept", note_ids=[1], reason="scripted")
+    path = journal.write(store, plan)
+    assert b"f32" in path.read_bytes()
+    [back] = journal.pending(store)
+    assert back.to_dict() == plan.to_dict()
+    old = plan.to_dict()  # an older journal: embeddings as lists of decimals
+    path.write_text(json.dumps(old))
+    [back] = journal.pending(store)
+    assert back.to_dict() == plan.to_dict()
