@@ -1,7 +1,9 @@
 """Hook latency (issue 7, benchmark 1): ``consolidate hook`` on a Claude Code SessionEnd payload
 against ``python -c pass`` and ``python -c "import sqlite3, json"``, side by side, interleaved.
 
-Goal: the hook (``--no-worker``) takes at most 1.5 times ``python -c "import sqlite3, json"``.
+Goal: the hook (``--no-worker``) takes at most 1.5 times ``python -c "import sqlite3, json"``; the
+SessionStart hook too (issue 18: it records the agent session and prints the context of 30
+memories).
 Also: the same with a short reason; the import part alone; a brand-new store; a reference minimal
 hook (stdlib only: parse the payload, one SQLite insert into the queue table, close), what a
 SQLite queue cannot go below; the hook with its worker spawn (each worker waited for, untimed,
@@ -65,6 +67,20 @@ c.close()
 """
 
 
+def write_context_files(store: Path) -> None:
+    """memory/context.md and context.json as a run writes them: the notice and 30 memory lines."""
+    from consolidate.anchors import write_context_index
+    from consolidate.stages.apply import _context_text
+    from consolidate.store import Store, write_text_atomic
+
+    s = Store(store, embedding="hash", project="bench")
+    lines = [f"- **fact**: Service {i} listens on port {8000 + i} behind the nginx gateway, see deploy/nginx{i}.conf"
+             f" (high)" for i in range(30)]
+    write_text_atomic(s.sub("memory", "context.md"), _context_text("bench", lines))
+    write_context_index(s, [{"id": f"mem-{i:04d}"} for i in range(30)], [line[2:] for line in lines])
+    s.close()
+
+
 def wait_for_worker(store: Path, timeout: float = 60.0) -> None:
     """Wait (untimed) until the worker the last hook started has exited."""
     log = store / "logs" / "hook.log"
@@ -92,6 +108,13 @@ def main() -> int:
     # the store exists before the session ends (the agent wrote notes during the session)
     run_cmd([CONSOLE, "hook", "--no-worker", "--store", str(store)], stdin=payload("warm", str(tmp)))
 
+    write_context_files(store)  # what SessionStart prints: the top 30 memories of the last run
+
+    def session_start():
+        return run_cmd([CONSOLE, "hook", "--store", str(store)],
+                       stdin=json.dumps({"session_id": f"start{next(ids)}", "hook_event_name": "SessionStart",
+                                         "source": "startup", "cwd": str(tmp)}).encode())
+
     def hook(*extra, where=store):
         return lambda: run_cmd([CONSOLE, "hook", *extra, "--store", str(where)],
                                stdin=payload(f"s{next(ids)}", str(tmp)))
@@ -110,6 +133,7 @@ def main() -> int:
         "  imports only: python -c 'import consolidate.cli, consolidate.hook, ...'": lambda: run_cmd(
             [PYTHON, "-c", "import consolidate.cli, consolidate.hook, consolidate.session, consolidate.commands.lifecycle"]),
         "consolidate hook --no-worker, brand-new store": hook_new_store,
+        "consolidate hook (SessionStart: records the session, prints 30 memories)": session_start,
         "  reference: minimal stdlib hook (json, sqlite3: one insert, close)": lambda: run_cmd(
             [PYTHON, "-c", MINIMAL_HOOK, str(store / "sessions.sqlite3")], stdin=payload(f"s{next(ids)}", str(tmp))),
     }
@@ -155,6 +179,7 @@ def main() -> int:
     print(f"\nhook --no-worker {ms(median(res['consolidate hook --no-worker (SessionEnd)']))} vs python -c pass"
           f" {ms(median(res['python -c pass']))} vs import sqlite3, json {ms(base)};"
           f" with the worker spawn {median(res2['consolidate hook (SessionEnd, spawns the worker)']) / base2:.2f}x")
+    start_ratio = median(res["consolidate hook (SessionStart: records the session, prints 30 memories)"]) / base
     also = ""
     if "detect_secrets" in packages:
         also = (f"; not on that list but imported: detect_secrets {packages['detect_secrets']:.0f} ms cumulative"
@@ -166,7 +191,8 @@ def main() -> int:
     wait_for_worker(store)
     shutil.rmtree(tmp, ignore_errors=True)
     ok = goal_line("hook latency", ratio, 1.5, what='of python -c "import sqlite3, json"')
-    return 0 if ok and not heavy else 1
+    ok_start = goal_line("SessionStart hook latency", start_ratio, 1.5, what='of python -c "import sqlite3, json"')
+    return 0 if ok and ok_start and not heavy else 1
 
 
 if __name__ == "__main__":

@@ -172,7 +172,7 @@ def run_batch(store, *, concurrency: int = 4, judges: list[str] | None = None, c
         return result
     if store.has_longterm:
         plan = new_plan(store, "batch")
-        result.expired = expire_quarantine(plan, store, time.time() if now is None else now)
+        result.expired = expire_quarantine(plan, store, time.time() if now is None else now, complete=True)
         decay = plan_decay(store, now)
         plan.updates += decay.updates
         result.decayed = len(decay.updates)

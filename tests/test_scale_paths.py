@@ -249,10 +249,12 @@ def test_context_merge_equals_the_full_scan(tmp_path, monkeypatch):
 # --- purge reads only the quarantined entries that may expire ---------------------------------------
 
 
+@pytest.mark.parametrize("complete", [False, True])
 @pytest.mark.parametrize("ttl", [0.0, 3.0, 14.0, 500.0])
-def test_quarantine_expiry_reads_the_same_entries_as_a_full_read(store, ttl):
-    """Entries confirmed on every day of a month, one in the future, one without a date: the bounded
-    read expires exactly those the old full read of every quarantined entry did."""
+def test_quarantine_expiry_reads_the_same_entries_as_a_full_read(store, ttl, complete):
+    """Entries confirmed on every day of a month and a half, two in the future, one without a date:
+    the bounded reads expire exactly those the old full read of every quarantined entry did (a run
+    leaves the entry without a date to ``consolidate batch``, which reads completely)."""
     import datetime as _dt
 
     from consolidate.plan import Plan
@@ -275,10 +277,12 @@ def test_quarantine_expiry_reads_the_same_entries_as_a_full_read(store, ttl):
     cutoff = (_dt.datetime.fromtimestamp(now, _dt.timezone.utc) - _dt.timedelta(days=ttl)).date().isoformat()
     expected = sorted(r["id"] for r in lt.with_status("quarantined")
                       if (r["metadata"].get("last_confirmed") or "") < cutoff)
+    assert "q42" in expected  # the entry without a date
+    if not complete:
+        expected = [i for i in expected if i != "q42"]
     plan = Plan(session_id="s")
-    assert expire_quarantine(plan, store, now, ttl_days=ttl) == len(expected)
+    assert expire_quarantine(plan, store, now, ttl_days=ttl, complete=complete) == len(expected)
     assert sorted(u.memory_id for u in plan.updates) == expected
-    assert "q42" in expected  # the entry without a date expires, as before
 
 
 # --- the journal, written shallowly with float32 embeddings ------------------------------------------
