@@ -145,26 +145,28 @@ def _private_store(path: str) -> bool:
         and os.access(path, os.W_OK)
 
 
-def _read_stdin() -> bytes:
-    """stdin until EOF, STDIN_MAX_BYTES or STDIN_TIMEOUT seconds (consolidate.hook.read_stdin)."""
+def read_stdin(stream=None, timeout: float = _STDIN_TIMEOUT, max_bytes: int = _STDIN_MAX_BYTES) -> bytes:
+    """Read ``stream`` (default stdin) until EOF, ``max_bytes`` or ``timeout`` seconds, whichever
+    comes first: a stdin that never closes cannot hang a hook (consolidate.hook.read_stdin)."""
     import select
 
+    stream = stream or sys.stdin
     try:
-        fd = sys.stdin.fileno()
+        fd = stream.fileno()
     except (AttributeError, OSError, ValueError):
         return b""
     if os.isatty(fd):
         return b""
-    deadline = time.monotonic() + _STDIN_TIMEOUT
+    deadline = time.monotonic() + timeout
     chunks, size = [], 0
-    while size < _STDIN_MAX_BYTES:
+    while size < max_bytes:
         left = deadline - time.monotonic()
         if left <= 0:
             break
         ready, _, _ = select.select([fd], [], [], left)
         if not ready:
             break
-        chunk = os.read(fd, min(65536, _STDIN_MAX_BYTES - size))
+        chunk = os.read(fd, min(65536, max_bytes - size))
         if not chunk:
             break
         chunks.append(chunk)
@@ -189,7 +191,7 @@ def _hook(opts: dict) -> int | None:
     outcome = opts.get("outcome", "success")
     if outcome not in _OUTCOMES or opts.get("output", "text") not in ("text", "gemini"):
         return None
-    raw = _read_stdin()
+    raw = read_stdin()
     try:
         return _hook_end(opts, raw, outcome)
     except _Fallback:

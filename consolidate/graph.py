@@ -120,7 +120,8 @@ def _write_lines(path: Path, rows) -> None:
 
 
 def cut_torn_tail(path: Path) -> None:
-    """Remove a last line without its newline (an append cut by a crash) from ``path``."""
+    """Remove a last line without its newline (an append cut by a crash) from ``path`` (any JSONL
+    file a run appends to: the graph files, the event log)."""
     try:
         size = path.stat().st_size
     except FileNotFoundError:
@@ -165,9 +166,6 @@ def positions(folder: Path) -> dict[str, list[int]]:
 def append(folder: Path, nodes: list[dict], edges: list[dict]) -> dict[str, list[int]]:
     """Append node lines (``{"id", ...attrs}``) and edge lines (``{"source", "target", "key",
     ...attrs}``) to the graph files, each file flushed and fsynced; returns :func:`positions` after."""
-    from .faults import armed, crash_point
-    from .private import private_file
-
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     for kind, rows in (("nodes", nodes), ("edges", edges)):
         path = folder / f"{kind}.jsonl"
@@ -176,15 +174,26 @@ def append(folder: Path, nodes: list[dict], edges: list[dict]) -> dict[str, list
             path.touch(exist_ok=True)
             continue
         data = [json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows]
-        with private_file(path, "a") as f:
-            if kind == "edges" and armed("apply:graph:partial"):  # crash tests: the node lines in, edges torn
-                f.write("".join(data[: len(data) // 2]) + data[len(data) // 2][:15])
-                f.flush()
-                crash_point("apply:graph:partial")
-            f.write("".join(data))
-            f.flush()
-            os.fsync(f.fileno())
+        # crash tests: the node lines in, the edge lines torn
+        append_lines(path, data, "apply:graph:partial" if kind == "edges" else None)
     return positions(folder)
+
+
+def append_lines(path: Path, lines: list[str], partial_point: str | None = None) -> None:
+    """Append ``lines`` (each ending in a newline) to ``path`` in one write, flushed and fsynced
+    (created 0600). With the crash point ``partial_point`` armed (consolidate.faults), half of
+    them and a torn one are written first, then the process is killed."""
+    from .faults import armed, crash_point
+    from .private import private_file
+
+    with private_file(path, "a") as f:
+        if partial_point and armed(partial_point) and len(lines) > 1:
+            f.write("".join(lines[: len(lines) // 2]) + lines[len(lines) // 2][:15])
+            f.flush()
+            crash_point(partial_point)
+        f.write("".join(lines))
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def truncate_to(folder: Path, starts: dict[str, list[int]]) -> None:

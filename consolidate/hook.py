@@ -50,28 +50,9 @@ HARVEST_MAX_BYTES = 8 * 1024 * 1024
 
 def read_stdin(stream=None, timeout: float = STDIN_TIMEOUT, max_bytes: int = STDIN_MAX_BYTES) -> bytes:
     """Read stdin until EOF, ``max_bytes`` or ``timeout`` seconds, whichever comes first."""
-    stream = stream or sys.stdin
-    try:
-        fd = stream.fileno()
-    except (AttributeError, OSError, ValueError):
-        return b""
-    if os.isatty(fd):
-        return b""
-    deadline = time.monotonic() + timeout
-    chunks, size = [], 0
-    while size < max_bytes:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        ready, _, _ = select.select([fd], [], [], left)
-        if not ready:
-            break
-        chunk = os.read(fd, min(65536, max_bytes - size))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
+    from .fastpath import read_stdin as _read  # one bounded read, shared with the light entry point
+
+    return _read(stream, timeout, max_bytes)
 
 
 def parse_event(raw: bytes) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import json
 import os
 
 from .. import journal, snapshots
-from ..faults import armed, crash_point
+from ..faults import crash_point
 
 # The graph goes before Chroma: a graph file that cannot be read stops the run before the recall
 # index changes (the journal keeps the run for a replay once `consolidate doctor --repair` ran).
@@ -322,36 +322,18 @@ def _events(plan, store, writes, replayed: bool) -> None:
     present = _seqs_of_run(path, plan.run_id) if replayed else set()
     lines = [x for x in event_lines(plan, writes) if x["seq"] not in present]
     data = [json.dumps(x, ensure_ascii=False) + "\n" for x in lines]
-    from ..private import private_file
+    from ..graph import append_lines
 
-    with private_file(path, "a") as f:
-        if armed("apply:events:partial") and len(data) > 1:
-            f.write("".join(data[: len(data) // 2]) + data[len(data) // 2][:20])
-            f.flush()
-            crash_point("apply:events:partial")
-        f.write("".join(data))
-        f.flush()
-        os.fsync(f.fileno())
+    append_lines(path, data, "apply:events:partial")
 
 
 def _cut_torn_tail(path) -> None:
     """Truncate a last line that has no newline (left by a crash mid-append)."""
-    try:
-        with open(path, "rb+") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            if size == 0:
-                return
-            f.seek(size - 1)
-            if f.read(1) == b"\n":
-                return
-            back = min(size, 1 << 20)
-            f.seek(size - back)
-            tail = f.read(back)
-            cut = tail.rfind(b"\n")
-            f.truncate(size - back + cut + 1 if cut >= 0 else 0)
-    except FileNotFoundError:
-        return
+    from pathlib import Path
+
+    from ..graph import cut_torn_tail
+
+    cut_torn_tail(Path(path))
 
 
 def _seqs_of_run(path, run_id: str) -> set[int]:
