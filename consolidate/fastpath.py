@@ -321,56 +321,62 @@ def _log(store: str, message: str) -> None:
 _FOLD_SCHEMA = "CREATE TABLE IF NOT EXISTS queue_file (name TEXT PRIMARY KEY, inode INTEGER NOT NULL, offset INTEGER NOT NULL)"
 
 
-def fold_queue_file(conn, folder: str | os.PathLike) -> int:
+def fold_queue_file(conn, folder: str | os.PathLike, session_for_end=None) -> int:
     """Insert the session ends appended to ``folder``/queue.jsonl since the last fold into the
     ``session_ends`` table of ``conn`` (an autocommit connection to sessions.sqlite3), as
-    ``SessionTier.end`` records them; returns how many. A session consolidated as a failure is
-    not queued again (as ``end`` refuses it); a malformed record is skipped. Cheap when there is
-    nothing new (a stat and one read of the recorded offset)."""
+    ``SessionTier.end`` records them; returns how many. ``session_for_end(session_id)`` names the
+    session an end event ends (a resumed agent session's open part, as the full hook asks
+    consolidate.hook_lifecycle); it is asked before the fold's transaction. A session consolidated
+    as a failure is not queued again (as ``end`` refuses it); a malformed record is skipped. Cheap
+    when there is nothing new (a stat and one read of the recorded offset)."""
     path = os.path.join(folder, QUEUE_FILE)
-    try:
-        st = os.stat(path)
-    except OSError:
-        return 0
-    try:
-        row = conn.execute("SELECT inode, offset FROM queue_file WHERE name=?", (QUEUE_FILE,)).fetchone()
-    except Exception:  # noqa: BLE001 - no table yet
-        conn.execute(_FOLD_SCHEMA)
-        row = None
-    if row is not None and row[0] == st.st_ino and row[1] >= st.st_size:
-        return 0
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        row = conn.execute("SELECT inode, offset FROM queue_file WHERE name=?", (QUEUE_FILE,)).fetchone()
+    for _attempt in range(5):
+        try:
+            st = os.stat(path)
+        except OSError:
+            return 0
+        try:
+            row = conn.execute("SELECT inode, offset FROM queue_file WHERE name=?", (QUEUE_FILE,)).fetchone()
+        except Exception:  # noqa: BLE001 - no table yet
+            conn.execute(_FOLD_SCHEMA)
+            row = None
+        if row is not None and row[0] == st.st_ino and row[1] >= st.st_size:
+            return 0
         start = row[1] if row is not None and row[0] == st.st_ino else 0
         with open(path, "rb") as f:
             f.seek(start)
             data = f.read()
         end = data.rfind(b"\n") + 1  # complete records only; a record being written waits
-        n = 0
-        for line in data[:end].split(b"\n"):
-            record = _record(line)
-            if record is None:
+        records = [r for r in (_record(line) for line in data[:end].split(b"\n")) if r is not None]
+        if session_for_end is not None:
+            records = [(session_for_end(sid), *rest) for sid, *rest in records]
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            now = conn.execute("SELECT inode, offset FROM queue_file WHERE name=?", (QUEUE_FILE,)).fetchone()
+            if (now[1] if now is not None and now[0] == st.st_ino else 0) != start:
+                conn.execute("ROLLBACK")  # another process folded meanwhile: read again from its offset
                 continue
-            sid, outcome, reason, ended_at = record
-            prev = conn.execute("SELECT outcome, status FROM session_ends WHERE session_id=?", (sid,)).fetchone()
-            if prev is not None and prev[0] == "failure" and prev[1] not in ("queued", "running"):
-                continue  # never re-ended after a failure (SessionTier._refuse_reending_a_failure)
-            conn.execute(
-                "INSERT INTO session_ends(session_id, outcome, reason, ended_at, status, updated_at)"
-                " VALUES (?,?,?,?,'queued',?) ON CONFLICT(session_id) DO UPDATE SET outcome=excluded.outcome,"
-                " reason=excluded.reason, ended_at=excluded.ended_at, status='queued', run_id=NULL, result=NULL,"
-                " updated_at=excluded.updated_at",
-                (sid, outcome, reason, ended_at, time.time()))
-            n += 1
-        conn.execute("INSERT INTO queue_file(name, inode, offset) VALUES (?,?,?) ON CONFLICT(name) DO UPDATE"
-                     " SET inode=excluded.inode, offset=excluded.offset", (QUEUE_FILE, st.st_ino, start + end))
-        _crash(CRASH_FOLD)
-        conn.execute("COMMIT")
-        return n
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+            n = 0
+            for sid, outcome, reason, ended_at in records:
+                prev = conn.execute("SELECT outcome, status FROM session_ends WHERE session_id=?", (sid,)).fetchone()
+                if prev is not None and prev[0] == "failure" and prev[1] not in ("queued", "running"):
+                    continue  # never re-ended after a failure (SessionTier._refuse_reending_a_failure)
+                conn.execute(
+                    "INSERT INTO session_ends(session_id, outcome, reason, ended_at, status, updated_at)"
+                    " VALUES (?,?,?,?,'queued',?) ON CONFLICT(session_id) DO UPDATE SET outcome=excluded.outcome,"
+                    " reason=excluded.reason, ended_at=excluded.ended_at, status='queued', run_id=NULL, result=NULL,"
+                    " updated_at=excluded.updated_at",
+                    (sid, outcome, reason, ended_at, time.time()))
+                n += 1
+            conn.execute("INSERT INTO queue_file(name, inode, offset) VALUES (?,?,?) ON CONFLICT(name) DO UPDATE"
+                         " SET inode=excluded.inode, offset=excluded.offset", (QUEUE_FILE, st.st_ino, start + end))
+            _crash(CRASH_FOLD)
+            conn.execute("COMMIT")
+            return n
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return 0
 
 
 def _record(line: bytes):

@@ -346,14 +346,22 @@ class SessionTier:
     def fold_queue_file(self) -> int:
         """Fold the session ends the light hook appended to ``queue.jsonl`` into the queue table
         (consolidate/fastpath.py); returns how many. Never raises: they are folded next time."""
-        if self.read_only:
+        if self.read_only or getattr(self._local, "folding", False):
             return 0
         from .fastpath import fold_queue_file
 
+        def session_for_end(sid: str) -> str:  # a resumed agent session's open part, as the full hook
+            from .hook_lifecycle import session_for_end as for_end
+
+            return for_end(self, sid)
+
+        self._local.folding = True  # session_for_end reads the tier: no fold inside the fold
         try:
-            return fold_queue_file(self.db, self.path.parent)
+            return fold_queue_file(self.db, self.path.parent, session_for_end)
         except (sqlite3.Error, OSError, ValueError):
             return 0
+        finally:
+            self._local.folding = False
 
     @property
     def read_only(self) -> bool:

@@ -207,3 +207,20 @@ def test_idle_run_light_path_imports_no_pipeline(tmp_path):
     assert out.returncode == 0, out.stderr
     loaded = out.stdout.strip().splitlines()[-1]
     assert "consolidate.pipeline" not in loaded and "consolidate.store" not in loaded and "argparse" not in loaded
+
+
+def test_a_resumed_session_ends_its_open_part(store):
+    """Start, end (light path), resume, end again (light path): the second end ends the resumed
+    part, as the full hook decides it (consolidate.hook_lifecycle.session_for_end)."""
+    start = {"session_id": "s1", "hook_event_name": "SessionStart", "source": "startup", "cwd": "/tmp"}
+    assert hook(store.path, start).returncode == 0
+    assert hook(store.path, end_payload("s1"), "--no-worker").returncode == 0
+    resumed = hook(store.path, {**start, "source": "resume"})
+    assert resumed.returncode == 0
+    part = resumed.stdout.split("this is session ")[1].split(".")[0]
+    assert part != "s1" and part.startswith("s1")
+    assert hook(store.path, end_payload("s1"), "--no-worker").returncode == 0
+    assert len(queue_lines(store)) == 2  # both ends went through the queue file
+    tier = Store(store.path, embedding="hash", project="p").sessions
+    assert tier.session_end(part)["status"] == "queued"
+    assert [r["session_id"] for r in tier.queued()] == ["s1", part]
