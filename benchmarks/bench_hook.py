@@ -111,9 +111,14 @@ def main() -> int:
     write_context_files(store)  # what SessionStart prints: the top 30 memories of the last run
 
     def session_start():
-        return run_cmd([CONSOLE, "hook", "--store", str(store)],
-                       stdin=json.dumps({"session_id": f"start{next(ids)}", "hook_event_name": "SessionStart",
+        """A session starts (timed) and ends (untimed), as sessions do: a session left without its end
+        would be recovered by the next SessionStart (hook_lifecycle), a cost of its own."""
+        sid = f"start{next(ids)}"
+        took = run_cmd([CONSOLE, "hook", "--store", str(store)],
+                       stdin=json.dumps({"session_id": sid, "hook_event_name": "SessionStart",
                                          "source": "startup", "cwd": str(tmp)}).encode())
+        run_cmd([CONSOLE, "hook", "--no-worker", "--store", str(store)], stdin=payload(sid, str(tmp)))
+        return took
 
     def hook(*extra, where=store):
         return lambda: run_cmd([CONSOLE, "hook", *extra, "--store", str(where)],

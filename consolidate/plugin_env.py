@@ -19,7 +19,7 @@ python-dotenv.
 from __future__ import annotations
 
 import os
-from typing import MutableMapping
+from collections.abc import MutableMapping  # not typing: this runs before every command, the hook included
 
 #: The options, as the plugin's userConfig keys; each is ``CONSOLIDATE_<KEY upper-cased>``.
 KEYS = ("store", "chroma_url", "project", "embedding", "judges")
