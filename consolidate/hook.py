@@ -236,7 +236,10 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
     sid = session_id_of(payload)
     try:
         if name in START_EVENTS:
+            header = team_context_header(store_path)  # team mode: a bounded fresh pull first
             text = recalled_context(store_path)
+            if header:
+                text = header + ("\n\n" + text if text else "")
             if sid:
                 sid = _session_for_start(store_path, sid, payload)
                 _record_start(store_path, sid, payload, agent, shown=text)
@@ -283,6 +286,17 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
     except Exception as exc:  # the hook never fails the agent
         log(store_path, f"error on {name} session={sid}: {type(exc).__name__}: {exc}")
     return 0, ""
+
+
+def team_context_header(store_path: Path) -> str:
+    """For a store in a team (``team.json``): pull the team's changes within a time bound and return
+    the header saying whether the context is fresh or the last pulled copy ('' otherwise; never
+    raises). A store not in a team imports nothing for this."""
+    if not (store_path / "team.json").exists():
+        return ""
+    from .team import context_header
+
+    return context_header(store_path)
 
 
 def _record_start(store_path: Path, sid: str, payload: dict[str, Any], agent: str | None, shown: str = "") -> None:

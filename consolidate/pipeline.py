@@ -146,6 +146,7 @@ def run_queue(store: Store, *, session_id: str | None = None, stale_after: float
     :func:`run_session`; a dry run claims nothing."""
     plans = []
     kwargs = _share_chain(store, kwargs)
+    team = _team_mode(store, kwargs)
     _requeue_waiting(store, session_id, kwargs)
     if not kwargs.get("dry_run") and any(store.sub("journal").glob("*.json")):
         # a crashed run first: its session must not be consolidated twice
@@ -154,6 +155,10 @@ def run_queue(store: Store, *, session_id: str | None = None, stale_after: float
         with store.lock(kwargs.get("lock_timeout", LOCK_TIMEOUT)):
             replay(store)
     rows = store.sessions.pending(session_id)
+    if team and rows:
+        from .team import pull_before_run
+
+        pull_before_run(store)  # the team's memories before any contradiction check (bounded)
     if kwargs.get("dry_run"):
         rows = sorted(rows + _partial_rows(store, session_id), key=lambda r: (r["ended_at"], r["session_id"]))
     for row in rows:
@@ -170,7 +175,16 @@ def run_queue(store: Store, *, session_id: str | None = None, stale_after: float
         except BaseException:
             store.sessions.release(claimed["session_id"])
             raise
+    if team:
+        from .team import push_after_run
+
+        push_after_run(store)  # failures stay in the outbox for the next run or `consolidate sync`
     return plans
+
+
+def _team_mode(store, kwargs: dict) -> bool:
+    """Whether this call pulls before and pushes after (a store in a team; not a dry run)."""
+    return not kwargs.get("dry_run") and store.sub("team.json").exists()
 
 
 def _requeue_waiting(store, session_id: str | None, kwargs: dict) -> list[str]:

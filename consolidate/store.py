@@ -77,7 +77,8 @@ class Store:
             private_umask()  # whatever this process writes to the store later (SQLite, Chroma) is private
         self.chroma_url = chroma_url or os.environ.get("CONSOLIDATE_CHROMA_URL") or None
         self._embedding = embedding or os.environ.get("CONSOLIDATE_EMBEDDING") or None
-        self.project = project or os.environ.get("CONSOLIDATE_PROJECT") or self.path.resolve().parent.name or "default"
+        self.project = (project or os.environ.get("CONSOLIDATE_PROJECT") or _team_project(self.path)
+                        or self.path.resolve().parent.name or "default")
         self._sessions: SessionTier | None = None
         self._longterm = None
         self._open_lock = threading.RLock()
@@ -241,6 +242,15 @@ class Store:
         if self._sessions is not None:
             self._sessions.close()
             self._sessions = None
+
+
+def _team_project(path: Path) -> str | None:
+    """The project of a store in a team (``team.json``, consolidate/team.py), else None."""
+    try:
+        data = json.loads((path / "team.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("project") if isinstance(data, dict) and isinstance(data.get("project"), str) else None
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -3,5 +3,6 @@ sub-parsers (with ``parents=[common]`` for the store options) and sets ``func`` 
 ``(args) -> exit code``. To add a command: write a module here and add its name to ``MODULES``."""
 
 MODULES = ("session", "workspace_cmd", "run", "read", "demo", "lifecycle", "eval_cmd", "judges_cmd", "mcp_cmd", "install_cmd", "memory_cmd",
+           "team_cmd",
            "review_cmd", "share_cmd",
            "transcripts_cmd")

@@ -64,6 +64,9 @@ def cmd_status(args) -> int:
         status["memories"] = store.longterm().counts()
         status["anchors"] = _anchor_counts(store)
     status["waiting"] = _waiting_status(store)
+    from ..team import status as team_status
+
+    status["team"] = team_status(store)
     if last:
         last["partial"] = last.get("status") == "partial"
     if args.json:
@@ -79,6 +82,11 @@ def cmd_status(args) -> int:
     print(f"queued session ends: {len(queued)}" + (f" ({', '.join(status['queued'][:10])})" if queued else ""))
     swn = status["sessions_with_notes"]
     print(f"sessions with notes: {len(swn)}" + (f" ({sum(swn.values())} notes)" if swn else ""))
+    if status["team"]:
+        from .team_cmd import team_lines
+
+        for line in team_lines(status["team"]):
+            print(line)
     w = status["waiting"]
     if w["notes"]:
         print(f"waiting for a judge: {w['notes']} notes in {len(w['sessions'])} sessions (partial runs); the first"

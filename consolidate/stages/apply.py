@@ -18,7 +18,8 @@ from ..faults import crash_point
 
 # The graph goes before Chroma: a graph file that cannot be read stops the run before the recall
 # index changes (the journal keeps the run for a replay once `consolidate doctor --repair` ran).
-STEPS = ("snapshot", "graph", "chroma", "anchors", "events", "notes_md", "context_md", "session_rows", "queue")
+STEPS = ("snapshot", "graph", "chroma", "anchors", "events", "outbox", "notes_md", "context_md", "session_rows",
+         "queue")
 #: How many memories ``memory/context.md`` (the SessionStart context) holds.
 CONTEXT_MEMORIES = 30
 
@@ -208,6 +209,8 @@ def _one_step(step, plan, store, writes, durable, touches_index, replayed) -> No
         _anchors(plan, store, durable)
     elif step == "events":
         _events(plan, store, writes, replayed)
+    elif step == "outbox":
+        _outbox(plan, store, writes)
     elif step == "notes_md" and writes:
         _notes_md(plan, store, writes)
     elif step == "context_md" and touches_index:
@@ -244,6 +247,14 @@ def _chroma(plan, store, durable) -> None:
             lt.delete([u.memory_id])
         if u.action == "tombstone":
             archive.tombstone(store, u.memory_id, u.reason, plan.run_id)
+
+
+def _outbox(plan, store, writes) -> None:
+    """Team mode (consolidate/team.py): the run's entry in the team outbox, pushed after the run."""
+    if store.sub("team.json").exists():
+        from ..team import write_outbox
+
+        write_outbox(plan, store, writes)
 
 
 def _anchors(plan, store, durable) -> None:

@@ -1,0 +1,520 @@
+"""Team memory on a Chroma server: the server side (imports chromadb; never on the session-end path).
+
+Server layout (one Chroma database per project, ``consolidate_<project>``; see consolidate/team.py
+and the README's "Team memory on a Chroma server")::
+
+    memories    id = memory id; statement, embedding, metadata (+ version, origin, updated_at)
+    edges       id = sha1(source, target, key); document = the edge and both ends' node attributes
+    tombstones  id = memory id; document = the reason
+    events      id = <run_id>:<seq>; document = the event line
+
+Collections other than ``memories`` hold no vectors worth searching: each record carries the
+one-dimensional embedding ``[1.0]`` (Chroma stores records with an embedding).
+
+Every write is an upsert by a deterministic id, so a push repeated after a crash or a timeout
+writes the same records again: nothing is applied twice. Network calls run in a worker thread with
+a deadline (Chroma's HTTP client has no timeout of its own); on timeout the caller goes on (a push
+stays in the outbox, a pull leaves the last pulled copy).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from . import team
+from .errors import ConfigError, ConsolidateError, EmbeddingMismatch, StoreError
+
+MEMORIES, EDGES, TOMBSTONES, EVENTS = "memories", "edges", "tombstones", "events"
+UNIT = [1.0]
+PAGE = 1000
+#: Status precedence when two machines changed one memory concurrently: the higher rank is kept.
+STATUS_RANK = {"quarantined": 0, "active": 1, "disputed": 2, "superseded": 3, "expired": 3,
+               "rejudged-out": 3, "archived": 3, "forgotten": 4, "deleted": 4}
+#: Metadata keys that are bookkeeping, not content (a change in them alone is not a change).
+BOOKKEEPING = ("version", "origin", "updated_at")
+
+
+class TeamError(StoreError):
+    """The team store could not be used (unreachable, refused the token, timed out)."""
+
+
+class TeamTimeout(TeamError):
+    """A team store call did not finish within its time bound."""
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:300]
+
+
+def explain(exc: BaseException, url: str) -> str:
+    """One line for a Chroma client error (never the token)."""
+    text = _one_line(exc)
+    name = type(exc).__name__
+    low = text.lower()
+    if "auth" in name.lower() or "401" in low or "403" in low or "unauthorized" in low or "forbidden" in low \
+            or "permission" in low:
+        return f"the team store at {url} refused the token (wrong or missing token, or no access to this project)"
+    if "could not connect" in low or "connect" in low and "refused" in low or "connecterror" in name.lower():
+        return f"the team store at {url} cannot be reached"
+    return f"the team store at {url} failed: {name}: {text}"
+
+
+def bounded(fn, seconds: float | None, what: str):
+    """``fn()`` in a daemon thread; its result, its exception, or TeamTimeout after ``seconds``."""
+    if not seconds:
+        return fn()
+    box: dict[str, Any] = {}
+
+    def target():
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            box["error"] = exc
+
+    t = threading.Thread(target=target, daemon=True, name=f"team-{what}")
+    t.start()
+    t.join(seconds)
+    if t.is_alive():
+        raise TeamTimeout(f"the team store did not answer the {what} within {seconds:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+class TeamClient:
+    """The project's collections on the team server. Raises ConfigError for a refused URL or token
+    file, TeamError (one line) when the server cannot be reached or refuses the token."""
+
+    def __init__(self, store, cfg: team.TeamConfig | None = None, *, create: bool = False):
+        self.store = store
+        self.cfg = cfg or team.load_config(store.path)
+        if self.cfg is None:
+            raise ConfigError(f"store {store.path} is not in a team: run `consolidate team init --chroma-url URL"
+                              " --project P` first")
+        token = team.read_token(self.cfg, store.path)
+        host, port, tls = team.check_url(self.cfg.url, token, self.cfg.insecure)
+        os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+        import chromadb
+        from chromadb.config import Settings
+
+        auth = {"chroma_client_auth_provider": "chromadb.auth.token_authn.TokenAuthClientProvider",
+                "chroma_client_auth_credentials": token} if token else {}
+        settings = Settings(anonymized_telemetry=False, **auth)
+        try:
+            if create:
+                admin = chromadb.AdminClient(Settings(anonymized_telemetry=False, chroma_api_impl="chromadb.api.fastapi.FastAPI",
+                                                      chroma_server_host=host, chroma_server_http_port=port,
+                                                      chroma_server_ssl_enabled=tls, **auth))
+                try:
+                    admin.get_database(self.cfg.database, tenant=self.cfg.tenant)
+                except Exception as exc:  # noqa: BLE001 - missing: create it (a refused token raises again)
+                    if "auth" in type(exc).__name__.lower():
+                        raise
+                    admin.create_database(self.cfg.database, tenant=self.cfg.tenant)
+            self.client = chromadb.HttpClient(host=host, port=port, ssl=tls, settings=settings,
+                                              tenant=self.cfg.tenant, database=self.cfg.database)
+            self.client.list_collections(limit=1)  # an authenticated call: a wrong token fails here
+        except ConsolidateError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise TeamError(explain(exc, self.cfg.url), path=self.cfg.url) from None
+        self._collections: dict[str, Any] = {}
+
+    def collection(self, name: str, embedding: dict | None = None):
+        if name not in self._collections:
+            meta = {"hnsw:space": "cosine" if name == MEMORIES else "l2"}
+            if name == MEMORIES and embedding:
+                meta.update(embedding)
+            self._collections[name] = self.client.get_or_create_collection(name, embedding_function=None, metadata=meta)
+        return self._collections[name]
+
+    def memories(self):
+        """The memories collection; raises EmbeddingMismatch when the team store was built with
+        another embedding function than this store's."""
+        ef = self.store.embedder()
+        col = self.collection(MEMORIES, {"embedding": ef.id, "dimension": ef.dimension})
+        built = (col.metadata or {}).get("embedding")
+        if built and built != ef.id:
+            raise EmbeddingMismatch(f"the team store {self.cfg.url} (project {self.cfg.project}) was built with"
+                                    f" embedding {built}, this store uses {ef.id}; use {built} (--embedding) for this store",
+                                    path=self.cfg.url, expected=built, found=ef.id)
+        return col
+
+
+def _get_all(col, include: list[str], where=None) -> list[dict[str, Any]]:
+    out, offset = [], 0
+    while True:
+        res = col.get(include=include, limit=PAGE, offset=offset, where=where)
+        ids = res["ids"]
+        docs = res.get("documents") or [None] * len(ids)
+        metas = res.get("metadatas") or [None] * len(ids)
+        out += [{"id": i, "document": d, "metadata": m} for i, d, m in zip(ids, docs, metas)]
+        if len(ids) < PAGE:
+            return out
+        offset += PAGE
+
+
+def _content(meta: dict | None, document: str | None) -> tuple:
+    meta = {k: v for k, v in (meta or {}).items() if k not in BOOKKEEPING}
+    return document, json.dumps(meta, sort_keys=True, ensure_ascii=False)
+
+
+def merge(server: dict, local: dict) -> dict:
+    """Metadata of one memory changed on two machines since their common version: the later
+    ``last_confirmed`` wins, then the status of higher rank (STATUS_RANK) is kept over it."""
+    newer, older = (local, server) if (local.get("last_confirmed") or "") >= (server.get("last_confirmed") or "") \
+        else (server, local)
+    out = {**older, **newer}
+    if STATUS_RANK.get(older.get("status"), 1) > STATUS_RANK.get(newer.get("status"), 1):
+        out["status"] = older["status"]
+        for key in ("superseded_by", "disputed_with"):
+            if key in older:
+                out[key] = older[key]
+    return out
+
+
+def edge_id(source: str, target: str, key: str) -> str:
+    return hashlib.sha1(f"{source}\x00{target}\x00{key}".encode()).hexdigest()
+
+
+def _edge_records(g, memory_ids: set[str]) -> list[dict[str, Any]]:
+    """Every graph edge touching ``memory_ids``, with both ends' node attributes."""
+    out = []
+    for mid in memory_ids:
+        if mid not in g:
+            continue
+        for u, v, k, attrs in list(g.out_edges(mid, keys=True, data=True)) + list(g.in_edges(mid, keys=True, data=True)):
+            doc = {"source": u, "target": v, "key": k, "attrs": attrs,
+                   "source_node": dict(g.nodes[u]), "target_node": dict(g.nodes[v])}
+            out.append({"id": edge_id(u, v, str(k)), "document": json.dumps(doc, ensure_ascii=False, sort_keys=True),
+                        "metadata": {"kind": str(attrs.get("kind") or k), "source": u, "target": v}})
+    return out
+
+
+# -- push ---------------------------------------------------------------------------------------
+def push(store, seconds: float | None = None) -> dict[str, Any]:
+    """Push every outbox entry, oldest first; each entry is deleted once the server took all its
+    writes. Returns ``{"ok", "pushed": [run ids], "memories", "events", "pending"}``. Raises TeamError
+    (one line) when the server cannot be used; what was not pushed stays in the outbox. A second
+    push running at the same time on this store leaves the work to the first (``skipped``)."""
+    import filelock
+
+    entries = team.pending(store)
+    if not entries:
+        return {"ok": True, "pushed": [], "memories": 0, "events": 0, "pending": 0}
+    lock = filelock.FileLock(str(store.sub("team", ".push.lock")))
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        return {"ok": True, "skipped": "another push is running", "pushed": [], "memories": 0, "events": 0,
+                "pending": len(entries)}
+    try:
+        _load_local_parts(store)
+        return bounded(lambda: _push(store, entries), seconds, "push")
+    finally:
+        lock.release()
+
+
+def _push(store, entries: list[Path]) -> dict[str, Any]:
+    from . import graph
+
+    client = TeamClient(store)
+    ledger = team.read_ledger(store)
+    pushed, n_memories, n_events = [], 0, 0
+    g = None
+    try:
+        for path in entries:
+            try:
+                entry = json.loads(path.read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                continue  # pushed by another process meanwhile
+            except (OSError, ValueError) as exc:
+                team.log(store, f"outbox entry {path.name} unreadable ({exc}); moved aside")
+                path.rename(path.with_suffix(".bad"))
+                continue
+            if entry.get("memories") or entry.get("removed"):
+                if g is None:
+                    g = graph.load(store.sub("graph"))
+                n_memories += _push_memories(client, store, entry, ledger, g)
+            if entry.get("tombstones"):
+                client.collection(TOMBSTONES).upsert(
+                    ids=list(entry["tombstones"]), embeddings=[UNIT] * len(entry["tombstones"]),
+                    documents=[f"tombstoned by run {entry['run_id']}"] * len(entry["tombstones"]),
+                    metadatas=[{"run_id": entry["run_id"], "origin": client.cfg.machine}] * len(entry["tombstones"]))
+                ledger["tombstones"] = sorted(set(ledger["tombstones"]) | set(entry["tombstones"]))
+            events = entry.get("events") or []
+            for i in range(0, len(events), PAGE):
+                chunk = events[i:i + PAGE]
+                client.collection(EVENTS).upsert(
+                    ids=[f"{e.get('run_id', entry['run_id'])}:{e.get('seq', j)}" for j, e in enumerate(chunk, i)],
+                    embeddings=[UNIT] * len(chunk), documents=[json.dumps(e, ensure_ascii=False) for e in chunk],
+                    metadatas=[{"event": str(e.get("event")), "run_id": entry["run_id"],
+                                "session_id": str(entry.get("session_id")), "origin": client.cfg.machine}
+                               for e in chunk])
+            n_events += len(events)
+            team.write_ledger(store, ledger)
+            path.unlink(missing_ok=True)  # only now: every write of the entry was taken
+            pushed.append(entry["run_id"])
+            team.log(store, f"pushed run {entry['run_id']} ({entry.get('outcome')}): {len(entry.get('memories') or [])}"
+                     f" memories, {len(entry.get('removed') or {})} removed, {len(events)} events")
+    except ConsolidateError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise TeamError(explain(exc, client.cfg.url), path=client.cfg.url) from None
+    finally:
+        if pushed:
+            team.update_state(store, last_push=team.now_iso(), last_push_runs=len(pushed), last_error=None)
+    return {"ok": True, "pushed": pushed, "memories": n_memories, "events": n_events, "pending": len(team.pending(store))}
+
+
+def _push_memories(client, store, entry: dict, ledger: dict, g) -> int:
+    col = client.memories()
+    lt = store.longterm()
+    ids = list(entry.get("memories") or [])
+    removed = dict(entry.get("removed") or {})
+    local = lt.get_with_embeddings(ids)
+    wanted = [i for i in ids if i in local] + [i for i in removed]
+    if not wanted:
+        return 0
+    written = 0
+    for attempt in range(3):  # Chroma has no compare-and-set: read back, merge again if overtaken
+        server = {r["id"]: r for r in _get(col, wanted, ["documents", "metadatas"])}
+        upserts, updates = [], []
+        for mid in wanted:
+            s = server.get(mid)
+            sv = int((s or {}).get("metadata", {}).get("version") or 0)
+            base = int(ledger["memories"].get(mid) or 0)
+            if mid in local:
+                doc, meta = local[mid]["document"], dict(local[mid]["metadata"] or {})
+            elif s is not None:
+                doc, meta = s["document"], {**s["metadata"], **removed[mid]}
+            else:
+                continue  # removed before it ever reached the team: nothing to tell
+            if s is not None and sv > base and _content(s["metadata"], s["document"]) != _content(meta, doc):
+                meta = merge(s["metadata"], meta)  # another machine changed it since this one saw it
+            if s is not None and _content(s["metadata"], s["document"]) == _content(meta, doc):
+                ledger["memories"][mid] = sv
+                continue  # the server has it already (a repeated push): no new version
+            meta = {**meta, "version": sv + 1, "origin": client.cfg.machine, "updated_at": team.now_iso()}
+            if mid in local:
+                upserts.append({"id": mid, "document": doc, "metadata": meta, "embedding": local[mid]["embedding"]})
+            else:
+                updates.append({"id": mid, "metadata": meta})
+        for i in range(0, len(upserts), PAGE):
+            chunk = upserts[i:i + PAGE]
+            col.upsert(ids=[r["id"] for r in chunk], documents=[r["document"] for r in chunk],
+                       metadatas=[r["metadata"] for r in chunk], embeddings=[r["embedding"] for r in chunk])
+        for i in range(0, len(updates), PAGE):
+            chunk = updates[i:i + PAGE]
+            col.update(ids=[r["id"] for r in chunk], metadatas=[r["metadata"] for r in chunk])
+        mine = {r["id"]: r["metadata"] for r in upserts + updates}
+        written += len(mine)
+        if not mine:
+            break
+        back = {r["id"]: r["metadata"] for r in _get(col, list(mine), ["metadatas"])}
+        overtaken = [mid for mid, meta in mine.items()
+                     if (back.get(mid) or {}).get("origin") != meta["origin"]
+                     or (back.get(mid) or {}).get("updated_at") != meta["updated_at"]]
+        for mid, meta in mine.items():
+            if mid not in overtaken:
+                ledger["memories"][mid] = meta["version"]
+        if not overtaken:
+            break
+        wanted = overtaken  # another writer came in between: merge with what it wrote
+        for mid in overtaken:
+            ledger["memories"][mid] = int((back.get(mid) or {}).get("version") or 0) - 1
+    edges = _edge_records(g, set(ids) | set(removed))
+    for i in range(0, len(edges), PAGE):
+        chunk = edges[i:i + PAGE]
+        client.collection(EDGES).upsert(ids=[e["id"] for e in chunk], documents=[e["document"] for e in chunk],
+                                        metadatas=[e["metadata"] for e in chunk], embeddings=[UNIT] * len(chunk))
+    ledger["edges"] = sorted(set(ledger["edges"]) | {e["id"] for e in edges})
+    return written
+
+
+def _get(col, ids: list[str], include: list[str]) -> list[dict[str, Any]]:
+    out = []
+    for i in range(0, len(ids), PAGE):
+        res = col.get(ids=ids[i:i + PAGE], include=include)
+        docs = res.get("documents") or [None] * len(res["ids"])
+        metas = res.get("metadatas") or [None] * len(res["ids"])
+        embs = res.get("embeddings") if "embeddings" in include else None
+        for j, mid in enumerate(res["ids"]):
+            row = {"id": mid, "document": docs[j], "metadata": metas[j] or {}}
+            if embs is not None:
+                row["embedding"] = [float(x) for x in embs[j]]
+            out.append(row)
+    return out
+
+
+# -- pull ---------------------------------------------------------------------------------------
+def pull(store, seconds: float | None = None, context: bool = False) -> dict[str, Any]:
+    """Bring the team's changes into the local index and graph: memories whose server version is not
+    the one this machine has, edges and tombstones it has not seen. The network part is bounded by
+    ``seconds``: on timeout (or an error) nothing local changes and ``{"ok": False, "timeout": bool,
+    "error"}`` is returned; the last pulled copy stays in use. Memories with unpushed local changes
+    (in the outbox) are not overwritten: their push merges them. ``context`` rewrites
+    ``memory/context.md`` even when nothing changed. Returns ``{"ok", "memories", "removed", "edges",
+    "tombstones", "seconds"}``."""
+    t0 = time.perf_counter()
+    ledger = team.read_ledger(store)
+    _load_local_parts(store)  # imports and the embedding model: local costs, outside the network bound
+    try:
+        fetched = bounded(lambda: _fetch(store, ledger), seconds, "pull")
+    except TeamTimeout as exc:
+        team.log(store, f"pull: {exc}; using the copy pulled at {team.read_state(store).get('last_pull')}")
+        return {"ok": False, "timeout": True, "error": str(exc)}
+    except ConsolidateError as exc:
+        team.log(store, f"pull failed: {exc}")
+        team.update_state(store, last_error=f"pull failed: {exc}", last_error_at=team.now_iso())
+        if isinstance(exc, (EmbeddingMismatch, ConfigError)):
+            raise
+        return {"ok": False, "timeout": False, "error": str(exc)}
+    result = _apply_pulled(store, fetched, ledger, context)
+    result["seconds"] = round(time.perf_counter() - t0, 3)
+    team.update_state(store, last_pull=team.now_iso(), last_pull_changes=result["memories"] + result["removed"])
+    return result
+
+
+def _load_local_parts(store) -> None:
+    """Import chromadb and load the store's embedding function before a time bound starts: the
+    bound is on waiting for the server, not on this machine's start-up."""
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    import chromadb  # noqa: F401
+    import chromadb.api.fastapi  # noqa: F401
+
+    store.embedder()
+
+
+def _fetch(store, ledger: dict) -> dict[str, Any]:
+    client = TeamClient(store)
+    try:
+        col = client.memories()
+        heads = _get_all(col, ["metadatas"])
+        changed = [r["id"] for r in heads if int((r["metadata"] or {}).get("version") or 0)
+                   != int(ledger["memories"].get(r["id"]) or -1)]
+        memories = _get(col, changed, ["documents", "metadatas", "embeddings"]) if changed else []
+        known_edges = set(ledger["edges"])
+        ecol = client.collection(EDGES)
+        new_edges = [i for i in _ids(ecol) if i not in known_edges]
+        edges = _get(ecol, new_edges, ["documents"]) if new_edges else []
+        tcol = client.collection(TOMBSTONES)
+        known_t = set(ledger["tombstones"])
+        tombstones = [r for r in _get_all(tcol, ["metadatas"]) if r["id"] not in known_t]
+    except ConsolidateError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise TeamError(explain(exc, client.cfg.url), path=client.cfg.url) from None
+    return {"memories": memories, "edges": edges, "tombstones": tombstones, "scope": client.cfg.project}
+
+
+def _ids(col) -> list[str]:
+    out, offset = [], 0
+    while True:
+        res = col.get(include=[], limit=PAGE * 5, offset=offset)
+        out += res["ids"]
+        if len(res["ids"]) < PAGE * 5:
+            return out
+        offset += PAGE * 5
+
+
+def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str, Any]:
+    from . import archive, graph
+    from .longterm import record_for  # noqa: F401 - the same flat metadata as a local write
+    from .stages.apply import write_context
+
+    mine = team.pending_memory_ids(store)
+    live, gone = [], []
+    for r in fetched["memories"]:
+        if r["id"] in mine:
+            continue  # a local change waits to be pushed: the push merges the two
+        (live if (r["metadata"] or {}).get("status") in team.LIVE_STATUSES else gone).append(r)
+    result = {"ok": True, "memories": len(live), "removed": len(gone), "edges": len(fetched["edges"]),
+              "tombstones": len(fetched["tombstones"])}
+    if not (live or gone or fetched["edges"] or fetched["tombstones"] or context):
+        return result
+    with store.lock(30):
+        lt = store.longterm()
+        if live:
+            lt.upsert([{"id": r["id"], "document": r["document"], "metadata": r["metadata"], "embedding": r["embedding"]}
+                       for r in live])
+        if gone:
+            for r in gone:
+                archive.save(store, r["id"], {"document": r["document"], "metadata": r["metadata"]},
+                             f"{r['metadata'].get('status')} on the team store", "team-pull")
+            lt.delete([r["id"] for r in gone])
+        for t in fetched["tombstones"]:
+            archive.tombstone(store, t["id"], "tombstoned on the team store", (t["metadata"] or {}).get("run_id") or "team")
+        if live or gone or fetched["edges"]:
+            folder = store.sub("graph")
+            g = graph.load(folder)
+            for r in live + gone:
+                m = r["metadata"] or {}
+                g.add_node(r["id"], **{**g.nodes.get(r["id"], {}), "kind": "memory", "type": m.get("type"),
+                                       "status": m.get("status"), "scope": m.get("scope"),
+                                       "statement": (r["document"] or "")[:300]})
+            for e in fetched["edges"]:
+                try:
+                    doc = json.loads(e["document"])
+                except (TypeError, ValueError):
+                    continue
+                for end in ("source", "target"):
+                    node = doc[end]
+                    attrs = doc.get(f"{end}_node") or {}
+                    if node in g:
+                        if g.nodes[node].get("kind") != "memory":
+                            g.nodes[node].update(attrs)
+                    else:
+                        g.add_node(node, **attrs)
+                g.add_edge(doc["source"], doc["target"], key=doc["key"], **(doc.get("attrs") or {}))
+            graph.save(g, folder)
+        for r in live + gone:
+            ledger["memories"][r["id"]] = int((r["metadata"] or {}).get("version") or 0)
+        ledger["edges"] = sorted(set(ledger["edges"]) | {e["id"] for e in fetched["edges"]})
+        ledger["tombstones"] = sorted(set(ledger["tombstones"]) | {t["id"] for t in fetched["tombstones"]})
+        team.write_ledger(store, ledger)
+        if live or gone or context:
+            write_context(store, store.project)
+    return result
+
+
+# -- init and status ----------------------------------------------------------------------------
+def init(store, url: str, project: str, *, tenant: str = "default_tenant", token_env: str | None = None,
+         token_file: str | None = None, insecure: bool = False) -> dict[str, Any]:
+    """Join ``store`` to the team store of ``project`` at ``url``: check the URL and the token, create
+    the project's database and collections when missing, check the embedding, write ``team.json``
+    (no token in it) and pull. Raises ConfigError or TeamError (one line); writes nothing then."""
+    if token_file:
+        team.check_token_file(Path(token_file).expanduser(), store.path)
+        token_file = str(Path(token_file).expanduser().resolve())
+    cfg = team.TeamConfig(url=url.rstrip("/"), project=project, tenant=tenant, token_env=token_env or team.TOKEN_ENV,
+                          token_file=token_file, insecure=insecure)
+    if store.chroma_url:
+        raise ConfigError("a team store keeps a local index and pushes to the server: drop --chroma-url"
+                          " (or $CONSOLIDATE_CHROMA_URL) for this store")
+    existing = team.load_config(store.path)
+    cfg.machine = existing.machine if existing else ""
+    client = bounded(lambda: TeamClient(store, cfg, create=True), 30, "connection")
+    bounded(lambda: [client.memories(), client.collection(EDGES), client.collection(TOMBSTONES),
+                     client.collection(EVENTS)], 30, "setup")
+    team.save_config(store.path, cfg)
+    pulled = pull(store, seconds=60, context=True)
+    return {"url": cfg.url, "project": cfg.project, "database": cfg.database, "machine": cfg.machine,
+            "token": "from $" + cfg.token_env if os.environ.get(cfg.token_env) else
+            ("from " + cfg.token_file if cfg.token_file else "none"), "pulled": pulled}
+
+
+def server_counts(store, seconds: float = 10) -> dict[str, int]:
+    """Records on the team store by collection (``sync --status``)."""
+    def count():
+        client = TeamClient(store)
+        return {name: client.collection(name).count() for name in (MEMORIES, EDGES, TOMBSTONES, EVENTS)}
+
+    return bounded(count, seconds, "status")

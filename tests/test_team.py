@@ -1,0 +1,322 @@
+"""Team memory on a Chroma server (issue 16): two store folders as two machines, each command in its
+own process (``python -m consolidate``), against a real ``chroma run`` on 127.0.0.1 (and, for token
+authentication, Chroma's own Python server with its token provider: ``chroma run`` 1.x has none)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from servers import wait_until_answers
+
+pytestmark = pytest.mark.chroma_server
+
+CONSOLIDATE = [sys.executable, "-m", "consolidate"]
+FAKE = Path(__file__).resolve().parent / "fake_cli"
+#: A keep-everything CLI judge that relates pairs by rule (tests/fake_cli/_common.py: relation).
+MODAL_JUDGE = f"cli:template:{shlex.quote(sys.executable)} {shlex.quote(str(FAKE / 'modal.py'))}"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ChromaServer:
+    """``chroma run`` on 127.0.0.1 with its data in ``folder``; ``stop()`` and ``start()`` again on
+    the same port and data (a server that goes away and comes back)."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = None
+
+    def start(self):
+        exe = shutil.which("chroma") or str(Path(sys.executable).with_name("chroma"))
+        self.log = open(self.folder / "chroma.log", "ab")
+        self.proc = subprocess.Popen([exe, "run", "--path", str(self.folder / "server-data"), "--host", "127.0.0.1",
+                                      "--port", str(self.port)], stdout=self.log, stderr=subprocess.STDOUT)
+        wait_until_answers(self.url + "/api/v2/heartbeat", self.proc, 60, "chroma run", self.folder / "chroma.log")
+        return self
+
+    def stop(self):
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+            self.proc = None
+            self.log.close()
+
+
+@pytest.fixture
+def server(tmp_path):
+    s = ChromaServer(tmp_path).start()
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def env(**extra) -> dict[str, str]:
+    out = {k: v for k, v in os.environ.items() if not k.startswith("CONSOLIDATE_")}
+    out.update({k: str(v) for k, v in extra.items()})
+    return out
+
+
+def cli(store: Path, *args, extra_env: dict | None = None, check: bool = True, timeout: float = 300,
+        stdin: str | None = None) -> subprocess.CompletedProcess:
+    """One consolidate command on one machine (a new process)."""
+    out = subprocess.run(CONSOLIDATE + [args[0], "--store", str(store), *args[1:]], capture_output=True, text=True,
+                         env=env(**(extra_env or {})), timeout=timeout, input=stdin)
+    if check:
+        assert out.returncode in (0, 75), f"{args}: {out.returncode}\n{out.stdout}\n{out.stderr}"
+    return out
+
+
+def machine(tmp_path: Path, name: str, url: str, project: str = "payments", embedding: str = "hash",
+            extra_env: dict | None = None) -> Path:
+    store = tmp_path / name / ".memofs"
+    out = cli(store, "team", "init", "--chroma-url", url, "--project", project, "--embedding", embedding,
+              extra_env=extra_env)
+    assert "team store: " + url in out.stdout
+    return store
+
+
+def session(store: Path, sid: str, *notes: str, judge: str = "noop", flag: bool = True, outcome: str = "success",
+            extra_env: dict | None = None) -> subprocess.CompletedProcess:
+    for text in notes:
+        cli(store, "note", "--session", sid, *(["--flag"] if flag else []), text, extra_env=extra_env)
+    cli(store, "end", "--session", sid, "--outcome", outcome, extra_env=extra_env)
+    return cli(store, "run", "--judge", judge, extra_env=extra_env)
+
+
+def server_records(url: str, database: str = "consolidate_payments", collection: str = "memories",
+                   headers: dict | None = None) -> list[dict]:
+    """Every record of a collection on the server, read with Chroma's own client in this process."""
+    import chromadb
+    from chromadb.config import Settings
+
+    host, port = url.rsplit(":", 1)
+    client = chromadb.HttpClient(host=host.split("//")[1], port=int(port), database=database,
+                                 settings=Settings(anonymized_telemetry=False))
+    try:
+        col = client.get_collection(collection)
+    except Exception:  # noqa: BLE001 - no such collection yet: no records
+        return []
+    res = col.get(include=["documents", "metadatas"])
+    return [{"id": i, "document": d, "metadata": m} for i, d, m in zip(res["ids"], res["documents"], res["metadatas"])]
+
+
+def graph_of(store: Path):
+    from consolidate import graph
+
+    return graph.load(store / "graph")
+
+
+def local_docs(store: Path, statuses=("active",)) -> list[str]:
+    out = cli(store, "recall", "--json", "-k", "1000", "--min-similarity", "-1", "--all", "anything")
+    return sorted(m["statement"] if "statement" in m else m["document"] for m in json.loads(out.stdout)
+                  if m.get("status", "active") in statuses)
+
+
+# -- a memory consolidated on A is recalled on B and is in B's graph ------------------------------------
+
+
+def test_memory_from_a_reaches_b_context_recall_and_graph(tmp_path, server):
+    a = machine(tmp_path, "a", server.url, embedding="minilm")
+    b = machine(tmp_path, "b", server.url, embedding="minilm")
+    text = "Run pnpm install --frozen-lockfile before tests; package.json pins pnpm 9"
+    out = session(a, "a1", text)
+    assert "graduated" in out.stdout
+    status_a = cli(a, "status").stdout
+    assert f"team store: {server.url} project payments" in status_a and "pending pushes: 0" in status_a
+    [record] = server_records(server.url)
+    assert record["document"] == text and record["metadata"]["version"] == 1
+    # B: the installed SessionStart hook, run as Claude Code runs it, pulls first and shows it
+    project = tmp_path / "b"
+    hook = subprocess.run(CONSOLIDATE + ["hook", "--store", str(b)], input=json.dumps(
+        {"session_id": "b1", "hook_event_name": "SessionStart", "cwd": str(project)}), capture_output=True, text=True,
+        env=env(), timeout=120)
+    assert hook.returncode == 0
+    assert "pulled from the team store just now" in hook.stdout and text in hook.stdout
+    hits = cli(b, "recall", "which package manager installs dependencies before the tests").stdout
+    assert hits.splitlines()[0].startswith(text)
+    g = graph_of(b)
+    mid = record["id"]
+    assert g.nodes[mid]["kind"] == "memory" and g.nodes[mid]["statement"] == text
+    assert g.has_edge(mid, "session:a1", key="derived_from") and g.nodes["session:a1"]["kind"] == "session"
+    assert g.has_edge(mid, "entity:package.json", key="mentions") and g.nodes["entity:package.json"]["kind"] == "entity"
+    assert g.has_edge(mid, "entity:pnpm", key="mentions")
+    # B pushes nothing back that it only pulled
+    assert cli(b, "sync").stdout.startswith("pushed 0 runs")
+    [again] = server_records(server.url)
+    assert again["metadata"]["version"] == 1
+
+
+# -- contradictions across machines: the same outcomes as on one machine ---------------------------------
+
+CASES = {
+    "supersede": ("Integration tests run against Postgres 15 in CI",
+                  "Integration tests run against Postgres 16 in CI now; 15 is gone"),
+    "reject": ("The user says the deploy window is Friday 18:00 UTC",
+               "The deploy window is Friday 20:00 UTC"),
+    "disputed": ("The API gateway timeout is 30 seconds for every route",
+                 "The API gateway timeout is 60 seconds for every route"),
+}
+JUDGE_ENV = {"FAKE_CLI_MODE": "keepall", "FAKE_CLI_RELATION": "auto"}
+
+
+def _outcome(store: Path) -> list[tuple[str, str]]:
+    out = cli(store, "recall", "--json", "-k", "50", "--min-similarity", "-1", "--all", "timeout window Postgres")
+    return sorted((m["statement"], m["status"]) for m in json.loads(out.stdout))
+
+
+def test_contradiction_across_machines_has_the_one_machine_outcomes(tmp_path, server):
+    solo = tmp_path / "solo" / ".memofs"
+    a = machine(tmp_path, "a", server.url, embedding="minilm", extra_env=JUDGE_ENV)
+    b = machine(tmp_path, "b", server.url, embedding="minilm", extra_env=JUDGE_ENV)
+    for name, (old, new) in CASES.items():
+        for first, second in ((solo, solo), (a, b)):  # one machine, then A and B
+            session(first, f"{name}-1", old, judge=MODAL_JUDGE, flag=False, extra_env=JUDGE_ENV)
+            session(second, f"{name}-2", new, judge=MODAL_JUDGE, flag=False, extra_env=JUDGE_ENV)
+    solo_outcome = _outcome(solo)
+    assert _outcome(b) == solo_outcome
+    cli(a, "sync")
+    assert _outcome(a) == solo_outcome
+    statuses = dict(solo_outcome)
+    assert statuses[CASES["supersede"][1]] == "active" and CASES["supersede"][0] not in statuses
+    assert statuses[CASES["reject"][0]] == "active" and CASES["reject"][1] not in statuses
+    assert statuses[CASES["disputed"][0]] == statuses[CASES["disputed"][1]] == "disputed"
+    # the team store says the same: the superseded entry is kept there with its status, for every machine
+    on_server = {r["document"]: r["metadata"]["status"] for r in server_records(server.url)}
+    assert on_server[CASES["supersede"][0]] == "superseded" and on_server[CASES["supersede"][1]] == "active"
+    assert on_server[CASES["disputed"][0]] == on_server[CASES["disputed"][1]] == "disputed"
+    assert CASES["reject"][1] not in on_server
+    # one graph: A sees B's supersedes edge
+    g = graph_of(a)
+    new_id = next(r["id"] for r in server_records(server.url) if r["document"] == CASES["supersede"][1])
+    old_id = next(r["id"] for r in server_records(server.url) if r["document"] == CASES["supersede"][0])
+    assert g.has_edge(new_id, old_id, key="supersedes") and g.nodes[old_id]["status"] == "superseded"
+
+
+# -- A and B apply at the same time, 20 times -----------------------------------------------------------
+
+MACHINE_LOOP = r"""
+import sys, time
+from consolidate import Store
+from consolidate.pipeline import run_queue
+name, path, rounds, start_at = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+store = Store(path)
+for i in range(rounds):
+    while time.time() < start_at + i * 1.5:
+        time.sleep(0.01)
+    sid = f"{name}-{i}"
+    store.sessions.add_note(sid, f"Machine {name} round {i}: the build of service {name}{i} takes {100 + i} seconds", flag=True, kind="fact")
+    store.sessions.add_note(sid, f"Shared round {i}: the cache of job {i} lives in .cache/job-{i}", flag=True, kind="fact")
+    store.sessions.end(sid, "success")
+    run_queue(store, judges=["noop"])
+print("done", name)
+"""
+
+
+def test_two_machines_apply_at_the_same_time_twenty_times(tmp_path, server):
+    a = machine(tmp_path, "a", server.url)
+    b = machine(tmp_path, "b", server.url)
+    rounds = 20
+    start_at = time.time() + 8
+    procs = [subprocess.Popen([sys.executable, "-c", MACHINE_LOOP, name, str(store), str(rounds), str(start_at)],
+                              env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for name, store in (("A", a), ("B", b))]
+    for p in procs:
+        out, err = p.communicate(timeout=900)
+        assert p.returncode == 0, err
+    for store in (a, b):
+        cli(store, "sync")
+    for store in (a, b):
+        cli(store, "sync")  # the second pulls what the other pushed after the first
+    records = server_records(server.url)
+    docs = [r["document"] for r in records]
+    expected = {f"Machine {n} round {i}: the build of service {n}{i} takes {100 + i} seconds"
+                for n in "AB" for i in range(rounds)} | {f"Shared round {i}: the cache of job {i} lives in .cache/job-{i}"
+                                                         for i in range(rounds)}
+    assert len(docs) == len(set(docs)) == len(expected) and set(docs) == expected  # nothing lost, nothing twice
+    assert all(r["metadata"]["status"] == "active" for r in records)
+    events = [json.loads(r["document"]) for r in server_records(server.url, collection="events")]
+    applied = sorted(e["session_id"] for e in events if e["event"] == "run.applied")
+    assert applied == sorted(f"{n}-{i}" for n in "AB" for i in range(rounds))
+    for store in (a, b):
+        assert set(local_docs(store)) == expected
+        assert not list((store / "team" / "outbox").glob("*.json"))
+
+
+# -- outcome gating ---------------------------------------------------------------------------------------
+
+
+def test_aborted_session_sends_nothing_and_failed_only_its_failure_event(tmp_path, server):
+    a = machine(tmp_path, "a", server.url)
+    session(a, "gone", "The release branch is cut on Mondays at 09:00", outcome="aborted")
+    assert server_records(server.url) == [] and server_records(server.url, collection="events") == []
+    assert not list((a / "team" / "outbox").glob("*.json"))
+    session(a, "broken", "Deploys need the VPN profile corp-2 to reach the cluster", outcome="failure")
+    assert server_records(server.url) == []
+    events = [json.loads(r["document"]) for r in server_records(server.url, collection="events")]
+    assert [(e["event"], e["session_id"]) for e in events] == [("session.failed", "broken")]
+    assert server_records(server.url, collection="edges") == []
+    session(a, "fine", "The release branch is cut on Tuesdays at 09:00")
+    events = [json.loads(r["document"]) for r in server_records(server.url, collection="events")]
+    assert {e["session_id"] for e in events if e["event"] == "run.applied"} == {"fine"}
+
+
+# -- the server goes away during A's work and comes back ------------------------------------------------
+
+
+def test_server_down_run_completes_locally_and_one_sync_pushes_exactly_once(tmp_path, server):
+    a = machine(tmp_path, "a", server.url)
+    b = machine(tmp_path, "b", server.url)
+    session(b, "b0", "The staging cluster runs in eu-west-1")
+    hook_start = lambda store: subprocess.run(CONSOLIDATE + ["hook", "--store", str(store)], input=json.dumps(
+        {"session_id": "s", "hook_event_name": "SessionStart", "cwd": str(tmp_path)}), capture_output=True, text=True,
+        env=env(CONSOLIDATE_TEAM_PULL_SECONDS=2), timeout=120)
+    assert "The staging cluster runs in eu-west-1" in hook_start(a).stdout
+    server.stop()
+    out = session(a, "a1", "The nightly job rebuilds the search index at 03:00 UTC")
+    assert out.returncode == 0 and "graduated" in out.stdout  # the run completed locally
+    assert local_docs(a) == sorted(["The nightly job rebuilds the search index at 03:00 UTC",
+                                    "The staging cluster runs in eu-west-1"])
+    assert len(list((a / "team" / "outbox").glob("*.json"))) == 1
+    status = cli(a, "status").stdout
+    assert "pending pushes: 1" in status and "last team error: push failed" in status
+    # SessionStart with the server down: the last pulled copy, and the header says so
+    shown = hook_start(a).stdout
+    assert "the team store was not reached" in shown and "memories as last pulled at" in shown
+    assert "The staging cluster runs in eu-west-1" in shown
+    bad = cli(a, "sync", check=False)
+    assert bad.returncode == 4 and bad.stderr.count("\n") == 1 and "cannot be reached" in bad.stderr
+    server.start()
+    synced = cli(a, "sync")
+    assert synced.stdout.startswith("pushed 1 runs (1 memories")
+    assert cli(a, "sync").stdout.startswith("pushed 0 runs")
+    records = server_records(server.url)
+    assert sorted(r["document"] for r in records) == sorted(["The nightly job rebuilds the search index at 03:00 UTC",
+                                                            "The staging cluster runs in eu-west-1"])
+    assert all(r["metadata"]["version"] == 1 for r in records)
+    events = [json.loads(r["document"]) for r in server_records(server.url, collection="events")]
+    assert sorted(e["session_id"] for e in events if e["event"] == "run.applied") == ["a1", "b0"]
+    assert "pending pushes: 0" in cli(a, "sync", "--status").stdout
+    cli(b, "sync")
+    assert "The nightly job rebuilds the search index at 03:00 UTC" in local_docs(b)
