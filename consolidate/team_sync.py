@@ -185,17 +185,18 @@ def edge_id(source: str, target: str, key: str) -> str:
 
 
 def _edge_records(g, memory_ids: set[str]) -> list[dict[str, Any]]:
-    """Every graph edge touching ``memory_ids``, with both ends' node attributes."""
-    out = []
+    """Every graph edge touching ``memory_ids``, with both ends' node attributes (each edge once)."""
+    out: dict[str, dict[str, Any]] = {}
     for mid in memory_ids:
         if mid not in g:
             continue
         for u, v, k, attrs in list(g.out_edges(mid, keys=True, data=True)) + list(g.in_edges(mid, keys=True, data=True)):
             doc = {"source": u, "target": v, "key": k, "attrs": attrs,
                    "source_node": dict(g.nodes[u]), "target_node": dict(g.nodes[v])}
-            out.append({"id": edge_id(u, v, str(k)), "document": json.dumps(doc, ensure_ascii=False, sort_keys=True),
-                        "metadata": {"kind": str(attrs.get("kind") or k), "source": u, "target": v}})
-    return out
+            out[edge_id(u, v, str(k))] = {"id": edge_id(u, v, str(k)),
+                                          "document": json.dumps(doc, ensure_ascii=False, sort_keys=True),
+                                          "metadata": {"kind": str(attrs.get("kind") or k), "source": u, "target": v}}
+    return list(out.values())
 
 
 # -- push ---------------------------------------------------------------------------------------

@@ -98,9 +98,10 @@ def machine(tmp_path: Path, name: str, url: str, project: str = "payments", embe
 
 
 def session(store: Path, sid: str, *notes: str, judge: str = "noop", flag: bool = True, outcome: str = "success",
-            extra_env: dict | None = None) -> subprocess.CompletedProcess:
+            extra_env: dict | None = None, kind: str | None = None) -> subprocess.CompletedProcess:
     for text in notes:
-        cli(store, "note", "--session", sid, *(["--flag"] if flag else []), text, extra_env=extra_env)
+        cli(store, "note", "--session", sid, *(["--flag"] if flag else []), *(["--kind", kind] if kind else []), text,
+            extra_env=extra_env)
     cli(store, "end", "--session", sid, "--outcome", outcome, extra_env=extra_env)
     return cli(store, "run", "--judge", judge, extra_env=extra_env)
 
@@ -170,19 +171,19 @@ def test_memory_from_a_reaches_b_context_recall_and_graph(tmp_path, server):
 
 # -- contradictions across machines: the same outcomes as on one machine ---------------------------------
 
-CASES = {
+CASES = {  # name: (old statement, new statement, the old note flagged, kind of both notes)
     "supersede": ("Integration tests run against Postgres 15 in CI",
-                  "Integration tests run against Postgres 16 in CI now; 15 is gone"),
-    "reject": ("The user says the deploy window is Friday 18:00 UTC",
-               "The deploy window is Friday 20:00 UTC"),
+                  "Integration tests run against Postgres 16 in CI now; 15 is gone", False, None),
+    # a flagged preference is the user's word (user-stated); a judged note is credited observed at most
+    "reject": ("Deploys go out on Friday at 18:00 UTC", "Deploys go out on Friday at 20:00 UTC", True, "preference"),
     "disputed": ("The API gateway timeout is 30 seconds for every route",
-                 "The API gateway timeout is 60 seconds for every route"),
+                 "The API gateway timeout is 60 seconds for every route", False, None),
 }
 JUDGE_ENV = {"FAKE_CLI_MODE": "keepall", "FAKE_CLI_RELATION": "auto"}
 
 
 def _outcome(store: Path) -> list[tuple[str, str]]:
-    out = cli(store, "recall", "--json", "-k", "50", "--min-similarity", "-1", "--all", "timeout window Postgres")
+    out = cli(store, "recall", "--json", "-k", "50", "--min-similarity", "-1", "--all", "timeout deploys Postgres")
     return sorted((m["statement"], m["status"]) for m in json.loads(out.stdout))
 
 
@@ -190,12 +191,13 @@ def test_contradiction_across_machines_has_the_one_machine_outcomes(tmp_path, se
     solo = tmp_path / "solo" / ".memofs"
     a = machine(tmp_path, "a", server.url, embedding="minilm", extra_env=JUDGE_ENV)
     b = machine(tmp_path, "b", server.url, embedding="minilm", extra_env=JUDGE_ENV)
-    for name, (old, new) in CASES.items():
+    for name, (old, new, old_flagged, kind) in CASES.items():
         for first, second in ((solo, solo), (a, b)):  # one machine, then A and B
-            session(first, f"{name}-1", old, judge=MODAL_JUDGE, flag=False, extra_env=JUDGE_ENV)
-            session(second, f"{name}-2", new, judge=MODAL_JUDGE, flag=False, extra_env=JUDGE_ENV)
+            session(first, f"{name}-1", old, judge=MODAL_JUDGE, flag=old_flagged, kind=kind, extra_env=JUDGE_ENV)
+            session(second, f"{name}-2", new, judge=MODAL_JUDGE, flag=False, kind=kind, extra_env=JUDGE_ENV)
     solo_outcome = _outcome(solo)
     assert _outcome(b) == solo_outcome
+    assert not list((b / "team" / "outbox").glob("*.json")), (b / "logs" / "team.log").read_text()
     cli(a, "sync")
     assert _outcome(a) == solo_outcome
     statuses = dict(solo_outcome)
