@@ -401,7 +401,7 @@ def _fetch(store, ledger: dict) -> dict[str, Any]:
         heads = _get_all(col, ["metadatas"])
         changed = [r["id"] for r in heads if int((r["metadata"] or {}).get("version") or 0)
                    != int(ledger["memories"].get(r["id"]) or -1)]
-        memories = _get(col, changed, ["documents", "metadatas", "embeddings"]) if changed else []
+        memories = _get_with_embeddings(store, col, changed) if changed else []
         known_edges = set(ledger["edges"])
         ecol = client.collection(EDGES)
         new_edges = [i for i in _ids(ecol) if i not in known_edges]
@@ -414,6 +414,22 @@ def _fetch(store, ledger: dict) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001
         raise TeamError(explain(exc, client.cfg.url), path=client.cfg.url) from None
     return {"memories": memories, "edges": edges, "tombstones": tombstones, "scope": client.cfg.project}
+
+
+def _get_with_embeddings(store, col, ids: list[str]) -> list[dict[str, Any]]:
+    """Records with their embeddings. Chroma's Python server (1.5.9) fails to send embeddings back
+    (``'list' object has no attribute 'tolist'``): then the documents are embedded here with the
+    store's embedding function, the one the team collection was built with (checked by
+    :meth:`TeamClient.memories`), so the vectors are the ones the server holds."""
+    try:
+        return _get(col, ids, ["documents", "metadatas", "embeddings"])
+    except Exception as exc:  # noqa: BLE001
+        if "tolist" not in str(exc):
+            raise
+    rows = _get(col, ids, ["documents", "metadatas"])
+    for row, vec in zip(rows, store.embedder().embed([r["document"] or "" for r in rows]) if rows else []):
+        row["embedding"] = [float(x) for x in vec]
+    return rows
 
 
 def _ids(col) -> list[str]:

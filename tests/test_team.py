@@ -79,10 +79,10 @@ def env(**extra) -> dict[str, str]:
 
 
 def cli(store: Path, *args, extra_env: dict | None = None, check: bool = True, timeout: float = 300,
-        stdin: str | None = None) -> subprocess.CompletedProcess:
+        stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """One consolidate command on one machine (a new process)."""
     out = subprocess.run(CONSOLIDATE + [args[0], "--store", str(store), *args[1:]], capture_output=True, text=True,
-                         env=env(**(extra_env or {})), timeout=timeout, input=stdin)
+                         env=env(**(extra_env or {})), timeout=timeout, input=stdin, cwd=cwd)
     if check:
         assert out.returncode in (0, 75), f"{args}: {out.returncode}\n{out.stdout}\n{out.stderr}"
     return out
@@ -322,3 +322,150 @@ def test_server_down_run_completes_locally_and_one_sync_pushes_exactly_once(tmp_
     assert "pending pushes: 0" in cli(a, "sync", "--status").stdout
     cli(b, "sync")
     assert "The nightly job rebuilds the search index at 03:00 UTC" in local_docs(b)
+
+
+# -- only the team gets in --------------------------------------------------------------------------------
+
+
+class AuthServer:
+    """Chroma's Python server (``uvicorn chromadb.app:app``) with Chroma's token authentication and
+    consolidate's per-database authorization: ``chroma run`` (the Rust server of Chroma 1.x) has no
+    authentication of its own. ``tokens``: {project: token}, each bound to its project's database."""
+
+    def __init__(self, folder: Path, tokens: dict[str, str]):
+        import secrets
+
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        users = "users:\n" + "".join(
+            f"  - id: {project}\n    tenant: default_tenant\n    databases: [\"consolidate_{project}\"]\n"
+            f"    tokens: [\"{token}\"]\n" for project, token in tokens.items())
+        creds = folder / "server-users.yaml"
+        creds.write_text(users)
+        creds.chmod(0o600)
+        self.log_path = folder / "auth-server.log"
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "chromadb.app:app", "--host", "127.0.0.1", "--port", str(self.port)],
+            stdout=self.log, stderr=subprocess.STDOUT, cwd=folder,
+            env={**env(), "IS_PERSISTENT": "TRUE", "PERSIST_DIRECTORY": str(folder / "auth-data"),
+                 "ANONYMIZED_TELEMETRY": "False",
+                 "CHROMA_SERVER_AUTHN_PROVIDER": "chromadb.auth.token_authn.TokenAuthenticationServerProvider",
+                 "CHROMA_SERVER_AUTHN_CREDENTIALS_FILE": str(creds),
+                 "CHROMA_SERVER_AUTHZ_PROVIDER": "consolidate.chroma_authz.DatabaseAuthorizationProvider",
+                 "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+        self.secrets = secrets
+        wait_until_answers(self.url + "/api/v2/heartbeat", self.proc, 90, "chroma server with token auth", self.log_path)
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+def _records_with_token(url: str, token: str, database: str, collection: str = "memories") -> list[str]:
+    import chromadb
+    from chromadb.config import Settings
+
+    client = chromadb.HttpClient(host="127.0.0.1", port=int(url.rsplit(":", 1)[1]), database=database,
+                                 settings=Settings(anonymized_telemetry=False,
+                                                   chroma_client_auth_provider="chromadb.auth.token_authn.TokenAuthClientProvider",
+                                                   chroma_client_auth_credentials=token))
+    return client.get_collection(collection).get()["documents"]
+
+
+def test_token_auth_wrong_or_missing_token_and_project_isolation(tmp_path):
+    import secrets
+
+    tokens = {"payments": "ck-" + secrets.token_hex(16), "search": "ck-" + secrets.token_hex(16)}
+    srv = AuthServer(tmp_path, tokens)
+    try:
+        good = {"CONSOLIDATE_TEAM_TOKEN": tokens["payments"]}
+        a = machine(tmp_path, "a", srv.url, extra_env=good)
+        session(a, "a1", "Card refunds go through the refunds-v2 queue", extra_env=good)
+        assert _records_with_token(srv.url, tokens["payments"], "consolidate_payments") == [
+            "Card refunds go through the refunds-v2 queue"]
+        # a wrong or missing token: one clear line, exit 4, and B stays out of the team
+        b = tmp_path / "b" / ".memofs"
+        for bad in ({"CONSOLIDATE_TEAM_TOKEN": "ck-" + secrets.token_hex(16)}, {}):
+            out = cli(b, "team", "init", "--chroma-url", srv.url, "--project", "payments", "--embedding", "hash",
+                      extra_env=bad, check=False)
+            assert out.returncode == 4 and out.stderr.count("\n") == 1, out.stderr
+            assert "refused the token" in out.stderr and "Traceback" not in out.stderr
+            assert not (b / "team.json").exists()
+        # A with a wrong token: the run completes locally, nothing reaches the server, the push waits
+        wrong = {"CONSOLIDATE_TEAM_TOKEN": "ck-" + secrets.token_hex(16)}
+        out = session(a, "a2", "Refund webhooks retry 5 times with backoff", extra_env=wrong)
+        assert "graduated" in out.stdout
+        assert len(_records_with_token(srv.url, tokens["payments"], "consolidate_payments")) == 1
+        status = cli(a, "status", extra_env=wrong).stdout
+        assert "pending pushes: 1" in status and "refused the token" in status
+        assert cli(a, "sync", extra_env=good).stdout.startswith("pushed 1 runs")
+        assert len(_records_with_token(srv.url, tokens["payments"], "consolidate_payments")) == 2
+        # the token from a file: refused while others can read it, used once it is 0600
+        token_file = tmp_path / "secrets" / "team-token"
+        token_file.parent.mkdir()
+        token_file.write_text(tokens["payments"] + "\n")
+        token_file.chmod(0o644)
+        out = cli(b, "team", "init", "--chroma-url", srv.url, "--project", "payments", "--embedding", "hash",
+                  "--token-file", str(token_file), check=False)
+        assert out.returncode == 2 and "readable by others" in out.stderr and not (b / "team.json").exists()
+        token_file.chmod(0o600)
+        cli(b, "team", "init", "--chroma-url", srv.url, "--project", "payments", "--embedding", "hash",
+            "--token-file", str(token_file))
+        assert set(local_docs(b)) == {"Card refunds go through the refunds-v2 queue",
+                                      "Refund webhooks retry 5 times with backoff"}
+        # project isolation: payments' token cannot open search's database; search's store sees none of payments
+        c = tmp_path / "c" / ".memofs"
+        out = cli(c, "team", "init", "--chroma-url", srv.url, "--project", "search", "--embedding", "hash",
+                  extra_env=good, check=False)
+        assert out.returncode == 4 and "refused the token" in out.stderr
+        other = {"CONSOLIDATE_TEAM_TOKEN": tokens["search"]}
+        cli(c, "team", "init", "--chroma-url", srv.url, "--project", "search", "--embedding", "hash", extra_env=other)
+        session(c, "c1", "The search index is rebuilt from Postgres every hour", extra_env=other)
+        assert local_docs(c) == ["The search index is rebuilt from Postgres every hour"]
+        with pytest.raises(Exception, match="(?i)forbidden"):
+            _records_with_token(srv.url, tokens["search"], "consolidate_payments")
+        with pytest.raises(Exception, match="(?i)forbidden"):
+            _records_with_token(srv.url, tokens["payments"], "consolidate_search")
+        assert "The search index is rebuilt from Postgres every hour" not in _records_with_token(
+            srv.url, tokens["payments"], "consolidate_payments")
+        # the installed hook command carries no token, and its SessionStart works with the token in the environment
+        project = tmp_path / "a"
+        cli(a, "install-hook", "claude-code", extra_env=good, cwd=project)
+        settings = project / ".claude" / "settings.json"
+        assert "hook --store" in settings.read_text()
+        shown = subprocess.run(CONSOLIDATE + ["hook", "--store", str(a)], input=json.dumps(
+            {"session_id": "a3", "hook_event_name": "SessionStart", "cwd": str(project)}), capture_output=True,
+            text=True, env=env(**good), timeout=120).stdout
+        assert "pulled from the team store just now" in shown
+        # the token is in no file of any store folder (logs included) and in no hook command
+        for folder in (a, b, c, settings.parent):
+            for path in folder.rglob("*"):
+                if path.is_file():
+                    data = path.read_bytes()
+                    for token in tokens.values():
+                        assert token.encode() not in data, f"token found in {path}"
+    finally:
+        srv.stop()
+
+
+def test_insecure_urls_are_refused_without_the_flag(tmp_path):
+    store = tmp_path / ".memofs"
+    for url, token, why in (("http://10.1.2.3:8000", "ck-x", "plain http on a non-loopback address"),
+                            ("https://chroma.example:8000", None, "no team token"),
+                            ("ftp://chroma.example", "ck-x", "bad team server URL")):
+        extra = {"CONSOLIDATE_TEAM_TOKEN": token} if token else {}
+        out = cli(store, "team", "init", "--chroma-url", url, "--project", "p", "--embedding", "hash",
+                  extra_env=extra, check=False)
+        assert out.returncode == 2 and out.stderr.count("\n") == 1 and why in out.stderr, out.stderr
+        assert not (store / "team.json").exists()
+    from consolidate.team import check_url
+
+    assert check_url("http://10.1.2.3:8000", None, insecure=True) == ("10.1.2.3", 8000, False)
+    assert check_url("http://localhost:8000", None, insecure=False) == ("localhost", 8000, False)
+    assert check_url("http://[::1]:9000", None, insecure=False)[1] == 9000
+    assert check_url("https://chroma.example", "ck-x", insecure=False) == ("chroma.example", 443, True)

@@ -33,7 +33,7 @@ def cmd_team_init(args) -> int:
     pulled = done["pulled"]
     print(f"team store: {done['url']} project {done['project']} (database {done['database']}); token {done['token']}")
     print(f"this store ({store.path}) pushes each applied run and pulls at session start and before each run;"
-          f" pulled {pulled.get('memories', 0)} memories")
+          + (f" pulled {pulled.get('memories', 0)} memories" if pulled.get("ok") else f" pull: {pulled.get('error')}"))
     return 0
 
 
