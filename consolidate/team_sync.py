@@ -29,6 +29,7 @@ from typing import Any
 
 from . import team
 from .errors import ConfigError, ConsolidateError, EmbeddingMismatch, StoreError
+from .faults import crash_point
 
 MEMORIES, EDGES, TOMBSTONES, EVENTS = "memories", "edges", "tombstones", "events"
 UNIT = [1.0]
@@ -261,6 +262,7 @@ def _push(store, entries: list[Path]) -> dict[str, Any]:
                                for e in chunk])
             n_events += len(events)
             team.write_ledger(store, ledger)
+            crash_point("team:push")  # tests: killed after the server took the writes, before the entry went
             path.unlink(missing_ok=True)  # only now: every write of the entry was taken
             pushed.append(entry["run_id"])
             team.log(store, f"pushed run {entry['run_id']} ({entry.get('outcome')}): {len(entry.get('memories') or [])}"

@@ -469,3 +469,25 @@ def test_insecure_urls_are_refused_without_the_flag(tmp_path):
     assert check_url("http://localhost:8000", None, insecure=False) == ("localhost", 8000, False)
     assert check_url("http://[::1]:9000", None, insecure=False)[1] == 9000
     assert check_url("https://chroma.example", "ck-x", insecure=False) == ("chroma.example", 443, True)
+
+
+@pytest.mark.parametrize("point", ["apply:events", "apply:outbox", "team:push"])
+def test_a_run_killed_before_or_during_its_push_pushes_exactly_once(tmp_path, server, point):
+    """SIGKILL before the outbox entry is written (the journal replays it), after it (the next run
+    pushes it) and after the server took the writes but before the entry was removed (pushed again:
+    the same records, no second version, no second event)."""
+    a = machine(tmp_path, "a", server.url)
+    for text in ("Feature flags live in config/flags.yaml", "The billing service owns the invoices table"):
+        cli(a, "note", "--session", "k1", "--flag", text)
+    cli(a, "end", "--session", "k1", "--outcome", "success")
+    crashed = cli(a, "run", "--judge", "noop", extra_env={"CONSOLIDATE_CRASH_AT": point}, check=False)
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-500:]
+    cli(a, "run", "--judge", "noop")
+    assert cli(a, "sync").stdout.startswith("pushed 0 runs")
+    records = server_records(server.url)
+    assert sorted(r["document"] for r in records) == ["Feature flags live in config/flags.yaml",
+                                                      "The billing service owns the invoices table"]
+    assert [r["metadata"]["version"] for r in records] == [1, 1]
+    events = [json.loads(r["document"]) for r in server_records(server.url, collection="events")]
+    assert [e["session_id"] for e in events if e["event"] == "run.applied"] == ["k1"]
+    assert len([e for e in events if e["event"] == "memory.written"]) == 2
