@@ -367,27 +367,47 @@ def _one_line(exc: BaseException) -> str:
 
 def context_header(store_path: Path) -> str:
     """SessionStart in team mode: pull within START_PULL_SECONDS, rewrite the context, and return the
-    header line saying where the memories come from ('' for a store not in a team). Never raises."""
+    header line saying where the memories come from ('' for a store not in a team). Never raises.
+
+    The team store's clock is read first over HTTP with the standard library
+    (consolidate/team_http.py): when it equals the one of the last pull, or the server cannot be
+    reached, chromadb is never imported."""
     from .store import Store
 
     try:
-        if load_config(store_path) is None:
+        cfg = load_config(store_path)
+        if cfg is None:
             return ""
         store = Store(store_path, create=False)
+        token = read_token(cfg, store_path)
+        check_url(cfg.url, token, cfg.insecure)
     except Exception as exc:  # noqa: BLE001
         return f"(team memory: not read: {_one_line(exc)})"
     seconds = pull_seconds(START_PULL_SECONDS)
+    t0 = time.monotonic()
+    result: dict[str, Any]
     try:
-        from .team_sync import pull
+        from .team_http import Unreachable, clock
 
-        result = pull(store, seconds=seconds, context=True)
+        try:
+            now = clock(cfg, token, seconds)
+        except Unreachable as exc:
+            result = {"ok": False, "timeout": exc.timeout, "error": str(exc)}
+            log(store, f"sessionstart: {exc}; the last pulled copy is shown")
+        else:
+            if now is not None and now == read_ledger(store).get("clock") and not pending(store):
+                update_state(store, last_pull=now_iso())
+                result = {"ok": True}
+            else:
+                from .team_sync import pull
+
+                result = pull(store, seconds=max(0.5, seconds - (time.monotonic() - t0)), context=True)
     except Exception as exc:  # noqa: BLE001
         result = {"ok": False, "error": _one_line(exc)}
         log(store, f"sessionstart pull failed: {result['error']}")
-    cfg = load_config(store_path)
-    last = read_state(store).get("last_pull")
     if result.get("ok"):
         return f"(team memory: project {cfg.project}, pulled from the team store just now)"
+    last = read_state(store).get("last_pull")
     why = "not reached within %g s" % seconds if result.get("timeout") else "not reached"
     return (f"(team memory: the team store was {why}; memories as last pulled"
             f" {'at ' + last if last else ': never'})")

@@ -273,8 +273,24 @@ def _push(store, entries: list[Path]) -> dict[str, Any]:
         raise TeamError(explain(exc, client.cfg.url), path=client.cfg.url) from None
     finally:
         if pushed:
+            _tick(client)
             team.update_state(store, last_push=team.now_iso(), last_push_runs=len(pushed), last_error=None)
     return {"ok": True, "pushed": pushed, "memories": n_memories, "events": n_events, "pending": len(team.pending(store))}
+
+
+def _tick(client) -> None:
+    """A new token in the team store's clock, written after a push's records (consolidate/team_http.py):
+    a pull that read the former token also read these records. A failure here is left to the next
+    push (the records are on the server; a full pull finds them)."""
+    import uuid
+
+    from .team_http import CLOCK
+
+    try:
+        client.collection(CLOCK).upsert(ids=[CLOCK], documents=[uuid.uuid4().hex], embeddings=[UNIT],
+                                        metadatas=[{"origin": client.cfg.machine}])
+    except Exception as exc:  # noqa: BLE001
+        team.log(client.store, f"the team clock was not moved ({_one_line(exc)}); the next push moves it")
 
 
 def _push_memories(client, store, entry: dict, ledger: dict, g) -> int:
@@ -399,6 +415,9 @@ def _load_local_parts(store) -> None:
 def _fetch(store, ledger: dict) -> dict[str, Any]:
     client = TeamClient(store)
     try:
+        from .team_http import CLOCK
+
+        clock = client.collection(CLOCK).get(ids=[CLOCK], include=["documents"])  # before the records
         col = client.memories()
         heads = _get_all(col, ["metadatas"])
         changed = [r["id"] for r in heads if int((r["metadata"] or {}).get("version") or 0)
@@ -415,7 +434,8 @@ def _fetch(store, ledger: dict) -> dict[str, Any]:
         raise
     except Exception as exc:  # noqa: BLE001
         raise TeamError(explain(exc, client.cfg.url), path=client.cfg.url) from None
-    return {"memories": memories, "edges": edges, "tombstones": tombstones, "scope": client.cfg.project}
+    return {"memories": memories, "edges": edges, "tombstones": tombstones, "scope": client.cfg.project,
+            "clock": (clock.get("documents") or [None])[0]}
 
 
 def _get_with_embeddings(store, col, ids: list[str]) -> list[dict[str, Any]]:
@@ -458,6 +478,9 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
     result = {"ok": True, "memories": len(live), "removed": len(gone), "edges": len(fetched["edges"]),
               "tombstones": len(fetched["tombstones"])}
     if not (live or gone or fetched["edges"] or fetched["tombstones"] or context):
+        if ledger.get("clock") != fetched["clock"]:
+            ledger["clock"] = fetched["clock"]
+            team.write_ledger(store, ledger)
         return result
     with store.lock(30):
         lt = store.longterm()
@@ -498,6 +521,7 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
             ledger["memories"][r["id"]] = int((r["metadata"] or {}).get("version") or 0)
         ledger["edges"] = sorted(set(ledger["edges"]) | {e["id"] for e in fetched["edges"]})
         ledger["tombstones"] = sorted(set(ledger["tombstones"]) | {t["id"] for t in fetched["tombstones"]})
+        ledger["clock"] = fetched["clock"]
         team.write_ledger(store, ledger)
         if live or gone or context:
             write_context(store, store.project)

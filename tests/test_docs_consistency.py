@@ -63,7 +63,9 @@ def test_every_command_and_option_the_readme_shows_exists():
             tokens = shlex.split(line.replace("[", " ").replace("]", " "))
         except ValueError:
             tokens = line.replace("[", " ").replace("]", " ").split()
-        words = [t for t in tokens[1:] if not t.startswith("-")]
+        # a word right after a store option is its value (``--project team``), not a command
+        words = [t for i, t in enumerate(tokens[1:], 1) if not t.startswith("-")
+                 and tokens[i - 1] not in ("--store", "--chroma-url", "--project", "--embedding")]
         options = [t.split("=")[0] for t in tokens[1:] if t.startswith("--") and t != "--"]
         command = next((w for w in words if w in COMMANDS), None)
         if command is None:
