@@ -37,6 +37,10 @@ def apply_updates(store, plan: Plan, lock_timeout: float = 60.0) -> Plan:
         replay(store)
         apply_run(plan, _Ctx)
     plan.finished = True
+    if store.sub("team.json").exists():
+        from .team import push_after_run
+
+        push_after_run(store)  # a store in a team: forget, batch maintenance and resolutions reach it too
     return plan
 
 

@@ -181,15 +181,16 @@ def outbox_dir(store) -> Path:
 
 
 def outbox_entry(plan, writes, store) -> dict[str, Any] | None:
-    """What a run pushes (None: nothing). Success: its memories (written, re-confirmed, updated,
-    removed with their last status), tombstones and event lines. Failure: only its ``session.failed``
-    event. Aborted runs never reach apply."""
+    """What a run pushes (None: nothing). Success (and a maintenance plan: forget, batch maintenance,
+    a resolved dispute): its memories (written, re-confirmed, updated, removed with their last
+    status), tombstones and event lines. Failure: only its ``session.failed`` event. Aborted runs
+    never reach apply."""
     from .stages.apply import event_lines
 
     lines = event_lines(plan, writes)
     base = {"run_id": plan.run_id, "session_id": plan.session_id, "outcome": plan.outcome,
             "created": time.time()}
-    if plan.outcome != "success":
+    if plan.outcome not in ("success", "maintenance"):  # maintenance: forget, batch, dispute resolution
         failed = [x for x in lines if x.get("event") == "session.failed"]
         return {**base, "memories": [], "removed": {}, "tombstones": [], "events": failed} if failed else None
     memories = [c.memory_id for c in writes if c.tier == "durable"]

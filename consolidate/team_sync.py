@@ -488,9 +488,17 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
             lt.upsert([{"id": r["id"], "document": r["document"], "metadata": r["metadata"], "embedding": r["embedding"]}
                        for r in live])
         if gone:
+            from .forget import _append as forgotten_append, tombstones as forgotten_rows
+
+            known_forgotten = {row.get("id") for row in forgotten_rows(store)}
             for r in gone:
                 archive.save(store, r["id"], {"document": r["document"], "metadata": r["metadata"]},
                              f"{r['metadata'].get('status')} on the team store", "team-pull")
+                if r["metadata"].get("status") == "forgotten" and r["id"] not in known_forgotten:
+                    # forgotten on another machine: a session here stating it again is held back too
+                    forgotten_append(store, {"id": r["id"], "statement": r["document"], "type": r["metadata"].get("type"),
+                                             "run_id": r["metadata"].get("run_id"), "reason": "forgotten on the team store",
+                                             "forgotten_at": r["metadata"].get("updated_at") or team.now_iso()})
             lt.delete([r["id"] for r in gone])
         for t in fetched["tombstones"]:
             archive.tombstone(store, t["id"], "tombstoned on the team store", (t["metadata"] or {}).get("run_id") or "team")

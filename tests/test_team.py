@@ -491,3 +491,25 @@ def test_a_run_killed_before_or_during_its_push_pushes_exactly_once(tmp_path, se
     events = [json.loads(r["document"]) for r in server_records(server.url, collection="events")]
     assert [e["session_id"] for e in events if e["event"] == "run.applied"] == ["k1"]
     assert len([e for e in events if e["event"] == "memory.written"]) == 2
+
+
+def test_forget_on_a_is_forgotten_on_b(tmp_path, server):
+    """``consolidate forget`` is a maintenance plan: it is pushed too; B drops the memory and holds
+    back a later session that states it again, as A does."""
+    a = machine(tmp_path, "a", server.url)
+    b = machine(tmp_path, "b", server.url)
+    text = "The legacy payments API key rotates every 30 days"
+    session(a, "a1", text)
+    cli(b, "sync")
+    assert local_docs(b) == [text]
+    [mid] = [r["id"] for r in server_records(server.url)]
+    cli(a, "forget", mid)
+    assert [r["metadata"]["status"] for r in server_records(server.url)] == ["forgotten"]
+    cli(b, "sync")
+    assert local_docs(b) == []
+    script = tmp_path / "keep.json"
+    script.write_text(json.dumps({"payments API key": {
+        "verdict": "keep", "statement": text, "type": "fact", "evidence": "observed-success", "confidence": "high",
+        "reason": "scripted keep"}}))
+    out = session(b, "b1", text, judge=f"scripted:{script}", flag=False)  # judged, not flagged: held back
+    assert local_docs(b) == [] and "forgotten" in out.stdout.lower(), out.stdout
