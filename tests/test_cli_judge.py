@@ -42,7 +42,8 @@ MAYBES = [
 #: What the well-behaved fake answers for MAYBES (keep when the note says "remember").
 CANNED = ["keep", "drop", "keep", "drop"]
 TIME_BOX = 3.0
-MARGIN = 3.0
+#: seconds the fake slow CLIs sleep (tests/fake_cli/slow.py, stubborn.py)
+FAKE_SLEEP = 120.0
 
 
 def fake(script: str, **kwargs) -> CLIJudge:
@@ -174,7 +175,9 @@ def test_missing_executable_is_unavailable(store):
 def test_timeout_kills_the_process_group_within_the_time_box(store, script):
     judge = fake(script)
     plan, elapsed = run(store, judge, time_box=TIME_BOX)
-    assert elapsed < TIME_BOX + MARGIN, elapsed
+    # ended by its time box, not by the judge (which sleeps FAKE_SLEEP): a bound relative to the judge's
+    # own sleep, so a loaded machine cannot fail it (the guide: no test asserts an absolute time)
+    assert elapsed < FAKE_SLEEP / 2, elapsed
     assert judge.last_pgid and group_gone(judge.last_pgid)
     assert outcomes(store, plan) == ["unjudged"] * 4
     assert all("judge-timeout" in r for r in unjudged_reasons(store))
@@ -373,7 +376,6 @@ def test_api_429_then_success(store):
     call = next(e for e in events(store) if e["event"] == "judge.call")
     assert call["judge"] == "api" and call["prompt_tokens"] == 500 and call["completion_tokens"] == 80
     assert {m["source"] for m in memories(store)} == {"flagged", "judge:api:openai/local"}
-    assert elapsed < 20
 
 
 def test_api_answer_cut_at_max_tokens_keeps_its_complete_verdicts_and_counts_tokens(store):
@@ -413,8 +415,7 @@ def test_api_answer_cut_before_one_verdict_is_invalid_and_its_tokens_are_counted
 def test_api_429_forever_is_unjudged_with_reason(store):
     with _Server(fail_first=None) as server:
         plan, elapsed = run(store, _api_judge(server.base), time_box=8)
-    assert server.requests >= 2  # retried, then gave up
-    assert elapsed < 8 + MARGIN
+    assert server.requests >= 2  # retried, then gave up (returning at all shows it gave up)
     assert outcomes(store, plan) == ["unjudged"] * 4
     for reason in unjudged_reasons(store):
         assert "api: judge-unavailable" in reason and "RateLimitError" in reason

@@ -29,10 +29,8 @@ def test_claude_session_end_queues_and_worker_consolidates(tmp_path):
                                 kind="constraint")
     payload = {"session_id": "s-claude", "transcript_path": "/nope.jsonl", "cwd": str(tmp_path),
                "hook_event_name": "SessionEnd", "reason": "prompt_input_exit", "unknown_field": {"x": 1}}
-    t = time.monotonic()
     out = subprocess.run(HOOK, input=json.dumps(payload), capture_output=True, text=True, env=_env(st), timeout=30)
-    elapsed = time.monotonic() - t
-    assert out.returncode == 0 and out.stdout == "" and elapsed < 5
+    assert out.returncode == 0 and out.stdout == ""  # its latency: benchmarks/bench_hook*.py
     tier = SessionTier(st / "sessions.sqlite3")
     for _ in range(900):  # the detached worker finishes on its own (up to 90 s on a loaded machine)
         row = tier.session_end("s-claude")

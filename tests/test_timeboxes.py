@@ -10,10 +10,11 @@ import pytest
 
 from consolidate.pipeline import run_queue
 from judges.api import APIJudge
-from judges.chain import GRACE_SECONDS, JudgeChain
+from judges.chain import JudgeChain
 
 pytestmark = pytest.mark.robustness
-MARGIN = GRACE_SECONDS + 3.0
+#: seconds the hanging judge and the silent server would hold a run that ignored its time box
+HANG = 3600.0
 
 
 def _session(store):
@@ -23,7 +24,9 @@ def _session(store):
 
 
 def _check(store, plan, elapsed, box, cause):
-    assert elapsed < box + MARGIN, elapsed
+    # ended by the time box, not by the hang: a bound relative to the hang, so a loaded machine cannot
+    # fail it (the guide: no test asserts an absolute time); how close to the box is benchmarked
+    assert elapsed < HANG / 10, elapsed
     assert sorted(plan.note_status.values()) == ["flagged", "unjudged"]
     assert [c.source for c in plan.writes()] == ["flagged"]
     [unjudged] = [e for e in plan.events if e["event"] == "note.unjudged"]
@@ -34,7 +37,7 @@ class Hang:
     name, model, prompt_version = "hang", "x", "v"
 
     def judge(self, batch, context, timeout):
-        time.sleep(3600)  # ignores its time box entirely
+        time.sleep(HANG)  # ignores its time box entirely
 
 
 def test_judge_that_hangs(store):
