@@ -51,11 +51,18 @@ def _call(url: str, token: str | None, seconds: float, body: dict | None = None)
 
 
 def clock(cfg, token: str | None, seconds: float) -> str | None:
-    """The team store's clock token (None when nothing was ever pushed). Raises Unreachable."""
+    """The team store's clock token (None when nothing was ever pushed), within ``seconds`` for both
+    requests. Raises Unreachable (refused, timed out, or the token refused)."""
+    import time
+
+    deadline = time.monotonic() + seconds  # both requests together, not each
     base = cfg.url.rstrip("/") + f"/api/v2/tenants/{quote(cfg.tenant)}/databases/{quote(cfg.database)}/collections"
     col = _call(f"{base}/{CLOCK}", token, seconds)
     if not col or not col.get("id"):
         return None
-    got = _call(f"{base}/{col['id']}/get", token, seconds, {"ids": [CLOCK], "include": ["documents"]})
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise Unreachable(f"the team store did not answer within {seconds:g} s", timeout=True)
+    got = _call(f"{base}/{col['id']}/get", token, left, {"ids": [CLOCK], "include": ["documents"]})
     docs = (got or {}).get("documents") or []
     return docs[0] if docs else None

@@ -58,6 +58,13 @@ def explain(exc: BaseException, url: str) -> str:
     """One line for a Chroma client error (never the token)."""
     text = _one_line(exc)
     name = type(exc).__name__
+    chain, cause = [], exc
+    while cause is not None and len(chain) < 8:  # chromadb wraps the connection error: look inside
+        chain.append(str(cause))
+        cause = cause.__cause__ or cause.__context__
+    if any("CERTIFICATE_VERIFY_FAILED" in c or "certificate verify failed" in c for c in chain):
+        return (f"the team store at {url} failed the TLS certificate check (an untrusted or wrong certificate);"
+                " trust its CA with SSL_CERT_FILE, never with --insecure")
     low = text.lower()
     if "auth" in name.lower() or "401" in low or "403" in low or "unauthorized" in low or "forbidden" in low \
             or "permission" in low:

@@ -287,6 +287,17 @@ def test_aborted_session_sends_nothing_and_failed_only_its_failure_event(tmp_pat
 # -- the server goes away during A's work and comes back ------------------------------------------------
 
 
+#: A CLI judge that keeps every note after a pause (the server is stopped while it thinks).
+SLOW_JUDGE = """
+import json, sys, time
+sys.path.insert(0, {fake!r})
+from _common import KIND_NOTE, keep_all
+prompt = sys.stdin.read()
+time.sleep(6)
+print(json.dumps({{"verdicts": keep_all(KIND_NOTE.findall(prompt))}}))
+"""
+
+
 def test_server_down_run_completes_locally_and_one_sync_pushes_exactly_once(tmp_path, server):
     a = machine(tmp_path, "a", server.url)
     b = machine(tmp_path, "b", server.url)
@@ -295,33 +306,46 @@ def test_server_down_run_completes_locally_and_one_sync_pushes_exactly_once(tmp_
         {"session_id": "s", "hook_event_name": "SessionStart", "cwd": str(tmp_path)}), capture_output=True, text=True,
         env=env(CONSOLIDATE_TEAM_PULL_SECONDS=2), timeout=120)
     assert "The staging cluster runs in eu-west-1" in hook_start(a).stdout
-    server.stop()
-    out = session(a, "a1", "The nightly job rebuilds the search index at 03:00 UTC")
-    assert out.returncode == 0 and "graduated" in out.stdout  # the run completed locally
-    assert local_docs(a) == sorted(["The nightly job rebuilds the search index at 03:00 UTC",
-                                    "The staging cluster runs in eu-west-1"])
+    # A's run: it pulls (server up), its judge thinks, the server is stopped meanwhile, it applies
+    judge = tmp_path / "slow_judge.py"
+    judge.write_text(SLOW_JUDGE.format(fake=str(FAKE)))
+    text = "The nightly job rebuilds the search index at 03:00 UTC"
+    cli(a, "note", "--session", "a1", text)
+    cli(a, "end", "--session", "a1", "--outcome", "success")
+    pulled_before = json.loads((a / "team" / "state.json").read_text()).get("last_pull")
+    run = subprocess.Popen(CONSOLIDATE + ["run", "--store", str(a), "--judge",
+                                          f"cli:template:{shlex.quote(sys.executable)} {shlex.quote(str(judge))}"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+    deadline = time.monotonic() + 120
+    while json.loads((a / "team" / "state.json").read_text()).get("last_pull") == pulled_before:
+        assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+        time.sleep(0.05)
+    server.stop()  # while the judge thinks
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 0 and "graduated" in out, err  # the run completed locally
+    assert local_docs(a) == sorted([text, "The staging cluster runs in eu-west-1"])
     assert len(list((a / "team" / "outbox").glob("*.json"))) == 1
     status = cli(a, "status").stdout
     assert "pending pushes: 1" in status and "last team error: push failed" in status
     # SessionStart with the server down: the last pulled copy, and the header says so
     shown = hook_start(a).stdout
     assert "the team store was not reached" in shown and "memories as last pulled at" in shown
-    assert "The staging cluster runs in eu-west-1" in shown
+    assert "The staging cluster runs in eu-west-1" in shown and text in shown
     bad = cli(a, "sync", check=False)
     assert bad.returncode == 4 and bad.stderr.count("\n") == 1 and "cannot be reached" in bad.stderr
+    assert len(list((a / "team" / "outbox").glob("*.json"))) == 1
     server.start()
     synced = cli(a, "sync")
     assert synced.stdout.startswith("pushed 1 runs (1 memories")
     assert cli(a, "sync").stdout.startswith("pushed 0 runs")
     records = server_records(server.url)
-    assert sorted(r["document"] for r in records) == sorted(["The nightly job rebuilds the search index at 03:00 UTC",
-                                                            "The staging cluster runs in eu-west-1"])
+    assert sorted(r["document"] for r in records) == sorted([text, "The staging cluster runs in eu-west-1"])
     assert all(r["metadata"]["version"] == 1 for r in records)
     events = [json.loads(r["document"]) for r in server_records(server.url, collection="events")]
     assert sorted(e["session_id"] for e in events if e["event"] == "run.applied") == ["a1", "b0"]
     assert "pending pushes: 0" in cli(a, "sync", "--status").stdout
     cli(b, "sync")
-    assert "The nightly job rebuilds the search index at 03:00 UTC" in local_docs(b)
+    assert text in local_docs(b)
 
 
 # -- only the team gets in --------------------------------------------------------------------------------
@@ -332,11 +356,11 @@ class AuthServer:
     consolidate's per-database authorization: ``chroma run`` (the Rust server of Chroma 1.x) has no
     authentication of its own. ``tokens``: {project: token}, each bound to its project's database."""
 
-    def __init__(self, folder: Path, tokens: dict[str, str]):
+    def __init__(self, folder: Path, tokens: dict[str, str], tls: tuple[Path, Path] | None = None):
         import secrets
 
         self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         users = "users:\n" + "".join(
             f"  - id: {project}\n    tenant: default_tenant\n    databases: [\"consolidate_{project}\"]\n"
             f"    tokens: [\"{token}\"]\n" for project, token in tokens.items())
@@ -346,7 +370,8 @@ class AuthServer:
         self.log_path = folder / "auth-server.log"
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "chromadb.app:app", "--host", "127.0.0.1", "--port", str(self.port)],
+            [sys.executable, "-m", "uvicorn", "chromadb.app:app", "--host", "127.0.0.1", "--port", str(self.port),
+             *(["--ssl-keyfile", str(tls[0]), "--ssl-certfile", str(tls[1])] if tls else [])],
             stdout=self.log, stderr=subprocess.STDOUT, cwd=folder,
             env={**env(), "IS_PERSISTENT": "TRUE", "PERSIST_DIRECTORY": str(folder / "auth-data"),
                  "ANONYMIZED_TELEMETRY": "False",
@@ -355,7 +380,11 @@ class AuthServer:
                  "CHROMA_SERVER_AUTHZ_PROVIDER": "consolidate.chroma_authz.DatabaseAuthorizationProvider",
                  "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
         self.secrets = secrets
-        wait_until_answers(self.url + "/api/v2/heartbeat", self.proc, 90, "chroma server with token auth", self.log_path)
+        if tls:
+            _wait_tls(self.url + "/api/v2/heartbeat", tls[1], self.proc, 90, self.log_path)
+        else:
+            wait_until_answers(self.url + "/api/v2/heartbeat", self.proc, 90, "chroma server with token auth",
+                               self.log_path)
 
     def stop(self):
         self.proc.terminate()
@@ -435,7 +464,9 @@ def test_token_auth_wrong_or_missing_token_and_project_isolation(tmp_path):
             srv.url, tokens["payments"], "consolidate_payments")
         # the installed hook command carries no token, and its SessionStart works with the token in the environment
         project = tmp_path / "a"
-        cli(a, "install-hook", "claude-code", extra_env=good, cwd=project)
+        installed = cli(a, "install-hook", "claude-code", extra_env=good, cwd=project).stdout
+        assert f"team store: {srv.url} project payments" in installed and "$CONSOLIDATE_TEAM_TOKEN" in installed
+        assert tokens["payments"] not in installed
         settings = project / ".claude" / "settings.json"
         assert "hook --store" in settings.read_text()
         shown = subprocess.run(CONSOLIDATE + ["hook", "--store", str(a)], input=json.dumps(
@@ -513,3 +544,57 @@ def test_forget_on_a_is_forgotten_on_b(tmp_path, server):
         "reason": "scripted keep"}}))
     out = session(b, "b1", text, judge=f"scripted:{script}", flag=False)  # judged, not flagged: held back
     assert local_docs(b) == [] and "forgotten" in out.stdout.lower(), out.stdout
+
+
+def _wait_tls(url: str, cert: Path, proc, seconds: float, log: Path) -> None:
+    import ssl
+    import urllib.request
+
+    ctx = ssl.create_default_context(cafile=str(cert))
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=1, context=ctx)
+            return
+        except OSError:
+            if proc.poll() is not None:
+                pytest.fail(f"the TLS chroma server exited: {log.read_text(errors='replace')[-2000:]}")
+            time.sleep(0.1)
+    pytest.fail("the TLS chroma server did not answer")
+
+
+def test_https_team_store_checks_its_certificate(tmp_path):
+    """TLS when the URL is https: a certificate the machine does not trust is refused in one line,
+    and nothing is written; trusted (its CA in SSL_CERT_FILE) the team store works, SessionStart's
+    standard-library path included."""
+    import secrets
+
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    token = "ck-" + secrets.token_hex(16)
+    srv = AuthServer(tmp_path, {"payments": token}, tls=(key, cert))
+    try:
+        assert srv.url.startswith("https://")
+        good = {"CONSOLIDATE_TEAM_TOKEN": token}
+        a = tmp_path / "a" / ".memofs"
+        out = cli(a, "team", "init", "--chroma-url", srv.url, "--project", "payments", "--embedding", "hash",
+                  extra_env=good, check=False)
+        assert out.returncode == 4 and out.stderr.count("\n") == 1 and "TLS certificate" in out.stderr, out.stderr
+        assert not (a / "team.json").exists()
+        trusted = {**good, "SSL_CERT_FILE": str(cert)}
+        machine(tmp_path, "a", srv.url, extra_env=trusted)
+        session(a, "a1", "Card refunds go through the refunds-v2 queue", extra_env=trusted)
+        assert "memories 1," in cli(a, "sync", "--status", extra_env=trusted).stdout
+        b = machine(tmp_path, "b", srv.url, extra_env=trusted)
+        shown = subprocess.run(CONSOLIDATE + ["hook", "--store", str(b)], input=json.dumps(
+            {"session_id": "b1", "hook_event_name": "SessionStart", "cwd": str(tmp_path)}), capture_output=True,
+            text=True, env=env(**trusted), timeout=120).stdout
+        assert "pulled from the team store just now" in shown and "refunds-v2 queue" in shown
+        untrusted = subprocess.run(CONSOLIDATE + ["hook", "--store", str(b)], input=json.dumps(
+            {"session_id": "b2", "hook_event_name": "SessionStart", "cwd": str(tmp_path)}), capture_output=True,
+            text=True, env=env(**good), timeout=120).stdout
+        assert "the team store was not reached" in untrusted and "refunds-v2 queue" in untrusted
+    finally:
+        srv.stop()

@@ -28,6 +28,11 @@ def cmd_install_hook(args) -> int:
         else:
             print(f"dry run: {label}: would have {what} in {res.path}; nothing written")
     print(describe_config(res.config, harvest=args.harvest))
+    from .team_cmd import install_note
+
+    team_line = install_note(res.config.get("store"))
+    if team_line:
+        print(team_line)
     print(f"MCP server with the same store: {res.mcp_command}")
     for w in res.warnings:
         print(f"note: {w}")

@@ -19,6 +19,26 @@ def team_lines(info: dict) -> list[str]:
     return lines
 
 
+def install_note(store: str | None) -> str:
+    """What ``install-hook`` says about a store in a team: where the hooks' token comes from ('' for
+    a store not in a team). Never the token."""
+    from pathlib import Path
+
+    from ..team import load_config
+
+    if not store:
+        return ""
+    try:
+        cfg = load_config(Path(store))
+    except Exception:  # noqa: BLE001 - a bad team.json is reported by the commands that use it
+        return ""
+    if cfg is None:
+        return ""
+    where = cfg.token_file or f"${cfg.token_env}"
+    return (f"team store: {cfg.url} project {cfg.project}: the hooks pull and push with the token from {where}"
+            " (give the agent CLI that environment; the token is never written into the hook command)")
+
+
 def cmd_team_init(args) -> int:
     from ..errors import BadInput
     from ..store import Store
