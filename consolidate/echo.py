@@ -1,7 +1,8 @@
 """Recall echoes: text the store showed an agent that comes back as a note.
 
-A memory printed at SessionStart (``memory/context.md``), returned by ``recall`` (CLI, MCP, Python)
-or shown in MCP output may be repeated by the agent in the same session; a harvest or a note then
+A memory printed at SessionStart (``memory/context.md``), returned by ``recall`` (CLI, MCP, Python),
+given in a workspace's ``context/memories.md`` (written at ``session start``, read back through
+``session_read``/``consolidate session read``/``Workspace.read``) or shown in MCP output may be repeated by the agent in the same session; a harvest or a note then
 carries it back. That is an echo, not an independent observation: it must never re-confirm the
 memory (raise its confidence, promote it out of quarantine).
 

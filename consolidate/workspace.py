@@ -360,6 +360,8 @@ class Workspace:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise BadInput(f"{rel} is not UTF-8 text (byte {exc.start})", path=rel) from None
+        if rel.startswith("context/"):
+            record_context_shown(self.store, self.session_id, text)  # read again: still shown to this session
         return {"path": rel, "content": text, "bytes": len(raw)}
 
     def write(self, path: str, content: str) -> dict[str, Any]:
@@ -555,6 +557,16 @@ class Workspace:
         return result
 
 
+def record_context_shown(store, session_id: str, text: str) -> bool:
+    """Record the memory lines of a ``context/`` file (``memories.md``) as shown to ``session_id``
+    (consolidate.echo): when the same session writes them back (``output/`` extracted, a note), they
+    are an echo, never a re-confirmation. Never raises (a read-only store records nothing)."""
+    from .echo import memory_texts, record_shown_safely
+
+    texts = memory_texts(text)
+    return record_shown_safely(store, session_id, texts) if texts else False
+
+
 def _guard(lines: list[str]) -> list[str]:
     """Memory lines that may be given as context: none worded as an order or running remote code
     (consolidate/context_guard.py)."""
@@ -652,6 +664,7 @@ def start(store, session_id: str | None = None, task: str | None = None, **bound
                     f.write(content)
 
             put("memories.md", text)
+            record_context_shown(store, sid, text)  # shown to this session: a repeat of it is an echo
             core = store.core_rules()
             put("core.md", core or "# Project rules\n\n(memory/core.md is empty)\n")
             put("session.json", json.dumps({
