@@ -38,7 +38,9 @@ def build_parser(modules: tuple[str, ...] = MODULES) -> argparse.ArgumentParser:
     common.add_argument("--embedding", default=argparse.SUPPRESS,
                         help="embedding function: minilm (default), hash, chroma:NAME")
 
-    p = argparse.ArgumentParser(prog="consolidate", parents=[common],
+    from .commands._parser import OneLineParser
+
+    p = OneLineParser(prog="consolidate", parents=[common],
                                 description="Decide what an agent's working notes graduate into long-term memory.",
                                 epilog=exit_codes_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"consolidate {__version__}")
@@ -90,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
         if not hasattr(args, name):
             setattr(args, name, None)
     try:
+        from .commands._parser import check_session_option
+
+        check_session_option(args)
         return args.func(args)
     except ConsolidateError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -76,6 +76,7 @@ def forget(store, memory_id: str, reason: str | None = None, *, lock_timeout: fl
     if not isinstance(memory_id, str) or not memory_id.strip():
         raise BadInput("no memory id: give the id shown by `consolidate recall --json` or the MCP recall tool")
     memory_id = memory_id.strip()
+    store.require_writable()  # StoreReadOnly (one line) before the tombstone is attempted
     if not store.has_longterm:
         raise BadInput(f"unknown memory {memory_id!r}: the store has no memories yet")
     row = store.longterm().get([memory_id]).get(memory_id)

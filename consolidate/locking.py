@@ -15,6 +15,9 @@ def store_lock(store, timeout: float = 60.0):
 
     from .private import FILE_MODE, private_umask
 
+    require = getattr(store, "require_writable", None)
+    if require is not None:
+        require()  # a read-only store: StoreReadOnly naming it, before any lock file is attempted
     private_umask()  # the holder of the store lock writes the store
     lock = filelock.FileLock(str(store.sub(".lock")), mode=FILE_MODE)
     try:

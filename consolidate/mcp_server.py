@@ -152,8 +152,12 @@ def resolve_session(s: Store, session_id: str | None, own_id: str) -> str:
 
         return resumed_part(s.sessions, check_session_id(session_id))
     from .agent_session import current_session
+    from .errors import StoreReadOnly
 
-    current, _how = current_session(s.sessions)
+    try:
+        current, _how = current_session(s.sessions)
+    except StoreReadOnly:  # a read-only store that never recorded a session start: there is none
+        current = None
     return current or own_id
 
 
@@ -263,7 +267,9 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
                 log.warning("could not queue the end of session %s: %s", own_id, exc)
             await anyio.to_thread.run_sync(backend.stop)
 
-    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
+    from .mcp_errors import OneLineErrorServer
+
+    server = OneLineErrorServer(SERVER_NAME, instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
 
     @server.tool()
     async def note(

@@ -99,11 +99,14 @@ def parse_ttl(value: str | int | float | None) -> float | None:
 
 def check_session_id(session_id) -> str:
     """Return the session id stripped (a number is taken as its text); BadInput when it is empty,
-    longer than 200 characters, or not valid text."""
+    longer than 200 characters, not valid text, or holds a control character anywhere (a newline,
+    a tab, an escape, a bidi or zero-width mark: :func:`_check_id_characters`). Every entry point
+    (CLI ``--session``, MCP tools, hook payloads, the Python API) passes its id through here."""
     if isinstance(session_id, (int, float)) and not isinstance(session_id, bool):
         session_id = str(session_id)
     if not isinstance(session_id, str):
         raise BadInput(f"a session id must be text, got {type(session_id).__name__}", session_id=None)
+    _check_id_characters(session_id)
     sid = session_id.strip()
     if not sid:
         raise BadInput("the session id is empty", session_id=session_id)
@@ -111,6 +114,27 @@ def check_session_id(session_id) -> str:
         raise BadInput(f"the session id is {len(sid)} characters; the limit is 200", session_id=sid[:20])
     _check_text(sid, "the session id")
     return sid
+
+
+#: Unicode categories a session id may not hold: controls (Cc: newline, tab, escape, DEL, C1),
+#: format characters (Cf: bidi overrides, zero-width marks, BOM), line and paragraph separators.
+_ID_REFUSED_CATEGORIES = ("Cc", "Cf", "Zl", "Zp")
+
+
+_CONTROL_NAMES = {"\n": "a newline", "\r": "a carriage return", "\t": "a tab", "\x1b": "an escape",
+                  "\x00": "a NUL", "\x7f": "a delete"}
+
+
+def _check_id_characters(session_id: str) -> None:
+    """BadInput naming the first control character of ``session_id`` (its code point, name and
+    1-based position): a session id is one line of visible text, shown in logs, events and names."""
+    import unicodedata
+
+    for i, ch in enumerate(session_id, 1):
+        if unicodedata.category(ch) in _ID_REFUSED_CATEGORIES:
+            name = _CONTROL_NAMES.get(ch) or unicodedata.name(ch, "a control character")
+            raise BadInput(f"the session id holds U+{ord(ch):04X} ({name}) at character {i}: a session id is one"
+                           " line of visible text (letters, digits, spaces, punctuation)", session_id=None)
 
 
 #: Characters that render as nothing: a note made only of these (and whitespace) is empty.
@@ -312,6 +336,55 @@ def _alive(pid: int | None) -> bool:
     return True
 
 
+_SCHEMA_ONLY = re.compile(r"^\s*CREATE\s+(?:TABLE|INDEX)\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.IGNORECASE)
+
+
+class ReadOnlyConnection(sqlite3.Connection):
+    """The connection of a session tier on a read-only store (``SessionTier._connect_read_only``):
+    a write through it raises :class:`~consolidate.errors.StoreReadOnly` naming the store (one line,
+    exit 4 on the CLI, a tool error over MCP), never sqlite3's "attempt to write a readonly
+    database". A script that only creates missing tables and indexes (``CREATE ... IF NOT EXISTS``,
+    how readers make sure of their table) is a no-op when they all exist."""
+
+    store_path = "?"
+
+    def _refuse(self, exc: sqlite3.Error):
+        from .errors import StoreReadOnly
+
+        return StoreReadOnly(f"the store {self.store_path} is read-only: read commands work, writes need a"
+                             " writable folder", path=self.store_path)
+
+    def execute(self, sql, parameters=(), /):
+        try:
+            return super().execute(sql, parameters)
+        except sqlite3.OperationalError as exc:
+            if "readonly" in str(exc) or "read-only" in str(exc):
+                raise self._refuse(exc) from None
+            raise
+
+    def executemany(self, sql, parameters, /):
+        try:
+            return super().executemany(sql, parameters)
+        except sqlite3.OperationalError as exc:
+            if "readonly" in str(exc) or "read-only" in str(exc):
+                raise self._refuse(exc) from None
+            raise
+
+    def executescript(self, script, /):
+        statements = [x for x in script.split(";") if x.strip()]
+        names = [_SCHEMA_ONLY.match(x) for x in statements]
+        if statements and all(names):
+            known = {r[0] for r in super().execute("SELECT name FROM sqlite_master").fetchall()}
+            if all(m.group(1) in known for m in names):
+                return super().cursor()
+        try:
+            return super().executescript(script)
+        except sqlite3.OperationalError as exc:
+            if "readonly" in str(exc) or "read-only" in str(exc):
+                raise self._refuse(exc) from None
+            raise
+
+
 class SessionTier:
     """The session tier of one store. ``path`` is the SQLite file; it is created on first use.
 
@@ -377,7 +450,8 @@ class SessionTier:
         for flags in ("mode=ro", "immutable=1"):
             try:
                 conn = sqlite3.connect(f"file:{quote(str(self.path.resolve()))}?{flags}", uri=True, timeout=10.0,
-                                       isolation_level=None)
+                                       isolation_level=None, factory=ReadOnlyConnection)
+                conn.store_path = str(self.path.parent)
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
                 conn.execute("PRAGMA query_only=ON")
                 return conn

@@ -255,6 +255,7 @@ class Workspace:
 
         from .private import FILE_MODE, private_umask
 
+        self.store.require_writable()  # a read-only store: one line naming it (StoreReadOnly), nothing tried
         private_umask()  # a workspace write: the store stays private whatever the umask
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         return filelock.FileLock(str(self.root / ".lock"), timeout=30, mode=FILE_MODE)

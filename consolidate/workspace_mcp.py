@@ -5,6 +5,12 @@
 that already existed, ``session_read`` and ``session_complete``, stay in ``mcp_server`` and call
 :func:`read_part` and :func:`complete_part` from here, so a caller that knows nothing of workspaces
 gets what it always got.
+
+The current session: every tool takes ``session_id`` as optional. Left out, it is the current
+session (:func:`current_session_id`), the same rule as ``note``: ``session_start`` records the
+session it started (or resumed) as the current session of this server's agent, so the calls after it
+go to that workspace until ``session_complete`` ends it; before any ``session_start`` (or after the
+completion) it is the agent session the SessionStart hook recorded.
 """
 
 from __future__ import annotations
@@ -16,9 +22,39 @@ from pydantic import Field
 from .session import check_session_id
 from .store import Store
 
-SESSION_ID = Field(description="Your session id (the one session_start returned).")
+SESSION_ID = Field(description="Leave empty: the current session is used (the one your last session_start "
+                               "returned, else the agent session recorded by the SessionStart hook). Give an "
+                               "id only to work in another session's workspace.")
 PATH = Field(description="A path relative to the workspace, e.g. working/plan.md or output/memory.md "
                          "(no '..', no absolute paths).")
+
+
+def current_session_id(store: Store, session_id: str | None) -> str:
+    """The session a workspace tool call is about: ``session_id`` when given (checked); else the
+    current session of the store for this server (consolidate.agent_session: the newest open session
+    started under this server's agent: its last ``session_start``, which records itself there, else
+    the session the SessionStart hook recorded). BadInput (one line) when there is none."""
+    if session_id is not None and session_id != "":  # "" is how some clients leave an option out
+        return check_session_id(session_id)
+    from .agent_session import current_session
+    from .errors import BadInput, StoreReadOnly
+
+    try:
+        sid = current_session(store.sessions)[0]
+    except StoreReadOnly:
+        sid = None
+    if sid is None:
+        raise BadInput("no session_id given and no current session: call session_start first (or give session_id)")
+    return sid
+
+
+def record_started(store: Store, session_id: str) -> None:
+    """Record a session started (or resumed) through ``session_start`` as the current session of this
+    server's agent (consolidate.agent_session.record_start, under this process's ancestors), so that
+    the tools called without ``session_id`` (note, session_write, ..., session_complete) use it."""
+    from .agent_session import record_start
+
+    record_start(store.sessions, session_id, agent="mcp-session-start")
 
 
 def read_part(store: Store, session_id: str, path: str | None) -> dict[str, Any] | None:
@@ -63,33 +99,41 @@ def register(server, backend) -> None:
         """Start (or resume) a session and get its workspace: context/ (read-only: core.md, memories.md,
         session.json), working/ (your scratch files), output/ (durable memory candidates: Markdown list
         items or JSONL lines with `content`). Returns the session id, the workspace path and its files."""
-        return await backend.run(lambda s: workspace.start(s, session_id, task)[1])
+        def begin(s: Store) -> dict[str, Any]:
+            info = workspace.start(s, session_id, task)[1]
+            record_started(s, info["session_id"])
+            return info
+
+        return await backend.run(begin)
 
     @server.tool()
     async def session_write(
-        session_id: Annotated[str, SESSION_ID],
         path: Annotated[str, PATH],
         content: Annotated[str, Field(description="The whole new text of the file.")],
+        session_id: Annotated[str | None, SESSION_ID] = None,
     ) -> dict[str, Any]:
         """Write a file of the workspace (under working/ or output/), replacing it; returns its size."""
-        return await backend.run(lambda s: workspace.open_workspace(s, session_id).write(path, content))
+        return await backend.run(lambda s: workspace.open_workspace(s, current_session_id(s, session_id))
+                                 .write(path, content))
 
     @server.tool()
     async def session_append(
-        session_id: Annotated[str, SESSION_ID],
         path: Annotated[str, PATH],
         content: Annotated[str, Field(description="Text to add at the end of the file (include the newline).")],
+        session_id: Annotated[str | None, SESSION_ID] = None,
     ) -> dict[str, Any]:
         """Append to a file of the workspace (under working/ or output/), creating it; returns its size."""
-        return await backend.run(lambda s: workspace.open_workspace(s, session_id).append(path, content))
+        return await backend.run(lambda s: workspace.open_workspace(s, current_session_id(s, session_id))
+                                 .append(path, content))
 
     @server.tool()
     async def session_extract(
-        session_id: Annotated[str, SESSION_ID],
         flag: Annotated[bool, Field(description="Flag every candidate as a keeper (promoted without a "
                                                 "judge, still checked by the write policies).")] = False,
+        session_id: Annotated[str | None, SESSION_ID] = None,
     ) -> dict[str, Any]:
         """Turn output/ into candidate notes of the session (one per Markdown list item or JSONL line),
         replacing an earlier extraction. Items holding secrets are blocked (redacted in the file too).
         session_complete(outcome=success) extracts again by itself."""
-        return await backend.run(lambda s: workspace.open_workspace(s, session_id).extract(flag=flag))
+        return await backend.run(lambda s: workspace.open_workspace(s, current_session_id(s, session_id))
+                                 .extract(flag=flag))

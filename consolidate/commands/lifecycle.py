@@ -19,6 +19,10 @@ def cmd_hook(args) -> int:
             payload = {"hook_event_name": args.event or "SessionEnd", "session_id": args.session}
         elif args.event:
             payload.setdefault("hook_event_name", args.event)
+        refused = hook_refusal(args, payload)
+        if refused:
+            sys.stderr.write(f"consolidate hook: refused: {refused}; nothing was written\n")
+            return HOOK_REFUSED
         store = args.store or os.environ.get("CONSOLIDATE_STORE")
         if not store:
             cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
@@ -46,6 +50,41 @@ def cmd_hook(args) -> int:
         except Exception:
             pass
     return 0
+
+
+#: Exit code of a refused hook call: a non-blocking error in Claude Code's and Gemini CLI's hook
+#: contracts (0 success, 2 blocking, any other code: shown to the user, the agent goes on).
+HOOK_REFUSED = 1
+_ID_KEYS = ("session_id", "sessionId", "thread-id", "thread_id", "conversation_id")
+
+
+def hook_refusal(args, payload: dict) -> str | None:
+    """Why this hook call must do nothing, in one line, or None. Refused before anything is written
+    (no store, no log): a payload ``cwd`` that is not an existing folder (the store would be created
+    under it) when no ``--store``/``$CONSOLIDATE_STORE`` is given, and a session id holding a control
+    character (``consolidate.session.check_session_id``)."""
+    from ..errors import BadInput
+    from ..session import check_session_id
+
+    for key in _ID_KEYS:
+        value = payload.get(key)
+        if isinstance(value, str) and value.strip():
+            try:
+                check_session_id(value)
+            except BadInput as exc:
+                return f"{key}: {exc}"
+    cwd = payload.get("cwd")
+    if args.store or os.environ.get("CONSOLIDATE_STORE") or cwd is None:
+        return None
+    if not isinstance(cwd, str) or not cwd.strip() or "\x00" in cwd:
+        return f"the payload's cwd is not a folder path ({type(cwd).__name__} {str(cwd)[:80]!r})"
+    shown = cwd if len(cwd) <= 200 else cwd[:197] + "..."
+    if not os.path.isabs(cwd):
+        return f"the payload's cwd {shown!r} is not an absolute path"
+    if not os.path.isdir(cwd):
+        what = "is not a folder" if os.path.exists(cwd) else "does not exist"
+        return f"the payload's cwd {shown!r} {what} (no store is created there; give --store to choose one)"
+    return None
 
 
 def cmd_worker(args) -> int:

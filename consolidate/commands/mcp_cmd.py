@@ -14,10 +14,23 @@ def cmd_mcp(args) -> int:
 
     # Open once here so a bad --store is a one-line error before the server starts; the server
     # opens its own Store on the same folder, on its store thread.
-    store = open_store(args)
+    store = open_store(args, writes=False)
     store.close()
+    read_only_notice(store)
     serve(store, judges=args.judge)
     return 0
+
+
+def read_only_notice(store) -> bool:
+    """On a read-only store the server starts read-only: recall and session_read work, a writing tool
+    answers one line (StoreReadOnly). Says so once on stderr (the client's log); returns whether."""
+    import sys
+
+    if store.exists and not store.writable:
+        sys.stderr.write(f"consolidate mcp: the store {store.path} is read-only: recall and session_read work;"
+                         " writing tools answer that the store is read-only\n")
+        return True
+    return False
 
 
 def register(sub, common) -> None:
