@@ -78,10 +78,14 @@ def missing_fields(type_: str, statement: str, fields: dict[str, str]) -> str | 
 
 #: Words that introduce a reason, in the languages of the real notes (en, es, pt, fr, de, ru, ja,
 #: zh, ar): a flagged decision's reason is what follows.
-_BECAUSE = re.compile(r"\b(?:because|since|so that|due to|to avoid|porque|pois|parce que|car|weil|потому что|так как|чтобы)\b"
-                      r"|(?:因为|由于|为了|ので|ため|لأن)", re.IGNORECASE)
-#: Japanese markers that follow their reason or cause ("サーバー不要なので" = "because no server is needed").
-_POSTPOSED = ("ので", "ため", "のため", "が原因")
+_BECAUSE = re.compile(r"\b(?:because|since|so that|due to|to avoid|given that|in order to|the reason (?:is|was|being)"
+                      r"|to prevent|porque|pois|ya que|puesto que|dado que|debido a|para evitar|já que|visto que"
+                      r"|devido a|parce que|car|puisque|afin de|pour éviter|à cause de|étant donné que|weil|denn|damit"
+                      r"|wegen|aufgrund|потому что|так как|чтобы|поскольку|из-за|ибо|بسبب|لكي|حتى لا)\b"
+                      r"|(?:因为|由于|为了|以免|原因是|ので|ため|理由は|لأن|왜냐하면|때문에)", re.IGNORECASE)
+#: Japanese and Korean markers that follow their reason or cause ("サーバー不要なので" = "because no
+#: server is needed"; "서버가 필요 없기 때문에").
+_POSTPOSED = ("ので", "ため", "のため", "が原因", "때문에")
 #: Words that introduce a failure's cause (same languages).
 _CAUSE = re.compile(r"\b(?:because|caused by|due to|root cause|turned out|the fix (?:is|was)|fixed by|was the cause"
                     r"|porque|debido a|causado por|parce que|à cause de|weil|wegen|из-за|потому что|причина)\b"

@@ -34,6 +34,9 @@ from .session import SessionTier
 LAYOUT_VERSION = 1
 DEFAULT_STORE = ".memofs"
 DEFAULT_EMBEDDING = "minilm"
+#: The fields of ``manifest.json`` that are read back, and their JSON kinds (consolidate/json_check.py).
+MANIFEST_FIELDS = {"layout_version": (("integer",), False), "embedding": (("object",), False),
+                   "embedding.id": (("string",), True), "embedding.dimension": (("integer",), True)}
 
 
 def resolve_store_path(path: str | os.PathLike | None = None) -> Path:
@@ -197,8 +200,9 @@ class Store:
             return None
         except (OSError, ValueError) as exc:
             raise StoreCorrupt(f"{p} is corrupt ({exc}); restore it or move it away", path=str(p)) from None
-        if not isinstance(data, dict):
-            raise StoreCorrupt(f"{p} is corrupt (not a JSON object); restore it or move it away", path=str(p))
+        from .json_check import check_fields
+
+        check_fields(data, p, MANIFEST_FIELDS, fix="restore it or move it away (nothing was changed)")
         version = data.get("layout_version")
         if isinstance(version, int) and version > LAYOUT_VERSION:
             raise StoreCorrupt(f"store {self.path} has layout version {version}; this consolidate reads up to"

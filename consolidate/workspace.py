@@ -65,6 +65,12 @@ MARKDOWN = (".md", ".markdown", ".txt")
 JSONL = (".jsonl", ".ndjson")
 #: Workspace states.
 STATES = ("open", "aborted", "success", "failure")
+#: The fields of ``workspace.json`` and their JSON kinds (consolidate/json_check.py).
+STATE_FIELDS = {"session_id": (("string",), True), "state": ((STATES,), True),
+                "task": (("string", "null"), False), "outcome": (("string", "null"), False),
+                "reason": (("string", "null"), False), "resumed": (("integer",), False),
+                "extracted": (("array",), False), "memories": (("integer",), False),
+                "blocked_items": (("object",), False), "extract_flag": (("boolean",), False)}
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 _KIND_HEADING = {"decision": "decision", "decisions": "decision", "constraint": "constraint",
@@ -242,7 +248,10 @@ class Workspace:
             from .errors import StoreCorrupt
 
             raise StoreCorrupt(f"{self.state_path} is corrupt ({exc})", path=str(self.state_path)) from None
-        return data
+        from .json_check import check_fields
+
+        return check_fields(data, self.state_path, STATE_FIELDS,
+                            fix="restore it or move the workspace away (nothing was changed)")
 
     def _save(self, data: dict[str, Any]) -> None:
         from .store import write_json_atomic
@@ -514,6 +523,7 @@ class Workspace:
                      now + seconds if seconds else None, json.dumps(meta, ensure_ascii=False)))
                 ids.append(int(cur.lastrowid))
         data["extracted"] = ids
+        data["extract_flag"] = bool(flag)  # complete extracts again the same way (a flag is never lost)
         data["blocked_items"] = earlier
         data["extracted_at"] = _iso(time.time())
         self._save(data)
@@ -523,7 +533,8 @@ class Workspace:
     # -- complete -------------------------------------------------------------------------------
     def complete(self, outcome: str, reason: str | None = None, *, ephemeral: bool = False,
                  extract: bool = True, queue: bool = True) -> dict[str, Any]:
-        """End the session with ``outcome`` (see the module docstring) and return what was done:
+        """End the session with ``outcome`` (see the module docstring) and return what was done
+        (on success ``output/`` is extracted again with the ``flag`` the last :meth:`extract` had):
         ``{"session_id", "outcome", "extracted", "working_removed", "workspace_removed",
         "preserved", "queued", "notes"}``. ``extract=False`` on success promotes only what an
         earlier :meth:`extract` took. ``queue=False`` leaves the session end to the caller (the MCP
@@ -541,7 +552,7 @@ class Workspace:
                                       "preserved": outcome == "aborted"}
             if outcome == "success" and extract and data["state"] in ("open", "aborted"):
                 data["state"] = "open"
-                got = self._extract(data)
+                got = self._extract(data, flag=bool(data.get("extract_flag")))  # as the last extract asked
                 result["extracted"], result["blocked"] = got["candidates"], got["blocked"]
             if queue:
                 self.store.sessions.end(self.session_id, outcome, reason)

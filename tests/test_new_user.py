@@ -261,7 +261,9 @@ def read_only_store(tmp_path):
 
 
 def _snapshot(folder):
-    return {str(p.relative_to(folder)): p.read_bytes() if p.is_file() else b"" for p in sorted(folder.rglob("*"))}
+    """Every file's bytes (SQLite's shared-memory and WAL files, which a reader may create, left out)."""
+    return {str(p.relative_to(folder)): p.read_bytes() if p.is_file() else b"" for p in sorted(folder.rglob("*"))
+            if not p.name.endswith(("-shm", "-wal"))}
 
 
 def test_mcp_starts_read_only_on_a_read_only_store(read_only_store):
@@ -424,3 +426,211 @@ def test_an_explicit_session_id_still_wins(store):
                     (await _call(client, "session_read", {"path": "output/m.md"}))["content"])
 
     assert anyio.run(run) == ("- a\n", "- b\n")
+
+
+# -- b. store JSON files with fields of the wrong type ----------------------------------------------
+
+
+def _store_with_a_memory_and_a_workspace(tmp_path):
+    st = tmp_path / ".memofs"
+    s = Store(st, embedding="hash")
+    s.sessions.add_note("s1", "Integration tests need the Postgres container started first", flag=True,
+                        kind="constraint")
+    s.sessions.end("s1", "success")
+    from consolidate.pipeline import run_queue
+    from consolidate.workspace import start
+
+    run_queue(s, judges=["noop"])
+    start(s, "w1")
+    s.close()
+    return st
+
+
+MANIFEST_CASES = [
+    ({"layout_version": 1, "embedding": "hash-256"}, "'embedding' should be an object, found a string"),
+    ({"layout_version": "one", "embedding": {"id": "hash-256", "dimension": 256}}, "'layout_version' should be an integer"),
+    ({"layout_version": 1, "embedding": None}, "'embedding' should be an object, found null"),
+    ({"layout_version": 1, "embedding": {"id": 5, "dimension": 256}}, "'embedding.id' should be a string"),
+    ({"layout_version": 1, "embedding": {"id": "hash-256", "dimension": "256"}}, "'embedding.dimension' should be an integer"),
+    ({"layout_version": 1, "embedding": {"id": "hash-256"}}, "'embedding.dimension' is missing"),
+    ([1, 2], "not a JSON object but an array"),
+]
+
+
+@pytest.mark.parametrize("manifest,message", MANIFEST_CASES)
+@pytest.mark.parametrize("argv", [["status"], ["recall", "Postgres"], ["run"], ["disputes"],
+                                  ["note", "--session", "s2", "Another note for the next session"]])
+def test_a_manifest_with_wrong_types_is_one_line_naming_file_and_field(tmp_path, capsys, manifest, message, argv):
+    st = _store_with_a_memory_and_a_workspace(tmp_path)
+    (st / "manifest.json").write_text(json.dumps(manifest))
+    before = _snapshot(st)
+    code = main([*argv, "--store", str(st), "--embedding", "hash"])
+    err = capsys.readouterr().err
+    if argv[0] in ("run", "note"):  # these do not read the manifest: they go on as before
+        assert "Traceback" not in err
+        return
+    assert code == 4 and _one_line(err) and str(st / "manifest.json") in err
+    assert message in err and "nothing was changed" in err
+    assert _snapshot(st) == before
+
+
+@pytest.mark.parametrize("state,message", [
+    ({"session_id": "w1", "state": 5}, "'state' should be one of open, aborted, success, failure, found an integer"),
+    ({"session_id": "w1", "state": "open", "blocked_items": [1]}, "'blocked_items' should be an object"),
+    ({"session_id": "w1", "state": "aborted", "resumed": "two"}, "'resumed' should be an integer"),
+    ({"session_id": "w1", "state": "open", "task": ["a"]}, "'task' should be a string or a null"),
+    ({"session_id": "w1"}, "'state' is missing"),
+    ({"session_id": 12, "state": "open"}, "'session_id' should be a string"),
+    ([], "not a JSON object but an array"),
+])
+@pytest.mark.parametrize("argv", [["session", "read", "--session", "w1"],
+                                  ["session", "write", "--session", "w1", "output/m.md", "- a memory to keep here"],
+                                  ["session", "extract", "--session", "w1"],
+                                  ["session", "start", "--session", "w1"],
+                                  ["session", "complete", "--session", "w1", "--outcome", "success"]])
+def test_a_workspace_state_with_wrong_types_is_one_line_and_changes_nothing(tmp_path, capsys, state, message, argv):
+    st = _store_with_a_memory_and_a_workspace(tmp_path)
+    path = st / "workspaces" / "w1" / "workspace.json"
+    path.write_text(json.dumps(state))
+    before = _snapshot(st)
+    assert main([*argv, "--store", str(st), "--embedding", "hash"]) == 4
+    err = capsys.readouterr().err
+    assert _one_line(err) and str(path) in err and message in err and "nothing was changed" in err
+    assert _snapshot(st) == before  # no session end queued, no file written
+
+
+def test_a_workspace_state_with_wrong_types_over_mcp(tmp_path):
+    st = _store_with_a_memory_and_a_workspace(tmp_path)
+    (st / "workspaces" / "w1" / "workspace.json").write_text(json.dumps({"session_id": "w1", "state": 5}))
+
+    async def run():
+        async with Client(build_server(Store(st, embedding="hash"), spawn=None)) as client:
+            return [await _call(client, n, a) for n, a in (("session_read", {"session_id": "w1", "path": "context"}),
+                                                           ("session_complete", {"session_id": "w1", "outcome": "success"}))]
+
+    for got in anyio.run(run):
+        assert "field 'state' should be one of" in got["error"] and "\n" not in got["error"]
+        assert "internal error" not in got["error"]
+
+
+# -- e. session extract --flag survives session complete -----------------------------------------
+
+
+@pytest.mark.parametrize("route", ["python", "cli", "mcp"])
+def test_an_extract_flag_survives_complete(tmp_path, capsys, route):
+    """`session extract --flag` then `session complete` re-extracted output/ without the flag."""
+    st = tmp_path / ".memofs"
+    s = Store(st, embedding="hash")
+    from consolidate.workspace import start
+
+    ws, _ = start(s, "w1")
+    ws.write("output/m.md", "- Chose PKCE for the OAuth flow because tokens never reach the history\n"
+                            "- Deploys go through the staging cluster first\n")
+    if route == "python":
+        assert ws.extract(flag=True)["candidates"] == 2
+        ws.complete("success")
+    elif route == "cli":
+        base = ["--store", str(st), "--embedding", "hash"]
+        assert main(["session", "extract", "--session", "w1", "--flag", *base]) == 0
+        assert main(["session", "complete", "--session", "w1", "--outcome", "success", *base]) == 0
+        capsys.readouterr()
+    else:
+        async def run():
+            async with Client(build_server(s, spawn=None)) as client:
+                await _call(client, "session_extract", {"session_id": "w1", "flag": True})
+                return await _call(client, "session_complete", {"session_id": "w1", "outcome": "success"})
+
+        assert anyio.run(run)["workspace"]["extracted"] == 2
+    notes = Store(st, embedding="hash").sessions.notes("w1")
+    assert len(notes) == 2 and all(n.flag for n in notes)
+
+
+def test_a_later_extract_without_the_flag_is_what_complete_repeats(store):
+    from consolidate.workspace import start
+
+    ws, _ = start(store, "w1")
+    ws.write("output/m.md", "- Deploys go through the staging cluster first\n")
+    ws.extract(flag=True)
+    ws.extract()  # the agent changed its mind: no flag
+    ws.complete("success")
+    assert [n.flag for n in store.sessions.notes("w1")] == [False]
+
+
+def test_jsonl_item_flags_are_kept_by_complete_too(store):
+    from consolidate.workspace import start
+
+    ws, _ = start(store, "w1")
+    ws.write("output/m.jsonl", '{"content": "Deploys go through the staging cluster first", "flag": true}\n'
+                               '{"content": "The retry loop was a red herring here"}\n')
+    ws.complete("success")
+    assert [n.flag for n in store.sessions.notes("w1")] == [True, False]
+
+
+# -- f. a judged keep that says why is not rejected for a missing reason ----------------------------
+
+
+def _judged(store, note: str, verdict: dict):
+    from consolidate.pipeline import run_queue
+    from judges.chain import JudgeChain
+    from judges.scripted import ScriptedJudge
+
+    store.sessions.add_note("s1", note)
+    store.sessions.end("s1", "success")
+    [plan] = run_queue(store, chain_factory=lambda: JudgeChain([ScriptedJudge(default=verdict)]))
+    return plan
+
+
+@pytest.mark.parametrize("statement", [
+    "Chose PKCE for the OAuth flow because tokens never reach the browser history",
+    "Chose SQLite over Postgres since the session tier needs no server",
+    "Went with pnpm workspaces in order to keep one lockfile for every package",
+    "Picked Vite given that webpack builds took four minutes on CI",
+    "Elegimos SQLite porque el nivel de sesión no necesita servidor",
+    "Nous avons choisi SQLite puisque la couche de session n'a pas besoin de serveur",
+    "Wir haben SQLite gewählt, weil die Sitzungsebene keinen Server braucht",
+    "Выбрали SQLite, потому что не нужен отдельный сервер",
+    "我们选择了SQLite，因为会话层不需要服务器",
+    "サーバーが不要なのでSQLiteを選んだ",
+    "اخترنا SQLite لأن طبقة الجلسة لا تحتاج إلى خادم",
+    "서버가 필요 없기 때문에 SQLite를 선택했다",
+])
+def test_a_judged_decision_saying_why_keeps_its_reason(store, statement):
+    """A judge's keep (unflagged) whose statement gives the reason but whose `fields` do not was
+    rejected ('a decision needs reason'); the reason is read from the wording, in any language."""
+    verdict = {"verdict": "keep", "statement": statement, "type": "decision", "evidence": "observed-success",
+               "confidence": "high", "reason": "a decision with its reason", "fields": {}}
+    plan = _judged(store, statement, verdict)
+    assert not [e for e in plan.events if e["event"] == "candidate.rejected"], plan.events
+    [row] = store.longterm().with_status("active")
+    assert json.loads(row["metadata"]["fields"])["reason"]
+
+
+@pytest.mark.parametrize("fields,field", [({"rationale": "tokens never reach the browser history"}, "reason"),
+                                          ({"why": "tokens never reach the browser history"}, "reason")])
+def test_a_judged_decision_with_its_reason_under_another_name(store, fields, field):
+    verdict = {"verdict": "keep", "statement": "Chose PKCE for the OAuth flow", "type": "decision",
+               "evidence": "observed-success", "confidence": "high", "reason": "kept", "fields": fields}
+    plan = _judged(store, "Chose PKCE for the OAuth flow: tokens never reach the history", verdict)
+    assert not [e for e in plan.events if e["event"] == "candidate.rejected"]
+
+
+def test_the_reason_may_be_in_the_note_when_the_judge_rewrote_it_away(store):
+    verdict = {"verdict": "keep", "statement": "The OAuth flow uses PKCE", "type": "decision",
+               "evidence": "observed-success", "confidence": "high", "reason": "kept", "fields": {}}
+    plan = _judged(store, "Chose PKCE for the OAuth flow because tokens never reach the history", verdict)
+    assert not [e for e in plan.events if e["event"] == "candidate.rejected"]
+
+
+def test_a_judged_decision_with_no_reason_anywhere_is_still_rejected(store):
+    verdict = {"verdict": "keep", "statement": "Decided to drop the legacy endpoints", "type": "decision",
+               "evidence": "observed-success", "confidence": "high", "reason": "kept", "fields": {}}
+    plan = _judged(store, "Decided to drop the legacy endpoints", verdict)
+    [e] = [e for e in plan.events if e["event"] == "candidate.rejected"]
+    assert e["reason"].startswith("a decision needs reason")
+
+
+def test_a_judged_failure_with_its_cause_in_the_wording(store):
+    verdict = {"verdict": "keep", "statement": "The nightly build fails because the runner image lacks Node 20",
+               "type": "failure", "evidence": "observed-failure", "confidence": "high", "reason": "kept", "fields": {}}
+    plan = _judged(store, "nightly build fails: the runner image lacks Node 20", verdict)
+    assert not [e for e in plan.events if e["event"] == "candidate.rejected"]

@@ -36,6 +36,7 @@ def run(plan, ctx):
             record_fields_missing(plan, c)
             problem = None
         else:
+            fill_judged_fields(plan, c)
             problem = missing_fields(c.type, c.statement, c.fields) or memorability_problem(c.statement)
         if problem:
             c.outcome, c.outcome_reason = "rejected", problem
@@ -56,6 +57,39 @@ def run(plan, ctx):
         else:
             external.hold(plan, c)  # content from outside the project waits for a confirmation
     return plan
+
+
+#: Field names a judge may use for a required field (lower case): the field they stand for.
+FIELD_ALIASES = {"rationale": "reason", "why": "reason", "because": "reason", "justification": "reason",
+                 "root_cause": "cause", "root cause": "cause", "error": "symptom", "problem": "symptom",
+                 "cmd": "command", "commands": "command", "where": "context", "holder": "who", "owner": "who"}
+
+
+def fill_judged_fields(plan, c) -> None:
+    """A judged keep's required fields that the judge left out of ``fields`` but gave under another
+    name (:data:`FIELD_ALIASES`: ``rationale`` for ``reason``) or in its wording: the statement, then
+    its notes' text ("X because Y" and the other reason and cause words of
+    :func:`~consolidate.memory_types.fields_from_text`, in every language it reads) fill
+    ``c.fields``, so that a decision saying why is not rejected for a missing reason. ``who`` is never
+    guessed (a judged preference names who holds it)."""
+    from ..memory_types import fields_from_text
+
+    fields = {k: v for k, v in c.fields.items() if str(v or "").strip()}
+    for key, value in c.fields.items():
+        alias = FIELD_ALIASES.get(str(key).strip().lower())
+        if alias and str(value or "").strip() and not fields.get(alias):
+            fields[alias] = value
+    ids = set(c.note_ids)
+    texts = [c.statement] + [n.content for n in plan.notes if n.id in ids]
+    for name in required_missing(c.type, fields):
+        if name == "who":
+            continue
+        for text in texts:
+            found = str(fields_from_text(c.type, text).get(name) or "").strip()
+            if found:
+                fields[name] = found
+                break
+    c.fields = fields
 
 
 def record_fields_missing(plan, c) -> None:
