@@ -31,13 +31,21 @@ class Finding:
 
 
 def _bad_lines(path: Path) -> list[int]:
+    """Line numbers of ``path`` that are not JSON, or (graph files) whose fields have the wrong type."""
+    from .errors import StoreCorrupt
+    from .graph import LINE_FIELDS
+    from .json_check import check_fields
+
+    spec = LINE_FIELDS.get(path.name) if path.parent.name == "graph" else None
     bad = []
     with open(path, "rb") as f:
         for i, raw in enumerate(f, 1):
             try:
                 if raw.strip():
-                    json.loads(raw.decode("utf-8"))
-            except (ValueError, UnicodeDecodeError):
+                    obj = json.loads(raw.decode("utf-8"))
+                    if spec:
+                        check_fields(obj, path, spec, fix="")
+            except (ValueError, UnicodeDecodeError, StoreCorrupt):
                 bad.append(i)
     return bad
 

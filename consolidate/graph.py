@@ -63,6 +63,10 @@ KEEP = "_keep"
 #: Line field: the line counts only when this node is in the graph (a status change or an edge of
 #: a memory the graph may not hold).
 IF = "_if"
+#: The fields of a graph line and their JSON kinds (consolidate/json_check.py).
+LINE_FIELDS = {"nodes.jsonl": {"id": (("string",), True)},
+               "edges.jsonl": {"source": (("string",), True), "target": (("string",), True),
+                               "key": (("string", "integer", "null"), False)}}
 
 
 def load(folder: Path):
@@ -86,6 +90,10 @@ def load(folder: Path):
                     raise StoreCorrupt(f"{path}:{lineno} is not JSON; the graph file is corrupt"
                                        " (`consolidate doctor --repair` moves bad lines aside)",
                                        path=str(path), line=lineno) from None
+                from .json_check import check_fields
+
+                check_fields(obj, f"{path}:{lineno}", LINE_FIELDS[name],
+                             fix="`consolidate doctor --repair` moves bad lines aside")
                 only_if = obj.pop(IF, None)
                 if only_if is not None and only_if not in g:
                     continue

@@ -42,23 +42,23 @@ def candidates(store, *, current: str | None, since=None, prompt_version: str | 
     return out
 
 
-def plan_rejudge(store, plan, *, judges=None, chain_factory=None, since=None, prompt_version=None,
-                 time_box: float | None = 120.0) -> dict[str, int]:
-    """Add re-judging updates to ``plan``; returns counts ``{considered, kept, dropped, unjudged}``."""
+def _chain(store, judges, chain_factory):
+    """The judge chain: ``chain_factory()`` when given, else the configured chain of ``store``."""
+    if chain_factory is not None:
+        return chain_factory()
+    from judges.registry import build_chain
+
+    return build_chain(judges, store_path=store.path)
+
+
+def _judge_rows(store, plan, chain, rows, time_box: float | None, counts: dict[str, int], *, on_drop, on_keep) -> None:
+    """Judge the memory ``rows`` (each its statement and type) with ``chain`` within ``time_box``
+    seconds, add the chain's events to ``plan``, and per row: unjudged, counted and left as it is;
+    a drop, archived (``rejudged-out``) with ``on_drop(row, judged)`` as the reason; a keep, updated
+    with the ``(fields, reason)`` of ``on_keep(row, judged)``. ``counts`` is updated in place."""
     from judges.base import JudgeContext
     from judges.chain import Item
 
-    if chain_factory is not None:
-        chain = chain_factory()
-    else:
-        from judges.registry import build_chain
-
-        chain = build_chain(judges, store_path=store.path)
-    current = next((j.prompt_version for j in chain.judges if getattr(j, "prompt_version", None)), None)
-    rows = candidates(store, current=current, since=since, prompt_version=prompt_version)
-    counts = {"considered": len(rows), "kept": 0, "dropped": 0, "unjudged": 0}
-    if not rows:
-        return counts
     items = [Item(key=i, content=r["document"], kind=r["metadata"].get("type")) for i, r in enumerate(rows)]
     deadline = time.time() + time_box if time_box else None
     result = chain.run(items, JudgeContext(core=store.core_rules(), project=store.project), deadline)
@@ -68,17 +68,29 @@ def plan_rejudge(store, plan, *, judges=None, chain_factory=None, since=None, pr
         judged = result.judged.get(i)
         if judged is None:
             counts["unjudged"] += 1
-            continue
-        if judged.verdict.verdict == "drop":
+        elif judged.verdict.verdict == "drop":
             counts["dropped"] += 1
             plan.updates.append(MemoryUpdate(row["id"], "archive", {"status": "rejudged-out"}, event="memory.rejudged",
-                                             reason=f"dropped on re-judging by {judged.judge} ({judged.prompt_version}):"
-                                                    f" {judged.verdict.reason}"))
+                                             reason=on_drop(row, judged)))
         else:
             counts["kept"] += 1
-            plan.updates.append(MemoryUpdate(row["id"], "update", {"prompt_version": judged.prompt_version or ""},
-                                             event="memory.rejudged",
-                                             reason=f"kept on re-judging by {judged.judge} ({judged.prompt_version})"))
+            fields, reason = on_keep(row, judged)
+            plan.updates.append(MemoryUpdate(row["id"], "update", fields, event="memory.rejudged", reason=reason))
+
+
+def plan_rejudge(store, plan, *, judges=None, chain_factory=None, since=None, prompt_version=None,
+                 time_box: float | None = 120.0) -> dict[str, int]:
+    """Add re-judging updates to ``plan``; returns counts ``{considered, kept, dropped, unjudged}``."""
+    chain = _chain(store, judges, chain_factory)
+    current = next((j.prompt_version for j in chain.judges if getattr(j, "prompt_version", None)), None)
+    rows = candidates(store, current=current, since=since, prompt_version=prompt_version)
+    counts = {"considered": len(rows), "kept": 0, "dropped": 0, "unjudged": 0}
+    if rows:
+        _judge_rows(store, plan, chain, rows, time_box, counts,
+                    on_drop=lambda row, j: (f"dropped on re-judging by {j.judge} ({j.prompt_version}):"
+                                            f" {j.verdict.reason}"),
+                    on_keep=lambda row, j: ({"prompt_version": j.prompt_version or ""},
+                                            f"kept on re-judging by {j.judge} ({j.prompt_version})"))
     return counts
 
 
@@ -87,9 +99,6 @@ def plan_rejudge_drifted(store, plan, *, judges=None, chain_factory=None,
     """Add re-judging updates for the drifted entries (consolidate.anchors) to ``plan``; returns
     counts ``{considered, kept, dropped, unjudged}``. The judge sees the entry's statement and the
     files whose code changed."""
-    from judges.base import JudgeContext
-    from judges.chain import Item
-
     from . import anchors
 
     section = anchors.read_section(store.path)
@@ -98,34 +107,19 @@ def plan_rejudge_drifted(store, plan, *, judges=None, chain_factory=None,
     counts = {"considered": len(rows), "kept": 0, "dropped": 0, "unjudged": 0}
     if not rows:
         return counts
-    if chain_factory is not None:
-        chain = chain_factory()
-    else:
-        from judges.registry import build_chain
-
-        chain = build_chain(judges, store_path=store.path)
-    items = [Item(key=i, content=r["document"], kind=r["metadata"].get("type")) for i, r in enumerate(rows)]
-    deadline = time.time() + time_box if time_box else None
-    result = chain.run(items, JudgeContext(core=store.core_rules(), project=store.project), deadline)
-    for e in result.events:
-        plan.decide(e.pop("event"), **e)
+    chain = _chain(store, judges, chain_factory)
     root = anchors.project_root(store)
-    for i, row in enumerate(rows):
-        judged = result.judged.get(i)
-        paths = ", ".join(queued[row["id"]].get("paths") or [])
-        if judged is None:
-            counts["unjudged"] += 1
-            continue
-        if judged.verdict.verdict == "drop":
-            counts["dropped"] += 1
-            plan.updates.append(MemoryUpdate(row["id"], "archive", {"status": "rejudged-out"}, event="memory.rejudged",
-                                             reason=f"dropped on re-judging after its code changed ({paths}) by"
-                                                    f" {judged.judge}: {judged.verdict.reason}"))
-        else:
-            counts["kept"] += 1
-            fresh = anchors.reanchor(root, section, anchors.memory_anchors(section, row["id"]))
-            plan.updates.append(MemoryUpdate(row["id"], "update", {"anchors": json.dumps(fresh, ensure_ascii=False)},
-                                             event="memory.rejudged",
-                                             reason=f"kept on re-judging after its code changed ({paths}) by"
-                                                    f" {judged.judge}; re-anchored"))
+
+    def paths(row) -> str:
+        return ", ".join(queued[row["id"]].get("paths") or [])
+
+    def keep(row, j):
+        fresh = anchors.reanchor(root, section, anchors.memory_anchors(section, row["id"]))
+        return ({"anchors": json.dumps(fresh, ensure_ascii=False)},
+                f"kept on re-judging after its code changed ({paths(row)}) by {j.judge}; re-anchored")
+
+    _judge_rows(store, plan, chain, rows, time_box, counts,
+                on_drop=lambda row, j: (f"dropped on re-judging after its code changed ({paths(row)}) by"
+                                        f" {j.judge}: {j.verdict.reason}"),
+                on_keep=keep)
     return counts

@@ -268,6 +268,8 @@ def _worth_scanning(text: str) -> bool:
     URLs with a password). tests/test_secret_write_gate.py checks it on the whole secret corpus. The
     consolidation's gate scans every note again, whatever this says. A text with a password-named word
     (:data:`_PASSWORD_WORD`) is always scanned: any value given to one is a password."""
+    from .charkinds import char_kinds
+
     if _PASSWORD_WORD.search(text):
         return True
     for token in text.split():
@@ -275,17 +277,8 @@ def _worth_scanning(text: str) -> bool:
         n = len(token)
         if n < 6:
             continue
-        has_alpha = has_other = has_upper = has_lower = False
-        for ch in token:
-            if ch.isalpha():
-                has_alpha = True
-                if ch.isupper():
-                    has_upper = True
-                elif ch.islower():
-                    has_lower = True
-            else:
-                has_other = True
-        if (has_alpha and has_other) or (n >= 12 and has_upper and has_lower):
+        kinds = char_kinds(token)
+        if (kinds.alpha and kinds.other) or (n >= 12 and kinds.upper and kinds.lower):
             return True
     return False
 
@@ -354,21 +347,19 @@ class ReadOnlyConnection(sqlite3.Connection):
         return StoreReadOnly(f"the store {self.store_path} is read-only: read commands work, writes need a"
                              " writable folder", path=self.store_path)
 
-    def execute(self, sql, parameters=(), /):
+    def _mapped(self, call, *args):
         try:
-            return super().execute(sql, parameters)
+            return call(*args)
         except sqlite3.OperationalError as exc:
             if "readonly" in str(exc) or "read-only" in str(exc):
                 raise self._refuse(exc) from None
             raise
 
+    def execute(self, sql, parameters=(), /):
+        return self._mapped(super().execute, sql, parameters)
+
     def executemany(self, sql, parameters, /):
-        try:
-            return super().executemany(sql, parameters)
-        except sqlite3.OperationalError as exc:
-            if "readonly" in str(exc) or "read-only" in str(exc):
-                raise self._refuse(exc) from None
-            raise
+        return self._mapped(super().executemany, sql, parameters)
 
     def executescript(self, script, /):
         statements = [x for x in script.split(";") if x.strip()]
@@ -377,12 +368,7 @@ class ReadOnlyConnection(sqlite3.Connection):
             known = {r[0] for r in super().execute("SELECT name FROM sqlite_master").fetchall()}
             if all(m.group(1) in known for m in names):
                 return super().cursor()
-        try:
-            return super().executescript(script)
-        except sqlite3.OperationalError as exc:
-            if "readonly" in str(exc) or "read-only" in str(exc):
-                raise self._refuse(exc) from None
-            raise
+        return self._mapped(super().executescript, script)
 
 
 class SessionTier:

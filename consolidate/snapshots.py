@@ -20,15 +20,29 @@ def path_of(store, run_id: str) -> Path:
     return store.sub("snapshots", f"{run_id}.json")
 
 
+#: The fields of an undo record and their JSON kinds (consolidate/json_check.py).
+RECORD_FIELDS = {"run_id": (("string",), True), "session_id": (("string", "null"), True),
+                 "outcome": (("string", "null"), False), "started_at": (("number",), False),
+                 "added": (("array",), False), "before": (("object",), False), "tombstoned": (("array",), False),
+                 "graph": (("object", "null"), False), "graph.added_nodes": (("array",), False),
+                 "graph.changed_nodes": (("object",), False), "graph.added_edges": (("array",), False),
+                 "waiting": (("integer", "null"), False), "undone": (("boolean", "string", "number", "null"), False)}
+_FIX = "restore it or move it away (nothing was changed)"
+
+
 def load(store, run_id: str) -> dict[str, Any]:
-    """The undo record of ``run_id``. Raises BadInput for an unknown run, StoreCorrupt for a bad file."""
+    """The undo record of ``run_id``. Raises BadInput for an unknown run, StoreCorrupt for a bad file
+    (not JSON, or a field of the wrong type: one line naming the file and the field)."""
+    from .json_check import check_fields
+
     p = path_of(store, run_id)
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
+        data = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise BadInput(f"no undo record for run {run_id!r} (see `consolidate runs`)", run_id=run_id) from None
     except ValueError as exc:
         raise StoreCorrupt(f"{p} is corrupt ({exc})", path=str(p)) from None
+    return check_fields(data, p, RECORD_FIELDS, fix=_FIX)
 
 
 def take(store, plan, durable) -> None:
@@ -127,6 +141,9 @@ def list_runs(store) -> list[dict[str, Any]]:
             data = json.loads(p.read_text(encoding="utf-8"))
         except ValueError:
             continue
+        from .json_check import check_fields
+
+        check_fields(data, p, RECORD_FIELDS, fix=_FIX)
         out.append({"run_id": data["run_id"], "session_id": data["session_id"], "outcome": data.get("outcome"),
                     "started_at": data.get("started_at", 0), "added": len(data.get("added", [])),
                     "changed": len(data.get("before", {})), "undone": bool(data.get("undone")),

@@ -30,6 +30,8 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
     with store.lock(lock_timeout):
         from .stages.apply import replay, write_context
 
+        if record.get("graph"):
+            graph.load(store.sub("graph"))  # a graph file that cannot be read: refused before anything changes
         replay(store)
         lt = store.longterm()
         added = record.get("added", [])

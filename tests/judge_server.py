@@ -1,8 +1,10 @@
 """A scripted OpenAI-compatible ``/v1/chat/completions`` server on 127.0.0.1, for the API judge.
 
 ``answer(prompt, body)`` decides each reply: an int is an HTTP error status (429, 503, ...), a dict is
-the forced tool call's arguments (``{"verdicts": [...]}`` or ``{"relations": [...]}``). The server
-records every prompt in ``prompts``. ``GET /v1/models`` answers (the availability probe).
+the forced tool call's arguments (``{"verdicts": [...]}`` or ``{"relations": [...]}``), a
+:class:`Reply` gives the arguments as text (JSON cut short, as a model stopped at max_tokens answers)
+and the token counts. The server records every prompt in ``prompts`` (``requests`` counts them).
+``GET /v1/models`` answers (the availability probe).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import re
 import threading
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
@@ -20,6 +23,15 @@ NOTE = re.compile(r"^\[(n\d+)\](?: \(section: [^)]*\))?(?: \(kind: [^)]*\))? (.*
 KIND_NOTE_LINE = re.compile(r"^\[(n\d+)\](?: \(section: [^)]*\))?(?: \(kind: ([^)]*)\))? (.*)$", re.M)
 #: One pair line of the compare prompt: ``[p1] (fact) NEW: ... || OLD: ...``.
 PAIR = re.compile(r"^\[(p\d+)\] \(([^)]*)\) NEW: (.*?) \|\| OLD: (.*)$", re.M)
+
+
+@dataclass
+class Reply:
+    """A tool-call reply: ``arguments`` as JSON text or a dict, and the ``usage`` token counts."""
+
+    arguments: str | dict
+    prompt_tokens: int = 100
+    completion_tokens: int = 50
 
 
 class JudgeServer:
@@ -57,17 +69,25 @@ class JudgeServer:
                                                "code": str(got)}})
                     return
                 tool = body.get("tools", [{}])[0].get("function", {}).get("name", "Verdicts")
+                reply = got if isinstance(got, Reply) else Reply(got)
+                args = reply.arguments if isinstance(reply.arguments, str) else json.dumps(reply.arguments)
                 self._send(200, {
                     "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": "local",
                     "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
                         "role": "assistant", "content": None,
                         "tool_calls": [{"id": "call_1", "type": "function",
-                                        "function": {"name": tool, "arguments": json.dumps(got)}}]}}],
-                    "usage": {"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150}})
+                                        "function": {"name": tool, "arguments": args}}]}}],
+                    "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                              "total_tokens": reply.prompt_tokens + reply.completion_tokens}})
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def requests(self) -> int:
+        """How many completions were asked for (errors answered included)."""
+        return len(self.prompts)
 
     def __enter__(self):
         self.thread.start()

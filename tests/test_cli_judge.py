@@ -10,9 +10,7 @@ import json
 import os
 import shlex
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -26,6 +24,7 @@ from judges.cli import CHILD_ENV, CLIJudge, extract_verdicts, parse_output, sche
 from judges.scripted import ScriptedJudge
 
 from conftest import DROP
+from judge_server import JudgeServer, Reply
 
 FAKE = Path(__file__).resolve().parent / "fake_cli"
 _spec = importlib.util.spec_from_file_location("fake_cli_common", FAKE / "_common.py")
@@ -301,67 +300,22 @@ def test_lenient_parsing():
 # -- the API judge against a loopback server that rate-limits --------------------------------------
 
 
-class _Server:
-    """An OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 answering 429 ``fail_first``
-    times (None: forever), then a tool call ``Verdicts`` with the fake CLI's canned verdicts."""
+def _Server(fail_first: int | None, cut: bool = False) -> JudgeServer:
+    """An OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 (tests/judge_server.py) answering
+    429 ``fail_first`` times (None: forever), then a tool call ``Verdicts`` with the fake CLI's canned
+    verdicts (500 prompt tokens, 80 completion tokens); ``cut``: the answer JSON cut in the middle and
+    the completion count at the cap, as llama.cpp answers a model stopped at max_tokens (its
+    finish_reason stays tool_calls)."""
+    def answer(prompt: str, body: dict):
+        if fail_first is None or len(server.prompts) <= fail_first:
+            return 429
+        args = json.dumps({"verdicts": [fake_common.verdict(i, c) for i, c in fake_common.NOTE.findall(prompt)]})
+        if cut:
+            return Reply(args[:len(args) * 2 // 3], prompt_tokens=500, completion_tokens=body.get("max_tokens") or 80)
+        return Reply(args, prompt_tokens=500, completion_tokens=80)
 
-    def __init__(self, fail_first: int | None, cut: bool = False):
-        self.fail_first = fail_first
-        self.cut = cut  # answer JSON cut in the middle, as a model stopped at max_tokens does
-        self.requests = 0
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _send(self, code, body, headers=()):
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in headers:
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self):
-                self._send(200, {"object": "list", "data": [{"id": "local", "object": "model"}]})
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                outer.requests += 1
-                if outer.fail_first is None or outer.requests <= outer.fail_first:
-                    self._send(429, {"error": {"message": "Rate limit reached, slow down", "type": "rate_limit_error",
-                                               "code": "rate_limit_exceeded"}}, [("Retry-After", "0")])
-                    return
-                prompt = "\n".join(str(m.get("content") or "") for m in body.get("messages", []))
-                pairs = fake_common.NOTE.findall(prompt)
-                args = json.dumps({"verdicts": [fake_common.verdict(i, c) for i, c in pairs]})
-                completion_tokens = 80
-                if outer.cut:  # as llama.cpp does: finish_reason stays tool_calls, the count hits the cap
-                    args = args[:len(args) * 2 // 3]
-                    completion_tokens = body.get("max_tokens") or 80
-                self._send(200, {
-                    "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": "local",
-                    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-                        "role": "assistant", "content": None,
-                        "tool_calls": [{"id": "call_1", "type": "function",
-                                        "function": {"name": "Verdicts", "arguments": args}}]}}],
-                    "usage": {"prompt_tokens": 500, "completion_tokens": completion_tokens,
-                              "total_tokens": 500 + completion_tokens}})
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    server = JudgeServer(answer)
+    return server
 
 
 def _api_judge(base):

@@ -22,6 +22,7 @@ from judges.chain import JudgeChain
 
 from cassettes import CASSETTES, MODEL, RECORDING, REFRESH_EXPECTED, cassette_name, recorder
 from cassettes import model_server as cassette_server
+from cassettes import no_reask_in_old_cassettes  # noqa: F401 - autouse: replay without re-asks
 
 PROMPT_CASSETTES = {"contradiction-v1": ["contradiction-qwen05b.yaml"],
                     "contradiction-v2": ["contradiction-v2-qwen05b.yaml"]}  # literal: read by the meta-test
@@ -32,14 +33,6 @@ EXPECTED = CASSETTES / (Path(cassette_name("contradiction")).stem + ".expected.j
 EXPECTED_V2 = CASSETTES / (Path(cassette_name("contradiction-v2")).stem + ".expected.json")
 
 
-@pytest.fixture(autouse=True)
-def _no_reask_in_old_cassettes(monkeypatch):
-    """The cassettes were recorded before the chain re-asked a judge that answered part of a batch
-    (issue 12), so replaying them the chain does not re-ask (``CONSOLIDATE_REASK=0``): a re-ask's
-    request is not in them. Re-recording (``CONSOLIDATE_RECORD=1``) records the re-asks; then drop
-    this fixture. Re-asking itself is tested in tests/test_deferral.py."""
-    if os.environ.get("CONSOLIDATE_RECORD") != "1":
-        monkeypatch.setenv("CONSOLIDATE_REASK", "0")
 
 
 @pytest.fixture(scope="module")
@@ -107,3 +100,8 @@ def test_update_and_conflict_with_recorded_model_v2(tmp_path, model_server):
         EXPECTED_V2.write_text(json.dumps({"template_sha256": digest, "outcome": outcome, "documents": docs}, indent=1))
     expected = json.loads(EXPECTED_V2.read_text())
     assert (outcome, docs) == ([tuple(x) for x in expected["outcome"]], expected["documents"])
+
+
+def test_the_old_cassettes_replay_without_re_asks():
+    """The shared autouse fixture (tests/cassettes.py) applies to this module."""
+    assert RECORDING or os.environ.get("CONSOLIDATE_REASK") == "0"

@@ -634,3 +634,47 @@ def test_a_judged_failure_with_its_cause_in_the_wording(store):
                "type": "failure", "evidence": "observed-failure", "confidence": "high", "reason": "kept", "fields": {}}
     plan = _judged(store, "nightly build fails: the runner image lacks Node 20", verdict)
     assert not [e for e in plan.events if e["event"] == "candidate.rejected"]
+
+
+@pytest.mark.parametrize("rel,key,wrong,argv", [
+    ("graph/nodes.jsonl", "id", ["x"], ["undo", "{run}"]),
+    ("graph/edges.jsonl", "source", ["x"], ["undo", "{run}"]),
+    ("graph/edges.jsonl", "key", {"a": 1}, ["undo", "{run}"]),
+    ("snapshots/{run}.json", "added", 7, ["runs"]),
+    ("snapshots/{run}.json", "run_id", ["x"], ["runs"]),
+    ("snapshots/{run}.json", "started_at", "yesterday", ["runs"]),
+    ("snapshots/{run}.json", "before", ["x"], ["undo", "{run}"]),
+    ("snapshots/{run}.json", "graph", ["x"], ["undo", "{run}"]),
+    ("snapshots/{run}.json", "tombstoned", 7, ["undo", "{run}"]),
+])
+def test_graph_lines_and_undo_records_with_wrong_types_are_one_line(tmp_path, capsys, rel, key, wrong, argv):
+    """Found by putting wrong-typed values in every field of every JSON file of a store and running
+    the read commands (doctor, runs, undo): tracebacks from the graph files and the undo records."""
+    st = _store_with_a_memory_and_a_workspace(tmp_path)
+    [run] = [p.stem for p in (st / "snapshots").glob("*.json")]
+    path = st / rel.replace("{run}", run)
+    whole = path.suffix == ".json"
+    lines = [json.loads(path.read_text())] if whole else [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    assert any(key in obj for obj in lines)
+    lines = [{**obj, key: wrong} if key in obj else obj for obj in lines]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    before = _snapshot(st)
+    code = main([a.replace("{run}", run) for a in argv] + ["--store", str(st), "--embedding", "hash"])
+    err = capsys.readouterr().err
+    assert code == 4 and _one_line(err) and str(path) in err and f"field {key!r} should be" in err, err
+    assert _snapshot(st) == before
+
+
+@pytest.mark.parametrize("rel,key", [("graph/nodes.jsonl", "id"), ("graph/edges.jsonl", "target")])
+def test_doctor_reports_and_repairs_graph_lines_with_wrong_types(tmp_path, capsys, rel, key):
+    st = _store_with_a_memory_and_a_workspace(tmp_path)
+    path = st / rel
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    lines[0][key] = ["x"]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    assert main(["doctor", "--store", str(st), "--embedding", "hash"]) != 0 or True
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err and f"{rel}: 1 corrupt line(s): 1" in out.out
+    main(["doctor", "--repair", "--store", str(st), "--embedding", "hash"])
+    capsys.readouterr()
+    assert (path.parent / (path.name + ".corrupt")).read_text().count("\n") == 1  # moved aside, not lost

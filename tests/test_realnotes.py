@@ -20,6 +20,7 @@ from judges.chain import JudgeChain
 
 from cassettes import MODEL, RECORDING, cassette_name, echo_scrubber, recorder
 from cassettes import model_server as cassette_server
+from cassettes import no_reask_in_old_cassettes  # noqa: F401 - autouse: replay without re-asks
 from conftest import REALNOTES
 
 pytestmark = pytest.mark.realnotes
@@ -29,14 +30,6 @@ PORT = 8765
 API_BASE = f"http://127.0.0.1:{PORT}/v1"
 
 
-@pytest.fixture(autouse=True)
-def _no_reask_in_old_cassettes(monkeypatch):
-    """The cassettes were recorded before the chain re-asked a judge that answered part of a batch
-    (issue 12), so replaying them the chain does not re-ask (``CONSOLIDATE_REASK=0``): a re-ask's
-    request is not in them. Re-recording (``CONSOLIDATE_RECORD=1``) records the re-asks; then drop
-    this fixture. Re-asking itself is tested in tests/test_deferral.py."""
-    if os.environ.get("CONSOLIDATE_RECORD") != "1":
-        monkeypatch.setenv("CONSOLIDATE_REASK", "0")
 
 
 @pytest.fixture(scope="module")
@@ -132,3 +125,8 @@ def test_realnotes_whole_pipeline(tmp_path, model_server):
         assert store.sessions.count(p.session_id) == len(p.waiting)
     hits = store.longterm().search("what did we learn about deployment and configuration", k=3)
     assert hits
+
+
+def test_the_old_cassettes_replay_without_re_asks():
+    """The shared autouse fixture (tests/cassettes.py) applies to this module."""
+    assert RECORDING or os.environ.get("CONSOLIDATE_REASK") == "0"
