@@ -24,6 +24,7 @@ import re
 from pathlib import Path
 
 from .errors import StoreCorrupt
+from .json_check import check_fields
 
 _PATH = re.compile(r"(?<![\w/.-])((?:\.{0,2}/)?(?:[\w@.-]+/)+[\w@.-]+\.[A-Za-z0-9]{1,6}|[\w-]+\.(?:py|js|ts|tsx|jsx|json|toml|ya?ml|md|sh|rs|go|java|sql|css|html|lock|cfg|ini|env))(?![\w/])")
 _INSTALL = re.compile(r"\b(?:pip|pip3|npm|pnpm|yarn|uv|cargo|gem|go|poetry|bun)\s+(?:install|add|i|get)\s+((?:[@\w./-]+(?:==[\w.]+)?\s*){1,4})", re.IGNORECASE)
@@ -273,8 +274,9 @@ def appended_diffs(folder: Path, segments: dict[str, dict[str, list[int]]]) -> d
             inside = si < len(spans) and spans[si][0] <= at < spans[si][1]
             try:
                 obj = json.loads(raw)
-            except ValueError:
-                continue
+                check_fields(obj, "", LINE_FIELDS[kind + ".jsonl"], fix="")
+            except (ValueError, StoreCorrupt):
+                continue  # a bad line (doctor reports it) is skipped here as one that is not JSON
             only_if = obj.pop(IF, None)
             if only_if is not None and only_if not in nodes:
                 continue
