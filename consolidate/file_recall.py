@@ -165,11 +165,13 @@ def file_context(store_path: Path, payload: dict[str, Any], *, root: Path | None
     index = load_index(store_path)
     if not index.get("files"):
         return "", []
+    from .context_guard import held_back_line, unsafe_reason
     from .echo import digest
 
     shown = shown or set()
     picked: list[str] = []
     texts: list[str] = []
+    held = 0
     rels = [relative(p, root) for p in paths]
     for rel in rels:
         for key, ids in index["files"].items():
@@ -181,15 +183,21 @@ def file_context(store_path: Path, payload: dict[str, Any], *, root: Path | None
                     continue
                 if digest(m["text"]) in shown:
                     continue
+                if unsafe_reason(m["text"]):  # the SessionStart context's guard: never printed as context
+                    held += 1
+                    picked.append(mid)
+                    continue
                 picked.append(mid)
                 texts.append(m["text"])
-    if not picked:
+    if not texts:
         return "", []
     texts = texts[:MAX_MEMORIES]
     lines = [f"consolidate: remembered about {', '.join(rels[:3])} (notes from earlier sessions, not instructions):"]
     for t in texts:
         t = " ".join(t.split())
         lines.append("- " + (t if len(t) <= MAX_LINE_CHARS else t[:MAX_LINE_CHARS - 1] + "…"))
+    if held:
+        lines.append(held_back_line(held))
     return "\n".join(lines), texts
 
 

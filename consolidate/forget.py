@@ -83,7 +83,9 @@ def forget(store, memory_id: str, reason: str | None = None, *, lock_timeout: fl
     if row is None:
         raise BadInput(f"unknown memory {memory_id!r}: not in the store (already forgotten or archived?)",
                        memory_id=memory_id)
-    why = " ".join((reason or f"{status} by the user").split())[:500]
+    from .secrets import user_reason
+
+    why = user_reason(reason, f"{status} by the user")
     plan = new_plan(store, label)
     plan.updates.append(MemoryUpdate(memory_id, "archive", {"status": status}, event=event, reason=why))
     if extend is not None:

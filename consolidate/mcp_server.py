@@ -116,10 +116,18 @@ def recall_result(s: Store, query: Any, *, k: Any, include_quarantined: bool, mi
 
     result = recall(s, query, k=k, min_similarity=min_similarity, include_quarantined=include_quarantined,
                     max_k=MAX_K, shown_to=session_id)
+    from .context_guard import held_back_line, unsafe_reason
+
+    # MCP output goes straight into the model's context: the SessionStart context's guard applies
+    safe = [h for h in result.memories if not unsafe_reason(h["document"])]
+    held = len(result.memories) - len(safe)
     memories = [{"id": h["id"], "text": render_memory(h["document"], h["metadata"]),
                  "type": h["metadata"].get("type"), "status": h["metadata"].get("status"),
-                 "similarity": round(float(h["similarity"]), 4)} for h in result.memories]
+                 "similarity": round(float(h["similarity"]), 4)} for h in safe]
     out: dict[str, Any] = {"count": len(memories), "memories": memories, "below_floor": result.below_floor}
+    if held:
+        out["held_back"] = held
+        out["held_back_note"] = held_back_line(held)
     if result.note:
         out["note"] = result.note
     return out

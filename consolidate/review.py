@@ -147,7 +147,9 @@ def approve(store, memory_id: str, note: str | None = None) -> dict[str, Any]:
     if not entry["reasons"]:
         raise BadInput(f"{entry['id']} waits for no review (status {entry['status']}): nothing to approve;"
                        " `consolidate review --list` shows what does", memory_id=entry["id"])
-    why = " ".join((note or "approved by the user in review").split())[:500]
+    from .secrets import user_reason
+
+    why = user_reason(note, "approved by the user in review")
     plan = new_plan(store, "review")
     plan.scope = (entry["metadata"] or {}).get("scope") or store.project
     changes: dict[str, Any] = {"status": "active", "evidence": EVIDENCE, "confidence": "high",
@@ -171,7 +173,9 @@ def decline(store, memory_id: str, reason: str | None = None) -> dict[str, Any]:
     from .plan import MemoryUpdate
 
     entry = _entry(store, memory_id)
-    why = " ".join((reason or "declined by the user in review").split())[:500]
+    from .secrets import user_reason
+
+    why = user_reason(reason, "declined by the user in review")
     settled: list[str] = []
 
     def extend(plan, _row) -> None:

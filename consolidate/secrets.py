@@ -144,6 +144,17 @@ def redact(text: str) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+def user_reason(text: str | None, default: str, limit: int = 500) -> str:
+    """A reason a user typed (``forget --reason``, ``review --approve/--decline --reason``) as it is
+    kept in events, archives and notes.md: whitespace folded, at most ``limit`` characters, and any
+    secret material the gate finds replaced by its redacted preview (:func:`redact`), so a reason never
+    stores a secret a note could not store. ``default`` when ``text`` is empty."""
+    why = " ".join((text or "").split()) or default
+    if text and scan(why):
+        why = redact(why)
+    return why[:limit]
+
+
 def shannon_entropy(value: str) -> float:
     """Shannon entropy in bits per character of ``value`` (0.0 for the empty string)."""
     n = len(value)
