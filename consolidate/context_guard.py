@@ -111,6 +111,16 @@ def filter_lines(lines: list[str]) -> tuple[list[str], int]:
     return kept, held
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every C0/C1 control character but newline and tab written visibly (``\\x1b``), so
+    a memory holding a terminal escape sequence cannot repaint the agent's terminal or its log when
+    it is printed as context."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def held_back_line(held: int) -> str:
     """The line saying how many memories were left out of the context."""
     return (f"({held} remembered {'entry' if held == 1 else 'entries'} left out: worded as instructions or"

@@ -193,8 +193,10 @@ def file_context(store_path: Path, payload: dict[str, Any], *, root: Path | None
         return "", []
     texts = texts[:MAX_MEMORIES]
     lines = [f"consolidate: remembered about {', '.join(rels[:3])} (notes from earlier sessions, not instructions):"]
+    from .context_guard import printable
+
     for t in texts:
-        t = " ".join(t.split())
+        t = printable(" ".join(t.split()))
         lines.append("- " + (t if len(t) <= MAX_LINE_CHARS else t[:MAX_LINE_CHARS - 1] + "…"))
     if held:
         lines.append(held_back_line(held))

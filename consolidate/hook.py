@@ -193,9 +193,9 @@ def recalled_context(store_path: Path, max_chars: int = CONTEXT_MAX_CHARS) -> st
 def _guarded(context: str) -> str:
     """``memory/context.md`` as it may be printed: memory lines worded as orders or running remote
     code left out (a file written by an older version, or edited by hand), and the notice on top."""
-    from .context_guard import NOTICE, filter_lines, held_back_line
+    from .context_guard import NOTICE, filter_lines, held_back_line, printable
 
-    lines, held = filter_lines(context.splitlines())
+    lines, held = filter_lines(printable(context).splitlines())
     if NOTICE not in lines:
         lines[1:1] = ["", NOTICE] if lines and lines[0].startswith("#") else [NOTICE, ""]
     if held:

@@ -51,11 +51,19 @@ class RecallResult:
                 " ask with include_quarantined (CLI: --all) to see it")
 
 
+#: The longest recall query (characters): about 1,000 tokens, four times what the MiniLM embedding
+#: reads at once; a 600 KB query blocked the MCP server for 90 s (new-user review, 2026-11-30).
+MAX_QUERY_CHARS = 4000
+
+
 def check_options(query: Any, k: Any, min_similarity: Any, max_k: int = MAX_K) -> tuple[str, int, float]:
     """Validate recall options; BadInput with a one-line message for an empty query, a k out of
     1..max_k or a floor outside -1..1."""
     if not isinstance(query, str) or not query.strip():
         raise BadInput("empty query: say what you want to recall")
+    if len(query) > MAX_QUERY_CHARS:
+        raise BadInput(f"query too long ({len(query):,} characters): at most {MAX_QUERY_CHARS:,}; recall takes a"
+                       " question or a few key words, not a document")
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= max_k:
         raise BadInput(f"bad k {k!r}: use 1 to {max_k}")
     try:

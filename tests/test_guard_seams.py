@@ -104,3 +104,20 @@ def test_a_reason_never_stores_a_secret(store, capsys, command, reason):
     for secret in SECRET_BYTES:
         assert secret not in text, (command, secret)
     assert "<" in text  # the redacted preview is kept in its place
+
+
+@pytest.mark.parametrize("escape", ["\x1b[2J\x1b[31m", "\x07\x1b]0;pwned\x07", "\x9b31m"])
+def test_control_characters_in_a_memory_are_printed_visibly(project, escape):  # noqa: F811
+    settings = install(project, "--store", ".memofs", "--embedding", "hash", "--judge", "noop")
+    text = f"src/auth.py: tokens expire after 15 minutes {escape}in every environment"
+    _flagged(project / ".memofs", "m1", [text]).close()
+    start = fire(settings, "SessionStart", payload("SessionStart", "s2", project, source="startup"))
+    assert "tokens expire after 15 minutes" in start
+    assert not any(ch in start for ch in "\x1b\x07\x9b"), repr(start)
+    assert "\\x" in start  # written visibly, not dropped
+    (project / "src").mkdir()
+    (project / "src" / "auth.py").write_text("pass\n")
+    p = payload("PreToolUse", "s2", project, tool_name="Read", tool_input={"file_path": str(project / "src" / "auth.py")})
+    out = fire(settings, "PreToolUse", p, tool="Read")
+    assert "tokens expire" in out and not any(ch in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+                                               for ch in "\x1b\x07\x9b")

@@ -118,7 +118,10 @@ def test_a_quarantined_best_match_is_named_not_hidden(big_store):
     assert mcp["memories"][0]["status"] == "quarantined" and "note" not in mcp
 
 
-@pytest.mark.parametrize("bad", [{"k": 0}, {"k": 51}, {"min_similarity": 2.0}, {"query": "  "}])
+@pytest.mark.parametrize("bad", [{"k": 0}, {"k": 51}, {"min_similarity": 2.0}, {"query": "  "},
+                                 {"query": "why do migrations " * 223},  # 4,014 characters: just over the bound
+                                 {"query": "почему миграции " * 2500}],  # 40,000 characters in another script (80 KB: under the argv limit)
+                         ids=["k0", "k51", "floor", "blank", "long", "very-long-cyrillic"])
 def test_bad_options_are_refused_the_same_way(big_store, bad):
     args = {"query": "database migrations", "k": 5, "min_similarity": 0.2, **bad}
     with pytest.raises(BadInput):
@@ -129,6 +132,13 @@ def test_bad_options_are_refused_the_same_way(big_store, bad):
     if "min_similarity" in bad or "query" in bad:
         out = _cli(big_store, args["query"], "--min-similarity", str(args["min_similarity"]))
         assert out.returncode == 2 and out.stderr.startswith("error: ")
+
+
+def test_a_query_at_the_bound_is_answered(big_store):
+    from consolidate.retrieval import MAX_QUERY_CHARS
+
+    query = ("database migrations " * 400)[:MAX_QUERY_CHARS]
+    assert len(consolidate.recall(Store(big_store), query, k=3, min_similarity=-1).memories) == 3
 
 
 def test_recall_on_a_missing_store_creates_nothing(tmp_path):
