@@ -134,11 +134,13 @@ def _blocks(entry: dict) -> list[dict]:
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
-def _text_of(content: Any) -> str:
+def text_of(content: Any, sep: str = " ") -> str:
+    """The text of a transcript message's content: a string as it is, a list of parts (Claude Code's
+    blocks, Gemini CLI's parts) as their ``text`` fields joined by ``sep``; '' for anything else."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return " ".join(c.get("text", "") for c in content if isinstance(c, dict) and isinstance(c.get("text"), str))
+        return sep.join(c.get("text", "") for c in content if isinstance(c, dict) and isinstance(c.get("text"), str))
     return ""
 
 
@@ -228,7 +230,7 @@ def harvest_lines(lines: list[tuple[int, int | None, bytes]], *, since_compactio
                 for index, b in enumerate(blocks):
                     if b.get("type") != "tool_result" or not b.get("is_error"):
                         continue  # tool output is not harvested
-                    error = _text_of(b.get("content")).strip()
+                    error = text_of(b.get("content")).strip()
                     if not error:
                         continue
                     flush(None)

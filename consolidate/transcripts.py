@@ -204,11 +204,9 @@ def gemini_messages(path: Path) -> list[dict[str, Any]]:
 
 
 def _gemini_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
+    from .harvest import text_of
+
+    return text_of(content, "\n")
 
 
 def gemini_as_claude_entries(messages: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

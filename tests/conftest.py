@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,20 @@ def _cli_cassettes_stay_in_tmp(tmp_path, monkeypatch):
     would otherwise write every fake CLI's exchanges there."""
     monkeypatch.delenv("CONSOLIDATE_CASSETTE", raising=False)
     monkeypatch.setenv("CONSOLIDATE_CASSETTE_DIR", str(tmp_path / "cli-cassettes"))
+
+
+@pytest.fixture
+def claude_on_path(tmp_path, monkeypatch) -> Path:
+    """A stand-in ``claude`` first on PATH (tests/fake_cli/envelope.py: checks the preset's flags and
+    prints Claude Code's print-mode envelope); the shim's path."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    shim = bindir / "claude"
+    envelope = Path(__file__).resolve().parent / "fake_cli" / "envelope.py"
+    shim.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(envelope))} \"$@\"\n")
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    return shim
 
 
 @pytest.fixture

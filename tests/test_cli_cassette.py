@@ -134,13 +134,7 @@ def test_rerecording_replaces_the_same_prompt_and_keeps_others(recorded, monkeyp
     assert len({r["prompt_sha256"] for r in rows}) == 3
 
 
-def test_model_id_reported_by_claude_code_is_recorded(tmp_path, monkeypatch):
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    shim = bindir / "claude"
-    shim.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(FAKE / 'envelope.py'))} \"$@\"\n")
-    shim.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+def test_model_id_reported_by_claude_code_is_recorded(tmp_path, monkeypatch, claude_on_path):
     monkeypatch.setenv("CONSOLIDATE_RECORD", "1")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("CONSOLIDATE_CASSETTE_DIR")

@@ -124,15 +124,9 @@ def test_valid_answers_are_judged(store, script, parsed_from):
     assert len(kept) == 2
 
 
-def test_claude_preset_envelope_through_path(store, tmp_path, monkeypatch):
+def test_claude_preset_envelope_through_path(store, tmp_path, monkeypatch, claude_on_path):
     """The real ``claude`` preset argv against a stand-in ``claude`` on PATH that checks the flags and
     prints Claude Code's print-mode envelope."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    shim = bindir / "claude"
-    shim.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(FAKE / 'envelope.py'))} \"$@\"\n")
-    shim.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     judge = CLIJudge("claude")
     assert judge.available()[0]
     plan, _ = run(store, judge)
