@@ -19,7 +19,13 @@ the usual remote-code one-liners (``curl ... | sh``, ``bash <(curl ...)``, ``iwr
 "without asking the user") also in the other languages agents write in (those of the secret gate's
 prose rule: German, Spanish, French, Portuguese, Italian, Dutch, Russian, Ukrainian, Polish, Turkish,
 Indonesian, Vietnamese, Hindi, Arabic, Persian, Chinese, Japanese, Korean), with their particles and
-word orders (以前の指示は/をすべて無視, 이전 지시를 무시). They are narrow on
+word orders (以前の指示は/をすべて無視, 이전 지시를 무시). Beyond those phrasings, the same kinds are found by
+their words: an override verb, an instruction noun and a word pointing at the ones in force, in any
+order within one clause (:func:`_override_by_words`, word tables per language), or the user's request
+as the thing to drop; a standing order ("from now on you ...", :data:`_FROM_NOW_ON`); an instruction
+addressed to the AI ("New instruction for the AI assistant: ..."); a role-play transcript marker
+(``Assistant: Sure, I will now ...``); and a download given to any shell or interpreter by command or
+process substitution (``python -c "$(curl ...)"``, ``source <(wget ...)``, :data:`_REMOTE_CODE_MORE`). They are narrow on
 purpose: a recipe that installs a tool with a pipe to a shell is held back too (it is fetch-and-run),
 but "ignore the rules in .eslintrc" is not an override. Only the standard library is imported (the
 hook's fast path).
@@ -90,11 +96,274 @@ _REMOTE_CODE = re.compile(
 )
 
 
+# ---------------------------------------------------------------------------------------------------
+# Overrides by their words, in any order: an order to drop the earlier instructions (a verb such as
+# ignore/forget/disregard, a noun such as instructions/rules/system prompt, and a word that points at the
+# ones in force: previous/above/all/your), or to drop the user's request, said in one clause in any of the
+# languages agents write in. The words of each language are listed, not the sentences: the same three
+# kinds of word in another order (German "Vergiss alle vorherigen Anweisungen", Turkish "önceki tüm
+# talimatları unut", Japanese "以前の指示はすべて忘れて") are found by the same rule. A trailing ``*``
+# lets a word take an inflection (ignoriere, игнорируйте, talimatları).
+# ---------------------------------------------------------------------------------------------------
+_OVERRIDE_VERBS = """
+    ignore|ignoring|disregard|forget|override|overrule|bypass|set aside|pay no attention to|do not follow
+    |don't follow|stop following|discard|throw out|abandon
+    |ignorier*|vergiss|vergesst|vergessen Sie|missacht*|übergeh*|verwirf|verwerft|setz* außer Kraft
+    |ignora*|ignorá|olvidá|descartá|ignore*|olvida*|olvíd*|descarta*|omite|omitir|haz caso omiso|desobedece*|desconsidera*
+    |oublie*|ne tiens pas compte|ne tenez pas compte|fais abstraction|outrepasse*|écarte*
+    |esqueç*|esquece*|desconsider*|descart*|dimentica*|trascura*|scarta
+    |negeer*|vergeet|vergeten|zignoruj*|ignoruj*|zapomnij*|zapomni*|pomiń|pomijaj|zapomeň*|nedbej|přehlížej
+    |игнорир*|проигнорир*|забудь*|забуд*|не обращай внимания|отбрось|пренебреги|не следуй
+    |ігнор*|проігнор*|забудь*|не зважай|не виконуй
+    |yok say*|görmezden gel*|unut*|dikkate alma*|abaikan|lupakan|acuhkan|hiraukan|bỏ qua|quên|phớt lờ|lờ đi
+    |अनदेखा|भूल जा|भूल जाओ|भूल जाएं|नज़रअंदाज़|नजरअंदाज|उपेक्षा
+    |تجاهل|تتجاهل|انس|انسى|انسَ|أهمل|اهمل|نادیده بگیر|فراموش کن
+    |忽略|忽视|無視|无视|忘记|忘掉|忘記|不要理会|不要理會|别管|不用管|抛开|拋開|放弃|無視して|忘れ|従わな|破棄
+    |무시|잊어|잊으|잊고|따르지 마
+"""
+_OVERRIDE_NOUNS = """
+    instruction*|rule*|guideline*|guidance|prompt*|system prompt|directive*|guardrail*|context|everything|anything
+    |alles|всё
+    |Anweisung*|Regel*|Instruktion*|Vorgabe*|Richtlinie*|Befehl*|Systemprompt*|Anordnung*
+    |instrucci*|regla*|indicaci*|directriz*|directrices|órdenes|norma*|consigne*|règle*|ordres
+    |instruç*|regra*|diretriz*|ordens|orientaç*|istruzion*|regol*|direttiv*|indicazion*|ordini
+    |instructie*|regels|richtlijn*|opdracht*|instrukcj*|polece*|zasad*|reguł*|instrukc*|pokyn*|pravidl*|příkaz*
+    |инструкци*|правил*|указани*|інструкці*|вказівк*|настанов*
+    |talimat*|kural*|komut*|yönerge*|instruksi|perintah|aturan|arahan|petunjuk|hướng dẫn|chỉ dẫn|chỉ thị|lệnh|quy tắc
+    |निर्देश|नियम|التعليمات|تعليمات|الأوامر|الاوامر|القواعد|الإرشادات|دستورالعمل|دستورات|قوانین
+    |指令|指示|规则|規則|说明|說明|规定|規定|提示词|提示詞|命令|ルール|プロンプト|지시|지침|명령|규칙|프롬프트
+"""
+# words that point at the instructions in force: previous, above, all, your, system
+_OVERRIDE_PRIOR = """
+    previous|previously|prior|preceding|above|earlier|before|original|all|any|every|your|system|safety|existing
+    |initial|you were told|you have been told|you were given
+    |vorherig*|bisherig*|obig*|vorig*|früher*|alle|aller|allen|deine*|Ihre*|sämtlich*|ursprünglich*
+    |anterior*|previa*|previo*|todas|todos|tus|originales|precedente*|précédente*|antérieure*|ci-dessus
+    |toutes|tous|tes|vos|initiale*|prévia*|suas|tuas|acima|tutte|tutti|tue|sopra
+    |vorige|eerdere|voorgaande|bovenstaande|jouw|poprzedni*|wcześniejsz*|powyższ*|wszystki*|swoje|twoje
+    |předchozí|dřívější|všechny|výše|své|tvé|предыдущ*|прежн*|все|всё|свои|твои|выше|попередн*|всі|усі|свої|твої|вище
+    |önceki|yukarıdaki|tüm|bütün|eski|sebelumnya|semua|di atas|trước đó|trước|tất cả|ở trên
+    |पिछले|पिछली|पहले|सभी|सारे|ऊपर|السابقة|جميع|كل|أعلاه|قبلی|پیشین|همه
+    |之前|以上|所有|先前|以前|前面|上面|此前|全部|一切|原来|原有|前の|上記|これまで|今まで|先の|前回|元の|すべて|全て|システム
+    |이전|앞의|위의|기존|모든|모두
+"""
+# the user's request: "disregard the user's request", "ignora la petición del usuario"
+_USER_WORDS = """
+    user|users|user's|users'|human|human's|operator|operator's|Nutzer*|Benutzer*|Anwender*|usuario*|utilisateur*
+    |usuário*|utilizador*|utente|gebruiker*|użytkownik*|uživatel*|пользовател*|користувач*|kullanıcı*|pengguna
+    |người dùng|उपयोगकर्ता|المستخدم|کاربر|用户|用戶|ユーザー|사용자
+"""
+# verbs of saying: only after the override verb ("ignore whatever the user says"; "the user asked to
+# ignore the flaky test" is the user's own order)
+_SAYING_WORDS = "asks|asked|says|said|wants|wanted|tells|told"
+_REQUEST_WORDS = """
+    request*|instruction*|wish*|question*|command*|message*|objection*|preference*|decision*|feedback
+    |Anfrage*|Bitte*|Wunsch|Wünsche*|Anweisung*|petici*|solicitud*|pedido*|instrucci*|deseo*
+    |demande*|requête*|souhait*|solicitaç*|instruç*|richiest*|istruzion*|desider*|verzoek*|vraag|vragen|instructie*
+    |prośb*|żądani*|polece*|požadav*|просьб*|запрос*|указани*|требовани*|прохання|запит*|вказівк*
+    |iste*|talimat*|talep*|permintaan|perintah|yêu cầu|lệnh|अनुरोध|निर्देश|طلب|تعليمات|درخواست
+    |请求|要求|指示|指令|請求|依頼|リクエスト|お願い|요청|지시|요구
+"""
+# after the noun, a word that makes it a note about particular rules ("forget the previous instructions
+# about node 16", "olvida las instrucciones anteriores sobre node 16", "ignore the rules in .eslintrc")
+_BENIGN_AFTER = frozenset("""
+    in of for file files about on regarding concerning from sobre acerca über zu zum zur für im sur concernant
+    pour dans su riguardo per nel nella over voor van o про о об для в hakkında için tentang untuk về cho
+    """.split())
+
+
+def _alternation(words: str, bounded: bool = True) -> str:
+    """One regex alternation of ``words`` ("a|b*|c d"): ``*`` takes an inflection of up to 8 letters, a
+    space any white space; words of scripts written with spaces are bounded by non-letters."""
+    parts = []
+    for w in sorted({w.strip() for w in words.split("|") if w.strip()}, key=len, reverse=True):
+        star = w.endswith("*")
+        body = r"\s+".join(map(re.escape, w.rstrip("*").split()))
+        if star:
+            body += r"\w{0,8}"
+        # CJK, Devanagari and Arabic words are found inside a run of letters (no spaces, prefixes,
+        # combining vowel signs); the others need a non-letter either side
+        if bounded and re.match(r"[A-Za-zÀ-ɏЀ-ӿ]", w):
+            body = rf"(?<!\w){body}(?![\w'’])" if not star else rf"(?<!\w){body}(?!\w)"
+        parts.append(body)
+    return "|".join(parts)
+
+
+_VERB_RE = re.compile(_alternation(_OVERRIDE_VERBS), re.I)
+_NOUN_RE = re.compile(_alternation(_OVERRIDE_NOUNS), re.I)
+_PRIOR_RE = re.compile(_alternation(_OVERRIDE_PRIOR), re.I)
+_USER_RE = re.compile(_alternation(_USER_WORDS), re.I)
+_REQUEST_RE = re.compile(_alternation(_REQUEST_WORDS), re.I)
+_SAYING_RE = re.compile(_alternation(_SAYING_WORDS), re.I)
+_CLAUSE_MARK = re.compile(r"[.!?;,:](?=\s|$)|[\n。！？；，：]")
+_REACH = 48  # characters between the verb and the noun, either way
+
+
+def _clause(text: str, at: int) -> tuple[int, int]:
+    """The clause around offset ``at`` (at most 120 characters back and 160 ahead): from the previous
+    sentence or clause mark to the next one."""
+    back = max(0, at - 120)
+    lo = back
+    for m in _CLAUSE_MARK.finditer(text, back, at):
+        lo = m.end()
+    m = _CLAUSE_MARK.search(text, at)
+    return lo, min(m.start() if m else len(text), at + 160)
+
+
+def _stems(words: str) -> tuple[str, ...]:
+    """The lower-case literal start of each word of a table (for a plain substring test first)."""
+    return tuple(sorted({" ".join(w.rstrip("*").split()).lower() for w in words.split("|") if w.strip()}))
+
+
+_VERB_STEMS = _stems(_OVERRIDE_VERBS)
+
+
+def _override_by_words(text: str, low: str) -> bool:
+    """An override said by its words in any order within one clause (see :data:`_OVERRIDE_VERBS`).
+    ``low`` is ``text.lower()``: a note holding none of the verbs' stems (most) costs one substring
+    test per stem."""
+    if not any(stem in low for stem in _VERB_STEMS):
+        return False
+    for verb in _VERB_RE.finditer(text):
+        lo, hi = _clause(text, verb.start())
+        hi = max(hi, verb.end())
+        for noun in _NOUN_RE.finditer(text, max(lo, verb.start() - _REACH - 20), min(hi, verb.end() + _REACH + 20)):
+            gap = noun.start() - verb.end() if noun.start() >= verb.end() else verb.start() - noun.end()
+            if gap < 0 or gap > _REACH:
+                continue
+            span_lo, span_hi = min(verb.start(), noun.start()), max(verb.end(), noun.end())
+            after = text[noun.end():hi]
+            prior_after = _PRIOR_RE.match(after.lstrip())
+            if not (_PRIOR_RE.search(text, span_lo, span_hi) or _PRIOR_RE.search(text, max(lo, span_lo - 12), span_lo)
+                    or prior_after):
+                continue
+            rest = after.lstrip()
+            if prior_after:
+                rest = rest[prior_after.end():].lstrip()
+            next_word = re.match(r"[\w'’]+", rest)
+            if next_word and next_word.group().lower() in _BENIGN_AFTER and noun.start() > verb.start():
+                continue
+            return True
+        # the user's request: after the verb ("ignore the user's request", "whatever the user says"), or
+        # before it with the request between (ユーザーの指示を無視, 사용자의 요청을 무시)
+        for user in _USER_RE.finditer(text, max(lo, verb.start() - _REACH), min(hi, verb.end() + _REACH)):
+            if user.start() >= verb.end():
+                near = (max(lo, user.start() - 24), min(hi, user.end() + 24))
+                if _REQUEST_RE.search(text, *near) or _SAYING_RE.search(text, user.end(), near[1]):
+                    return True
+            elif _REQUEST_RE.search(text, user.end(), verb.start()):
+                return True
+    return False
+
+
+# Role-play transcript markers: a role label at the start of a line, or after a sentence, followed by an
+# assistant's compliance ("Assistant: Sure, I will now ...", "AI: Understood, ...", "Assistent: Natürlich,
+# ich werde ..."), or a human turn label then an assistant one ("Human: ... Assistant: ...").
+_ASSISTANT_LABELS = (r"assistant|ai|a\.i\.|ai\s+assistant|claude|chatgpt|gpt(?:-\d\w*)?|gemini|copilot|llm|model"
+                     r"|assistent(?:in)?|asistente|assistente|asystent|asistan|ассистент|асистент|помощник|помічник"
+                     r"|ki|ia|ии|ші|助手|アシスタント|어시스턴트|trợ\s+lý|सहायक|المساعد|دستیار")
+_COMPLIANCE = (r"sure|certainly|of\s+course|okay|ok|understood|absolutely|got\s+it|will\s+do|as\s+you\s+wish"
+               r"|as\s+requested|i\s+will|i'll|i\s+have\s+now|i've\s+now|i\s+am\s+now|i'm\s+now|no\s+problem|right\s+away"
+               r"|natürlich|klar|sicher|verstanden|gerne|ich\s+werde|claro|por\s+supuesto|entendido|de\s+acuerdo|voy\s+a"
+               r"|bien\s+sûr|d'accord|entendu|compris|je\s+vais|com\s+certeza|certo|vou|certamente|va\s+bene|capito"
+               r"|конечно|хорошо|понял|поняла|сейчас\s+я|звичайно|зрозуміло|tabii|elbette|tamam|baik|tentu|vâng|được"
+               r"|बिल्कुल|ज़रूर|ठीक\s+है|بالتأكيد|حسنا|حسناً|好的|当然|明白|没问题|沒問題|はい|承知|了解|わかりました|かしこまりました"
+               r"|네|물론|알겠습니다")
+_ROLE_PLAY = re.compile(
+    rf"(?imx)(?:^|[.!?。]\s+|\s[-*>#]+\s+|^[\s*#>-]+)(?:{_ASSISTANT_LABELS})\s*[:：]\s*[\"'“«]?(?:{_COMPLIANCE})(?![A-Za-zÀ-ɏЀ-ӿ])"
+    rf"|(?:^|\n)[\s*#>-]*(?:human|user)\s*[:：][^\n]*\n(?:[^\n]*\n){{0,3}}[\s*#>-]*(?:assistant|ai|claude|chatgpt)\s*[:：]"
+    rf"|<\|(?:assistant|user|end|eot_id|start_header_id)\|>|\[/?(?:assistant|system)\]"
+)
+# An instruction addressed to the AI: "New instruction for the AI assistant: ...", "Nouvelle instruction pour
+# l'assistant IA :", "Neue Anweisung für den KI-Assistenten:", "AIアシスタントへの新しい指示：", "给AI助手的新指令："
+_NEW_WORDS = (r"new|updated|additional|important|urgent|real|actual|latest|hidden|secret|priority|override|neue[rsn]?"
+              r"|aktualisierte[rn]?|wichtige[rn]?|nuevas?|nuevos?|actualizadas?|importantes?|nouvelles?|nouveaux?|novas?|novos?"
+              r"|nuove|nuova|nieuwe|nowe|nowa|nowy|ważn\w+|nové|nová|новая|новые|новое|важн\w+|нова|нові|yeni|önemli|baru"
+              r"|penting|mới|quan\s+trọng|नया|नई|नए|جديدة|جديد|جديدة|مهمة|جدید")
+_AI_WORDS = (r"ai|a\.i\.|assistant|llm|model|chatbot|language\s+model|claude|chatgpt|gpt\S*|copilot|gemini|agent|bot"
+             r"|ki|ki-\w+|ia|assistent\w*|asistente|assistente|asystent\w*|asistan\w*|ассистент\w*|помощник\w*|агент\w*|ии|ші"
+             r"|модел\w*|модели|помічник\w*|trợ\s+lý|सहायक|المساعد|الذكاء\s+الاصطناعي|دستیار")
+_INSTRUCTION_WORDS = (r"instructions?|directives?|orders?|system\s+prompt|anweisung(?:en)?|instruktion(?:en)?|befehle?"
+                      r"|instrucci(?:ón|ones)|instructions?|consignes?|instruç(?:ão|ões)|istruzion[ei]|instructies?"
+                      r"|instrukcj[ae]|pokyny?|инструкци[яи]|указани[ея]|інструкці[яї]|вказівк[аи]|talimat(?:lar)?"
+                      r"|instruksi|chỉ\s+thị|hướng\s+dẫn|निर्देश|تعليمات|تعليمة|دستور(?:العمل)?")
+_TO_THE_AI = re.compile(
+    rf"(?ix)(?<!\w)(?:(?:{_NEW_WORDS})\s+)(?:{_INSTRUCTION_WORDS})\s+(?:for|to|für|an|para|pour|à|per|voor|dla|pro"
+    rf"|для|için|untuk|cho|के\s+लिए|ل|إلى|برای)\s+(?:\S+\s+){{0,3}}?(?:{_AI_WORDS})(?!\w)\s*(?:[:：—–-]|,\s)"
+    rf"|(?<!\w)(?:{_INSTRUCTION_WORDS})\s+(?:for|to|für\s+\w+|an\s+\w+|para\s+el|pour\s+l['’]|per\s+l['’]|для)\s*(?:the\s+|an?\s+)?"
+    rf"(?:ai|a\.i\.|llm|language\s+model|chatbot|ai\s+assistant|ki-assistent\w*|ki|ia|ии|assistant\s+ia|asistente\s+de\s+ia"
+    rf"|assistente\s+(?:de\s+|di\s+)?ia|ии-ассистента)\s*[:：]"
+    r"|(?:给|致|对)?(?:AI|ＡＩ|人工智能|智能)?(?:助手|模型|智能体|代理)的?(?:新|最新|重要)(?:指令|指示|说明|規則|规则)\s*[:：]"
+    r"|(?:AI|ＡＩ)?(?:アシスタント|エージェント|モデル)(?:への|に対する|向けの)(?:新しい|新たな|重要な)?(?:指示|命令|指令)\s*[:：]"
+    r"|(?:AI\s*)?(?:어시스턴트|에이전트|모델)(?:를\s*위한|에게|에\s*대한)\s*(?:새|새로운|중요한)?\s*(?:지시|명령|지침)\s*[:：]"
+)
+# "From now on you ...": a standing order to the agent, in the languages of the tables above
+_FROM_NOW_ON = re.compile(
+    r"""(?ix)
+      \b(?:from\s+now\s+on|henceforth|going\s+forward|starting\s+now|from\s+this\s+(?:point|moment)\s+(?:on|forward))
+         ,?\s+(?:you|the\s+(?:ai|agent|assistant|model))\b
+    | \b(?:ab\s+jetzt|von\s+nun\s+an|ab\s+sofort|fortan|künftig)\s*,?\s+(?:\w+\s+){0,2}?(?:du|sie)\b
+    | \b(?:a\s+partir\s+de\s+ahora|de\s+ahora\s+en\s+adelante|desde\s+ahora)\s*,?\s+(?:tú|usted|debes|vas\s+a|deberás|tienes\s+que)\b
+    | (?:à\s+partir\s+de\s+maintenant|désormais|dorénavant)\s*,?\s+(?:tu|vous)\b
+    | \b(?:a\s+partir\s+de\s+agora|de\s+agora\s+em\s+diante|daqui\s+em\s+diante)\s*,?\s+(?:você|tu|deves|deve)\b
+    | \b(?:d['’]ora\s+in\s+(?:poi|avanti)|da\s+ora\s+in\s+poi|da\s+adesso)\s*,?\s+(?:tu|devi|dovrai)\b
+    | \bvanaf\s+nu\s*,?\s+(?:\w+\s+)?(?:je|jij)\b
+    | \bod\s+(?:teraz|tej\s+chwili)\s*,?\s+(?:ty|musisz|będziesz)\b
+    | (?:отныне|с\s+этого\s+момента|впредь|відтепер|з\s+цього\s+моменту)\s*,?\s+(?:ты|вы|ти|ви)\b
+    | \b(?:bundan\s+sonra|şu\s+andan\s+itibaren)\s*,?\s+(?:sen|siz)\b
+    | \bmulai\s+sekarang\s*,?\s+(?:kamu|anda)\b | \b(?:kể\s+)?từ\s+bây\s+giờ\s*,?\s+bạn\b
+    | अब\s+से\s*,?\s*(?:तुम|आप) | من\s+الآن\s+فصاعد[اً]+\s*،?\s*(?:أنت|يجب\s+عليك)
+    | (?:从现在开始|從現在開始|从今以后|從今以後|今后|今後)[，,]?\s*(?:你|您)
+    | (?:今後|これからは|今からは)[、,]?\s*(?:あなた|君|お前)は | (?:지금부터|앞으로)\s*,?\s*(?:너는|넌|당신은)
+    """
+)
+# Remote code beyond the one-liners of _REMOTE_CODE: command or process substitution of a download given to
+# any shell or interpreter (python -c "$(curl ...)", node -e "$(wget -qO- ...)", source <(curl ...)), a
+# download piped to an interpreter through sudo/env/-s flags, PowerShell's iex of a download in any
+# spelling, a file fetched and then run by name, Windows' remote script hosts.
+_SHELLS = (r"(?:/usr)?(?:/bin/)?(?:ba|z|k|da|fi|c|tc)?sh|python[\d.]*|py|pypy\d?|node(?:js)?|deno|bun|perl|ruby|php|lua"
+           r"|pwsh|powershell(?:\.exe)?|rscript|osascript|tclsh|awk|bash\.exe|cmd(?:\.exe)?|iex|invoke-expression")
+_FETCH = r"curl|wget|fetch|http(?:ie)?|aria2c|iwr|irm|invoke-webrequest|invoke-restmethod|lwp-request|GET|xh"
+_REMOTE_CODE_MORE = re.compile(
+    rf"""(?ix)
+      (?<![\w-])(?:{_SHELLS}|source|eval|exec)\s+(?:-{{1,2}}[\w-]+\s+)*["']?\s*(?:\$\(|`|<\()\s*(?:sudo\s+)?(?:{_FETCH})\b
+    | (?<![\w-])(?:source|\.|eval|exec)\s+["']?\s*(?:\$\(|<\(|`)\s*(?:{_FETCH})\b
+    | \b(?:{_FETCH})\b[^\n|;]{{0,300}}\|\s*(?:sudo\s+(?:-\S+\s+)*|env\s+(?:\S+=\S*\s+)*|exec\s+)*(?:{_SHELLS})(?![\w-])(?!\s+(?:-n|--version|-V)\b)
+    | \b(?:iex|invoke-expression)\b\s*\(?\s*\(?\s*(?:{_FETCH}|new-object\s+(?:system\.)?net\.webclient)\b
+    | \b(?:curl|wget)\b[^\n;|&]{{0,200}}?\s-(?:o|O|-output(?:-document)?)[=\s]+(?P<file>[\w./-]+\.(?:sh|py|pl|rb|ps1|js|bash))\b[^\n]{{0,60}}?(?:&&|;|\n)\s*(?:sudo\s+)?(?:(?:{_SHELLS})\s+)?(?:\./)?(?P=file)
+    | \b(?:exec|eval)\s*\(\s*(?:await\s+)?\(?\s*(?:await\s+)?(?:urllib\.request\.|request\.)?(?:urlopen|requests\.get|httpx\.get|fetch|urllib2\.urlopen)\s*\(
+    | \bmshta(?:\.exe)?\s+["']?(?:https?|vbscript|javascript):
+    | \bregsvr32\b[^\n]{{0,60}}/i:\s*https?://
+    | \bmsiexec(?:\.exe)?\b[^\n]{{0,40}}/[iq]\w*\s+["']?https?://
+    """
+)
+
+
+_TO_THE_AI_STEMS = ("instruc", "direct", "order", "system prompt", "anweisung", "befehl", "consigne", "instruç",
+                    "istruzion", "pokyn", "инструкц", "указани", "інструкц", "вказівк", "talimat", "chỉ thị",
+                    "hướng dẫn", "निर्देश", "تعليم", "دستور", "指令", "指示", "说明", "规则", "規則", "命令",
+                    "지시", "명령", "지침")
+_FROM_NOW_ON_STEMS = ("from now on", "henceforth", "going forward", "starting now", "from this", "ab jetzt",
+                      "von nun an", "ab sofort", "fortan", "künftig", "a partir de", "de ahora", "desde ahora",
+                      "désormais", "dorénavant", "de agora", "daqui em", "d'ora", "d’ora", "da ora", "da adesso",
+                      "vanaf nu", "od teraz", "od tej", "отныне", "с этого", "впредь", "відтепер", "з цього",
+                      "bundan sonra", "şu andan", "mulai sekarang", "từ bây giờ", "अब से", "من الآن", "从现在",
+                      "從現在", "从今以后", "從今以後", "今后", "今後", "これからは", "今からは", "지금부터", "앞으로")
+_REMOTE_STEMS = ("curl", "wget", "fetch", "http", "iwr", "irm", "invoke-", "aria2c", "lwp-", "mshta", "regsvr32",
+                 "msiexec", "urlopen", "requests.get", "httpx", "iex")
+
+
 def unsafe_reason(text: str) -> str | None:
-    """Why ``text`` may not be printed as active context (a short clause), or None when it may."""
-    if _OVERRIDE.search(text):
+    """Why ``text`` may not be printed as active context (a short clause), or None when it may.
+
+    Each family of rules is tried only when the lower-cased text holds one of its literal stems (a
+    substring test), so an ordinary note costs a few dozen ``in`` tests beyond the older rules."""
+    low = text.lower()
+    if (_OVERRIDE.search(text) or _override_by_words(text, low) or _ROLE_PLAY.search(text)
+            or (any(s in low for s in _TO_THE_AI_STEMS) and _TO_THE_AI.search(text))
+            or (any(s in low for s in _FROM_NOW_ON_STEMS) and _FROM_NOW_ON.search(text))):
         return "worded to override the agent's instructions"
-    if _REMOTE_CODE.search(text):
+    if _REMOTE_CODE.search(text) or (any(s in low for s in _REMOTE_STEMS) and _REMOTE_CODE_MORE.search(text)):
         return "fetches and runs remote code"
     return None
 
