@@ -10,7 +10,9 @@ embedding, project named after the session), and every labeled note is scored by
 - ``quarantined`` / ``disputed``: written, not shown by default recall;
 - ``transient``: kept by the judge, made transient by the write policy (never indexed);
 - ``rejected``: kept by the judge, rejected by the write policy or the contradiction check;
-- ``duplicate``: kept, folded into another keeper or memory of the same run (which re-confirms it);
+- ``duplicate``: kept, the same as a memory already stored (which it re-confirms); a keeper folded into
+  another keeper of the same run lives on in that keeper's memory and takes its status (counted
+  apart as ``gold_keepers_active_folded``);
 - ``dropped``: dropped by the judge; ``purged``: removed before the judge (task and status lines);
   ``blocked``: held secret material; ``unjudged``: no judge answered (the note waits).
 
@@ -87,8 +89,10 @@ def pick_sessions(rows: list[dict[str, Any]], sessions_dir: Path, sessions: int 
 class SessionResult:
     """One session's run: ``notes`` imported, ``keeps`` (judge keep verdicts), ``written`` memories by
     status (``active``, ``quarantined``, ``disputed``, ``transient``), ``not_written`` reasons of the
-    keeps that were not written (reason -> count), ``outcomes``: labeled note id -> outcome,
-    ``judge_calls`` / ``compare_calls``, ``seconds``."""
+    keeps that were not written (reason -> count), ``outcomes``: labeled note id -> outcome (a keeper
+    folded into another keeper of the run takes the status of the memory it lives on in),
+    ``judge_calls`` / ``compare_calls``, ``seconds``, ``folded``: the labeled note ids whose outcome
+    is that of the memory they were folded into."""
 
     session_id: str
     notes: int
@@ -100,6 +104,7 @@ class SessionResult:
     compare_calls: int
     seconds: float
     run_outcome: str = "success"
+    folded: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -136,6 +141,8 @@ class EndToEndReport:
             "labeled_notes": gold_keepers + sum(drop.values()), "gold_keepers": gold_keepers,
             "gold_keepers_active": keep["active"],
             "gold_keepers_active_share": keep["active"] / gold_keepers if gold_keepers else None,
+            "gold_keepers_active_folded": sum(1 for s in self.sessions for nid in s.folded
+                                              if self.gold.get(nid) == "keep" and s.outcomes.get(nid) == "active"),
             "active_from_labeled_notes": active_labeled, "labeled_drops_active": drop["active"],
             "labeled_drops_active_share": drop["active"] / active_labeled if active_labeled else None,
             "labeled_drops_written": sum(drop[o] for o in ("active", "quarantined", "disputed", "transient")),
@@ -188,12 +195,14 @@ def run_session(session_id: str, session_file: Path, labeled: set[str], chain_fa
         plans = run_queue(store, session_id=session_id, chain_factory=chain_factory, time_box=None)
         plan = plans[-1] if plans else None
         outcomes: dict[str, str] = {}
+        folded: list[str] = []
         written = {"active": 0, "quarantined": 0, "disputed": 0, "transient": 0}
         not_written: dict[str, int] = {}
         keeps = judge_calls = compare_calls = 0
         if plan is not None:
             status = _memory_status(store, [c.memory_id for c in plan.candidates if c.outcome == "write"])
             by_candidate: dict[int, str] = {}
+            folded_into: set[int] = set()
             for c in plan.candidates:
                 if c.source.startswith("judge:"):
                     keeps += 1
@@ -208,13 +217,20 @@ def run_session(session_id: str, session_file: Path, labeled: set[str], chain_fa
                 if o != "active" and c.outcome == "write":
                     not_written[f"{o}: " + _why(plan, c)] = not_written.get(f"{o}: " + _why(plan, c), 0) + 1
                 for nid in c.note_ids:
-                    by_candidate[nid] = o
+                    # a keeper folded into another keeper of the run lives on in that keeper's memory
+                    # (whose note ids include it): the memory's status wins over "duplicate"
+                    if c.outcome == "write" or nid not in by_candidate:
+                        by_candidate[nid] = o
+                    if c.outcome == "duplicate":
+                        folded_into.add(nid)
             for nid, st in plan.note_status.items():
                 label_id = by_note.get(nid)
                 if label_id not in labeled:
                     continue
                 if nid in by_candidate:
                     outcomes[label_id] = by_candidate[nid]
+                    if nid in folded_into and by_candidate[nid] != "duplicate":
+                        folded.append(label_id)
                 else:
                     outcomes[label_id] = {"drop": "dropped", "purged": "purged", "blocked": "blocked"}.get(st, "unjudged")
             judge_calls = sum(1 for e in plan.events if e.get("event") == "judge.call" and e.get("stage") != "contradiction")
@@ -223,7 +239,7 @@ def run_session(session_id: str, session_file: Path, labeled: set[str], chain_fa
             outcomes[label_id] = "unjudged"  # imported but never reached a decision (a run that failed)
         return SessionResult(session_id, len(written_rows), keeps, written, not_written, dict(sorted(outcomes.items())),
                              judge_calls, compare_calls, round(time.time() - started, 3),
-                             plan.outcome if plan is not None else "not run")
+                             plan.outcome if plan is not None else "not run", sorted(folded))
     finally:
         store.close()
 
@@ -299,7 +315,8 @@ def render_end_to_end(report: EndToEndReport) -> str:
              f" active or folded: {_pct(f['keeps_active_or_folded_share'])}",
              "",
              f"gold keepers active after one session: {f['gold_keepers_active']} of {f['gold_keepers']}"
-             f" ({_pct(f['gold_keepers_active_share'])}; goal >= 80 %)",
+             f" ({_pct(f['gold_keepers_active_share'])}; goal >= 80 %); of them folded into another"
+             f" keeper's memory: {f['gold_keepers_active_folded']}",
              f"active memories from labeled drops: {f['labeled_drops_active']} of {f['active_from_labeled_notes']} active"
              f" from labeled notes ({_pct(f['labeled_drops_active_share'])}; goal <= 5 %);"
              f" labeled drops written in any status: {f['labeled_drops_written']}",
