@@ -45,8 +45,7 @@ def end_orphans(store, orphan_age: float = ORPHAN_AGE, now: float | None = None)
     seconds and that has no pending session end, was not aborted and did not fail (a failed
     session's kept notes are never promoted); returns their ids."""
     now = time.time() if now is None else now
-    rows = store.sessions.db.execute(
-        "SELECT session_id, MAX(created_at) FROM notes GROUP BY session_id").fetchall()
+    rows = store.sessions.newest_note_times()
     ended = []
     for sid, newest in rows:
         end = store.sessions.session_end(sid)
@@ -103,8 +102,9 @@ def run_batch(store, *, concurrency: int = 4, judges: list[str] | None = None, c
     ``rejudge`` and ``drifted``, the drifted ones are re-judged (``rejudged_drifted``) instead of
     the entries of other prompt versions."""
     from .maintenance import apply_updates, new_plan, plan_decay
-    from .pipeline import run_session
-    from .stages.apply import replay, summary
+    from .pipeline import run_claimed
+    from .journal import recover
+    from .plan import run_summary as summary
     from .stages.purge import expire_quarantine
 
     out = out or sys.stderr
@@ -114,9 +114,7 @@ def run_batch(store, *, concurrency: int = 4, judges: list[str] | None = None, c
         since = parse_user_date(since, what="--since date")
     started = time.perf_counter()
     result = BatchResult()
-    if store.sub("journal").is_dir() and any(store.sub("journal").glob("*.json")):
-        with store.lock():
-            replay(store)
+    recover(store)  # a run a crash left in the journal is finished first
     result.orphans_ended = end_orphans(store, orphan_age, now)
     from .deferral import requeue_ready
 
@@ -125,15 +123,9 @@ def run_batch(store, *, concurrency: int = 4, judges: list[str] | None = None, c
     update, postfix, close = _progress(len(pending), out)
 
     def one(row):
-        claimed = store.sessions.claim(row["session_id"])
-        if claimed is None:
+        plan = run_claimed(store, row["session_id"], judges=judges, chain_factory=chain_factory, time_box=time_box)
+        if plan is None:
             return {"session_id": row["session_id"], "skipped": "held by another process"}
-        try:
-            plan = run_session(store, claimed["session_id"], outcome=claimed["outcome"], reason=claimed["reason"],
-                               judges=judges, chain_factory=chain_factory, time_box=time_box)
-        except BaseException:
-            store.sessions.release(claimed["session_id"])
-            raise
         return {"session_id": plan.session_id, "run_id": plan.run_id, **summary(plan)}
 
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="batch")

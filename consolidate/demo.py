@@ -172,7 +172,7 @@ def run_demo(keep: bool = False) -> int:
     """Run the demo and print what happened; returns 0."""
     from .pipeline import run_queue, run_session
     from .report import render_memory, render_plan
-    from .stages.apply import summary
+    from .plan import run_summary as summary
     from .store import Store
 
     folder = tempfile.mkdtemp(prefix="consolidate-demo-")

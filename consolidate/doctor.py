@@ -77,7 +77,7 @@ def check(store, repair: bool = False) -> list[Finding]:
     except ConsolidateError as exc:
         found.append(Finding("manifest.json", str(exc), repairable=False))
     try:
-        ok = store.sessions.db.execute("PRAGMA integrity_check").fetchone()[0]
+        ok = store.sessions.integrity()
         if ok != "ok":
             found.append(Finding("sessions.sqlite3", f"integrity check: {ok}", repairable=False))
     except ConsolidateError as exc:
@@ -109,29 +109,22 @@ def check(store, repair: bool = False) -> list[Finding]:
                 _quarantine_lines(path, bad)
                 f.repaired = True
             found.append(f)
-    journal = store.sub("journal")
-    if journal.is_dir() and any(journal.glob("*.json")):
+    from . import journal
+
+    if journal.has_pending(store):
         f = Finding("journal/", "an interrupted run is waiting to be replayed")
         if repair:
-            from .stages.apply import replay
-
-            with store.lock():
-                replay(store)
+            journal.recover(store)
             f.repaired = True
         found.append(f)
     if store.has_longterm and not any(x.where.startswith(("graph/", "manifest")) and not x.repaired for x in found):
         found += _index_vs_graph(store, repair)
-    for row in store.sessions.db.execute(
-            "SELECT session_id, claimed_by FROM session_ends WHERE status='running'").fetchall():
-        from .session import _alive
-
-        if not _alive(row[1]):
-            f = Finding(f"queue:{row[0]}", f"claimed by process {row[1]}, which is gone")
-            if repair:
-                store.sessions.db.execute("UPDATE session_ends SET status='queued', claimed_by=NULL, claimed_at=NULL"
-                                          " WHERE session_id=? AND status='running'", (row[0],))
-                f.repaired = True
-            found.append(f)
+    for sid, pid in store.sessions.dead_claims():
+        f = Finding(f"queue:{sid}", f"claimed by process {pid}, which is gone")
+        if repair:
+            store.sessions.requeue_claim(sid)
+            f.repaired = True
+        found.append(f)
     return found
 
 

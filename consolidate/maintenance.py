@@ -26,17 +26,10 @@ def new_plan(store, label: str) -> Plan:
 
 
 def apply_updates(store, plan: Plan, lock_timeout: float = 60.0) -> Plan:
-    """Write a maintenance plan (journal first, under the store lock)."""
-    from .stages.apply import replay, run as apply_run
+    """Write a maintenance plan (journal first, under the store lock; consolidate.pipeline.apply_plan)."""
+    from .pipeline import apply_plan
 
-    class _Ctx:
-        dry_run = False
-
-    _Ctx.store = store
-    with store.lock(lock_timeout):
-        replay(store)
-        apply_run(plan, _Ctx)
-    plan.finished = True
+    apply_plan(store, plan, lock_timeout)
     if store.sub("team.json").exists():
         from .team import push_after_run
 

@@ -2,28 +2,27 @@
 
 ``run_session`` builds a plan stage by stage (count, purge, secret gate, flag-promote, judge, write
 policy, contradiction check, provenance stamp) and hands it to ``apply``, the only stage that writes.
-A session with no rows returns after ``count`` without importing chromadb, litellm or instructor.
-The long-term read-check-write section (contradiction check to apply) runs under the store lock;
-judging does not hold it.
+The stages are the typed lists of ``consolidate.stages`` (``SESSION``, ``FAILURE``): each stage says
+whether it runs under the store lock. A session with no rows returns after ``count`` without
+importing chromadb, litellm or instructor. The long-term read-check-write section (contradiction
+check to apply) runs under the store lock; judging and embedding do not hold it.
 """
 
 from __future__ import annotations
 
-import importlib
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 
+from . import stages
 from .plan import Plan
-from .stages import ORDER
+from .stages import Stage
 from .store import Store
 
 #: Default time box of one run, in seconds (the whole run: judging gets what is left).
 DEFAULT_TIME_BOX = 120.0
 #: Seconds to wait for the store lock before giving up with StoreLocked.
 LOCK_TIMEOUT = 60.0
-
-_LOCKED_STAGES = ("contradiction", "provenance", "apply")
 
 
 @dataclass
@@ -81,9 +80,7 @@ def run_session(store: Store, session_id: str, *, outcome: str = "success", reas
         ctx.now = now
     plan = Plan(session_id=session_id, outcome=outcome, reason=reason, scope=store.project,
                 deadline=time.time() + time_box if time_box else None, started_at=ctx.now)
-    t0 = time.perf_counter()
-    _stage("count")(plan, ctx)
-    plan.stage_seconds["count"] = round(time.perf_counter() - t0, 6)
+    _run_stage(stages.COUNT, plan, ctx)
     if (plan.note_count == 0 and outcome != "failure") or outcome == "aborted":
         if not dry_run:
             store.sessions.finish(session_id, "done" if outcome != "aborted" else "aborted", None,
@@ -93,45 +90,48 @@ def run_session(store: Store, session_id: str, *, outcome: str = "success", reas
     if outcome == "failure":
         plan.decide("session.failed", reason=reason or "the session failed", notes_kept=plan.note_count)
         plan.notes = store.sessions.notes(session_id)
-        if plan.notes:  # a failure without notes still leaves its session.failed event
-            _run_timed("secret_gate", plan, ctx)  # the kept rows are redacted in place by apply
-            _run_timed("failure_link", plan, ctx)
-        return _apply(plan, ctx, lock_timeout)
-    for name in ORDER[1:]:
-        if name in _LOCKED_STAGES:
-            from .stages.contradiction import embed_keepers
-
-            _timed("embed", embed_keepers, plan, ctx)  # outside the lock: runs embed in parallel
-            return _apply(plan, ctx, lock_timeout, start=name)
-        _run_timed(name, plan, ctx)
-    return plan  # not reached: the loop returns at the first locked stage
+        # a failure without notes still leaves its session.failed event
+        return run_stages(stages.FAILURE if plan.notes else (stages.APPLY,), plan, ctx, lock_timeout)
+    return run_stages(stages.SESSION, plan, ctx, lock_timeout)
 
 
-def _apply(plan: Plan, ctx: RunContext, lock_timeout: float, start: str = "apply") -> Plan:
-    """Run the stages from ``start`` to apply under the store lock (none for a dry run)."""
-    names = ORDER[ORDER.index(start):]
+def run_stages(run: Sequence[Stage], plan: Plan, ctx: RunContext, lock_timeout: float = LOCK_TIMEOUT) -> Plan:
+    """Run ``run``'s stages on ``plan``: the unlocked ones in order, then the locked ones in order
+    under one hold of the store lock, after the runs a crash left in the journal are finished
+    (consolidate.journal.writing). A dry run takes no lock and leaves out the stages that write.
+    Returns the plan (``finished`` once applied). Raises StoreLocked when the lock is not free within
+    ``lock_timeout`` seconds."""
+    for stage in run:
+        if not stage.locked:
+            _run_stage(stage, plan, ctx)
+    locked = [s for s in run if s.locked]
     if ctx.dry_run:
-        for name in names[:-1]:
-            _run_timed(name, plan, ctx)
+        for stage in locked:
+            if not stage.writes:
+                _run_stage(stage, plan, ctx)
         return plan
-    with ctx.store.lock(lock_timeout):
-        from .stages.apply import replay
+    if locked:
+        from .journal import writing
 
-        replay(ctx.store)
-        for name in names:
-            _run_timed(name, plan, ctx)
+        with writing(ctx.store, lock_timeout):
+            for stage in locked:
+                _run_stage(stage, plan, ctx)
     plan.finished = True
     return plan
 
 
-def _run_timed(name: str, plan: Plan, ctx: RunContext) -> None:
-    _timed(name, _stage(name), plan, ctx)
+def apply_plan(store: Store, plan: Plan, lock_timeout: float = LOCK_TIMEOUT) -> Plan:
+    """Write a plan built outside a session run (maintenance, consolidate/maintenance.py) through the
+    same locked, journaled ``apply`` stage as a session run. Raises StoreLocked like
+    :func:`run_stages`, StoreError when a write fails (the run rolled back or kept in the journal)."""
+    return run_stages((stages.APPLY,), plan, RunContext(store=store), lock_timeout)
 
 
-def _timed(name: str, fn, plan: Plan, ctx: RunContext) -> None:
+def _run_stage(stage: Stage, plan: Plan, ctx: RunContext) -> None:
+    """Run one stage, its seconds recorded in ``plan.stage_seconds`` under its name."""
     t = time.perf_counter()
-    fn(plan, ctx)
-    plan.stage_seconds[name] = round(time.perf_counter() - t, 6)
+    stage.run(plan, ctx)
+    plan.stage_seconds[stage.name] = round(time.perf_counter() - t, 6)
 
 
 def run_queue(store: Store, *, session_id: str | None = None, stale_after: float = 600.0, **kwargs) -> list[Plan]:
@@ -148,12 +148,10 @@ def run_queue(store: Store, *, session_id: str | None = None, stale_after: float
     kwargs = _share_chain(store, kwargs)
     team = _team_mode(store, kwargs)
     _requeue_waiting(store, session_id, kwargs)
-    if not kwargs.get("dry_run") and any(store.sub("journal").glob("*.json")):
-        # a crashed run first: its session must not be consolidated twice
-        from .stages.apply import replay
+    if not kwargs.get("dry_run"):
+        from .journal import recover
 
-        with store.lock(kwargs.get("lock_timeout", LOCK_TIMEOUT)):
-            replay(store)
+        recover(store, kwargs.get("lock_timeout", LOCK_TIMEOUT))  # a crashed run first: never consolidated twice
     rows = store.sessions.pending(session_id)
     if team and rows:
         from .team import pull_before_run
@@ -166,20 +164,40 @@ def run_queue(store: Store, *, session_id: str | None = None, stale_after: float
             if row in store.sessions.queued(row["session_id"]) or row in store.sessions.partial():
                 plans.append(run_session(store, row["session_id"], outcome=row["outcome"], reason=row["reason"], **kwargs))
             continue
-        claimed = store.sessions.claim(row["session_id"], stale_after=stale_after)
-        if claimed is None:
-            continue
-        try:
-            plans.append(run_session(store, claimed["session_id"], outcome=claimed["outcome"],
-                                     reason=claimed["reason"], **kwargs))
-        except BaseException:
-            store.sessions.release(claimed["session_id"])
-            raise
+        plan = run_claimed(store, row["session_id"], stale_after=stale_after, **kwargs)
+        if plan is not None:
+            plans.append(plan)
     if team:
         from .team import push_after_run
 
         push_after_run(store)  # failures stay in the outbox for the next run or `consolidate sync`
     return plans
+
+
+def run_claimed(store: Store, session_id: str, *, stale_after: float = 600.0, **kwargs) -> Plan | None:
+    """Claim ``session_id``'s queued session end and consolidate it (:func:`run_session` with
+    ``kwargs``); None when it is not queued or another live process holds it (a claim older than
+    ``stale_after`` seconds, or of a process that died, is taken over). An exception, Ctrl-C
+    included, puts the session end back in the queue and propagates."""
+    with store.sessions.claimed(session_id, stale_after=stale_after) as row:
+        if row is None:
+            return None
+        return run_session(store, row["session_id"], outcome=row["outcome"], reason=row["reason"], **kwargs)
+
+
+def drain(store: Store, *, on_plan: Callable[[Plan], None] | None = None, **kwargs) -> list[Plan]:
+    """:func:`run_queue` again until a round consolidates nothing or the queue is empty, so session
+    ends queued while it ran are taken too (the worker); ``on_plan(plan)`` is called for each plan
+    as its round ends. Returns every plan. Keyword arguments go to :func:`run_queue`."""
+    done: list[Plan] = []
+    while True:
+        plans = run_queue(store, **kwargs)
+        for plan in plans:
+            if on_plan is not None:
+                on_plan(plan)
+        done += plans
+        if not plans or not store.sessions.pending():
+            return done
 
 
 def _team_mode(store, kwargs: dict) -> bool:

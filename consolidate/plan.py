@@ -211,3 +211,34 @@ class Plan:
         for e in self.events:
             counts[e["event"]] = counts.get(e["event"], 0) + len(e.get("note_ids") or [None])
         return counts
+
+
+def run_summary(plan) -> dict:
+    """What a run did, as counts: notes in, and each outcome (the queue row's result, the event log's
+    ``run.applied`` summary, the CLI's and the worker's lines)."""
+    status_counts: dict[str, int] = {}
+    for s in plan.note_status.values():
+        status_counts[s] = status_counts.get(s, 0) + 1
+    writes = plan.writes()
+    return {
+        "notes": plan.note_count,
+        **{f"notes_{k}": v for k, v in sorted(status_counts.items())},
+        "written_durable": sum(1 for c in writes if c.tier == "durable" and c.status == "active"),
+        "written_quarantined": sum(1 for c in writes if c.tier == "durable" and c.status == "quarantined"),
+        "written_transient": sum(1 for c in writes if c.tier == "transient"),
+        "rejected": sum(1 for c in plan.candidates if c.outcome == "rejected"),
+        "reconfirmed": len(plan.reconfirmations),
+        "judges": plan.judges_used,
+        **_partial_summary(plan),
+    }
+
+
+def _partial_summary(plan) -> dict:
+    """``partial`` (notes were left waiting for a judge), ``waiting`` (how many) and, when partial,
+    ``waiting_until`` (the earliest bound, ISO UTC)."""
+    from .deferral import iso
+
+    out: dict = {"partial": bool(plan.waiting), "waiting": len(plan.waiting)}
+    if plan.waiting:
+        out["waiting_until"] = iso(min(w["until"] for w in plan.waiting))
+    return out

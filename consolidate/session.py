@@ -19,6 +19,7 @@ Tables:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -720,6 +721,48 @@ class SessionTier:
         """Put a session end this process claimed back in the queue (after an interruption)."""
         self.db.execute("UPDATE session_ends SET status='queued', claimed_by=NULL, claimed_at=NULL"
                         " WHERE session_id=? AND status='running' AND claimed_by=?", (session_id, os.getpid()))
+
+    @contextlib.contextmanager
+    def claimed(self, session_id: str, *, stale_after: float = 600.0):
+        """:meth:`claim` for a block: yields the claimed row (None when the session end is not
+        queued or another live process holds it); an exception in the block (Ctrl-C included) puts
+        it back in the queue (:meth:`release`) and propagates."""
+        row = self.claim(session_id, stale_after=stale_after)
+        if row is None:
+            yield None
+            return
+        try:
+            yield row
+        except BaseException:
+            self.release(session_id)
+            raise
+
+    def dead_claims(self) -> list[tuple[str, int | None]]:
+        """``(session_id, pid)`` of the running session ends whose claiming process is gone."""
+        rows = self.db.execute("SELECT session_id, claimed_by FROM session_ends WHERE status='running'").fetchall()
+        return [(r[0], r[1]) for r in rows if not _alive(r[1])]
+
+    def requeue_claim(self, session_id: str) -> None:
+        """Put a running session end back in the queue whoever claimed it (``consolidate doctor
+        --repair`` for a claim whose process is gone)."""
+        self.db.execute("UPDATE session_ends SET status='queued', claimed_by=NULL, claimed_at=NULL"
+                        " WHERE session_id=? AND status='running'", (session_id,))
+
+    def finished_since(self, since: float) -> list[tuple[str, str | None, str]]:
+        """``(session_id, run_id, status)`` of the session ends a run finished at or after ``since``
+        (Unix seconds), oldest first."""
+        return [tuple(r) for r in self.db.execute(
+            "SELECT session_id, run_id, status FROM session_ends WHERE updated_at >= ? AND status NOT IN"
+            " ('queued', 'running') ORDER BY updated_at", (since,)).fetchall()]
+
+    def newest_note_times(self) -> list[tuple[str, float]]:
+        """``(session_id, created_at of its newest note)`` for every session with notes."""
+        return [tuple(r) for r in self.db.execute(
+            "SELECT session_id, MAX(created_at) FROM notes GROUP BY session_id").fetchall()]
+
+    def integrity(self) -> str:
+        """SQLite's ``PRAGMA integrity_check`` of the session tier: ``"ok"`` or the first problem."""
+        return self.db.execute("PRAGMA integrity_check").fetchone()[0]
 
     def pending(self, session_id: str | None = None) -> list[dict[str, Any]]:
         """Session ends a run may take, oldest first: queued ones and running ones (a live claim is

@@ -28,11 +28,12 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
     if record.get("undone"):
         raise BadInput(f"run {run_id} was already undone")
     with store.lock(lock_timeout):
-        from .stages.apply import replay, write_context
+        from . import journal
+        from .stages.apply import write_context
 
         if record.get("graph"):
             graph.load(store.sub("graph"))  # a graph file that cannot be read: refused before anything changes
-        replay(store)
+        journal.finish_pending(store)
         lt = store.longterm()
         added = record.get("added", [])
         before = record.get("before", {})

@@ -39,8 +39,8 @@ def run_worker(store, *, time_box: float | None = None, judges: list[str] | None
     another worker holds the lock)."""
     import filelock
 
-    from .pipeline import run_queue
-    from .stages.apply import summary
+    from .pipeline import drain
+    from .plan import run_summary as summary
 
     out = out or sys.stdout
     time_box = time_box or time_box_from_env()
@@ -50,19 +50,14 @@ def run_worker(store, *, time_box: float | None = None, judges: list[str] | None
     except filelock.Timeout:
         print(_stamp(), "another worker is draining this store; leaving the queue to it", file=out, flush=True)
         return 0
-    done = 0
+    def say(plan) -> None:
+        print(_stamp(), f"session {plan.session_id} ({plan.outcome}) run {plan.run_id}:", summary(plan),
+              file=out, flush=True)
+
     try:
-        while True:
-            plans = run_queue(store, judges=judges, time_box=time_box)
-            for plan in plans:
-                print(_stamp(), f"session {plan.session_id} ({plan.outcome}) run {plan.run_id}:", summary(plan),
-                      file=out, flush=True)
-            done += len(plans)
-            if not plans or not store.sessions.pending():
-                break
+        return len(drain(store, judges=judges, time_box=time_box, on_plan=say))
     finally:
         lock.release()
-    return done
 
 
 def _stamp() -> str:

@@ -67,7 +67,7 @@ def cmd_run(args) -> int:
         print("nothing queued")
         return 0
     from ..report import render_plan
-    from ..stages.apply import summary
+    from ..plan import run_summary as summary
 
     for plan in plans:
         if args.json:
@@ -96,9 +96,7 @@ def _interrupted(store, started: float, session_id: str | None) -> int:
     redo it), on stderr; exit 130."""
     import sys
 
-    rows = store.sessions.db.execute(
-        "SELECT session_id, run_id, status FROM session_ends WHERE updated_at >= ? AND status NOT IN"
-        " ('queued', 'running') ORDER BY updated_at", (started,)).fetchall()
+    rows = store.sessions.finished_since(started)
     done = [f"{sid} ({status}{', run ' + run_id if run_id else ''})" for sid, run_id, status in rows
             if session_id is None or sid == session_id]
     left = [r["session_id"] for r in store.sessions.pending(session_id)]

@@ -55,7 +55,7 @@ def cmd_import_agents_md(args) -> int:
         print("queued: `consolidate run` (or the next worker) consolidates it")
         return 0
     from ..pipeline import run_queue
-    from ..stages.apply import summary
+    from ..plan import run_summary as summary
 
     [plan] = run_queue(store, session_id=res["session_id"], judges=args.judge) or [None]
     if plan is None:

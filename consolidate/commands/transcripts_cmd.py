@@ -49,7 +49,7 @@ def cmd_import_transcripts(args) -> int:
         return 0
     from ..deferral import EXIT_PARTIAL
     from ..pipeline import run_queue
-    from ..stages.apply import summary
+    from ..plan import run_summary as summary
 
     partial = False
     totals = {"written_durable": 0, "written_quarantined": 0, "reconfirmed": 0, "waiting": 0}

@@ -15,6 +15,7 @@ import os
 
 from .. import journal, snapshots
 from ..faults import crash_point
+from ..plan import run_summary as summary
 
 # The graph goes before Chroma: a graph file that cannot be read stops the run before the recall
 # index changes (the journal keeps the run for a replay once `consolidate doctor --repair` ran).
@@ -533,33 +534,3 @@ def _session_rows(plan, store) -> None:
         store.sessions.redact_notes({n.id: (n.content, n.metadata) for n in plan.notes
                                      if plan.note_status.get(n.id) == "blocked"})
     store.sessions.delete_notes(sorted(ids))
-
-
-def summary(plan) -> dict:
-    """What the run did, as counts: notes in, and each outcome."""
-    status_counts: dict[str, int] = {}
-    for s in plan.note_status.values():
-        status_counts[s] = status_counts.get(s, 0) + 1
-    writes = plan.writes()
-    return {
-        "notes": plan.note_count,
-        **{f"notes_{k}": v for k, v in sorted(status_counts.items())},
-        "written_durable": sum(1 for c in writes if c.tier == "durable" and c.status == "active"),
-        "written_quarantined": sum(1 for c in writes if c.tier == "durable" and c.status == "quarantined"),
-        "written_transient": sum(1 for c in writes if c.tier == "transient"),
-        "rejected": sum(1 for c in plan.candidates if c.outcome == "rejected"),
-        "reconfirmed": len(plan.reconfirmations),
-        "judges": plan.judges_used,
-        **_partial_summary(plan),
-    }
-
-
-def _partial_summary(plan) -> dict:
-    """``partial`` (notes were left waiting for a judge), ``waiting`` (how many) and, when partial,
-    ``waiting_until`` (the earliest bound, ISO UTC)."""
-    from ..deferral import iso
-
-    out: dict = {"partial": bool(plan.waiting), "waiting": len(plan.waiting)}
-    if plan.waiting:
-        out["waiting_until"] = iso(min(w["until"] for w in plan.waiting))
-    return out
