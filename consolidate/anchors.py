@@ -266,14 +266,9 @@ def update_section(store_path: Path, change) -> bool:
                     section[key] = value
             change(section)
             data[SECTION] = section
-            tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-            from .private import private_file
+            from .atomic import write_json_atomic
 
-            with private_file(tmp, "w") as f:
-                json.dump(data, f, ensure_ascii=False, separators=(",", ":"))  # compact: parsed on every recall
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
+            write_json_atomic(path, data, compact=True)  # compact: parsed on every recall
     except (OSError, ValueError, filelock.Timeout):
         return False
     return True

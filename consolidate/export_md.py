@@ -180,19 +180,9 @@ def export(store, path: str | os.PathLike, limit: int = EXPORT_LIMIT) -> dict[st
 
 def _write(path: Path, text: str) -> None:
     """Replace ``path`` atomically, keeping its permission bits (a new file gets the umask's)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        mode = None
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    if mode is not None:
-        os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    from .atomic import write_atomic
+
+    write_atomic(path, text, private=False)
 
 
 # -- import ---------------------------------------------------------------------------------------

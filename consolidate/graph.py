@@ -117,15 +117,9 @@ def save(g, folder: Path) -> None:
 
 
 def _write_lines(path: Path, rows) -> None:
-    from .private import private_file
+    from .atomic import write_atomic
 
-    tmp = path.with_name(path.name + ".tmp")
-    with private_file(tmp, "w") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_atomic(path, (json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows))
 
 
 def cut_torn_tail(path: Path) -> None:

@@ -23,7 +23,6 @@ import re
 import shlex
 import shutil
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -361,23 +360,7 @@ def _backup(path: Path, now: float | None) -> Path:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    if path.exists():
-        mode = path.stat().st_mode & 0o7777
-    else:  # a new file gets the usual permissions, not mkstemp's 0600
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Replace a user's settings file atomically, keeping its permission bits (consolidate/atomic.py)."""
+    from .atomic import write_atomic
+
+    write_atomic(path, text, private=False)

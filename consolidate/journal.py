@@ -24,25 +24,11 @@ def _folder(store) -> Path:
 
 def write(store, plan: Plan) -> Path:
     """Write the plan to the journal, fsynced; returns its path."""
-    folder = _folder(store)
-    path = folder / f"{plan.run_id}.json"
-    tmp = path.with_suffix(".tmp")
-    try:
-        from .private import private_file
+    from .atomic import write_atomic
 
-        with private_file(tmp, "w") as f:
-            json.dump(_encoded(plan), f, ensure_ascii=False)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)  # a full disk must not keep a half journal (and the notes in it)
-        raise
-    dfd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    path = _folder(store) / f"{plan.run_id}.json"
+    # a failed write (a full disk) removes its temporary file: no half journal (and the notes in it) is kept
+    write_atomic(path, json.dumps(_encoded(plan), ensure_ascii=False), sync_folder=True)
     return path
 
 

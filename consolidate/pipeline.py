@@ -51,10 +51,6 @@ class RunContext:
         return self._chain
 
 
-def _stage(name: str):
-    return importlib.import_module(f"consolidate.stages.{name}").run
-
-
 def run_session(store: Store, session_id: str, *, outcome: str = "success", reason: str | None = None,
                 judges: list | None = None, chain_factory: Callable | None = None,
                 dry_run: bool = False, time_box: float | None = DEFAULT_TIME_BOX,

@@ -257,18 +257,5 @@ def _team_project(path: Path) -> str | None:
     return data.get("project") if isinstance(data, dict) and isinstance(data.get("project"), str) else None
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file, fsync, and rename (atomic on POSIX)."""
-    from .private import private_file
-
-    tmp = path.with_name(path.name + ".tmp")
-    with private_file(tmp, "w") as f:  # 0600 whatever the umask (consolidate/private.py)
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to ``path`` atomically (see :func:`write_text_atomic`)."""
-    write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=1))
+# the store's atomic file writes (consolidate/atomic.py), importable from here as before
+from .atomic import write_json_atomic, write_text_atomic  # noqa: E402,F401
