@@ -238,7 +238,7 @@ STAGE_SECONDS: dict[str, float] = {}
 
 
 def install_stage_timers() -> None:
-    """Wrap every stage's ``run`` (looked up by ``consolidate.pipeline._stage`` at call time) with a
+    """Wrap every stage's ``run`` (looked up by its ``consolidate.stages.Stage`` function at call time) with a
     timer, so the stages' times are known even when a run raises and its plan is lost."""
     import functools
     import importlib
