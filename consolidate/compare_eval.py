@@ -90,12 +90,11 @@ def evaluate_pairs(chain, pairs: list[LabeledPair], context=None, deadline: floa
     """Ask ``chain`` (a JudgeChain) how each labeled pair relates and score the answers (see the
     module docstring). Never raises for a judge's failure (the pair stays unanswered), except
     CassetteMiss, which a replayed CLI judge raises for a changed prompt."""
-    from judges.base import JudgeContext
-    from judges.chain import Pair, compare_pairs
+    from judges.base import JudgeContext, Pair
 
     started = time.time()
-    answered, events = compare_pairs(chain, [Pair(p.id, p.new, p.old, p.type) for p in pairs],
-                                     context or JudgeContext(), deadline)
+    answered, events = chain.compare([Pair(p.id, p.new, p.old, p.type) for p in pairs], context or JudgeContext(),
+                                     deadline)
     answers = {k: rel for k, (rel, _judge) in answered.items()}
     by_relation: dict[str, dict[str, int]] = {}
     by_category: dict[str, dict[str, int]] = {}

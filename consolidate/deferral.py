@@ -55,8 +55,9 @@ def iso(ts: float) -> str:
 
 
 def answers_notes(judge) -> bool:
-    """False for a judge that answers nothing by design (``answers_notes = False``, the no-op judge)."""
-    return bool(getattr(judge, "answers_notes", True))
+    """False for a judge that answers nothing by design (``answers_notes = False``, the no-op judge).
+    ``judge`` is one of a chain's judges (a ``judges.base.BaseJudge``)."""
+    return bool(judge.answers_notes)
 
 
 def answering_judges(chain, probe: bool = True) -> list[str]:
@@ -66,8 +67,8 @@ def answering_judges(chain, probe: bool = True) -> list[str]:
     from judges.registry import availability
 
     names = []
-    for judge in getattr(chain, "judges", []):
-        if not answers_notes(judge) or id(judge) in getattr(chain, "failed", {}):
+    for judge in chain.judges:
+        if not answers_notes(judge) or id(judge) in chain.failed:
             continue
         ok, _ = availability(judge, probe=probe)
         if ok:

@@ -77,10 +77,9 @@ def load_samples(store, now: float | None = None) -> None:
 
 def choose_judges() -> tuple[list[str], str]:
     """The demo's chain and a sentence saying which judge decides."""
-    from judges.api import APIJudge
+    from judges import registry
 
-    api = APIJudge()
-    ok, why = api.available()
+    ok, why = registry.load("api").available()
     if ok:
         return ["api", "rules"], f"judge: the API judge ({why}); the rules judge answers what it cannot"
     return ["rules"], ("judge: the rules judge (deterministic wording heuristics, opted in for this demo),"

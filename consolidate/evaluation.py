@@ -227,7 +227,7 @@ def _reason_counts(unjudged: dict[str, list[str]]) -> dict[str, int]:
 
 def usage_snapshot(chain) -> dict[int, dict[str, Any]]:
     """A copy of the cumulative ``usage`` of every judge of ``chain`` that keeps one (by ``id``)."""
-    return {id(j): dict(j.usage) for j in chain.judges if isinstance(getattr(j, "usage", None), dict)}
+    return {id(j): dict(j.usage) for j in chain.judges if j.usage is not None}
 
 
 def usage_of(chain, events: list[dict[str, Any]], seconds: float,
@@ -243,8 +243,8 @@ def usage_of(chain, events: list[dict[str, Any]], seconds: float,
     tokens = {"prompt_tokens": 0, "completion_tokens": 0}
     start = before or {}
     for judge in chain.judges:
-        usage = getattr(judge, "usage", None)
-        if isinstance(usage, dict) and "prompt_tokens" in usage:
+        usage = judge.usage
+        if usage is not None and "prompt_tokens" in usage:
             before = start.get(id(judge), {})
             for k in tokens:
                 tokens[k] += int(usage.get(k, 0) or 0) - int(before.get(k, 0) or 0)
@@ -272,8 +272,7 @@ def evaluate(chain, labels: list[LabeledNote], *, context=None, deadline: float 
     judge that failed once is skipped for the rest of a run) is reset between batches, so that one
     malformed answer does not leave the rest of the label file unmeasured. ``as_run=True`` keeps the
     breaker across batches, as a consolidation run does."""
-    from judges.base import JudgeContext
-    from judges.chain import ChainResult, Item, make_batches
+    from judges.base import ChainResult, Item, JudgeContext
 
     from . import secrets
 
@@ -288,7 +287,7 @@ def evaluate(chain, labels: list[LabeledNote], *, context=None, deadline: float 
         result = chain.run(items, context, deadline=deadline)
     else:
         result = ChainResult()
-        for batch in make_batches(items, chain.max_notes, chain.max_chars, chain.max_note_chars):
+        for batch in chain.batches(items):
             chain.failed.clear()  # the breaker, reset: each batch meets every judge
             part = chain.run([item for item, _ in batch], context, deadline=deadline)
             result.judged.update(part.judged)

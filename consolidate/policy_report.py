@@ -54,7 +54,7 @@ def policy_outcomes(judged: dict[int, Any], contents: dict[int, str]) -> dict[in
             note_ids=[key], statement=" ".join((v.statement or contents[key]).split()),
             type=(v.type or "").strip().lower() or "fact", source=f"judge:{j.judge}", evidence=evidence,
             confidence=confidence, reason=v.reason or "judged memorable", fields=dict(v.fields),
-            isolated=getattr(j, "isolated", None)))
+            isolated=j.isolated))
     write_policy.run(plan, None)
     out = {c.note_ids[0]: ("written", "") for c in plan.candidates}
     for e in plan.events:

@@ -56,8 +56,7 @@ def _judge_rows(store, plan, chain, rows, time_box: float | None, counts: dict[s
     seconds, add the chain's events to ``plan``, and per row: unjudged, counted and left as it is;
     a drop, archived (``rejudged-out``) with ``on_drop(row, judged)`` as the reason; a keep, updated
     with the ``(fields, reason)`` of ``on_keep(row, judged)``. ``counts`` is updated in place."""
-    from judges.base import JudgeContext
-    from judges.chain import Item
+    from judges.base import Item, JudgeContext
 
     items = [Item(key=i, content=r["document"], kind=r["metadata"].get("type")) for i, r in enumerate(rows)]
     deadline = time.time() + time_box if time_box else None
@@ -82,7 +81,7 @@ def plan_rejudge(store, plan, *, judges=None, chain_factory=None, since=None, pr
                  time_box: float | None = 120.0) -> dict[str, int]:
     """Add re-judging updates to ``plan``; returns counts ``{considered, kept, dropped, unjudged}``."""
     chain = _chain(store, judges, chain_factory)
-    current = next((j.prompt_version for j in chain.judges if getattr(j, "prompt_version", None)), None)
+    current = next((j.prompt_version for j in chain.judges if j.prompt_version), None)
     rows = candidates(store, current=current, since=since, prompt_version=prompt_version)
     counts = {"considered": len(rows), "kept": 0, "dropped": 0, "unjudged": 0}
     if rows:

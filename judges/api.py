@@ -22,182 +22,24 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 import time
 import typing
-from importlib import resources
-from typing import Any, Optional
-
-from pydantic import BaseModel, Field
+from typing import Any
 
 from consolidate.errors import JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
 
-from .base import JudgeContext, JudgeNote
+from .base import BaseJudge, JudgeContext, JudgeNote
+# The prompts and their answer schemas live in judges.prompting (one place for every judge kind);
+# the names stay importable from here.
+from .prompting import (COMPARE_MODELS, COMPARE_PROMPT_VERSION, NOTES_CLOSE, NOTES_OPEN,  # noqa: F401
+                        PROMPT_VERSION, PROMPT_VERSION_ENV, PROMPT_VERSIONS, CompareAnswer, Relations, Verdicts,
+                        _LENIENT, compare_model, escape_note_text, load_prompt, render_compare_prompt, render_prompt,
+                        selected_prompt_version)
 
-PROMPT_VERSION = "judge-v1"
-#: Judge prompt versions a user may select (``prompts/<version>.md``); see :func:`selected_prompt_version`.
-PROMPT_VERSIONS = ("judge-v1", "judge-v2")
-#: Environment variable selecting the judge prompt version of the API and CLI judges.
-PROMPT_VERSION_ENV = "CONSOLIDATE_PROMPT_VERSION"
-
-
-def selected_prompt_version(version: str | None = None) -> str:
-    """The judge prompt version to use: ``version`` when given, else ``$CONSOLIDATE_PROMPT_VERSION``,
-    else PROMPT_VERSION. Raises ConfigError for a version with no template in ``prompts/``."""
-    from consolidate.errors import ConfigError
-
-    chosen = version or os.environ.get(PROMPT_VERSION_ENV, "").strip() or PROMPT_VERSION
-    if chosen not in PROMPT_VERSIONS:
-        raise ConfigError(f"unknown judge prompt version {chosen!r}; versions: {', '.join(PROMPT_VERSIONS)}",
-                          judge="prompt")
-    return chosen
 #: Output budget: about 150 tokens per verdict (a keep's statement, fields, reason and entities), capped.
 TOKENS_PER_NOTE = 150
 MAX_TOKENS_CAP = 4096
 _DEFAULT_BY_KEY = (("OPENAI_API_KEY", "gpt-4o-mini"), ("ANTHROPIC_API_KEY", "anthropic/claude-3-5-haiku-latest"))
-
-
-def load_prompt(version: str = PROMPT_VERSION) -> str:
-    """The template text of prompt ``version`` (``prompts/<version>.md``)."""
-    return resources.files("judges.prompts").joinpath(f"{version}.md").read_text(encoding="utf-8")
-
-
-#: The lines that open and close the notes block of a prompt (see :func:`render_prompt`).
-NOTES_OPEN = "<<<NOTES"
-NOTES_CLOSE = "NOTES>>>"
-_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_MARKER_RUN = re.compile(r"[<>]{3,}")
-
-
-def escape_note_text(text: str) -> str:
-    """A note's text as one line of prompt data: a backslash is written ``\\\\``, a line break
-    ``\\n``, a carriage return ``\\r``, a tab ``\\t``, any other control or line-separator character
-    ``\\uXXXX``, and every ``<`` or ``>`` in a run of three or more gets a backslash (``\\<\\<\\<``),
-    so a note can neither start a line of its own nor write the block markers."""
-    out = []
-    for ch in text:
-        if ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif ord(ch) < 32 or ch in "\x7f\x85\u2028\u2029":
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return _MARKER_RUN.sub(lambda m: "".join("\\" + c for c in m.group()), "".join(out))
-
-
-def render_prompt(batch: list[JudgeNote], context: JudgeContext, version: str = PROMPT_VERSION) -> str:
-    """The prompt for one batch. The notes are data, delimited and escaped: one note per line,
-    ``[id] (section: ...) (kind: ...) content``, between the lines ``<<<NOTES`` and ``NOTES>>>``,
-    every text escaped by :func:`escape_note_text` (so a note is always exactly one line and cannot
-    close the block); the template tells the model that text inside a note is never an instruction."""
-    lines = []
-    for n in batch:
-        head = f"[{n.id}]"
-        if n.section:
-            head += f" (section: {escape_note_text(n.section)})"
-        if n.kind:
-            head += f" (kind: {escape_note_text(n.kind)})"
-        lines.append(f"{head} {escape_note_text(n.content)}")
-    return load_prompt(version).format(project=context.project, core=context.core.strip() or "(none)",
-                                       notes="\n".join(lines), notes_open=NOTES_OPEN, notes_close=NOTES_CLOSE)
-
-
-class _ApiVerdict(BaseModel):
-    id: str = Field(description="the note id exactly as given, e.g. n1")
-    verdict: str = Field(description="keep or drop")
-    statement: Optional[str] = Field(None, description="for a keep: one standalone sentence")
-    type: Optional[str] = Field(None, description="decision|constraint|preference|recipe|failure|fact")
-    fields: Optional[dict[str, str]] = Field(None, description="the type's required fields")
-    evidence: Optional[str] = Field(None, description="user-stated|observed-success|observed-failure|inferred")
-    confidence: Optional[str] = Field(None, description="low|medium|high")
-    reason: Optional[str] = Field(None, description="why, at most 12 words")
-    entities: Optional[list[str]] = Field(None, description="files, packages, tools named")
-
-
-class Verdicts(BaseModel):
-    """The structured answer asked of the model: one verdict per note."""
-
-    verdicts: list[_ApiVerdict]
-
-    @classmethod
-    def model_validate_json(cls, json_data, **kwargs):
-        """Parse leniently: llama.cpp's grammar lets raw control characters (newlines) into JSON
-        strings, which pydantic's JSON parser rejects and ``json.loads(strict=False)`` reads
-        (measured on these machines, ../shared/notes/local-models.md)."""
-        try:
-            data = json.loads(json_data)
-        except ValueError:
-            data = json.loads(json_data, strict=False)  # JSONDecodeError (a ValueError) names the spot
-            _LENIENT.parsed = True  # read by APIJudge into the run's judge.call event
-        kwargs.pop("strict", None)
-        return cls.model_validate(data, **kwargs)
-
-
-#: Set when the last answer on this thread needed the lenient parse (raw control characters).
-_LENIENT = threading.local()
-
-
-#: The compare prompt: ``contradiction-v2`` tells an update ("switched from X to Y", "now X; Y is gone",
-#: "no longer") from a true conflict (issue 12); ``contradiction-v1`` (duplicate | contradicts |
-#: unrelated) is kept for provenance and for its recorded cassette.
-COMPARE_PROMPT_VERSION = "contradiction-v2"
-
-
-def render_compare_prompt(pairs: list, context: JudgeContext, version: str = COMPARE_PROMPT_VERSION) -> str:
-    """The contradiction prompt: one pair per line, ``[id] (type) NEW: ... || OLD: ...``, escaped and
-    delimited like the notes of the judge prompt."""
-    lines = [f"[{pid}] ({escape_note_text(p.type)}) NEW: {escape_note_text(p.new)} || OLD: {escape_note_text(p.old)}"
-             for pid, p in pairs]
-    return load_prompt(version).format(project=context.project, pairs="\n".join(lines),
-                                       notes_open=NOTES_OPEN, notes_close=NOTES_CLOSE)
-
-
-class _Relation(BaseModel):
-    id: str = Field(description="the pair id exactly as given, e.g. p1")
-    relation: str = Field(description="duplicate | contradicts | unrelated")
-    reason: Optional[str] = Field(None, description="why, at most 12 words")
-
-
-class Relations(BaseModel):
-    """The structured answer of the contradiction check: one relation per pair."""
-
-    # (prompt contradiction-v1; the docstring is the schema's description, part of the recorded request)
-
-    relations: list[_Relation]
-
-    @classmethod
-    def model_validate_json(cls, json_data, **kwargs):
-        """Lenient like :meth:`Verdicts.model_validate_json`."""
-        try:
-            data = json.loads(json_data)
-        except ValueError:
-            data = json.loads(json_data, strict=False)
-            _LENIENT.parsed = True
-        kwargs.pop("strict", None)
-        return cls.model_validate(data, **kwargs)
-
-
-class _RelationV2(BaseModel):
-    id: str = Field(description="the pair id exactly as given, e.g. p1")
-    relation: str = Field(description="duplicate | updates | contradicts | unrelated")
-    reason: Optional[str] = Field(None, description="why, at most 12 words")
-
-
-class CompareAnswer(Relations):
-    """The structured answer of prompt ``contradiction-v2``: one relation per pair, ``updates``
-    among them (NEW replaces OLD: something changed)."""
-
-    relations: list[_RelationV2]
-
-
-#: The response model of each compare prompt version (the schema is part of the recorded request).
-COMPARE_MODELS = {"contradiction-v1": Relations, "contradiction-v2": CompareAnswer}
-
-
-def compare_model(version: str):
-    """The response model for compare prompt ``version`` (CompareAnswer, which knows ``updates``,
-    for any other)."""
-    return COMPARE_MODELS.get(version, CompareAnswer)
 
 
 def _import_litellm():
@@ -227,7 +69,7 @@ def quiet_libraries() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
-class APIJudge:
+class APIJudge(BaseJudge):
     """The litellm + instructor judge. ``arg`` (from the spec ``api:MODEL``) is the model string.
 
     ``prompt_version``: the judge prompt (default :func:`selected_prompt_version`: ``$CONSOLIDATE_PROMPT_VERSION``
@@ -267,6 +109,15 @@ class APIJudge:
         if self.api_base:
             return True, f"{self.model} at {self.api_base}"
         return True, f"{self.model}"
+
+    def missing_keys(self) -> list[str]:
+        """The provider key variables litellm needs for the model and cannot find, when neither a
+        server (``api_base``) nor a key is configured (no network; imports litellm)."""
+        if self.api_base or self.api_key or not self.model:
+            return []
+        from .registry import _missing_provider_keys
+
+        return _missing_provider_keys(self.model)
 
     def judge(self, batch: list[JudgeNote], context: JudgeContext, timeout: float | None) -> list[dict]:
         """One structured call for the batch; returns raw verdict dicts (validated by the chain).

@@ -1,21 +1,48 @@
 """The judge contract: one method, a batch of notes in, verdicts out.
 
-A judge is any object with ``name`` (str), ``model`` (str or None), ``prompt_version`` (str or None)
-and::
+Every judge is a :class:`BaseJudge` (the built-in ones subclass it; a plug-in may, or may be any
+object with a ``judge`` method, which :func:`as_judge` wraps). The contract, with the default of each
+optional part (what the chain and the stages read; nothing else is probed)::
 
-    judge(batch: list[JudgeNote], context: JudgeContext, timeout: float | None) -> list[Verdict]
+    name: str                          "judge"  the name in events, provenance and `consolidate judges`
+    model: str | None                  None     the model id, stamped in provenance (judge:NAME:MODEL)
+    prompt_version: str | None         None     the judge prompt version, stamped in provenance
+    answers_notes: bool                True     False: answers nothing by design (the no-op judge);
+                                                such a judge never counts as one that can answer
+    api_base: str | None               None     an OpenAI-compatible server the judge calls; the
+    api_key: str | None                None     availability check sends GET {api_base}/models there
+    usage: dict | None                 None     cumulative {calls, prompt_tokens, completion_tokens,
+                                                cost (USD)} across calls, when the judge counts them
+    last_call: Mapping                 {}       what the last call spent and how it was parsed
+                                                (seconds, prompt_tokens, completion_tokens, cost, ...):
+                                                copied into the run's judge.call / judge.failed event
+
+    judge(batch: list[JudgeNote], context: JudgeContext, timeout: float | None) -> list[Verdict | dict]
+    compare(pairs: list[tuple[str, Pair]], context, timeout) -> list[dict]   (when can_compare)
+    can_compare -> bool                          True when the class overrides compare()
+    available() -> tuple[bool, str]              (usable now, why), without a model call
+    missing_keys() -> list[str]                  provider key variables needed and not set
 
 ``timeout`` is the time box in seconds (None: no limit). A judge raises a
 ``consolidate.errors.JudgeError`` subclass when it cannot answer (JudgeUnavailable, JudgeTimeout,
 JudgeOutputInvalid); it may answer only part of a batch. Its raw verdicts pass through
 :func:`validate_verdicts`, the one place where verdicts are checked: verdicts for unknown ids are
 ignored and logged, a second verdict for an id is ignored and logged, a missing id stays unjudged.
+
+This module also holds the types the core hands to and gets back from the chain (:class:`Item`,
+:class:`Pair`, :class:`Judged`, :class:`ChainResult`), so that the core imports the contract and the
+registry, never a concrete judge or the chain's module. The shipped test double is
+``judges.scripted.ScriptedJudge`` (a judge that answers from a script or a callable, as httpx's
+``MockTransport`` answers from a handler).
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional, Protocol
+from types import MappingProxyType
+from typing import Any, Literal, Optional, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
@@ -152,16 +179,201 @@ def validate_verdicts(batch: list[JudgeNote], raw: list[Any]) -> ValidationRepor
     return report
 
 
-class Judge(Protocol):
-    """What the pipeline calls. See the module docstring for the contract."""
+@dataclass
+class Item:
+    """A note to judge, as the core hands it to the chain: ``key`` is the caller's id (the
+    session-tier note id, or an index); ``section`` and ``kind`` are shown to the judge."""
 
-    name: str
+    key: int
+    content: str
+    section: str | None = None
+    kind: str | None = None
+
+
+@dataclass
+class Pair:
+    """A new statement and an existing memory to compare (the contradiction check); ``key`` is the
+    caller's id, ``type`` the memory type of the new statement."""
+
+    key: str
+    new: str
+    old: str
+    type: str
+
+
+@dataclass
+class Judged:
+    """A valid verdict and who gave it: the judge's ``name``, ``model`` and ``prompt_version``;
+    ``truncated_from`` (characters) when the note was cut for the judge; ``isolated`` (why) when it
+    was judged apart as instruction-like (judges/injection.py)."""
+
+    verdict: Verdict
+    judge: str
     model: str | None
     prompt_version: str | None
+    truncated_from: int | None = None
+    isolated: str | None = None
 
-    def judge(self, batch: list[JudgeNote], context: JudgeContext, timeout: float | None) -> list[Verdict]:
+
+@dataclass
+class ChainResult:
+    """``judged``: key -> Judged; ``unjudged``: key -> reasons (one per judge that failed it, or
+    the time box); ``events``: judge-level events for the log (failures, ignored verdicts, calls)."""
+
+    judged: dict[int, Judged] = field(default_factory=dict)
+    unjudged: dict[int, list[str]] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    judges_used: list[str] = field(default_factory=list)
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """The least a judge is: a ``name`` and a ``judge`` method (see the module docstring). Anything
+    that has them can be put in a chain; :func:`as_judge` gives it the rest of :class:`BaseJudge`."""
+
+    name: str
+
+    def judge(self, batch: list[JudgeNote], context: JudgeContext, timeout: float | None) -> list[Any]:
         ...
+
+
+class BaseJudge(ABC):
+    """The judge contract with a default for every optional part (the module docstring lists them).
+
+    Subclass it and implement :meth:`judge`; override :meth:`compare` to take part in the
+    contradiction check, :meth:`available` to say when the judge cannot run, :meth:`missing_keys`
+    when it needs provider keys (as llm's ``Model.needs_key`` / ``key_env_var``). The chain and the
+    stages read these attributes and call these methods directly; they probe nothing else."""
+
+    #: the judge's name in events, provenance (``judge:NAME:MODEL``) and ``consolidate judges``
+    name: str = "judge"
+    #: the model id (None: no model, or not known)
+    model: str | None = None
+    #: the judge prompt version (``prompts/<version>.md``), stamped in each keeper's provenance
+    prompt_version: str | None = None
+    #: False for a judge that answers nothing by design (the no-op judge): it never counts as a
+    #: judge that can answer (consolidate/deferral.py)
+    answers_notes: bool = True
+    #: base URL of an OpenAI-compatible server the judge calls (``registry.availability`` sends
+    #: ``GET {api_base}/models`` there, with ``api_key`` as the bearer token)
+    api_base: str | None = None
+    api_key: str | None = None
+    #: cumulative ``{"calls", "prompt_tokens", "completion_tokens", "cost" (USD)}``, or None when
+    #: the judge does not count them
+    usage: dict[str, Any] | None = None
+    #: what the last call spent and how its answer was read (``seconds``, ``prompt_tokens``,
+    #: ``completion_tokens``, ``cost``, ``parsed_from``, ...): copied into the judge.call event
+    last_call: Mapping[str, Any] = MappingProxyType({})
+
+    @abstractmethod
+    def judge(self, batch: list[JudgeNote], context: JudgeContext, timeout: float | None) -> list[Any]:
+        """Verdicts for ``batch`` (Verdicts or dicts with the Verdict fields; checked by
+        :func:`validate_verdicts`), within ``timeout`` seconds (None: no limit). May answer part of
+        the batch. Raises JudgeUnavailable, JudgeTimeout or JudgeOutputInvalid when it cannot."""
+
+    def compare(self, pairs: list[tuple[str, Pair]], context: JudgeContext, timeout: float | None) -> list[dict]:
+        """How each pair ``(pid, Pair)`` relates: ``[{"id": pid, "relation": "duplicate" | "updates"
+        | "contradicts" | "unrelated", "reason": str}]``, within ``timeout`` seconds. Raises the same
+        errors as :meth:`judge`. The default raises NotImplementedError: a judge that does not
+        override it is not asked (``can_compare`` is False)."""
+        raise NotImplementedError(f"{self.name} does not compare statements")
+
+    @property
+    def can_compare(self) -> bool:
+        """Whether the contradiction check may ask this judge (its class overrides :meth:`compare`)."""
+        return type(self).compare is not BaseJudge.compare
 
     def available(self) -> tuple[bool, str]:
-        """(usable now, why) without a model call."""
-        ...
+        """(usable now, why), without a model call. Default: always available."""
+        return True, "no availability check (assumed available)"
+
+    def missing_keys(self) -> list[str]:
+        """Names of the environment variables holding provider keys this judge needs and cannot
+        find (no network). Default: none."""
+        return []
+
+
+class _Adapted(BaseJudge):
+    """A judge that does not subclass :class:`BaseJudge` (any object with a ``judge`` method), seen
+    through the contract: each optional part is read from the object when asked (so a later change
+    of the object shows), with the contract's default when the object lacks it. This is the one
+    place where a judge's attributes are probed."""
+
+    def __init__(self, inner: Any, name: str | None = None):
+        self._inner = inner
+        self._fallback_name = name or type(inner).__name__
+
+    def __getattr__(self, attr: str) -> Any:  # anything else the object has (counters, settings)
+        if attr == "_inner":
+            raise AttributeError(attr)
+        return getattr(self._inner, attr)
+
+    @property  # type: ignore[override]
+    def name(self) -> str:
+        return getattr(self._inner, "name", None) or self._fallback_name
+
+    @property  # type: ignore[override]
+    def model(self) -> str | None:
+        return getattr(self._inner, "model", None)
+
+    @property  # type: ignore[override]
+    def prompt_version(self) -> str | None:
+        return getattr(self._inner, "prompt_version", None)
+
+    @property  # type: ignore[override]
+    def answers_notes(self) -> bool:
+        return bool(getattr(self._inner, "answers_notes", True))
+
+    @property  # type: ignore[override]
+    def api_base(self) -> str | None:
+        return getattr(self._inner, "api_base", None)
+
+    @property  # type: ignore[override]
+    def api_key(self) -> str | None:
+        return getattr(self._inner, "api_key", None)
+
+    @property  # type: ignore[override]
+    def usage(self) -> dict[str, Any] | None:
+        usage = getattr(self._inner, "usage", None)
+        return usage if isinstance(usage, dict) else None
+
+    @property  # type: ignore[override]
+    def last_call(self) -> Mapping[str, Any]:
+        return getattr(self._inner, "last_call", None) or {}
+
+    def judge(self, batch, context, timeout):
+        return self._inner.judge(batch, context, timeout)
+
+    def compare(self, pairs, context, timeout):
+        return self._inner.compare(pairs, context, timeout)
+
+    @property
+    def can_compare(self) -> bool:
+        return hasattr(self._inner, "compare")
+
+    def available(self) -> tuple[bool, str]:
+        check = getattr(self._inner, "available", None)
+        return BaseJudge.available(self) if check is None else check()
+
+    def missing_keys(self) -> list[str]:
+        # a plug-in that keeps an ``api_key`` (none given) and a model: litellm's keys for that model
+        if hasattr(self._inner, "api_key") and not self.api_key and not self.api_base and self.model:
+            from .registry import _missing_provider_keys
+
+            return _missing_provider_keys(self.model)
+        return []
+
+
+def as_judge(obj: Any, name: str | None = None, *, strict: bool = True) -> BaseJudge:
+    """``obj`` itself when it is a :class:`BaseJudge`, else ``obj`` seen through the contract (any
+    object with a callable ``judge`` method; ``name`` is its name when it has none). Raises
+    ConfigError for anything else when ``strict``; with ``strict=False`` (the chain) any object is
+    taken, and a call it cannot answer fails like any judge's bug (a ``judge-error`` event), so an
+    object that only compares can still serve the contradiction check."""
+    if isinstance(obj, BaseJudge):
+        return obj
+    if strict and not callable(getattr(obj, "judge", None)):
+        from consolidate.errors import ConfigError
+
+        raise ConfigError(f"not a judge spec or a judge: {obj!r}", judge=repr(obj)[:80])
+    return _Adapted(obj, name)

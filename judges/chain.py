@@ -13,12 +13,12 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from consolidate.errors import CassetteMiss, JudgeError, JudgeOutputInvalid, JudgeTimeout
 
-from .base import JudgeContext, JudgeNote, Verdict, validate_verdicts
+from .base import (BaseJudge, ChainResult, Item, Judged, JudgeContext, JudgeNote, Pair, Verdict,  # noqa: F401 (re-exported)
+                   as_judge, validate_verdicts)
 from .injection import instruction_like
 
 #: Defaults for batching: one judge call per 25 notes, rounded down, the remainder spread over the
@@ -38,39 +38,6 @@ MAX_BATCH_CHARS = 16_000
 MAX_NOTE_CHARS_FOR_JUDGE = 4_000
 #: Extra seconds granted to a judge past its time box before the chain stops waiting for it.
 GRACE_SECONDS = 2.0
-
-
-@dataclass
-class Item:
-    """A note to judge: ``key`` is the caller's id (the session-tier note id)."""
-
-    key: int
-    content: str
-    section: str | None = None
-    kind: str | None = None
-
-
-@dataclass
-class Judged:
-    """A valid verdict and who gave it."""
-
-    verdict: Verdict
-    judge: str
-    model: str | None
-    prompt_version: str | None
-    truncated_from: int | None = None
-    isolated: str | None = None
-
-
-@dataclass
-class ChainResult:
-    """``judged``: key -> Judged; ``unjudged``: key -> reasons (one per judge that failed it, or
-    the time box); ``events``: judge-level events for the log (failures, ignored verdicts, calls)."""
-
-    judged: dict[int, Judged] = field(default_factory=dict)
-    unjudged: dict[int, list[str]] = field(default_factory=dict)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    judges_used: list[str] = field(default_factory=list)
 
 
 def _greedy(run: list, cap: int, max_chars: int) -> list[list]:
@@ -190,7 +157,8 @@ class JudgeChain:
     def __init__(self, judges: list, *, max_notes: int = MAX_BATCH_NOTES, max_chars: int = MAX_BATCH_CHARS,
                  max_note_chars: int = MAX_NOTE_CHARS_FOR_JUDGE, notes_per_call: int = NOTES_PER_CALL,
                  isolate: bool = True, reask: bool | None = None):
-        self.judges = list(judges)
+        #: the judges in order, each seen through the contract (judges.base.as_judge)
+        self.judges: list[BaseJudge] = [as_judge(j, strict=False) for j in judges]
         #: ask a judge that answered part of a batch once more for the rest (default on;
         #: ``CONSOLIDATE_REASK=0`` turns it off, for replaying cassettes recorded without it)
         self.reask = reask if reask is not None else os.environ.get("CONSOLIDATE_REASK", "1") != "0"
@@ -209,10 +177,20 @@ class JudgeChain:
     def run(self, items: list[Item], context: JudgeContext, deadline: float | None = None) -> ChainResult:
         """Judge every item; never raises for a judge's failure (it becomes an event)."""
         result = ChainResult()
-        for batch in make_batches(items, self.max_notes, self.max_chars, self.max_note_chars, self.notes_per_call,
-                                  self.isolate):
+        for batch in self.batches(items):
             self._run_batch(batch, context, deadline, result)
         return result
+
+    def batches(self, items: list[Item]) -> list[list[tuple[Item, JudgeNote]]]:
+        """The batches :meth:`run` would send for ``items`` (:func:`make_batches` with this chain's
+        bounds): a list of batches of (item, judge note) pairs."""
+        return make_batches(items, self.max_notes, self.max_chars, self.max_note_chars, self.notes_per_call,
+                            self.isolate)
+
+    def compare(self, pairs: list[Pair], context: JudgeContext,
+                deadline: float | None = None) -> tuple[dict[str, tuple[str, str]], list[dict[str, Any]]]:
+        """The contradiction check over this chain's comparing judges: :func:`compare_pairs`."""
+        return compare_pairs(self, pairs, context, deadline)
 
     def _run_batch(self, batch, context, deadline, result: ChainResult) -> None:
         pending = list(batch)
@@ -257,10 +235,9 @@ class JudgeChain:
             self._fail(judge, "judge-error", f"{judge.name}: {type(exc).__name__}: {exc}", pending, reasons, result, started)
             return pending, False
         report = validate_verdicts(notes, raw)
-        call = getattr(judge, "last_call", None)
         result.events.append({"event": "judge.call", "judge": judge.name, "batch_size": len(notes),
                               "answered": len(report.verdicts), "seconds": round(time.time() - started, 3),
-                              **(call or {})})
+                              **judge.last_call})
         if judge.name not in result.judges_used:
             result.judges_used.append(judge.name)
         if report.problems:
@@ -273,8 +250,8 @@ class JudgeChain:
                 reasons[item.key].append(f"{judge.name}: judge-output-invalid (no valid verdict for this note)")
                 still.append((item, jn))
             else:
-                result.judged[item.key] = Judged(v, judge.name, getattr(judge, "model", None),
-                                                 getattr(judge, "prompt_version", None), jn.truncated_from, jn.isolated)
+                result.judged[item.key] = Judged(v, judge.name, judge.model, judge.prompt_version,
+                                                 jn.truncated_from, jn.isolated)
         if still and not raw:
             # Answered nothing at all (the no-op judge's job): say so plainly.
             for item, _ in still:
@@ -283,23 +260,13 @@ class JudgeChain:
 
     def _fail(self, judge, kind, message, pending, reasons, result, started) -> None:
         self.failed[id(judge)] = kind
-        call = getattr(judge, "last_call", None) or {}  # tokens of a refused answer, when the judge knows them
+        call = judge.last_call  # tokens of a refused answer, when the judge knows them
         spent = {k: call[k] for k in ("prompt_tokens", "completion_tokens", "cost") if k in call}
         result.events.append({"event": "judge.failed", "judge": judge.name, "kind": kind,
                               "reason": message, "seconds": round(time.time() - started, 3),
                               "batch_size": len(pending), **spent})
         for item, _ in pending:
             reasons[item.key].append(f"{judge.name}: {kind}: {message}")
-
-
-@dataclass
-class Pair:
-    """A new statement and an existing memory to compare; ``key`` is the caller's id."""
-
-    key: str
-    new: str
-    old: str
-    type: str
 
 
 RELATIONS = ("duplicate", "updates", "contradicts", "unrelated")
@@ -325,7 +292,7 @@ class _CompareAdapter:
 
 def compare_pairs(chain: "JudgeChain", pairs: list[Pair], context: JudgeContext,
                   deadline: float | None = None) -> tuple[dict[str, tuple[str, str]], list[dict[str, Any]]]:
-    """Ask the chain's judges that can compare (those with a ``compare`` method) how each pair
+    """Ask the chain's judges that can compare (``can_compare``: they override ``compare``) how each pair
     relates: ``duplicate``, ``updates`` (the new statement replaces the old: something changed),
     ``contradicts`` or ``unrelated``. Returns ``({key: (relation, judge)},
     events)``; a pair no judge answered is absent (nothing is guessed). Answers for unknown pair
@@ -348,7 +315,7 @@ def _compare_chunk(chain: "JudgeChain", pairs: list[Pair], context: JudgeContext
     for judge in chain.judges:
         if not pending:
             break
-        if not hasattr(judge, "compare") or id(judge) in chain.failed:
+        if not judge.can_compare or id(judge) in chain.failed:
             continue
         timeout = None if deadline is None else deadline - time.time()
         if timeout is not None and timeout <= 0:
@@ -372,9 +339,8 @@ def _compare_chunk(chain: "JudgeChain", pairs: list[Pair], context: JudgeContext
             events.append({"event": "judge.failed", "judge": judge.name, "kind": "judge-error",
                            "reason": f"{type(exc).__name__}: {exc}", "stage": "contradiction"})
             continue
-        call = getattr(judge, "last_call", None)
         events.append({"event": "judge.call", "judge": judge.name, "stage": "contradiction",
-                       "batch_size": len(ids), "seconds": round(time.time() - started, 3), **(call or {})})
+                       "batch_size": len(ids), "seconds": round(time.time() - started, 3), **judge.last_call})
         problems: list[str] = []
         for item in raw:
             if not isinstance(item, dict):

@@ -61,10 +61,10 @@ from typing import Any
 
 from consolidate.errors import ConfigError, JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
 
-from .api import (COMPARE_PROMPT_VERSION, PROMPT_VERSION, Verdicts, compare_model, render_compare_prompt, render_prompt,
-                  selected_prompt_version)
+from .prompting import (COMPARE_PROMPT_VERSION, PROMPT_VERSION, Verdicts, compare_model, render_compare_prompt,
+                        render_prompt, selected_prompt_version)
 from . import cli_cassette
-from .base import JudgeContext, JudgeNote
+from .base import BaseJudge, JudgeContext, JudgeNote
 
 #: Preset name -> argv template. ``{model}`` arguments are dropped with their flag when no model is set.
 PRESETS: dict[str, list[str]] = {
@@ -227,7 +227,7 @@ def _leader_exited(proc: subprocess.Popen) -> bool:
         return proc.poll() is not None
 
 
-class CLIJudge:
+class CLIJudge(BaseJudge):
     """A judge that runs a local CLI. ``arg`` is the part of the spec after ``cli:`` (see the module
     docstring); ``preset``/``model``/``command`` may be given as keywords instead.
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from .base import BaseJudge
 
-class NoopJudge:
+
+class NoopJudge(BaseJudge):
     """Answers no note. ``judge()`` returns ``[]`` at once."""
 
     name = "noop"

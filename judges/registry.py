@@ -32,6 +32,8 @@ from pathlib import Path
 
 from consolidate.errors import ConfigError
 
+from .base import BaseJudge, as_judge
+
 GROUP = "consolidate.judges"
 #: The default chain after the local CLI judge (which is there only when a CLI is on PATH).
 DEFAULT_CHAIN = ("api", "noop")
@@ -56,8 +58,9 @@ def installed() -> dict[str, str]:
     return found
 
 
-def load(spec: str):
-    """Instantiate the judge named by ``spec`` (``NAME`` or ``NAME:ARG``).
+def load(spec: str) -> BaseJudge:
+    """Instantiate the judge named by ``spec`` (``NAME`` or ``NAME:ARG``), seen through the contract
+    (``judges.base.as_judge``: a plug-in class need not subclass BaseJudge).
 
     Raises ConfigError for an unknown name or a judge that cannot be built."""
     name, _, arg = spec.strip().partition(":")
@@ -71,7 +74,18 @@ def load(spec: str):
         cls = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise ConfigError(f"judge {name!r} cannot be loaded ({exc})", judge=name) from None
-    return cls(arg or None)
+    return as_judge(cls(arg or None), name=name)
+
+
+def select_prompt_version(version: str) -> str:
+    """Make ``version`` the judge prompt of the judges built from now on in this process (it sets
+    ``$CONSOLIDATE_PROMPT_VERSION``, which the API and CLI judges read when they are built:
+    ``judges.prompting.selected_prompt_version``). Returns the version; raises ConfigError for a
+    version with no template."""
+    from .prompting import PROMPT_VERSION_ENV, selected_prompt_version
+
+    os.environ[PROMPT_VERSION_ENV] = chosen = selected_prompt_version(version)
+    return chosen
 
 
 def _split(value: str) -> list[str]:
@@ -159,10 +173,8 @@ def build_chain(explicit: list | None = None, store_path: str | os.PathLike | No
         for j in explicit:
             if isinstance(j, str):
                 judges += [load(s) for s in _split(j)]
-            elif callable(getattr(j, "judge", None)):
-                judges.append(j)
             else:
-                raise ConfigError(f"not a judge spec or a judge: {j!r}", judge=repr(j)[:80])
+                judges.append(as_judge(j))  # ConfigError for an object with no judge method
         return JudgeChain(judges)
     return JudgeChain([load(s) for s in chain_specs(explicit, store_path, project_dir)])
 
@@ -192,21 +204,21 @@ def probe_api_base(api_base: str, api_key: str | None = None, timeout: float = 1
 
 def availability(judge, probe: bool = True, probe_timeout: float = 1.0) -> tuple[bool, str]:
     """``judge.available()`` and, for a judge with an ``api_base`` (the API judge on a local
-    server), whether that server answers ``GET /models`` within ``probe_timeout`` seconds. Never
-    calls a model; never raises for a judge's own error."""
-    check = getattr(judge, "available", None)
-    if check is None:
-        return True, "no availability check (assumed available)"
+    server), whether that server answers ``GET /models`` within ``probe_timeout`` seconds; for a
+    judge with no server, the provider keys it misses (``judge.missing_keys()``). ``judge`` is a
+    BaseJudge or any judge object (:func:`judges.base.as_judge`). Never calls a model; never raises
+    for a judge's own error."""
+    judge = as_judge(judge)
     try:
-        ok, why = check()
+        ok, why = judge.available()
     except Exception as exc:  # a plug-in's bug: report it, do not crash the listing
         return False, f"available() raised {type(exc).__name__}: {exc}"
-    base = getattr(judge, "api_base", None)
+    base = judge.api_base
     if ok and probe and base:
-        answers, how = probe_api_base(base, getattr(judge, "api_key", None), probe_timeout)
+        answers, how = probe_api_base(base, judge.api_key, probe_timeout)
         return answers, f"{why}; {how}"
-    if ok and not base and hasattr(judge, "api_key") and not getattr(judge, "api_key", None) and getattr(judge, "model", None):
-        missing = _missing_provider_keys(judge.model)
+    if ok and not base:
+        missing = judge.missing_keys()
         if missing:
             return False, f"{why}: {' or '.join(missing)} not set"
     return ok, why

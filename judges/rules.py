@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from .base import BaseJudge
+
 _STATUS = re.compile(
     r"^\s*(?:[-*]\s*)?(?:\[[ xX]\]|✅|☑|⬜|🔄|⏳|TODO\b|DONE\b|WIP\b|Next\b|Status\b|Progress\b|Task\s*\d|Phase\s*\d|Step\s*\d)",
     re.IGNORECASE)
@@ -63,7 +65,7 @@ def _keep(text: str, type_: str, fields: dict, evidence: str, reason: str) -> di
             "confidence": "low" if evidence == "inferred" else "high", "reason": reason}
 
 
-class RulesJudge:
+class RulesJudge(BaseJudge):
     """Deterministic wording heuristics; answers every note at once. Opt-in (``--judge rules``)."""
 
     name = "rules"

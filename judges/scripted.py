@@ -12,8 +12,10 @@ from typing import Any
 
 from consolidate.errors import ConfigError, JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
 
+from .base import BaseJudge
 
-class ScriptedJudge:
+
+class ScriptedJudge(BaseJudge):
     """Answers each note from a rule.
 
     ``script`` is one of:

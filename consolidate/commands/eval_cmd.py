@@ -4,7 +4,6 @@ compare prompt), or end to end over labeled sessions."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 
@@ -13,13 +12,11 @@ from ._common import count_1_to, positive_float
 
 
 def _chain(args):
-    from judges.registry import build_chain
+    from judges import registry
 
-    if args.prompt_version:  # the judges read it when they are built (judges.api.selected_prompt_version)
-        from judges.api import PROMPT_VERSION_ENV, selected_prompt_version
-
-        os.environ[PROMPT_VERSION_ENV] = selected_prompt_version(args.prompt_version)
-    return build_chain(args.judge)
+    if args.prompt_version:  # the judges read it when they are built
+        registry.select_prompt_version(args.prompt_version)
+    return registry.build_chain(args.judge)
 
 
 def cmd_eval(args) -> int:

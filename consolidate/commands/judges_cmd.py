@@ -31,7 +31,7 @@ def cmd_judges(args) -> int:
             chain.append(entry)
             continue
         ok, why = registry.availability(judge, probe=not args.no_probe, probe_timeout=1.0)
-        entry.update(name=getattr(judge, "name", entry["name"]), model=getattr(judge, "model", None),
+        entry.update(name=judge.name, model=judge.model,
                      available=bool(ok), why=why)
         chain.append(entry)
     installed = registry.installed()

@@ -301,12 +301,11 @@ def _strengths(plan, c, h) -> tuple[tuple[int, int], tuple[int, int]]:
 
 
 def _judge_pairs(plan, ctx, to_compare, today) -> None:
-    from judges.base import JudgeContext
-    from judges.chain import Pair, compare_pairs
+    from judges.base import JudgeContext, Pair
 
     pairs = [Pair(key=str(i), new=c.statement, old=h["document"], type=c.type) for i, (c, h) in enumerate(to_compare)]
-    answered, events = compare_pairs(ctx.chain(), pairs, JudgeContext(core=ctx.store.core_rules(), project=plan.scope),
-                                     plan.deadline)
+    answered, events = ctx.chain().compare(pairs, JudgeContext(core=ctx.store.core_rules(), project=plan.scope),
+                                           plan.deadline)
     for e in events:
         plan.decide(e.pop("event"), **e)
     for i, (c, h) in enumerate(to_compare):

@@ -16,8 +16,7 @@ def run(plan, ctx):
     maybes = [n for n in plan.live_notes("live") if not n.flag]
     if not maybes:
         return plan
-    from judges.base import JudgeContext
-    from judges.chain import Item
+    from judges.base import Item, JudgeContext
 
     chain = ctx.chain()
     items = [Item(key=n.id, content=n.content, section=n.metadata.get("section"), kind=n.kind) for n in maybes]
