@@ -14,17 +14,25 @@ Python API (light to import: the standard library only until a run needs more)::
 __version__ = "0.1.0"
 
 
+#: The public exceptions (the tree drawn in consolidate/errors.py), importable from here.
+ERRORS = ("ConsolidateError", "BadInput", "EmptyNote", "InvalidImportLine", "SecretBlocked", "PathRefused",
+          "ConfigError", "UnknownSession", "StoreError", "StorePathError", "StoreCorrupt", "EmbeddingMismatch",
+          "StoreLocked", "StoreReadOnly", "TeamError", "TeamTimeout", "JudgeError", "JudgeUnavailable",
+          "JudgeTimeout", "JudgeOutputInvalid", "CassetteMiss")
+
+
 def __getattr__(name):
-    """``Store`` and ``ConsolidateError`` are imported on first use, so that ``consolidate hook``
-    and the idle ``consolidate run`` (consolidate/fastpath.py) import nothing they do not use."""
+    """``Store`` and the exceptions (``ConsolidateError`` and its subclasses) are imported on first
+    use, so that ``consolidate hook`` and the idle ``consolidate run`` (consolidate/fastpath.py)
+    import nothing they do not use."""
     if name == "Store":
         from .store import Store
 
         return Store
-    if name == "ConsolidateError":
-        from .errors import ConsolidateError
+    if name in ERRORS:
+        from . import errors
 
-        return ConsolidateError
+        return getattr(errors, name)
     raise AttributeError(f"module 'consolidate' has no attribute {name!r}")
 
 
@@ -49,4 +57,4 @@ def run_queue(*args, **kwargs):
     return _run(*args, **kwargs)
 
 
-__all__ = ["ConsolidateError", "Store", "recall", "run_session", "run_queue", "__version__"]
+__all__ = ["Store", "recall", "run_session", "run_queue", "__version__", *ERRORS]

@@ -3,30 +3,44 @@
 Every error the library raises on purpose is a :class:`ConsolidateError`. Subclasses carry their
 context as attributes (never secret material: a blocked value only ever appears as a redacted
 preview). The CLI maps each class to an exit code in one place (``consolidate.cli.EXIT_CODES``) and
-prints ``error: <message>`` on one line, never a traceback.
+prints ``error: <message>`` on one line, never a traceback. Every class below is exported:
+``from consolidate import JudgeTimeout`` (tests/test_provider_errors.py checks this drawing against
+the classes).
 
     ConsolidateError
     ├── BadInput                 invalid note, import file or argument       (exit 2)
     │   ├── EmptyNote
     │   ├── InvalidImportLine
     │   ├── SecretBlocked        a write through the API held secret material
-    │   └── PathRefused          a workspace path escapes the workspace or its writable folders
+    │   ├── PathRefused          a workspace path escapes the workspace or its writable folders
+    │   └── ConfigError          a setting names something that does not exist
     ├── UnknownSession           no note and no session end for the id       (exit 3)
     ├── StoreError               the store folder cannot be used              (exit 4)
     │   ├── StorePathError       the path is a file, or cannot be created
     │   ├── StoreCorrupt         a store file cannot be read
     │   ├── EmbeddingMismatch    the store was built with another embedding function
     │   ├── StoreLocked          another process holds the store lock past the timeout
-    │   └── StoreReadOnly        a write to a store on a read-only folder or mount
-    ├── JudgeError               a judge could not answer                     (exit 5)
-    │   ├── JudgeUnavailable     not installed, not reachable, no key, failed before
-    │   ├── JudgeTimeout         past its time box
-    │   ├── JudgeOutputInvalid   answered, but not with valid verdicts
-    │   └── CassetteMiss         a replayed CLI judge has no recorded answer for the prompt
-    └── ConfigError              a setting names something that does not exist (exit 2)
+    │   ├── StoreReadOnly        a write to a store on a read-only folder or mount
+    │   └── TeamError            the team store cannot be used (unreachable, token refused)
+    │       └── TeamTimeout      a team store call past its time bound
+    └── JudgeError               a judge could not answer                     (exit 5)
+        ├── JudgeUnavailable     not installed, not reachable, no key, failed before
+        ├── JudgeTimeout         past its time box
+        ├── JudgeOutputInvalid   answered, but not with valid verdicts
+        └── CassetteMiss         a replayed CLI judge has no recorded answer for the prompt
+
+A judge's provider errors (litellm, openai, httpx, instructor) are mapped onto the JudgeError
+branch by their class in ``judges.api.provider_errors``: a timeout -> JudgeTimeout, a failed
+connection or an API error (authentication, permission, not found, bad request, rate limit, 5xx)
+-> JudgeUnavailable, anything else (an answer that does not validate) -> JudgeOutputInvalid.
 """
 
 from __future__ import annotations
+
+__all__ = ["ConsolidateError", "BadInput", "EmptyNote", "InvalidImportLine", "SecretBlocked", "PathRefused",
+           "ConfigError", "UnknownSession", "StoreError", "StorePathError", "StoreCorrupt", "EmbeddingMismatch",
+           "StoreLocked", "StoreReadOnly", "TeamError", "TeamTimeout", "JudgeError", "JudgeUnavailable",
+           "JudgeTimeout", "JudgeOutputInvalid", "CassetteMiss"]
 
 
 class ConsolidateError(Exception):
@@ -129,6 +143,14 @@ class JudgeOutputInvalid(JudgeError):
     """The judge answered, but not with valid verdicts."""
 
     kind = "judge-output-invalid"
+
+
+class TeamError(StoreError):
+    """The team store could not be used (unreachable, refused the token, timed out)."""
+
+
+class TeamTimeout(TeamError):
+    """A team store call did not finish within its time bound."""
 
 
 class CassetteMiss(JudgeError):

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from . import team
-from .errors import ConfigError, ConsolidateError, EmbeddingMismatch, StoreError
+from .errors import ConfigError, ConsolidateError, EmbeddingMismatch, TeamError, TeamTimeout
 from .faults import crash_point
 
 MEMORIES, EDGES, TOMBSTONES, EVENTS = "memories", "edges", "tombstones", "events"
@@ -39,14 +39,6 @@ STATUS_RANK = {"quarantined": 0, "active": 1, "disputed": 2, "superseded": 3, "e
                "rejudged-out": 3, "archived": 3, "forgotten": 4, "deleted": 4}
 #: Metadata keys that are bookkeeping, not content (a change in them alone is not a change).
 BOOKKEEPING = ("version", "origin", "updated_at")
-
-
-class TeamError(StoreError):
-    """The team store could not be used (unreachable, refused the token, timed out)."""
-
-
-class TeamTimeout(TeamError):
-    """A team store call did not finish within its time bound."""
 
 
 def _one_line(exc: BaseException) -> str:

@@ -19,11 +19,13 @@ inside the time box.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import time
 import typing
+from types import SimpleNamespace
 from typing import Any
 
 from consolidate.errors import JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
@@ -179,7 +181,7 @@ class APIJudge(BaseJudge):
         except Exception as exc:
             # the model answered but instructor refused the answer (e.g. JSON cut at max_tokens):
             # the call still cost its tokens, so count them
-            completion = getattr(exc, "last_completion", None)
+            completion = exc.last_completion if isinstance(exc, provider_errors().answered) else None
             if getattr(completion, "usage", None) is None:
                 raise _classify(exc, self.name, timeout) from None
             self._record_usage(completion, time.time() - started, litellm)
@@ -275,45 +277,105 @@ def salvage_objects(text: str, key: str) -> list[dict]:
             out.append(obj)
 
 
-def _cause(exc: BaseException) -> BaseException:
-    """The provider error under instructor's wrapping (``InstructorRetryException`` chains it)."""
-    attempts = getattr(exc, "failed_attempts", None)
-    if attempts and getattr(attempts[-1], "exception", None) is not None:
-        exc = attempts[-1].exception
-    seen, cur = set(), exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        if type(cur).__module__.startswith(("litellm", "openai", "httpx")) or hasattr(cur, "status_code"):
-            return cur
+@functools.cache
+def provider_errors() -> SimpleNamespace:
+    """The exception classes the API judge maps, imported on first use (the session-end path
+    imports no litellm, instructor, openai or httpx at module level). Attributes, each a tuple of
+    classes:
+
+    - ``wrapper``: instructor's ``InstructorRetryException`` (wraps whatever failed the call: the
+      provider error as its ``__cause__``, an answer that did not validate in ``failed_attempts``);
+    - ``answered``: instructor's errors that carry the model's answer (``last_completion``): the
+      wrapper and ``IncompleteOutputException`` (an answer cut at ``max_tokens``);
+    - ``provider``: errors of the provider stack (``openai.OpenAIError``, which every litellm
+      exception of a call subclasses, and ``httpx.HTTPError``): the first of these down the cause
+      chain is the error that is mapped;
+    - ``timeout``: ``litellm.Timeout``, ``openai.APITimeoutError``, ``httpx.TimeoutException``,
+      ``TimeoutError`` -> JudgeTimeout;
+    - ``connection``: ``openai.APIConnectionError`` (litellm's subclasses it), ``httpx.TransportError``,
+      ``ConnectionError`` -> JudgeUnavailable, never retried (litellm reports a refused connection
+      as an ``InternalServerError`` caused by ``openai.APIConnectionError``);
+    - ``status``: errors that carry an HTTP ``status_code`` (``openai.APIStatusError``,
+      ``litellm.APIError``) and the rest of the API errors (``openai.APIError``,
+      ``httpx.HTTPStatusError``) -> JudgeUnavailable;
+    - ``retryable``: ``litellm.RateLimitError``, ``InternalServerError``, ``ServiceUnavailableError``,
+      ``BadGatewayError`` and openai's ``RateLimitError``, ``InternalServerError``: retried (as is any
+      status error with status 429 or 5xx).
+
+    Anything else (pydantic's ValidationError inside instructor's wrapper, instructor's own errors,
+    a JSON error) is an answer that is not valid verdicts: JudgeOutputInvalid."""
+    litellm = _import_litellm()
+    import httpx
+    import openai
+    from instructor.core import IncompleteOutputException, InstructorRetryException
+
+    lx = litellm.exceptions
+    return SimpleNamespace(
+        wrapper=(InstructorRetryException,),
+        answered=(InstructorRetryException, IncompleteOutputException),
+        provider=(openai.OpenAIError, httpx.HTTPError),
+        timeout=(lx.Timeout, openai.APITimeoutError, httpx.TimeoutException, TimeoutError),
+        connection=(openai.APIConnectionError, httpx.TransportError, ConnectionError),
+        status_code=(openai.APIStatusError, lx.APIError),
+        status=(openai.APIError, lx.APIError, httpx.HTTPStatusError),
+        retryable=(lx.RateLimitError, lx.InternalServerError, lx.ServiceUnavailableError, lx.BadGatewayError,
+                   openai.RateLimitError, openai.InternalServerError),
+    )
+
+
+def _chain_of(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions under it (``__cause__``, else ``__context__``), each once."""
+    out: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and all(cur is not e for e in out):
+        out.append(cur)
         cur = cur.__cause__ or cur.__context__
-    return exc
+    return out
 
 
-def _connection_error(exc: BaseException) -> bool:
-    text = str(exc)
-    return "Connection error" in text or "Connection refused" in text or type(exc).__name__ == "APIConnectionError"
+def _cause(exc: BaseException) -> BaseException:
+    """The error to map: under instructor's wrapper, the last failed attempt's exception when it
+    recorded one; then the first provider error (:func:`provider_errors`) down the cause chain, else
+    the exception itself."""
+    errors = provider_errors()
+    if isinstance(exc, errors.wrapper) and exc.failed_attempts and exc.failed_attempts[-1].exception is not None:
+        exc = exc.failed_attempts[-1].exception
+    return next((e for e in _chain_of(exc) if isinstance(e, errors.provider)), exc)
+
+
+def _is_timeout(root: BaseException) -> bool:
+    return any(isinstance(e, provider_errors().timeout) for e in _chain_of(root))
+
+
+def _is_connection(root: BaseException) -> bool:
+    """A connection that failed (refused, reset, DNS), a timeout among them, anywhere under ``root``."""
+    return any(isinstance(e, provider_errors().connection) for e in _chain_of(root))
 
 
 def _retryable(exc: BaseException) -> bool:
-    """Rate limits and 5xx only (litellm's exception classes carry ``status_code``); a refused
-    connection is not retried (litellm reports it as an InternalServerError)."""
-    exc = _cause(exc)
-    if _connection_error(exc):
+    """Rate limits and 5xx only (see :func:`provider_errors`); a failed connection, a timeout among
+    them, is not retried."""
+    root = _cause(exc)
+    errors = provider_errors()
+    if _is_connection(root):
         return False
-    code = getattr(exc, "status_code", None)
-    return type(exc).__name__ in ("RateLimitError", "ServiceUnavailableError", "InternalServerError") or (
-        isinstance(code, int) and (code == 429 or 500 <= code < 600))
+    if isinstance(root, errors.retryable):
+        return True
+    code = root.status_code if isinstance(root, errors.status_code) else None
+    return isinstance(code, int) and (code == 429 or 500 <= code < 600)
 
 
 def _classify(exc: Exception, name: str, timeout: float | None):
-    """Map a litellm / instructor / pydantic error to the judge error tree."""
+    """Map a litellm / openai / httpx / instructor / pydantic error to the judge error tree by its
+    class (:func:`provider_errors`): a timeout -> JudgeTimeout; a failed connection or an API error
+    (authentication, permission, not found, bad request, rate limit, 5xx) -> JudgeUnavailable;
+    anything else -> JudgeOutputInvalid. The message names the provider error's class and text (at
+    most 300 characters, one line)."""
     root = _cause(exc)
     cls = type(root).__name__
     text = " ".join(str(root).split())[:300]
-    if "Timeout" in cls or "timed out" in text.lower():
+    if _is_timeout(root):
         return JudgeTimeout(f"{name}: timed out ({text})", judge=name, seconds=timeout)
-    if _connection_error(root) or cls in ("AuthenticationError", "NotFoundError", "BadRequestError",
-                                          "PermissionDeniedError", "ServiceUnavailableError", "RateLimitError",
-                                          "InternalServerError") or getattr(root, "status_code", None):
+    if _is_connection(root) or isinstance(root, provider_errors().status):
         return JudgeUnavailable(f"{name}: {cls}: {text}", judge=name)
     return JudgeOutputInvalid(f"{name}: {cls}: {text}", judge=name)
