@@ -1,6 +1,15 @@
 """The scripted judge: a test double that answers from a script, with no model.
 
-Shipped with the package so that users can test their own hooks and configurations offline.
+Shipped with the package beside the judge contract (judges/base.py), as httpx ships ``MockTransport``
+beside ``BaseTransport``, so that users can test their own hooks, configurations and judge plug-ins
+offline::
+
+    from judges import ScriptedJudge
+    from consolidate import run_queue
+
+    keep = {"verdict": "keep", "statement": "Use pnpm", "type": "decision", "reason": "stated"}
+    run_queue(store, judges=[ScriptedJudge({"pnpm": keep}, default={"verdict": "drop"})])
+    run_queue(store, judges=[ScriptedJudge(handler=lambda batch, context: [])])  # answers nothing
 """
 
 from __future__ import annotations
@@ -24,6 +33,11 @@ class ScriptedJudge(BaseJudge):
     - a path to a JSON file holding such a dict (the ``scripted:PATH`` judge spec).
     Notes the script does not answer get ``default`` (a verdict dict, or None: no answer).
 
+    ``handler``, when given, answers whole batches instead: ``(batch: list[JudgeNote], context:
+    JudgeContext) -> list`` of raw verdicts (dicts with ``id``, as a model's answer; they are
+    checked by the chain like any judge's), or it raises (a JudgeError, or anything: a plug-in's
+    bug). It sees the time box only through ``latency``.
+
     ``fail`` makes every call raise: ``"unavailable"``, ``"timeout"`` or ``"invalid"``; ``latency``
     sleeps that many seconds per call (bounded by the time box, then JudgeTimeout). ``calls`` counts
     calls and ``batches`` records the ids of each batch. ``relations`` answers the contradiction
@@ -33,7 +47,7 @@ class ScriptedJudge(BaseJudge):
 
     def __init__(self, script: Any = None, *, default: dict | None = None, name: str = "scripted",
                  model: str | None = "script", fail: str | None = None, latency: float = 0.0,
-                 relations: Any = None):
+                 relations: Any = None, handler: Any = None):
         if isinstance(script, (str, Path)):
             try:
                 script = json.loads(Path(script).read_text(encoding="utf-8"))
@@ -46,6 +60,7 @@ class ScriptedJudge(BaseJudge):
         self.fail = fail
         self.latency = latency
         self.relations = relations or {}
+        self.handler = handler
         self.calls = 0
         self.batches: list[list[str]] = []
 
@@ -71,6 +86,8 @@ class ScriptedJudge(BaseJudge):
             raise JudgeTimeout(f"{self.name}: scripted timeout", judge=self.name, seconds=timeout)
         if self.fail == "invalid":
             raise JudgeOutputInvalid(f"{self.name}: scripted garbage", judge=self.name)
+        if self.handler is not None:
+            return self.handler(batch, context)
         out = []
         for note in batch:
             answer = self._answer(note)
@@ -95,5 +112,5 @@ class ScriptedJudge(BaseJudge):
                 out.append({"id": pid, "relation": rel})
         return out
 
-    def available(self):
+    def available(self) -> tuple[bool, str]:
         return True, "test double"
