@@ -53,7 +53,7 @@ def build_parser(modules: tuple[str, ...] = MODULES) -> argparse.ArgumentParser:
 
 
 #: Exit codes besides the error classes' (consolidate.errors): the README lists the same ones.
-EXTRA_EXIT_CODES = ((0, "success"), (1, "batch: a session's run failed with an error"),
+EXTRA_EXIT_CODES = ((0, "success"), (1, "batch: a session's run failed with an error; doctor: findings left to repair"),
                     (75, "run: a partial run, notes wait for a judge"), (130, "interrupted (Ctrl-C)"))
 
 

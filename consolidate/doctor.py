@@ -1,7 +1,10 @@
 """``consolidate doctor [--repair]``: check a store and repair what can be repaired safely.
 
-Checks, in order: the manifest; the session database (SQLite ``integrity_check``); an unfinished
-journal (repair: replay it); corrupt lines in the event log and the graph files (repair: move them to
+Checks, in order: the manifest; the session database (not a SQLite database: repair moves it aside
+to ``sessions.sqlite3.corrupt``; SQLite's ``integrity_check`` failing needs a person); an unfinished
+journal (repair: replay it); the recall index against the memories the graph and the event log hold
+(missing, empty, incomplete or not readable: repair: move a corrupt one aside to ``chroma.corrupt``,
+then rebuild it from them, consolidate/reindex.py); corrupt lines in the event log and the graph files (repair: move them to
 ``<file>.corrupt`` beside it, keep the rest); leftover temporary files (repair: remove); memories in
 the recall index missing from the graph (repair: add them); claims held by dead processes (repair:
 put the session end back in the queue). Nothing is deleted without a copy.
@@ -76,12 +79,7 @@ def check(store, repair: bool = False) -> list[Finding]:
         store.read_manifest()
     except ConsolidateError as exc:
         found.append(Finding("manifest.json", str(exc), repairable=False))
-    try:
-        ok = store.sessions.integrity()
-        if ok != "ok":
-            found.append(Finding("sessions.sqlite3", f"integrity check: {ok}", repairable=False))
-    except ConsolidateError as exc:
-        found.append(Finding("sessions.sqlite3", str(exc), repairable=False))
+    sessions_ok = _check_sessions(store, repair, found)
     for path in sorted(store.path.rglob("*.tmp")):
         if "chroma" in path.parts:
             continue
@@ -118,14 +116,134 @@ def check(store, repair: bool = False) -> list[Finding]:
             f.repaired = True
         found.append(f)
     if store.has_longterm and not any(x.where.startswith(("graph/", "manifest")) and not x.repaired for x in found):
-        found += _index_vs_graph(store, repair)
-    for sid, pid in store.sessions.dead_claims():
+        from .reindex import allow_missing
+
+        with allow_missing(store):
+            index = _check_index(store, repair)
+            found += index
+            if not any(not x.repaired for x in index):
+                found += _index_vs_graph(store, repair)
+    for sid, pid in (store.sessions.dead_claims() if sessions_ok else ()):
         f = Finding(f"queue:{sid}", f"claimed by process {pid}, which is gone")
         if repair:
             store.sessions.requeue_claim(sid)
             f.repaired = True
         found.append(f)
     return found
+
+
+#: What a damaged session tier costs, said in every finding about it.
+_SESSIONS_LOSS = "its notes and queued session ends cannot be read (the memories are not affected)"
+
+
+def _check_sessions(store, repair: bool, found: list[Finding]) -> bool:
+    """The session tier (``sessions.sqlite3``): not a SQLite database (garbage, truncated) is moved
+    aside by ``--repair`` (to ``sessions.sqlite3.corrupt``, with its -wal and -shm files) so the store
+    works again with an empty session tier; a database that opens but fails SQLite's integrity check
+    needs a person (``sqlite3 sessions.sqlite3 .recover``). True when the tier can be used."""
+    import sqlite3
+
+    path = store.sub("sessions.sqlite3")
+    try:
+        ok = store.sessions.integrity()
+    except (ConsolidateError, sqlite3.DatabaseError) as exc:
+        cause = getattr(exc, "cause", None) or str(exc)
+        f = Finding("sessions.sqlite3", f"not a usable SQLite database ({cause}): {_SESSIONS_LOSS};"
+                                        " --repair moves it to sessions.sqlite3.corrupt and starts an empty session tier"
+                                        " (restore the file from a backup instead if you have one)")
+        if repair:
+            store.close()
+            aside = _move_aside(path, ("-wal", "-shm"))
+            f.problem += f" (moved to {aside.name})"
+            f.repaired = True
+            found.append(f)
+            return True
+        found.append(f)
+        return False
+    if ok != "ok":
+        found.append(Finding("sessions.sqlite3", f"integrity check: {' '.join(str(ok).split())[:200]}: some of"
+                             " its notes may be unreadable; copy the store, then recover the file with"
+                             " `sqlite3 sessions.sqlite3 .recover`", repairable=False))
+    return True
+
+
+def _move_aside(path: Path, companions: tuple[str, ...] = ()) -> Path:
+    """Rename ``path`` (and ``path + suffix`` for each companion that exists) to the first free
+    ``<name>.corrupt``, ``<name>.corrupt-2``, ...; returns the new path of ``path``."""
+    n = 1
+    while True:
+        aside = path.with_name(path.name + (".corrupt" if n == 1 else f".corrupt-{n}"))
+        if not aside.exists():
+            break
+        n += 1
+    path.rename(aside)
+    for suffix in companions:
+        extra = path.with_name(path.name + suffix)
+        if extra.exists():
+            extra.rename(aside.with_name(aside.name + suffix))
+    return aside
+
+
+def _check_index(store, repair: bool) -> list[Finding]:
+    """The recall index against the memories the graph holds (consolidate/reindex.py): an index that
+    cannot be opened (a corrupt ``chroma.sqlite3``) is moved aside by ``--repair`` and rebuilt; a
+    missing or incomplete one is rebuilt from the graph and the event log."""
+    from . import reindex
+    from .errors import EmbeddingMismatch, StoreError
+
+    folder = store.sub("chroma")
+    embedded = not store.chroma_url
+    try:
+        live = reindex.live_memories(store)
+    except ConsolidateError:
+        return []  # the graph's own finding comes first
+    if embedded and not folder.exists():
+        if not live:
+            return []
+        f = Finding("chroma/", f"the recall index is missing; the graph and the event log hold"
+                               f" {_memories(len(live))} (recall finds none until it is rebuilt)")
+        return [_rebuilt(store, f, repair)]
+    try:
+        missing = reindex.missing_from_index(store, live)
+    except EmbeddingMismatch as exc:
+        return [Finding("chroma/", str(exc), repairable=False)]
+    except StoreError as exc:
+        if not embedded:
+            return [Finding(store.chroma_url, str(exc), repairable=False)]
+        cause = getattr(exc, "cause", None) or str(exc)
+        f = Finding("chroma/", f"the recall index cannot be opened ({cause}); --repair moves it to chroma.corrupt"
+                               f" and rebuilds it from the graph and the event log ({_memories(len(live))})")
+        if repair:
+            from .longterm import close_all
+
+            close_all()
+            aside = _move_aside(folder)
+            f.problem += f" (moved to {aside.name})"
+            return [_rebuilt(store, f, repair)]
+        return [f]
+    if not missing:
+        return []
+    what = "is empty" if len(missing) == len(live) else f"lacks {len(missing)} of them"
+    f = Finding("chroma/", f"the graph and the event log hold {_memories(len(live))}; the recall index {what}")
+    return [_rebuilt(store, f, repair)]
+
+
+def _memories(n: int) -> str:
+    return f"{n} memory" if n == 1 else f"{n} memories"
+
+
+def _rebuilt(store, f: Finding, repair: bool) -> Finding:
+    """``f`` repaired by rebuilding the index (its counts added to the line) when ``repair``."""
+    if repair:
+        from .reindex import rebuild
+
+        done = rebuild(store)
+        f.problem += f"; rebuilt {_memories(done['rebuilt'])}"
+        if done["graph_only"]:
+            f.problem += (f" ({done['graph_only']} from the graph alone: no event describes them, so their evidence"
+                          " and confidence are best effort)")
+        f.repaired = True
+    return f
 
 
 def _index_vs_graph(store, repair: bool) -> list[Finding]:

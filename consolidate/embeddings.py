@@ -447,7 +447,17 @@ class ChromaNamed:
         """Embed ``texts`` (n strings) into n lists of ``dimension`` floats, L2 norm 1."""
         if not texts:
             return []
-        raw = self._function()(list(texts))
+        fn = self._function()
+        try:
+            raw = fn(list(texts))
+        except Exception as exc:  # a model download or an API call that failed: one line, not a traceback
+            from .errors import EmbeddingUnavailable
+
+            text = " ".join(str(exc).split())[:200] or type(exc).__name__
+            raise EmbeddingUnavailable(
+                f"Chroma embedding function {self.name!r} cannot embed now ({type(exc).__name__}: {text}); it"
+                " may need to download its model or reach its API: check the network, or use another embedding"
+                " (--embedding, CONSOLIDATE_EMBEDDING)", name=self.name) from None
         out: list[list[float]] = []
         for vec in raw:
             values = [float(x) for x in (vec.tolist() if hasattr(vec, "tolist") else vec)]
@@ -495,6 +505,23 @@ class HashEmbedding:
 
 
 # --------------------------------------------------------------------------------------------
+
+
+def embedding_id(name: str | None) -> str | None:
+    """The ``id`` the embedding function called ``name`` records in a manifest, found without
+    building it (no model is loaded or downloaded): ``minilm`` -> MiniLMOnnx.id, ``hash`` ->
+    ``hash-256``, ``hash-N``, ``chroma:<name>``. None for a name :func:`get_embedding_function`
+    refuses (it raises the ConfigError then)."""
+    key = "minilm" if name is None else name.strip()
+    if key.lower() in ("minilm", MiniLMOnnx.id):
+        return MiniLMOnnx.id
+    if key.lower() == "hash":
+        return "hash-256"
+    if key.lower().startswith("hash-") and key[5:].isdigit():
+        return f"hash-{int(key[5:])}"
+    if key.lower().startswith("chroma:") and key.split(":", 1)[1].strip():
+        return "chroma:" + key.split(":", 1)[1].strip()
+    return None
 
 
 def get_embedding_function(name: str | None = None) -> EmbeddingFunction:

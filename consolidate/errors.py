@@ -19,6 +19,7 @@ the classes).
     │   ├── StorePathError       the path is a file, or cannot be created
     │   ├── StoreCorrupt         a store file cannot be read
     │   ├── EmbeddingMismatch    the store was built with another embedding function
+    │   ├── EmbeddingUnavailable the embedding model cannot be downloaded, its API not reached
     │   ├── StoreLocked          another process holds the store lock past the timeout
     │   ├── StoreReadOnly        a write to a store on a read-only folder or mount
     │   └── TeamError            the team store cannot be used (unreachable, token refused)
@@ -109,6 +110,11 @@ class StoreCorrupt(StoreError):
 
 class EmbeddingMismatch(StoreError):
     """The store was built with another embedding function. Attributes: ``expected``, ``found``."""
+
+
+class EmbeddingUnavailable(StoreError):
+    """The store's embedding function cannot embed now: its model cannot be downloaded or its API
+    cannot be reached. Attribute: ``name``."""
 
 
 class StoreLocked(StoreError):

@@ -45,7 +45,34 @@ def _client(store, path=None):
     try:
         return chromadb.PersistentClient(path=str(path), settings=settings)
     except Exception as exc:
-        raise StoreCorrupt(f"cannot open the Chroma store in {path}: {_one_line(exc)}", path=str(path)) from None
+        _forget_system(str(path))  # a half-built system stays in Chroma's cache and breaks the next open
+        raise StoreCorrupt(f"cannot open the Chroma store in {path}: {_one_line(exc)}; `consolidate doctor --repair`"
+                           " moves it aside and rebuilds it from the graph and the event log", path=str(path),
+                           cause=_one_line(exc)) from None
+
+
+def _forget_system(identifier: str) -> None:
+    """Drop the system Chroma cached for ``identifier`` (a folder path) and stop it."""
+    try:
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        system = SharedSystemClient._identifier_to_system.pop(identifier, None)
+        SharedSystemClient._identifier_to_refcount.pop(identifier, None)
+        if system is not None:
+            system.stop()
+    except Exception:  # noqa: BLE001 - cleaning after a failure must not hide it
+        pass
+
+
+def _refuse_missing(store) -> None:
+    """Raise StoreCorrupt (one line, naming the repair) when the embedded index is missing or empty
+    while the graph holds live memories (consolidate/reindex.py): a command never answers "no
+    memories", nor writes into a new empty index, as if nothing were lost."""
+    from .reindex import missing_index_error
+
+    err = missing_index_error(store, 0)
+    if err is not None:
+        raise err
 
 
 def _one_line(exc: BaseException, limit: int = 240) -> str:
@@ -116,6 +143,9 @@ class _Index:
         return self.collection
 
     def _open(self, store) -> None:
+        guard = not store.chroma_url and not getattr(store, "allow_missing_index", False)
+        if guard and not store.sub("chroma").exists():
+            _refuse_missing(store)  # before Chroma creates a new, empty folder in its place
         self.seen = read_generation(store) if not store.chroma_url else None
         if store.chroma_url:
             self.client = _client(store)
@@ -135,6 +165,12 @@ class _Index:
             self.close()
             raise StoreCorrupt(f"cannot open the Chroma collection of {store.path}: {_one_line(exc)}",
                                path=str(store.path)) from None
+        if guard and self.collection.count() == 0:
+            try:
+                _refuse_missing(store)
+            except StoreCorrupt:
+                self.close()
+                raise
 
     def _private_copy(self, store):
         """A read-only store's index, copied to a temporary folder (Chroma's embedded client writes

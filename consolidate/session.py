@@ -398,7 +398,8 @@ class SessionTier:
                 conn.execute("PRAGMA secure_delete=ON")
                 conn.executescript(_SCHEMA)
             except sqlite3.DatabaseError as exc:
-                raise StoreCorrupt(f"{self.path} is not a usable SQLite database ({exc})", path=str(self.path)) from None
+                raise StoreCorrupt(f"{self.path} is not a usable SQLite database ({exc}); `consolidate doctor`"
+                                   " says what to do", path=str(self.path), cause=str(exc)) from None
             self._local.db = conn
             self.fold_queue_file()
         return conn

@@ -149,6 +149,7 @@ class Store:
                 if getattr(self, "_embedder", None) is None:
                     from .embeddings import get_embedding_function
 
+                    self.check_embedding_name()  # before any model is loaded or downloaded
                     self._embedder = get_embedding_function(self.embedding_name)
         return self._embedder
 
@@ -208,6 +209,22 @@ class Store:
             raise StoreCorrupt(f"store {self.path} has layout version {version}; this consolidate reads up to"
                                f" {LAYOUT_VERSION}: upgrade consolidate", path=str(p))
         return data
+
+    def check_embedding_name(self) -> None:
+        """Refuse a configured embedding function other than the one the manifest records, from
+        their names alone (nothing is built: a model that would be downloaded is not). Raises
+        EmbeddingMismatch; the dimension is checked once the function is built (check_embedding)."""
+        if not self._embedding:
+            return
+        from .embeddings import embedding_id
+
+        wanted = embedding_id(self._embedding)
+        emb = (self.read_manifest() or {}).get("embedding") or {}
+        if wanted and emb.get("id") and emb["id"] != wanted:
+            raise EmbeddingMismatch(
+                f"store {self.path} was built with embedding {emb['id']} (dimension {emb.get('dimension')}),"
+                f" not {wanted}; use that embedding (CONSOLIDATE_EMBEDDING) or a new store",
+                path=str(self.path), expected=emb["id"], found=wanted)
 
     def check_embedding(self, embedding_id: str, dimension: int) -> None:
         """Write the manifest on first use; refuse a store built with another embedding function.

@@ -24,6 +24,8 @@ def open_store(args, create: bool = True, writes: bool | None = None):
 
     store = Store(args.store, chroma_url=args.chroma_url, embedding=args.embedding, project=args.project,
                   create=create)
+    if store.exists:
+        store.check_embedding_name()  # a mismatch is refused before a judge or a model is set up
     if create if writes is None else writes:
         store.require_writable()
         if not create and store.exists:  # a writer that did not create it: private all the same

@@ -124,6 +124,12 @@ def cmd_undo(args) -> int:
     return 0
 
 
+#: ``consolidate doctor --help``'s epilog (the README says the same).
+DOCTOR_EXIT_CODES = ("exit codes: 0 healthy, or every finding repaired; 1 findings left (each line names the file,"
+                     " the problem and what to do: `repairable with --repair` or `needs a person`); 4 --repair"
+                     " on a read-only store or one locked by another process")
+
+
 def cmd_doctor(args) -> int:
     from ..doctor import check, exit_code
 
@@ -139,8 +145,13 @@ def cmd_doctor(args) -> int:
 
 
 def register_runs(sub, common) -> None:
-    s = sub.add_parser("doctor", parents=[common], help="check the store; --repair fixes what is safe to fix")
-    s.add_argument("--repair", action="store_true")
+    import argparse
+
+    s = sub.add_parser("doctor", parents=[common], help="check the store; --repair fixes what is safe to fix",
+                       epilog=DOCTOR_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("--repair", action="store_true", help="repair what can be repaired safely (nothing is deleted"
+                   " without a copy): move corrupt lines and files aside, replay an interrupted run, rebuild the"
+                   " recall index from the graph and the event log, re-queue stale claims")
     s.set_defaults(func=cmd_doctor)
     s = sub.add_parser("runs", parents=[common], help="list consolidation runs with their counts (newest first)")
     s.add_argument("--json", action="store_true")

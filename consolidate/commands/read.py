@@ -60,8 +60,15 @@ def cmd_status(args) -> int:
             last["undone"] = record.get("undone")
         except (OSError, ValueError):
             last["undone"] = None
+    damaged = None
     if store.has_longterm:
-        status["memories"] = store.longterm().counts()
+        from ..errors import StoreCorrupt
+
+        try:
+            status["memories"] = store.longterm().counts()
+        except StoreCorrupt as exc:  # a missing or unreadable recall index: the rest is still shown
+            damaged = exc
+            status["memories_error"] = str(exc)
         status["anchors"] = _anchor_counts(store)
     status["waiting"] = _waiting_status(store)
     from ..team import status as team_status
@@ -71,10 +78,11 @@ def cmd_status(args) -> int:
         last["partial"] = last.get("status") == "partial"
     if args.json:
         print(json.dumps(status, ensure_ascii=False, default=str))
-        return 0
+        return damaged.exit_code if damaged else 0
     print(f"store: {status['store']}")
     mem = status["memories"]
-    print("memories: " + (", ".join(f"{k} {v}" for k, v in sorted(mem.items())) if mem else "none"))
+    print("memories: " + (f"unavailable: {damaged}" if damaged else
+                          ", ".join(f"{k} {v}" for k, v in sorted(mem.items())) if mem else "none"))
     anchored = status.get("anchors") or {}
     if anchored.get("anchored"):
         print(f"anchored to code: {anchored['anchored']} memories; {anchored['drifted']} drifted"
@@ -97,7 +105,7 @@ def cmd_status(args) -> int:
         print(f"last run: {last['run_id'] or '-'} session {last['session_id']} ({last['status']}): "
               + json.dumps(last["result"] or {}) + ("  (undone by `consolidate undo`)" if last.get("undone") else "")
               + partial)
-    return 0
+    return damaged.exit_code if damaged else 0
 
 
 def _waiting_status(store) -> dict:

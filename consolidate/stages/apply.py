@@ -314,7 +314,8 @@ def event_lines(plan, writes) -> list[dict]:
     for c in writes:
         lines.append({**base, "event": "memory.written", "memory_id": c.memory_id, "type": c.type, "status": c.status,
                       "tier": c.tier, "evidence": c.evidence, "confidence": c.confidence, "source": c.source,
-                      "note_ids": c.note_ids, "reason": c.reason, "prompt_version": c.provenance.get("prompt_version")})
+                      "note_ids": c.note_ids, "reason": c.reason, "prompt_version": c.provenance.get("prompt_version"),
+                      **written_detail(c)})
     for u in plan.updates:
         lines.append({**base, "event": u.event, "memory_id": u.memory_id, "action": u.action, "reason": u.reason,
                       "changes": u.changes})
@@ -323,6 +324,18 @@ def event_lines(plan, writes) -> list[dict]:
     for i, line in enumerate(lines):
         line["seq"] = i
     return lines
+
+
+#: Provenance links a memory.written event keeps (consolidate/stages/provenance.py).
+_LINKS = ("supersedes", "disputes", "updates", "type_inferred", "fields_missing", "external")
+
+
+def written_detail(c) -> dict:
+    """What a ``memory.written`` event keeps besides its decision, so that the recall index can be
+    rebuilt from the log (consolidate/reindex.py): the statement, the fields and the provenance links."""
+    links = {k: c.provenance[k] for k in _LINKS if c.provenance.get(k)}
+    return {"statement": c.statement, **({"fields": c.fields} if c.fields else {}),
+            **({"links": links} if links else {})}
 
 
 def _events(plan, store, writes, replayed: bool) -> None:
