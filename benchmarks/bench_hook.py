@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from consolidate.fast_start import START_FILE  # noqa: E402
 from _bench import (CONSOLE, HEAVY, PYTHON, check_venv, goal_line, interleaved, median, ms, parser,  # noqa: E402
                     report_importtime, run_cmd, spread)
 
@@ -79,6 +80,9 @@ def write_context_files(store: Path) -> None:
     write_text_atomic(s.sub("memory", "context.md"), _context_text("bench", lines))
     write_context_index(s, [{"id": f"mem-{i:04d}"} for i in range(30)], [line[2:] for line in lines])
     s.close()
+    from consolidate.fast_start import write as write_start_file
+
+    assert write_start_file(store)  # as every writer of context.md does (consolidate/fast_start.py)
 
 
 def wait_for_worker(store: Path, timeout: float = 60.0) -> None:
@@ -120,6 +124,12 @@ def main() -> int:
         run_cmd([CONSOLE, "hook", "--no-worker", "--store", str(store)], stdin=payload(sid, str(tmp)))
         return took
 
+    def session_start_full():
+        """The same on the full path: the start file removed first (untimed), as after a hand edit of
+        context.md; the full hook prints and writes it again."""
+        (store / "memory" / START_FILE).unlink(missing_ok=True)
+        return session_start()
+
     def hook(*extra, where=store):
         return lambda: run_cmd([CONSOLE, "hook", *extra, "--store", str(where)],
                                stdin=payload(f"s{next(ids)}", str(tmp)))
@@ -139,6 +149,7 @@ def main() -> int:
             [PYTHON, "-c", "import consolidate.cli, consolidate.hook, consolidate.session, consolidate.commands.lifecycle"]),
         "consolidate hook --no-worker, brand-new store": hook_new_store,
         "consolidate hook (SessionStart: records the session, prints 30 memories)": session_start,
+        "  same on the full path (no start file: written again)": session_start_full,
         "  reference: minimal stdlib hook (json, sqlite3: one insert, close)": lambda: run_cmd(
             [PYTHON, "-c", MINIMAL_HOOK, str(store / "sessions.sqlite3")], stdin=payload(f"s{next(ids)}", str(tmp))),
     }

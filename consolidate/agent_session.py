@@ -81,14 +81,20 @@ def record_start(tier, session_id: str, *, agent: str | None = None, cwd: str | 
     ``pids`` (default: this process's ancestors). ``tier`` is a SessionTier."""
     from .session import check_session_id
 
-    sid = check_session_id(session_id)
-    _ensure(tier.db)
+    insert_start(tier.db, check_session_id(session_id), agent=agent, cwd=cwd, pids=pids, now=now)
+
+
+def insert_start(db, session_id: str, *, agent: str | None = None, cwd: str | None = None,
+                 pids: list[int] | None = None, now: float | None = None) -> None:
+    """:func:`record_start` on the connection ``db`` for a ``session_id`` already checked
+    (consolidate.session.check_session_id; the light SessionStart hook checks its plainer rule)."""
+    _ensure(db)
     now = time.time() if now is None else now
-    tier.db.execute(
+    db.execute(
         "INSERT INTO agent_sessions(session_id, agent, started_at, ancestors, cwd) VALUES (?,?,?,?,?)"
         " ON CONFLICT(session_id) DO UPDATE SET agent=excluded.agent, started_at=excluded.started_at,"
         " ancestors=excluded.ancestors, cwd=excluded.cwd",
-        (sid, agent, now, json.dumps(ancestors() if pids is None else pids), cwd),
+        (session_id, agent, now, json.dumps(ancestors() if pids is None else pids), cwd),
     )
 
 

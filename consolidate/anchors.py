@@ -413,6 +413,22 @@ def _follow(renamed: dict[str, str], path: str) -> str:
     return path
 
 
+def anchored_paths(section: dict, memory_ids: Iterable[str]) -> dict[str, set]:
+    """Where the anchored files of ``memory_ids`` are now (after the recorded renames), each with the
+    symbols of it that are anchored (None for the whole file): ``{path: {symbol, ...}}``."""
+    memories, renamed = section["memories"], section["renamed"]
+    wanted: dict[str, set] = {}
+    for mid in memory_ids:
+        for path, symbol, _h in memories.get(mid) or ():
+            if renamed and path in renamed:
+                path = _follow(renamed, path)
+            syms = wanted.get(path)
+            if syms is None:
+                wanted[path] = syms = set()
+            syms.add(symbol)
+    return wanted
+
+
 def memory_anchors(section: dict, memory_id: str) -> list[dict]:
     """A memory's anchors from the manifest section, as ``{"path", "symbol", "sha"}`` dicts."""
     return [{"path": p, "symbol": s, "sha": h} for p, s, h in section["memories"].get(memory_id) or []]
@@ -428,9 +444,10 @@ def check(store_path: Path, memory_ids: Iterable[str] | None = None, *, root: Pa
     mtime; a file is read and hashed only when they changed. With ``update``, changed cache entries,
     renames, and newly drifted or stale memories (the re-judge queue) are written back to the
     manifest (never when nothing changed)."""
+    from .fast_start import check_root
+
     store_path = Path(store_path)
-    root = str(root) if root is not None else (os.environ.get("CONSOLIDATE_PROJECT_ROOT")
-                                               or str(store_path.resolve().parent))
+    root = str(root) if root is not None else check_root(store_path)
     section = section if section is not None else read_section(store_path)
     memories = section["memories"]
     files = section["files"]
@@ -441,16 +458,7 @@ def check(store_path: Path, memory_ids: Iterable[str] | None = None, *, root: Pa
         ids = [m for m in memory_ids if m in memories]
     if not ids:
         return {}
-    # where each anchored path is now, and which symbols of it are asked for
-    wanted: dict[str, set] = {}
-    for mid in ids:
-        for path, symbol, _h in memories[mid]:
-            if renamed and path in renamed:
-                path = _follow(renamed, path)
-            syms = wanted.get(path)
-            if syms is None:
-                wanted[path] = syms = set()
-            syms.add(symbol)
+    wanted = anchored_paths(section, ids)
     current: dict[str, dict | None] = {}
     changed: dict[str, dict] = {}
     missing: list[str] = []

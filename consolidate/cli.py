@@ -80,6 +80,11 @@ def main(argv: list[str] | None = None) -> int:
 
     code = fast_path(sys.argv[1:] if argv is None else list(argv))
     if code is not None:
+        from .fastpath import close_left_open, exit_now
+
+        if argv is None:  # the process's own command line: a fast SessionStart's connection goes with it
+            exit_now(code)
+        close_left_open()
         return code
     from .errors import ConsolidateError, StoreError
 

@@ -17,7 +17,6 @@ was being written (from an hour before its first note to its end). Rows older th
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import time
@@ -46,6 +45,9 @@ def normalise(text: str) -> str:
 
 
 def digest(text: str) -> str:
+    """The 16-hex-digit SHA-1 of a memory text's :func:`normalise`d form: what ``shown`` records."""
+    import hashlib  # here: the light SessionStart hook records precomputed digests without it
+
     return hashlib.sha1(normalise(text).encode("utf-8")).hexdigest()[:16]
 
 
@@ -65,7 +67,12 @@ def memory_texts(rendered: str) -> list[str]:
 
 def record_shown(tier, session_id: str | None, texts: Iterable[str], *, now: float | None = None) -> None:
     """Record that the memory ``texts`` were shown (to ``session_id``, or to no session in particular)."""
-    digests = sorted({digest(t) for t in texts if t and t.strip()})
+    record_digests(tier, session_id, sorted({digest(t) for t in texts if t and t.strip()}), now=now)
+
+
+def record_digests(tier, session_id: str | None, digests: list[str], *, now: float | None = None) -> None:
+    """:func:`record_shown` for texts already digested (:func:`digest`; the SessionStart start file
+    holds its context's digests: consolidate/fast_start.py)."""
     if not digests:
         return
     db = tier.db

@@ -1,5 +1,5 @@
 """The light entry point (issue 18): what ``consolidate`` does before argparse and the package's
-modules are imported, for the two invocations users pay for every session.
+modules are imported, for the invocations users pay for every session.
 
 - ``consolidate hook`` on a session-end event (SessionEnd, Stop) without ``--harvest``: the session
   end is appended as one JSON line to the store's queue file ``queue.jsonl`` (no SQLite open, no
@@ -8,6 +8,8 @@ modules are imported, for the two invocations users pay for every session.
   the session tier folds the file into ``sessions.sqlite3`` first (:func:`fold_queue_file`, called
   when a connection opens and by ``pending``/``queued``), so a queued end is seen by the worker,
   ``consolidate run``, ``status`` and the MCP server as before.
+- ``consolidate hook`` on SessionStart: the context printed from ``memory/context.start.json`` and
+  the session recorded on one connection (consolidate/fast_start.py), when nothing needs the full hook.
 - ``consolidate run --session S`` for an ended session with no notes (the idle run): the queue row is
   finished in one SQLite transaction and the run's two summary lines printed, without importing the
   pipeline.
@@ -15,7 +17,8 @@ modules are imported, for the two invocations users pay for every session.
 Anything else, or any doubt (a store folder that is missing or not private, a reason or session
 id the gate would need to look at, a run left in the journal, an unknown option), returns None and
 the full command line handles it: the fast path never decides what the full one would decide
-differently. Standard library only; nothing of the package is imported here.
+differently. Standard library only; nothing of the package is imported here (fast_start, for a
+SessionStart, imports hook_lifecycle, agent_session and echo: standard library only too).
 
 Queue file: each record is written as ``"\\n" + JSON + "\\n"`` in one ``write`` to a file opened
 ``O_APPEND`` (0600), so concurrent hooks never interleave, and a line cut by a crash (the hook
@@ -41,6 +44,7 @@ CRASH_FOLD = "queue-file:fold"  # records inserted, offset moved, before the com
 _CRASH_ENV = "CONSOLIDATE_CRASH_AT"
 _CHILD_GUARD = "CONSOLIDATE_JUDGE_CHILD"  # consolidate.hook.CHILD_GUARD
 _END_EVENTS = ("sessionend", "stop")
+_START_EVENT = "sessionstart"
 _ALIASES = {"agentturncomplete": "stop"}
 _OUTCOMES = ("success", "failure", "aborted")
 _STORE_OPTIONS = ("--store", "--chroma-url", "--project", "--embedding")
@@ -231,7 +235,7 @@ def _hook_end(opts: dict, raw: bytes, outcome: str) -> int:
     name = payload.get("hook_event_name") or payload.get("type") or payload.get("event") or ""
     name = str(name).replace("-", "").replace("_", "").lower()
     name = _ALIASES.get(name, name)
-    if name not in _END_EVENTS:
+    if name not in _END_EVENTS and name != _START_EVENT:
         raise _Fallback
     sid = None
     for key in ("session_id", "sessionId", "thread-id", "thread_id", "conversation_id"):
@@ -244,16 +248,53 @@ def _hook_end(opts: dict, raw: bytes, outcome: str) -> int:
         raise _Fallback  # the full hook checks the id and scans the reason for secrets
     store = opts.get("store") or os.environ.get("CONSOLIDATE_STORE")
     if not store:
-        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+        cwd = payload.get("cwd")
+        if cwd is not None and not (isinstance(cwd, str) and os.path.isabs(cwd)):
+            raise _Fallback  # the full hook refuses it (consolidate.commands.lifecycle.hook_refusal)
         store = os.path.join(cwd, ".memofs") if cwd else ".memofs"
     if not _private_store(store):
         raise _Fallback
+    if name == _START_EVENT:
+        return _session_start(store, sid, payload, opts)
     os.umask(0o077)
     record = {"session_id": sid, "outcome": outcome, "reason": reason or None, "ended_at": time.time(), "event": name}
     append_end(store, record)
     pid = None if opts.get("no_worker") else _spawn_worker(store, opts)
     _log(store, f"{name} session={sid} queued ({outcome}); worker pid {pid}")
     return 0
+
+
+def _session_start(store: str, sid: str, payload: dict, opts: dict) -> int:
+    """SessionStart from the start file (consolidate/fast_start.py), or _Fallback."""
+    from .fast_start import Fallback, session_start
+
+    try:
+        code = session_start(store, sid, payload, gemini=opts.get("output") == "gemini")
+    except Fallback:
+        raise _Fallback from None
+    _log(store, f"sessionstart session={sid}: recorded as the current session")
+    return code
+
+
+def exit_now(code: int) -> None:
+    """End the process at once with ``code`` (stdout and stderr flushed) when a fast SessionStart left
+    its SQLite connection open (consolidate/fast_start.py): the close-time checkpoint is left to the
+    next connection that closes normally. Returns when there is none."""
+    fast_start = sys.modules.get(__package__ + ".fast_start") if __package__ else None
+    if fast_start is None or not fast_start.LEFT_OPEN:
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def close_left_open() -> None:
+    """Close the connections a fast SessionStart left open (an in-process caller of cli.main)."""
+    fast_start = sys.modules.get(__package__ + ".fast_start") if __package__ else None
+    while fast_start is not None and fast_start.LEFT_OPEN:
+        fast_start.LEFT_OPEN.pop().close()
 
 
 def append_end(store: str | os.PathLike, record: dict) -> None:

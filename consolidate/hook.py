@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .fast_start import session_line  # noqa: F401 - one wording for the full and the light SessionStart
+
 #: Environment guard set by our own judge subprocesses (``claude -p`` fires its hooks): a hook that
 #: sees it does nothing, so a judge never recurses into consolidation.
 CHILD_GUARD = "CONSOLIDATE_JUDGE_CHILD"
@@ -216,11 +218,6 @@ def _checked_context(store_path: Path, text: str) -> str:
     return checked.strip() if checked is not None else text
 
 
-def session_line(sid: str) -> str:
-    """What SessionStart tells the agent about its session (printed before the recalled context)."""
-    return (f"consolidate: this is session {sid}. Notes you write with the consolidate MCP `note` tool"
-            " (no session_id needed) belong to it and are consolidated when the session ends.")
-
 
 def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "success", harvest_notes: bool = False,
              spawn: bool = True, options: dict[str, Any] | None = None, agent: str | None = None) -> tuple[int, str]:
@@ -246,6 +243,10 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
                 text = session_line(sid) + ("\n\n" + text if text else "")
                 _recover_missed(store_path, sid, payload, outcome=outcome, harvest_notes=harvest_notes,
                                 spawn=spawn, options=options)
+            if not header:
+                from .fast_start import refresh
+
+                refresh(store_path)  # the next SessionStart prints from the start file (consolidate/fast_start.py)
             return 0, text
         if name in TOOL_EVENTS:
             from .file_recall import run as file_recall

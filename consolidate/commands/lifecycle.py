@@ -37,11 +37,9 @@ def cmd_hook(args) -> int:
         if text and event_name(payload) in TOOL_EVENTS:
             sys.stdout.write(text + "\n")  # already the JSON both agents read (consolidate/file_recall.py)
         elif text and args.output == "gemini":
-            # Gemini CLI takes a SessionStart hook's stdout as JSON only
-            import json
+            from ..fast_start import gemini_output  # Gemini CLI takes a SessionStart hook's stdout as JSON only
 
-            sys.stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
-                                                                "additionalContext": text}}) + "\n")
+            sys.stdout.write(gemini_output(text) + "\n")
         elif text:
             sys.stdout.write(text + "\n")
     except BaseException as exc:  # noqa: BLE001 - the hook's promise is exit 0, whatever happens

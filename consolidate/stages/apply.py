@@ -439,6 +439,18 @@ def write_context(store, scope: str, limit: int = CONTEXT_MEMORIES, touched: lis
     write_json_atomic(store.sub("memory", CONTEXT_TOP), {
         "scope": scope, "limit": limit, "all": len(rows) < limit, "ids": [r["id"] for r in rows],
         "last": [_rank(rows[-1])[0], last.get("last_confirmed") or ""] if rows else None})
+    _start_file(store)
+
+
+def _start_file(store) -> None:
+    """What the SessionStart hook prints, written for its light path (consolidate/fast_start.py).
+    Never raises: without it the next SessionStart takes the full path and writes it."""
+    from ..fast_start import write as write_start_file
+
+    try:
+        write_start_file(store.path)
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def _rank(row) -> tuple[int, str]:
