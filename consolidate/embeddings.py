@@ -270,6 +270,19 @@ class MiniLMOnnx:
             self._session = session
             _LOADED[key] = (session, tokenizer, self._input_names)
 
+    def release(self) -> None:
+        """Drop the onnxruntime session and tokenizer (this instance's and the process cache's), so
+        their memory (about 230 MB) can go back to the system; the next :meth:`embed` loads them
+        again (about 0.3-0.5 s). Only for a process that embeds in one thread (consolidate worker):
+        another thread in the middle of :meth:`embed` would lose its session."""
+        with self._lock:
+            session = self._session
+            for key, loaded in list(_LOADED.items()):
+                if loaded[0] is session:
+                    del _LOADED[key]
+            self._session = self._tokenizer = None
+            self._input_names = ()
+
     # -- embedding ----------------------------------------------------------------------------
 
     def _run(self, ids_rows: list[list[int]]) -> Any:

@@ -37,6 +37,9 @@ class RunContext:
     dry_run: bool = False
     #: days an unjudged note waits for a judge (None: $CONSOLIDATE_WAIT_DAYS or 7; consolidate/deferral.py)
     wait_days: float | None = None
+    #: release the embedding model after the keepers are embedded, before the index is first read
+    #: (the worker: one thread; Store.release_embedder)
+    release_model: bool = False
     _chain: object = None
 
     def chain(self):
@@ -55,7 +58,7 @@ def run_session(store: Store, session_id: str, *, outcome: str = "success", reas
                 judges: list | None = None, chain_factory: Callable | None = None,
                 dry_run: bool = False, time_box: float | None = DEFAULT_TIME_BOX,
                 lock_timeout: float = LOCK_TIMEOUT, now: float | None = None,
-                wait_days: float | None = None) -> Plan:
+                wait_days: float | None = None, release_model: bool = False) -> Plan:
     """Consolidate one session and return its plan (applied unless ``dry_run``).
 
     ``outcome`` gates everything (SPEC section 3): ``success`` runs every stage; ``failure``
@@ -66,12 +69,14 @@ def run_session(store: Store, session_id: str, *, outcome: str = "success", reas
     ready chain (tests). ``time_box`` in seconds bounds the run; judging gets what is left. ``now``
     (Unix seconds) fixes the run's clock for TTLs and dates (simulations; default: the real time).
     ``wait_days`` bounds how long a note no judge answered waits in the session tier for one
-    (default ``$CONSOLIDATE_WAIT_DAYS`` or 7; consolidate/deferral.py).
+    (default ``$CONSOLIDATE_WAIT_DAYS`` or 7; consolidate/deferral.py). ``release_model`` (the
+    worker, one thread): the embedding model is released after the keepers are embedded when the
+    index is not open yet, so the process never holds both (Store.release_embedder).
 
     Raises StoreLocked when the store lock is not free within ``lock_timeout`` seconds; judge
     failures never raise (they become events and unjudged notes)."""
     ctx = RunContext(store=store, judge_specs=judges, chain_factory=chain_factory, dry_run=dry_run,
-                     wait_days=wait_days)
+                     wait_days=wait_days, release_model=release_model)
     if now is not None:
         ctx.now = now
     plan = Plan(session_id=session_id, outcome=outcome, reason=reason, scope=store.project,

@@ -153,6 +153,27 @@ class Store:
                     self._embedder = get_embedding_function(self.embedding_name)
         return self._embedder
 
+    def release_embedder(self) -> bool:
+        """Free the embedding model's memory when the long-term index is not open in this process
+        (``MiniLMOnnx.release``; the next embed loads it again): the worker calls it between
+        embedding a run's keepers and opening the index, so one process never holds both (at
+        100,000 memories the index is about 200 MB, the model about 230 MB: issue 18,
+        benchmarks/bench_memory_scale.py). Returns whether it released anything."""
+        ef = getattr(self, "_embedder", None)
+        if ef is None or self._longterm is not None or not hasattr(ef, "release"):
+            return False
+        ef.release()
+        import gc
+
+        gc.collect()
+        try:  # glibc keeps freed heap pages; give them back (Linux only; elsewhere nothing to do)
+            import ctypes
+
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+        return True
+
     def longterm(self):
         """The long-term tier (``consolidate.longterm.LongTerm``); imports ChromaDB on first use.
 

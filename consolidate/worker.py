@@ -55,7 +55,8 @@ def run_worker(store, *, time_box: float | None = None, judges: list[str] | None
               file=out, flush=True)
 
     try:
-        return len(drain(store, judges=judges, time_box=time_box, on_plan=say))
+        # one thread, one session at a time: the model's memory goes before the index loads
+        return len(drain(store, judges=judges, time_box=time_box, on_plan=say, release_model=True))
     finally:
         lock.release()
 

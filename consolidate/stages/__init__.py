@@ -39,7 +39,7 @@ def _count(plan, ctx):
 
 
 def _purge(plan, ctx):
-    """Expired notes and quarantine past its time to live leave the plan."""
+    """Expired notes leave the plan (quarantine past its time to live: ``expire``, after ``embed``)."""
     from .purge import run
 
     return run(plan, ctx)
@@ -80,6 +80,21 @@ def _embed(plan, ctx):
     return embed_keepers(plan, ctx)
 
 
+def _release_model(plan, ctx):
+    """The worker's run frees the embedding model before the index is first read (one process never
+    holds both: Store.release_embedder); other runs keep it."""
+    if ctx.release_model:
+        ctx.store.release_embedder()
+    return plan
+
+
+def _expire(plan, ctx):
+    """Quarantine past its time to live expires (purge's read of the index, the run's first)."""
+    from .purge import expire
+
+    return expire(plan, ctx)
+
+
 def _contradiction(plan, ctx):
     """Keepers compared with the store: duplicates re-confirm, contradictions quarantine or supersede."""
     from .contradiction import run
@@ -118,6 +133,8 @@ SESSION: tuple[Stage, ...] = (
     Stage("judge", _judge),
     Stage("write_policy", _write_policy),
     Stage("embed", _embed),
+    Stage("release_model", _release_model),
+    Stage("expire", _expire),
     Stage("contradiction", _contradiction, locked=True),
     Stage("provenance", _provenance, locked=True),
     APPLY,

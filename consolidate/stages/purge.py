@@ -1,6 +1,7 @@
 """Stage 2, purge: rows past their TTL are deleted (not archived) and never judged; quarantined
 long-term entries idle past the quarantine TTL (default 14 days, ``CONSOLIDATE_QUARANTINE_TTL_DAYS``)
-expire (archived, out of the index)."""
+expire (archived, out of the index: :func:`expire`, which the pipeline runs after the keepers are
+embedded, before the store lock: the run's first read of the index)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,14 @@ def run(plan, ctx):
     from ..deferral import expire_waiting
 
     expire_waiting(plan, ctx)  # notes that waited for a judge past their bound
-    if ctx.store.has_longterm:  # a long-term tier exists: expire idle quarantine
+    return plan
+
+
+def expire(plan, ctx):
+    """Expire idle quarantine (:func:`expire_quarantine`) when a long-term tier exists. The pipeline
+    calls this after the keepers are embedded, as the run's first read of the index: the model can
+    be released before the index is loaded (consolidate.pipeline; issue 18)."""
+    if ctx.store.has_longterm:
         expire_quarantine(plan, ctx.store, ctx.now)
     return plan
 
