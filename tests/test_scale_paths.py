@@ -206,6 +206,7 @@ def test_context_merge_equals_the_full_scan(tmp_path, monkeypatch):
     """Runs over a store with more memories than the context holds: after each run the merged top is
     the one a full read of the index gives, with re-confirmations, weakened and superseded entries."""
     monkeypatch.setattr(apply_stage, "CONTEXT_MEMORIES", 6)
+    monkeypatch.setattr(apply_stage, "CONTEXT_RESERVE", 2)
     monkeypatch.setattr(apply_stage.write_context, "__defaults__", (6, None))  # limit, touched
     store = Store(tmp_path / ".memofs", embedding="hash", project="p")
     scans = []
@@ -220,7 +221,7 @@ def test_context_merge_equals_the_full_scan(tmp_path, monkeypatch):
     for day in range(8):
         sid = f"s{day}"
         verdicts = {}
-        for j in range(3):
+        for j in range(5):
             text = f"Service {day}-{j} listens on port {7000 + 10 * day + j}"
             store.sessions.add_note(sid, text)
             verdicts[text] = keep(text, confidence=levels[(day + j) % 3])
@@ -229,20 +230,33 @@ def test_context_merge_equals_the_full_scan(tmp_path, monkeypatch):
         assert _context_ids(store) == _scan_top(store)[: len(_context_ids(store))]
         assert set(_context_ids(store)) == set(_scan_top(store))
     assert len(scans) == 1  # only the first run read the index (no previous top yet); the others merged
-    # a member of the top leaves the index (forget, undo): who comes next is unknown, the index is read
+    # a member is weakened below the previous last: merged while the reserve holds
     lt = store.longterm()
-    with store.lock():
-        lt.delete([_context_ids(store)[0]])
-        apply_stage.write_context(store, "p", limit=6, touched=[])
-    assert len(scans) == 2 and _context_ids(store) == _scan_top(store)
-    # a member is weakened below the previous last: read again too
     last = _context_ids(store)[-1]
     first = _context_ids(store)[0]
     with store.lock():
         lt.update_metadata(first, {"confidence": "low", "last_confirmed": "2000-01-01"})
         apply_stage.write_context(store, "p", limit=6, touched=[first])
-    assert len(scans) == 3 and _context_ids(store) == _scan_top(store) and first not in _context_ids(store)
+    assert len(scans) == 1 and _context_ids(store) == _scan_top(store) and first not in _context_ids(store)
     assert last in _context_ids(store)
+    # members of the top leave the index (forget, undo): the reserve below them comes up, merged
+    with store.lock():
+        gone = _context_ids(store)[:1]
+        lt.delete(gone)
+        apply_stage.write_context(store, "p", limit=6, touched=gone)
+    assert len(scans) == 1 and _context_ids(store) == _scan_top(store) and len(_context_ids(store)) == 6
+    assert not json.loads(store.sub("memory", apply_stage.CONTEXT_TOP).read_text())["all"]  # more than 8 could show
+    # more members leave than the reserve holds: who comes next is unknown, the index is read
+    with store.lock():
+        gone = json.loads(store.sub("memory", apply_stage.CONTEXT_TOP).read_text())["ids"][:7]
+        lt.delete(gone)
+        apply_stage.write_context(store, "p", limit=6, touched=gone)
+    assert len(scans) == 2 and _context_ids(store) == _scan_top(store)
+    # an undo restores the top before the run without reading the index (the run's memories leave)
+    [plan] = _session(store, "late", ["Service late listens on port 9999"], judges=["noop"])
+    assert plan.writes()[0].memory_id in _context_ids(store)
+    undo_run(store, plan.run_id)
+    assert len(scans) == 2 and _context_ids(store) == _scan_top(store)
     store.close()
 
 

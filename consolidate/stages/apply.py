@@ -403,9 +403,13 @@ def _notes_md(plan, store, writes) -> None:
         f.write("\n".join(block) + "\n\n")
 
 
-#: The ids of the memories ``memory/context.md`` shows, with the scope and whether they were every
-#: memory it could show: what the next run's :func:`write_context` starts from.
+#: The ids of the memories ``memory/context.md`` shows and of the next CONTEXT_RESERVE below them,
+#: with the scope, whether they were every memory it could show, and a rank no memory outside them
+#: beats: what the next :func:`write_context` starts from.
 CONTEXT_TOP = "context.top.json"
+#: Memories kept ranked below the shown ones in ``context.top.json``: as many members may leave the
+#: top (an undo, a forget, a weakened entry) before the index must be read again.
+CONTEXT_RESERVE = 30
 _CONFIDENCE_ORDER = ("high", "medium", "low")
 
 
@@ -415,30 +419,35 @@ def write_context(store, scope: str, limit: int = CONTEXT_MEMORIES, touched: lis
     this file, so starting a session imports nothing heavy. Memories whose anchored file is gone
     (stale) are left out; ``memory/context.json`` maps each line to its memory for the hook's drift check.
 
-    With ``touched`` (the ids a run wrote, re-confirmed or updated) the top is merged, not searched:
-    the previous top (``memory/context.top.json``) and the touched ids are read again by id and
-    ranked, which reads about ``limit`` + len(touched) memories whatever the store's size (at
-    100,000 memories reading every active one took 8-10 s: benchmarks/bench_scale.py). A memory
-    outside both ranked below every member of the previous top and did not change, so the merge is
-    the true top unless fewer than ``limit`` remain or the last one ranks below the previous top's
-    last (a member weakened or archived): then, and without a previous top, the store is read one
-    confidence level at a time (:func:`_top_by_scan`)."""
+    With ``touched`` (the ids a run wrote, re-confirmed, updated, or an undo removed or restored) the
+    top is merged, not searched: the previous list (``memory/context.top.json``: the top and
+    CONTEXT_RESERVE more) and the touched ids are read again by id and ranked, which reads about
+    ``limit`` + CONTEXT_RESERVE + len(touched) memories whatever the store's size (at 100,000
+    memories reading every active one took 8-60 s: benchmarks/bench_scale.py). Every memory outside
+    both ranks no better than the bound the previous list recorded and did not change, so the merge
+    is the true top unless fewer than ``limit`` remain or the ``limit``-th ranks below that bound
+    (more members left or weakened than the reserve holds): then, and without a previous list, the
+    store is read one confidence level at a time (:func:`_top_by_scan`)."""
     from ..anchors import read_section, write_context_index
     from ..report import render_memory
     from ..store import write_json_atomic, write_text_atomic
 
     lt = store.longterm()
     stale = read_section(store.path)["stale"]
-    rows = _top_by_merge(store, lt, scope, limit, touched, stale) if touched is not None else None
-    if rows is None:
-        rows = _top_by_scan(lt, scope, limit, stale)
-    lines = ["- " + render_memory(r["document"], r["metadata"]) for r in rows]
+    size = limit + CONTEXT_RESERVE
+    merged = _top_by_merge(store, lt, scope, limit, size, touched, stale) if touched is not None else None
+    if merged is None:
+        rows = _top_by_scan(lt, scope, size, stale)
+        every, bound = len(rows) < size, _bound(rows[-1]) if rows else None
+    else:
+        rows, every, bound = merged
+    shown = rows[:limit]
+    lines = ["- " + render_memory(r["document"], r["metadata"]) for r in shown]
     write_text_atomic(store.sub("memory", "context.md"), _context_text(scope, lines))
-    write_context_index(store, rows, [line[2:] for line in lines])
-    last = (rows[-1]["metadata"] or {}) if rows else {}
+    write_context_index(store, shown, [line[2:] for line in lines])
     write_json_atomic(store.sub("memory", CONTEXT_TOP), {
-        "scope": scope, "limit": limit, "all": len(rows) < limit, "ids": [r["id"] for r in rows],
-        "last": [_rank(rows[-1])[0], last.get("last_confirmed") or ""] if rows else None})
+        "scope": scope, "limit": limit, "reserve": CONTEXT_RESERVE, "all": every, "ids": [r["id"] for r in rows],
+        "last": bound})
     _start_file(store)
 
 
@@ -461,6 +470,11 @@ def _rank(row) -> tuple[int, str]:
             _neg(meta.get("last_confirmed")))
 
 
+def _bound(row) -> list:
+    """A row's rank as ``context.top.json`` keeps it: ``[confidence index, last_confirmed]``."""
+    return [_rank(row)[0], (row["metadata"] or {}).get("last_confirmed") or ""]
+
+
 def _top_by_scan(lt, scope: str, limit: int, stale) -> list:
     """The top ``limit`` read from the index one confidence level at a time (stops once found)."""
     from ..longterm import RECALLED
@@ -478,9 +492,11 @@ def _top_by_scan(lt, scope: str, limit: int, stale) -> list:
     return [{**r, "document": docs[r["id"]]["document"]} for r in rows if r["id"] in docs]
 
 
-def _top_by_merge(store, lt, scope: str, limit: int, touched: list[str], stale) -> list | None:
-    """The top ``limit`` from the previous top and the ``touched`` ids, or None when that may not be
-    the true top (see :func:`write_context`)."""
+def _top_by_merge(store, lt, scope: str, limit: int, size: int, touched: list[str], stale):
+    """``(rows, all, bound)``: the top ``size`` candidates from the previous list and the ``touched``
+    ids (the first ``limit`` exact), whether they are every memory that could be shown, and the
+    rank bound to record; None when the first ``limit`` may not be the true top (see
+    :func:`write_context`)."""
     from ..longterm import RECALLED
 
     try:
@@ -492,25 +508,24 @@ def _top_by_merge(store, lt, scope: str, limit: int, touched: list[str], stale) 
         return None
     ids = list(dict.fromkeys(previous + list(touched)))
     current = lt.get(ids)
-    missing = [i for i in previous if i not in current]
-    if missing and not top["all"]:
-        return None  # a member left the index (forget, undo): who comes next is unknown here
     eligible = [{"id": i, **current[i]} for i in ids if i in current and i not in stale
                 and (current[i]["metadata"] or {}).get("scope") == scope
                 and (current[i]["metadata"] or {}).get("tier") == "durable"
                 and (current[i]["metadata"] or {}).get("status") in RECALLED]
     eligible.sort(key=_rank)  # stable: the previous top keeps its order among equals
-    rows = eligible[:limit]
+    rows = eligible[:size]
     if top["all"]:
-        return rows
-    if len(rows) < limit:
+        return rows, len(eligible) <= size, _bound(rows[-1]) if rows else None
+    before = _rank_before(top)
+    if before is None or len(rows) < limit or _rank(rows[limit - 1]) > before:
         return None
-    last_before = _rank_before(top)
-    return rows if last_before is not None and _rank(rows[-1]) <= last_before else None
+    # no memory outside ranks better than the old bound, nor than the last row kept here
+    last = _bound(rows[-1])
+    return rows, False, last if _rank(rows[-1]) <= before else top["last"]
 
 
 def _rank_before(top) -> tuple[int, str] | None:
-    """The rank the previous top's last member had when that top was written (its ``last`` entry)."""
+    """The bound the previous list recorded (its ``last`` entry) as a rank."""
     last = top.get("last")
     if isinstance(last, list) and len(last) == 2:
         return int(last[0]), _neg(str(last[1]))
