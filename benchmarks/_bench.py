@@ -245,18 +245,24 @@ def install_stage_timers() -> None:
 
     from consolidate.stages import ORDER
 
-    for name in ORDER:
-        module = importlib.import_module(f"consolidate.stages.{name}")
-        fn = module.run
+    # the pipeline's steps between the stages: the keepers' embedding before the lock and purge's
+    # quarantine expiry after it (issue 18), looked up at call time too
+    for name, (module_name, attr) in {**{n: (n, "run") for n in ORDER}, **BETWEEN_STAGES}.items():
+        module = importlib.import_module(f"consolidate.stages.{module_name}")
+        fn = getattr(module, attr)
 
-        def timed(plan, ctx, _fn=fn, _name=name):
+        def timed(plan, ctx, *rest, _fn=fn, _name=name):
             t = time.perf_counter()
             try:
-                return _fn(plan, ctx)
+                return _fn(plan, ctx, *rest)
             finally:
                 STAGE_SECONDS[_name] = STAGE_SECONDS.get(_name, 0.0) + time.perf_counter() - t
 
-        module.run = functools.wraps(fn)(timed)
+        setattr(module, attr, functools.wraps(fn)(timed))
+
+
+#: The pipeline's timed steps that are not stages: name -> (stage module, function).
+BETWEEN_STAGES = {"embed": ("contradiction", "embed_keepers"), "expire": ("purge", "expire")}
 
 
 def release_chroma() -> None:

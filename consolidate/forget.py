@@ -96,7 +96,7 @@ def forget(store, memory_id: str, reason: str | None = None, *, lock_timeout: fl
     apply_updates(store, plan, lock_timeout)
     from .stages.apply import write_context
 
-    write_context(store, store.project, touched=[u.memory_id for u in plan.updates])  # merged: no full read
+    write_context(store, store.project, touched=[u.memory_id for u in plan.updates], run_id=plan.run_id)  # merged
     mark_notes_md(store, row["document"], f"{status} {now[:10]}: {why}")
     return {"memory_id": memory_id, "statement": row["document"], "run_id": plan.run_id, "status": status}
 

@@ -56,7 +56,7 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
             f.write("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
             f.flush()
             os.fsync(f.fileno())
-        write_context(store, store.project, touched=list(added) + list(before))  # merged: no full read
+        write_context(store, store.project, touched=list(added) + list(before), undoing=run_id)  # merged: no full read
         mark_run_undone(store, run_id, f"undone {ts[:10]} by consolidate undo")
         record["undone"] = ts
         write_json_atomic(snapshots.path_of(store, run_id), record)

@@ -207,7 +207,7 @@ def test_context_merge_equals_the_full_scan(tmp_path, monkeypatch):
     the one a full read of the index gives, with re-confirmations, weakened and superseded entries."""
     monkeypatch.setattr(apply_stage, "CONTEXT_MEMORIES", 6)
     monkeypatch.setattr(apply_stage, "CONTEXT_RESERVE", 2)
-    monkeypatch.setattr(apply_stage.write_context, "__defaults__", (6, None))  # limit, touched
+    monkeypatch.setattr(apply_stage.write_context, "__defaults__", (6, None, None, None))  # limit, touched, run_id, undoing
     store = Store(tmp_path / ".memofs", embedding="hash", project="p")
     scans = []
     real_scan = apply_stage._top_by_scan
@@ -252,11 +252,19 @@ def test_context_merge_equals_the_full_scan(tmp_path, monkeypatch):
         lt.delete(gone)
         apply_stage.write_context(store, "p", limit=6, touched=gone)
     assert len(scans) == 2 and _context_ids(store) == _scan_top(store)
-    # an undo restores the top before the run without reading the index (the run's memories leave)
-    [plan] = _session(store, "late", ["Service late listens on port 9999"], judges=["noop"])
-    assert plan.writes()[0].memory_id in _context_ids(store)
+    # an undo restores the top before the run without reading the index, even when the run pushed the
+    # whole list out (more of its memories rank first than the list and its reserve hold)
+    before = _context_ids(store)
+    texts = [f"Worker {i} drains queue {i} every {i + 1} minutes" for i in range(10)]
+    store.sessions.add_note("late", " ".join(texts[:1]))
+    for t in texts[1:]:
+        store.sessions.add_note("late", t)
+    store.sessions.end("late", "success")
+    [plan] = run_queue(store, chain_factory=_chain(**{t: keep(t, confidence="high") for t in texts}),
+                       now=1_800_000_000 + 30 * 86400)
+    assert set(_context_ids(store)) <= {c.memory_id for c in plan.writes()}
     undo_run(store, plan.run_id)
-    assert len(scans) == 2 and _context_ids(store) == _scan_top(store)
+    assert len(scans) == 2 and _context_ids(store) == before == _scan_top(store)
     store.close()
 
 

@@ -215,7 +215,7 @@ def _one_step(step, plan, store, writes, durable, touches_index, replayed) -> No
     elif step == "notes_md" and writes:
         _notes_md(plan, store, writes)
     elif step == "context_md" and touches_index:
-        write_context(store, plan.scope, touched=_touched_ids(plan, durable))
+        write_context(store, plan.scope, touched=_touched_ids(plan, durable), run_id=plan.run_id)
     elif step == "session_rows":
         _session_rows(plan, store)
     elif step == "queue":
@@ -413,7 +413,8 @@ CONTEXT_RESERVE = 30
 _CONFIDENCE_ORDER = ("high", "medium", "low")
 
 
-def write_context(store, scope: str, limit: int = CONTEXT_MEMORIES, touched: list[str] | None = None) -> None:
+def write_context(store, scope: str, limit: int = CONTEXT_MEMORIES, touched: list[str] | None = None,
+                  run_id: str | None = None, undoing: str | None = None) -> None:
     """Rewrite ``memory/context.md``: the top active (and disputed) durable memories of ``scope`` (high confidence
     first, then most recently confirmed), one line each with its suffix. The SessionStart hook prints
     this file, so starting a session imports nothing heavy. Memories whose anchored file is gone
@@ -427,7 +428,12 @@ def write_context(store, scope: str, limit: int = CONTEXT_MEMORIES, touched: lis
     both ranks no better than the bound the previous list recorded and did not change, so the merge
     is the true top unless fewer than ``limit`` remain or the ``limit``-th ranks below that bound
     (more members left or weakened than the reserve holds): then, and without a previous list, the
-    store is read one confidence level at a time (:func:`_top_by_scan`)."""
+    store is read one confidence level at a time (:func:`_top_by_scan`).
+
+    ``run_id``: the run this context is written for; the file keeps the list it replaced
+    (``before``). ``undoing``: an undo of that run, while the file is still the one it wrote (no
+    write since): the merge starts from the list before the run, with the run's touched ids, which
+    gives the top the store had before it whatever the run pushed out."""
     from ..anchors import read_section, write_context_index
     from ..report import render_memory
     from ..store import write_json_atomic, write_text_atomic
@@ -435,7 +441,12 @@ def write_context(store, scope: str, limit: int = CONTEXT_MEMORIES, touched: lis
     lt = store.longterm()
     stale = read_section(store.path)["stale"]
     size = limit + CONTEXT_RESERVE
-    merged = _top_by_merge(store, lt, scope, limit, size, touched, stale) if touched is not None else None
+    top = _read_top(store)
+    previous = top
+    if undoing is not None and top is not None and top.get("run_id") == undoing and isinstance(top.get("before"), dict):
+        previous = top["before"]  # nothing changed the store since the run: its list before the run holds
+    merged = _top_by_merge(previous, lt, scope, limit, size, touched, stale) \
+        if touched is not None and previous is not None else None
     if merged is None:
         rows = _top_by_scan(lt, scope, size, stale)
         every, bound = len(rows) < size, _bound(rows[-1]) if rows else None
@@ -445,10 +456,26 @@ def write_context(store, scope: str, limit: int = CONTEXT_MEMORIES, touched: lis
     lines = ["- " + render_memory(r["document"], r["metadata"]) for r in shown]
     write_text_atomic(store.sub("memory", "context.md"), _context_text(scope, lines))
     write_context_index(store, shown, [line[2:] for line in lines])
-    write_json_atomic(store.sub("memory", CONTEXT_TOP), {
-        "scope": scope, "limit": limit, "reserve": CONTEXT_RESERVE, "all": every, "ids": [r["id"] for r in rows],
-        "last": bound})
+    entry = {"scope": scope, "limit": limit, "reserve": CONTEXT_RESERVE, "all": every, "ids": [r["id"] for r in rows],
+             "last": bound}
+    if run_id is not None:
+        entry["run_id"] = run_id
+        if top is not None and top.get("run_id") == run_id:  # the run replayed (a crash): its list before stays
+            if isinstance(top.get("before"), dict):
+                entry["before"] = top["before"]
+        elif top is not None:
+            entry["before"] = {k: v for k, v in top.items() if k not in ("before", "run_id")}
+    write_json_atomic(store.sub("memory", CONTEXT_TOP), entry)
     _start_file(store)
+
+
+def _read_top(store) -> dict | None:
+    """``memory/context.top.json`` (None when absent or unreadable)."""
+    try:
+        top = json.loads(store.sub("memory", CONTEXT_TOP).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return top if isinstance(top, dict) else None
 
 
 def _start_file(store) -> None:
@@ -492,19 +519,18 @@ def _top_by_scan(lt, scope: str, limit: int, stale) -> list:
     return [{**r, "document": docs[r["id"]]["document"]} for r in rows if r["id"] in docs]
 
 
-def _top_by_merge(store, lt, scope: str, limit: int, size: int, touched: list[str], stale):
-    """``(rows, all, bound)``: the top ``size`` candidates from the previous list and the ``touched``
-    ids (the first ``limit`` exact), whether they are every memory that could be shown, and the
-    rank bound to record; None when the first ``limit`` may not be the true top (see
-    :func:`write_context`)."""
+def _top_by_merge(top: dict, lt, scope: str, limit: int, size: int, touched: list[str], stale):
+    """``(rows, all, bound)``: the top ``size`` candidates from the previous list ``top`` (as
+    ``context.top.json`` holds it) and the ``touched`` ids (the first ``limit`` exact), whether they
+    are every memory that could be shown, and the rank bound to record; None when the first
+    ``limit`` may not be the true top (see :func:`write_context`)."""
     from ..longterm import RECALLED
 
     try:
-        top = json.loads(store.sub("memory", CONTEXT_TOP).read_text(encoding="utf-8"))
         previous = [str(i) for i in top["ids"]]
         if top.get("scope") != scope or top.get("limit") != limit or not isinstance(top.get("all"), bool):
             return None
-    except (OSError, ValueError, KeyError, TypeError):
+    except (KeyError, TypeError):
         return None
     ids = list(dict.fromkeys(previous + list(touched)))
     current = lt.get(ids)
