@@ -363,12 +363,9 @@ def main() -> int:
         print(line)
     print("\nTime per stage (median; a failed run counts up to its failure) by store size:")
     print("  " + f"{'stage':<58}" + "".join(f"{n:>10}" for n in names))
-    from consolidate.stages import ORDER
+    from consolidate.stages import SESSION
 
-    from _bench import BETWEEN_STAGES
-
-    # in the order a run takes them: the keepers' embedding and the quarantine expiry before the lock
-    stages = list(ORDER[:ORDER.index("contradiction")]) + list(BETWEEN_STAGES) + list(ORDER[ORDER.index("contradiction"):])
+    stages = ["count"] + [st.name for st in SESSION if st.name != "release_model"]  # in the order a run takes them
     for st in stages:
         print("  " + f"{st:<58}" + "".join(f"{median([x['stages'].get(st, 0) for x in r.results[n]]):>9.2f}s"
                                             for n in names))
