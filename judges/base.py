@@ -293,6 +293,12 @@ class BaseJudge(ABC):
         return []
 
 
+def _read_through(attr: str, default: Any) -> property:
+    """A property of :class:`_Adapted` that reads ``attr`` from the adapted object when asked."""
+    return property(lambda self: getattr(self._inner, attr, default),
+                    doc=f"the object's ``{attr}`` (default {default!r})")
+
+
 class _Adapted(BaseJudge):
     """A judge that does not subclass :class:`BaseJudge` (any object with a ``judge`` method), seen
     through the contract: each optional part is read from the object when asked (so a later change
@@ -312,25 +318,14 @@ class _Adapted(BaseJudge):
     def name(self) -> str:
         return getattr(self._inner, "name", None) or self._fallback_name
 
-    @property  # type: ignore[override]
-    def model(self) -> str | None:
-        return getattr(self._inner, "model", None)
-
-    @property  # type: ignore[override]
-    def prompt_version(self) -> str | None:
-        return getattr(self._inner, "prompt_version", None)
+    model = _read_through("model", None)  # type: ignore[assignment]
+    prompt_version = _read_through("prompt_version", None)  # type: ignore[assignment]
+    api_base = _read_through("api_base", None)  # type: ignore[assignment]
+    api_key = _read_through("api_key", None)  # type: ignore[assignment]
 
     @property  # type: ignore[override]
     def answers_notes(self) -> bool:
         return bool(getattr(self._inner, "answers_notes", True))
-
-    @property  # type: ignore[override]
-    def api_base(self) -> str | None:
-        return getattr(self._inner, "api_base", None)
-
-    @property  # type: ignore[override]
-    def api_key(self) -> str | None:
-        return getattr(self._inner, "api_key", None)
 
     @property  # type: ignore[override]
     def usage(self) -> dict[str, Any] | None:
