@@ -82,6 +82,7 @@ class APIJudge(BaseJudge):
     ``cost`` (USD, when litellm knows the price)."""
 
     name = "api"
+    prompt_version: str = PROMPT_VERSION  # set per judge in __init__
 
     def __init__(self, arg: str | None = None, *, model: str | None = None, api_base: str | None = None,
                  api_key: str | None = None, max_retries: int = 2, temperature: float = 0.0, seed: int = 42,

@@ -314,26 +314,26 @@ class _Adapted(BaseJudge):
             raise AttributeError(attr)
         return getattr(self._inner, attr)
 
-    @property  # type: ignore[override]
-    def name(self) -> str:
+    @property
+    def name(self) -> str:  # type: ignore[override]
         return getattr(self._inner, "name", None) or self._fallback_name
 
-    model = _read_through("model", None)  # type: ignore[assignment]
-    prompt_version = _read_through("prompt_version", None)  # type: ignore[assignment]
-    api_base = _read_through("api_base", None)  # type: ignore[assignment]
-    api_key = _read_through("api_key", None)  # type: ignore[assignment]
+    model = _read_through("model", None)
+    prompt_version = _read_through("prompt_version", None)
+    api_base = _read_through("api_base", None)
+    api_key = _read_through("api_key", None)
 
-    @property  # type: ignore[override]
-    def answers_notes(self) -> bool:
+    @property
+    def answers_notes(self) -> bool:  # type: ignore[override]
         return bool(getattr(self._inner, "answers_notes", True))
 
-    @property  # type: ignore[override]
-    def usage(self) -> dict[str, Any] | None:
+    @property
+    def usage(self) -> dict[str, Any] | None:  # type: ignore[override]
         usage = getattr(self._inner, "usage", None)
         return usage if isinstance(usage, dict) else None
 
-    @property  # type: ignore[override]
-    def last_call(self) -> Mapping[str, Any]:
+    @property
+    def last_call(self) -> Mapping[str, Any]:  # type: ignore[override]
         return getattr(self._inner, "last_call", None) or {}
 
     def judge(self, batch, context, timeout):

@@ -127,15 +127,12 @@ def test_garbage_verdicts_are_ignored(store):
     store.sessions.add_note("s1", "beta note with some words")
     store.sessions.end("s1", "success")
 
-    class Garbage:
-        name, model, prompt_version = "garbage", "x", "v"
+    def garbage(batch, context):
+        return [{"id": "n99", "verdict": "keep", "statement": "invented"}, {"id": "n1", "verdict": "maybe"},
+                {"id": "n2", "verdict": "drop", "reason": "first"}, {"id": "n2", "verdict": "keep", "statement": "again"},
+                "not a dict"]
 
-        def judge(self, batch, context, timeout):
-            return [{"id": "n99", "verdict": "keep", "statement": "invented"}, {"id": "n1", "verdict": "maybe"},
-                    {"id": "n2", "verdict": "drop", "reason": "first"}, {"id": "n2", "verdict": "keep", "statement": "again"},
-                    "not a dict"]
-
-    [plan] = run_queue(store, chain_factory=chain_of(Garbage()))
+    [plan] = run_queue(store, chain_factory=chain_of(ScriptedJudge(handler=garbage, name="garbage", model="x")))
     assert plan.note_status == {plan.notes[0].id: "unjudged", plan.notes[1].id: "drop"}
     problems = next(e for e in plan.events if e["event"] == "judge.output_problems")["problems"]
     assert any("unknown id 'n99'" in p for p in problems) and any("second verdict" in p for p in problems)
@@ -145,13 +142,10 @@ def test_judge_raising_plain_exception_is_contained(store):
     store.sessions.add_note("s1", "gamma note with some words")
     store.sessions.end("s1", "success")
 
-    class Buggy:
-        name, model, prompt_version = "buggy", None, None
+    def buggy(batch, context):
+        raise ZeroDivisionError("oops")
 
-        def judge(self, batch, context, timeout):
-            raise ZeroDivisionError("oops")
-
-    [plan] = run_queue(store, chain_factory=chain_of(Buggy()))
+    [plan] = run_queue(store, chain_factory=chain_of(ScriptedJudge(handler=buggy, name="buggy")))
     assert list(plan.note_status.values()) == ["unjudged"]
 
 
