@@ -54,7 +54,18 @@ A value explicitly given to a password-named word (``password = letmein``, ``the
 correcthorsebatterystaple``, ``Das Passwort ist sonnenblume``, ``пароль: подсолнух``, ``パスワード:
 ひまわり``, ``密码是向日葵``) is a password whatever it looks like, letters of any script only
 included, 2+ characters in a CJK script (:func:`_password_is_secret`, :func:`_cjk_value_is_prose`), except placeholders and
-prose about the password ("the password is rotated monthly", "password is required"). ``changeme``
+prose about the password ("the password is rotated monthly", "password is required"). The words
+of ~30 languages are listed with their copulas and word orders (:data:`_PROSE_PASSWORD_WORDS`,
+:data:`_PROSE_COPULAS`): a value after the copula (``Heslo k databázi je slunečnice``), right after the
+keyword where the language has no present-tense copula (``Şifre ayçiçeği``, ``Пароль подсолнух``,
+:data:`_ZERO_COPULA_WORDS`), before a closing copula (``पासवर्ड सूरजमुखी है``), in right-to-left text
+with its bidi marks (``كلمة المرور هي عباد الشمس``). A value of several words is a passphrase
+(:func:`_passphrase_span`: ``the root password for staging is correct horse battery staple``,
+``password: "correct horse battery staple"``) unless it reads as a description ("stored in the vault",
+"case sensitive", "use SSO"). The short names ``pw``, ``pwd``, ``passwd``, ``pass``, ``creds`` and the
+bare ``secret``, ``token``, ``api key`` take a value too, judged more strictly
+(:func:`_prose_value_ok`, :func:`_bare_name_value_ok`: ``tests pass: 12/12``, ``pw:e2e``, ``token:
+string`` pass). ``changeme``
 stays a placeholder: it names itself as the value to replace. Weak and vendor-default passwords
 (``letmein``, ``admin``, ``123456``) are passwords. A Slack webhook URL is a secret as a whole, also
 with a masked token, unless the token is a template slot (``<token>``, ``${HOOK}``).
@@ -80,6 +91,7 @@ import bisect
 import functools
 import math
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterator, NamedTuple, Pattern
@@ -402,8 +414,73 @@ _PROSE_STATUS_WORDS = frozenset(
     nuevo nueva igual requis requise obligatoire vide pas le les une nouveau nouvelle faux fausse
     não é obrigatório obrigatória vazio vazia errado errada igual nova novo
     не нет пустой пустая обязателен обязательный неверный неправильный верный новый старый тот
-    такой же""".split()
+    такой же
+    vergessen ändern benötigt notwendig stark schwach zurückgesetzt fort faible fuerte débil fraca forte
+    ok okay fine good bad secret private public unchanged enough
+    gerekli zorunlu yanlış hatalı doğru boş değişti değiştirildi sıfırlandı eksik geçersiz geçerli yok var
+    aynı yeni eski unutuldu kilitli şifreli gizli saklı güçlü zayıf nedir ne değiştir sıfırla gir girin
+    giriniz değil
+    правильный верный нужен нужна нужно требуется изменён изменен изменена сброшен сброшена истёк истек
+    забыт забыли слабый сложный простой надёжный надежный скрыт зашифрован хранится сохранён сохранен задан
+    установлен должен минимум сменить изменить ввести введите восстановить сбросить какой где
+    невірний неправильний правильний порожній потрібен обов'язковий змінено скинуто забули слабкий
+    надійний введіть змінити скинути немає
+    مطلوبة مطلوب خاطئة خاطئ صحيحة صحيح فارغة فارغ قوية ضعيفة جديدة قديمة غير لا تم منتهية مشفرة مخفية
+    أدخل ادخل تغيير إعادة نسيت هنا في من
+    שגויה נכונה חובה ריקה חזקה חלשה חדשה ישנה
+    salah benar wajib diperlukan kosong kuat lemah baru lama diubah direset lupa tidak belum sudah harus
+    masukkan ganti tersimpan terenkripsi
+    hibás helytelen helyes kötelező üres erős gyenge új régi megváltozott elfelejtett
+    اشتباه نادرست درست الزامی خالی قوی ضعیف جدید
+    गलत सही आवश्यक ज़रूरी जरूरी खाली मजबूत कमजोर नया पुराना बदला भूल
+    nesprávné špatné správné povinné prázdné silné slabé nové staré změněno zapomenuté uloženo
+    vyžadováno nutné neplatné platné
+    nieprawidłowe błędne poprawne wymagane puste silne słabe nowe stare zmienione zapomniane
+    onjuist fout juist verplicht vereist leeg sterk zwak nieuw oud gewijzigd vergeten opgeslagen
+    errata sbagliata corretta obbligatoria richiesta vuota debole nuova vecchia cambiata dimenticata salvata
+    sai đúng trống mạnh yếu mới cũ
+    steht liegt befindet lies sits lives лежит хранится находится лежать disimpan tersimpan berada está están
+    trouve fica sta trova znajduje leží staat ligt bulunuyor duruyor nằm موجود توجد""".split()
 )
+# Function words and imperatives of the languages above that never occur in a passphrase and often in a
+# sentence about a password: "the password is stored in the vault", "password: see below", "password:
+# use SSO", "Heslo je uloženo v trezoru". A value of several words holding one is a description.
+_PASSPHRASE_STOP_WORDS = frozenset(
+    """a an the this that these those it its is are was were be been being to of in on at for from by with
+    without as and or but not no nor if then than so very too also only just still already your my our
+    their his her we you they he she i me us them there here what which who whom where when how why all any
+    some each every other another such both either neither enough more most less least many much few
+    own same should must can could will would may might shall do does did done has have had get got
+    use used using see ask check read set run enter type look contact find fetch copy paste generate
+    rotate request reset change update store keep save send share call email ping refer follow open visit
+    click via per min max minimum maximum least characters chars char digits letters symbols length long
+    der die das den dem des ein eine einen einem und oder für mit im in zu von auf ist nicht aus bei nach
+    el la los las de del y o en con por para un una es se lo al
+    le les des du et ou avec pour par une est pas ne dans sur au aux
+    os as do da dos das e em com um uma não ao
+    il gli di della e o con per è non nel nella
+    het een en of op met voor van niet naar
+    и или в на с для по не из к от это у о об
+    ve veya ile için bu bir değil da de
+    في من على إلى و أو مع عن هذا هذه هو هي لا غير
+    dan atau di ke dari untuk dengan ini itu yang
+    a nebo v na s pro je není z do
+    i lub w na z dla jest nie do
+    में का की के को से पर और या भी ही तो दिया गया किया हो नहीं
+    als wie como comme come как як gibi seperti như जैसा مثل مانند jako jak niż than like
+    hetzelfde dasselbe derselbe dieselbe gleiche mismo misma même stesso stessa mesmo mesma такой такой же
+    sama giống
+    usar utilizar ver pedir preguntar revisar consultar utiliser voir demander vérifier usare vedere chiedere
+    controllare benutzen verwenden nutzen sehen siehe fragen prüfen gebruiken zien vragen использовать
+    используй смотри спроси kullan bak sor gunakan lihat tanya dùng xem hỏi
+    viz patrz zie vedi veja bkz देखें انظر ببینید
+    در به از با برای که این آن را یا""".split()
+)
+# A word in a value of several words that says what the value is, not what it holds
+_PASSPHRASE_META = re.compile(
+    r"(?i)^(?:\w*passw\w*|\w*secrets?|\w*tokens?|(?:api|private|secret|access|ssh|gpg|pgp|master)?[-_]?keys?"
+    r"|vaults?|managers?|env|\.env|credentials?|creds|logins?"
+    r"|accounts?|users?|usernames?)$")
 # participles and adverbs: rotated, missing, monthly; stocké, guardada, almacenado, gespeichert
 _ENGLISH_INFLECTION = re.compile(
     r"(?i)^(?:[a-z]{2,8}(?:ed|ing|ly|able|ible)|\w{2,12}(?:é|ée|és|ées|ado|ada|ido|ida)|ge\w{2,12}(?:t|en))$"
@@ -411,7 +488,9 @@ _ENGLISH_INFLECTION = re.compile(
 # the next word after a value that still ends its clause: "the password is X for the staging db"
 _CLAUSE_CONNECTORS = frozenset(
     """for on in at to of and but or so with from via when if und für auf im in bei oder aber para
-    en de del y o pero pour sur dans et ou mais per su e ma для на в и но или""".split()
+    en de del y o pero pour sur dans et ou mais per su e ma для на в и но или от к у с
+    ve veya için ile dan atau untuk di ke a nebo pro v na i lub dla w z en of voor op met
+    و أو في على من ל ב""".split()
 )
 
 
@@ -436,8 +515,8 @@ def _password_is_secret(value: str, prose: bool, clause_end: bool = True) -> boo
     if _CJK_RUN.match(value):  # a value in a CJK script: a word is 2-4 characters (さくら, 向日葵)
         if len(value) < 2 or _cjk_value_is_prose(value):
             return False
-    elif len(value) < 4:
-        return False
+    elif len(value) < (3 if _ABJAD_RUN.match(value) else 4):
+        return False  # Arabic and Hebrew write no short vowels: قمر, קשת are words of 3 letters
     low = value.lower()
     if low in _PASSWORD_PLACEHOLDER_WORDS or low in _TYPE_WORDS:
         return False
@@ -449,12 +528,25 @@ def _password_is_secret(value: str, prose: bool, clause_end: bool = True) -> boo
         return False
     if _SNAKE_IDENTIFIER.match(value) and _KEYWORD_FINDER.search(low):
         return False  # db-password-secret, api_token_name: the name of where it lives
-    if not all(ch.isalpha() for ch in value):
+    if not _letters_only(value):
         return not (value.isdigit() and len(value) < 6)
     if prose:
-        if low in _PROSE_STATUS_WORDS or _ENGLISH_INFLECTION.match(value) or not clause_end:
+        if low in _PROSE_STATUS_WORDS or low in _PASSPHRASE_STOP_WORDS or _ENGLISH_INFLECTION.match(value) \
+                or not clause_end:
             return False
     return True
+
+
+# Unicode bidi controls (LRM, RLM, ALM, embeddings, overrides, isolates) that right-to-left text puts
+# around a left-to-right value: never part of a value
+_BIDI_MARKS = "\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_ABJAD_RUN = re.compile("[\u0590-\u05ff\u0600-\u06ff\u0750-\u077f\ufb1d-\ufdff\ufe70-\ufeff]+$")
+
+
+def _letters_only(value: str) -> bool:
+    """Letters of any script only, with their combining marks (Devanagari and Thai vowel signs, Arabic
+    harakat are marks, not letters, to ``str.isalpha``)."""
+    return all(ch.isalpha() or unicodedata.category(ch)[0] == "M" for ch in value)
 
 
 _CJK_TAIL_AT = re.compile(r"でございます|でした|です|であり|である|だよ|だ|で|입니다|이에요|예요|이고|이다|임|요")
@@ -466,7 +558,9 @@ def _ends_clause(text: str, end: int) -> bool:
     i = end
     while i < len(text) and text[i] in " \t":
         i += 1
-    if i >= len(text) or text[i] in "\r\n.,;:!?()[]{}。，；！？、\"'`」』（":  # or an aside: "X (staging)"
+    while i < len(text) and text[i] in _BIDI_MARKS:
+        i += 1
+    if i >= len(text) or text[i] in "\r\n.,;:!?()[]{}。，；！？、\"'`」』（،؛؟":  # or an aside: "X (staging)"
         return True
     tail = _CJK_TAIL_AT.match(text, i)  # ひまわり|です。, 해바라기|입니다
     if tail is not None and (tail.end() >= len(text) or not _CJK_RUN.match(text[tail.end()])):
@@ -974,8 +1068,19 @@ def _assignments(text: str, low: str) -> Iterator[_Candidate]:
             # "<password>VALUE</password>" is XML; "<password> goes in .env" is a placeholder
             clause_end = text.startswith("<", vend) if ">" in sep else _ends_clause(text, vend)
             ok = _password_is_secret(value, prose, clause_end)
+            if not ok and group == "qval" and " " in value:  # "password": "correct horse battery staple"
+                phrase = _passphrase_span(text, vstart - 1, explicit=True)
+                if phrase:
+                    yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *phrase)
+                    continue
         else:
             ok = _value_is_secret(value, password_named)
+            if not ok and m.group("ws") is None and lo == start and not m.group("suffix"):
+                # the bare name ("secret = sunflower", "token: sunflower42", "api key = ..."): the value is
+                # the secret itself, judged like a short password
+                sep = text[m.end("close") : m.start(group)]
+                ok = _bare_name_value_ok(value, explicit=group == "qval" or "=" in sep,
+                                         clause_end=_ends_clause(text, vend))
         if ok:
             yield _Candidate(_P_ASSIGNMENT, "secret-assignment", vstart, vend)
     for m in _CLI_USER_RE.finditer(text) if "-u" in low else ():
@@ -1013,6 +1118,23 @@ def _assignments(text: str, low: str) -> Iterator[_Candidate]:
             ok = _value_is_secret(value, password_named)
         if ok:
             yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *m.span("value"))
+
+
+def _bare_name_value_ok(value: str, explicit: bool, clause_end: bool) -> bool:
+    """A value given to a bare secret name (``secret``, ``token``, ``api key``, with no other name
+    around it): password-shaped (6+ characters, letters and a digit or symbol, not an identifier, a
+    version or another assignment: ``token: sunflower42``), or, after ``=`` or in quotes, a lower-case
+    word of 6+ letters that ends its clause (``secret = sunflower``); never a placeholder, type or status
+    word (``token = None``, ``token: string``, ``secret: required``)."""
+    if "=" in value or _VERSION_TAG.match(value) or not clause_end:
+        return False
+    low = value.lower()
+    if low in _PASSWORD_PLACEHOLDER_WORDS or low in _TYPE_WORDS or low in _PROSE_STATUS_WORDS:
+        return False
+    if _value_is_secret(value, password_named=True):
+        return True
+    return explicit and len(value) >= 6 and value.isalpha() and value == low and not _is_placeholder(value) \
+        and not _ENGLISH_INFLECTION.match(value)
 
 
 # user:password and "user / password" in a sentence about logging in: "Use admin:Gr4fanaRocks2026 to
@@ -1114,6 +1236,38 @@ _PROSE_PASSWORD_WORDS = (
     "كلمة المرور", "كلمة السر", "رمز عبور", "گذرواژه",
     # ja, zh (simplified, traditional), ko
     "パスワード", "暗証番号", "密码", "密碼", "口令", "비밀번호", "패스워드", "비번", "암호",
+    # cs/sk, hu, sv, da/no, fi, el, he, ro, ur, bn, th
+    "heslo", "hesla", "heslem", "jelszó", "jelszava", "lösenord", "adgangskode", "passord", "salasana",
+    "κωδικός πρόσβασης", "κωδικός", "συνθηματικό", "סיסמה", "סיסמא", "parolă", "پاس ورڈ", "پاسورڈ",
+    "পাসওয়ার্ড", "รหัสผ่าน",
+    # short names: pw (letters-only values only with "=" or quotes), pass and creds (password-shaped
+    # values only: "tests pass: 12", "pass = skip"), pwd/passwd
+    "pw", "pwd", "passwd", "pass", "creds", "credentials",
+)
+# Without a copula, a verb or a case form after the keyword makes a sentence, not a value: Russian and
+# Ukrainian verb endings and genitive case ("Пароль лежит ...", "Пароль администратора"), Turkish tense and
+# mood suffixes ("Şifre değişti", "Şifre girilmeli"), Indonesian/Malay verb prefixes ("Kata sandi disimpan")
+_ZERO_COPULA_VERB_FORM = re.compile(
+    r"(?i)(?:ть|ться|ет|ит|ат|ят|ется|ится|ал|ала|ало|али|ли|ен|ена|ено|ан|ана|ано|ого|его|ов|ев|ей|ых|их|ора|ера|теля|ля"
+    r"|ться|ує|ює|іть)$"
+    r"|(?:[dt][ıiuü]|yor|m[ıiuü]ş|mal[ıi]|mel[ıi]|[ae]bilir|[ıi]n[ıi]z|l[ıi]d[ıi]r)$"
+    r"|^(?:di|ter|ber|meng|mem|men|me|peng|pem)[a-z]{3,}$"
+)
+# Short English names that take no inflection ("pwa", "passport", "credentialsFile" are other words) and
+# are judged more strictly than a full password word (see _prose_value_ok).
+_SHORT_PASSWORD_WORDS = frozenset({"pw", "pwd", "passwd", "pass", "creds", "credentials"})
+_SHAPE_ONLY_WORDS = frozenset({"pass", "creds", "credentials"})  # a password-shaped value only
+_EQ_FOR_LETTERS_WORDS = frozenset({"pw"})  # letters-only only after "=" or in quotes
+# Password words that also mean something else (Spanish "la clave es ..." = "the key point is ...", Italian
+# "parola" = word): never given a passphrase of several unquoted words
+_AMBIGUOUS_PASSWORD_WORDS = frozenset({"clave", "chave", "parola", "mdp", "sandi", "pw"})
+# Languages whose present tense needs no copula: "Şifre ayçiçeği", "Пароль подсолнух", "كلمة المرور عباد
+# الشمس", "Kata sandi bunga matahari", "A jelszó napraforgó", "הסיסמה חמנייה": a letters-only value right
+# after such a keyword at the start of its clause (or after a Turkish possessive: "Veritabanı şifresi X").
+# (Turkish "parola" is left out: in Italian it means "word", "Parola riservata".)
+_ZERO_COPULA_WORDS = frozenset(
+    ("şifre", "sifre", "парол", "كلمة المرور", "كلمة السر", "סיסמה", "סיסמא", "kata sandi", "sandi",
+     "kata laluan", "jelszó", "jelszava", "пароль")
 )
 _PROSE_KEY_WORDS = (
     # de, es, pt, fr, it, nl
@@ -1130,8 +1284,11 @@ _PROSE_KEY_WORDS = (
 # description comes before the keyword and a particle (は, 是, 为, 는) follows it.
 _PROSE_COPULAS = frozenset(
     """is was are ist lautet war es era est était é è são jest brzmi это є является равен adalah ialah
-    yaitu là है था هي هو است = : - — – -> → ＝ ：""".split()
+    yaitu là है था هي هو است = : - — – -> → ＝ ：
+    je zní är er on είναι este হল হলো היא הוא ہے كانت كان""".split()
 )
+# copulas that close the clause after the value (Hindi, Urdu, Persian): "पासवर्ड सूरजमुखी है"
+_FINAL_COPULAS = frozenset("है था थी हैं ہے تھا است هست".split())
 # Polish "hasło do bazy to X": "to" is a copula only after a Polish keyword ("according to X")
 _POLISH_KEYWORDS = frozenset({"hasło", "hasła", "haslo", "hasla", "klucz", "sekret"})
 _FILE_NAME = re.compile(
@@ -1158,7 +1315,7 @@ _PROSE_ATTACHED = re.compile(
 )
 _PROSE_TOKEN = re.compile(r"[^\s]+")
 _PROSE_QUOTES = "\"'`«»„“”「」『』"
-_PROSE_TRAIL = ".,;:)]}>!?…，；、。！？"
+_PROSE_TRAIL = ".,;:)]}>!?…，；、。！？،؛؟" + "\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 _CJK_RUN = re.compile(f"[{_CJK_CLASS}]")
 # A copula or polite ending after a value in a CJK script: ひまわりです, さくらでした, 해바라기입니다
 _CJK_TAIL = re.compile(r"(?:でございます|でした|です|であり|である|だよ|だ|で|입니다|이에요|예요|이고|이다|임|요)$")
@@ -1201,27 +1358,48 @@ _PROSE_WINDOW = 160  # characters after the keyword searched for the value
 _PROSE_WORDS = 10  # words after the keyword searched for a copula
 
 
+_HEBREW_ARABIC_PREFIX = "הושבלמכوفبل"  # one-letter prefixes written onto the next word (the, and, in, to)
+
+
 def _prose_secrets(text: str, low: str) -> Iterator[_Candidate]:
     """A secret-named word of any language of :data:`_PROSE_PASSWORD_WORDS` and
     :data:`_PROSE_KEY_WORDS`, then within ten words a copula or separator
     (:data:`_PROSE_COPULAS`) and a value that :func:`_value_is_secret` accepts; or the value
-    right after the word (``Passwort: X``, ``パスワードはX``, ``şifresi X``)."""
+    right after the word (``Passwort: X``, ``パスワードはX``, ``şifresi X``); or, in a language without a
+    present-tense copula, a word value right after the keyword (``Şifre ayçiçeği``,
+    :data:`_ZERO_COPULA_WORDS`); or, in Hindi, Urdu and Persian, the value before a closing copula
+    (``पासवर्ड सूरजमुखी है``). A value of several words (``correct horse battery staple``, ``عباد الشمس``)
+    is a passphrase when :func:`_passphrase_span` accepts it."""
     for hit in (_PROSE_FINDER_ASCII if low.isascii() else _PROSE_FINDER).finditer(low):
         pos = hit.start()
         m = _PROSE_KW_RE.match(low, pos)
         if m is None:
             continue
-        if pos and text[pos - 1].isalpha() and not _CJK_RUN.match(text[pos - 1]) and not _CJK_RUN.match(text[pos]):
-            continue  # inside a word: "Klavier" holds no "clave"
         kw = m.group("kw").lower()
+        if pos and text[pos - 1].isalpha() and not _CJK_RUN.match(text[pos - 1]) and not _CJK_RUN.match(text[pos]):
+            # inside a word ("Klavier" holds no "clave"), but a Hebrew/Arabic one-letter prefix may be
+            # written onto the keyword: הסיסמה, وكلمة
+            if not (text[pos - 1] in _HEBREW_ARABIC_PREFIX and (pos < 2 or not text[pos - 2].isalpha())):
+                continue
+        if kw in _SHORT_PASSWORD_WORDS and m.group("inflect"):
+            continue  # "pwa", "passport", "passes": other words
         password_named = kw in _PROSE_PASSWORD_SET
         end = m.end()
         attached = _PROSE_ATTACHED.match(text, end)
         if attached is not None and attached.end() > end:
             span = _prose_value(text, attached.end())
             explicit = "=" in attached.group() or "＝" in attached.group()
-            if span and _prose_value_ok(text, span, password_named, prose=not explicit):
+            quoted = text[attached.end():attached.end() + 1] in _PROSE_QUOTES
+            phrase = (_passphrase_span(text, attached.end(), explicit)
+                      if quoted and password_named and kw not in _SHAPE_ONLY_WORDS else None)
+            if phrase:
+                yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *phrase)
+            elif span and _prose_value_ok(text, span, kw, prose=not explicit):
                 yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *span)
+            elif password_named and kw not in _SHAPE_ONLY_WORDS and kw not in _AMBIGUOUS_PASSWORD_WORDS:
+                phrase = _passphrase_span(text, attached.end(), explicit)
+                if phrase:
+                    yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *phrase)
             continue
         if end < len(text) and text[end] not in " \t":
             continue
@@ -1233,6 +1411,13 @@ def _prose_secrets(text: str, low: str) -> Iterator[_Candidate]:
             if word.strip("-_:*`") in _PROSE_METADATA:
                 break
             value_at = None
+            if j and word in _FINAL_COPULAS and password_named and j <= 4 and _ends_clause(text, tokens[j].end()):
+                # Hindi, Urdu, Persian: the value comes before the copula ("पासवर्ड सूरजमुखी है")
+                span = _prose_value(text, tokens[0].start()) if j == 1 else \
+                    _passphrase_span(text, tokens[0].start(), False, stop=tokens[j].start())
+                if span and (j > 1 or _password_is_secret(text[span[0]:span[1]], prose=True)):
+                    yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *span)
+                break
             if word in _PROSE_COPULAS or (word == "to" and kw in _POLISH_KEYWORDS):
                 value_at = j + 1
             elif j == 0 and word == "to" and _SET_BEFORE.search(low, max(0, pos - 60), pos):
@@ -1246,22 +1431,144 @@ def _prose_secrets(text: str, low: str) -> Iterator[_Candidate]:
                 if span and _prose_password_ok(text[span[0]:span[1]]) and _value_is_secret(text[span[0]:span[1]], password_named):
                     yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *span)
                     break
+                if span and kw in _ZERO_COPULA_WORDS and _clause_starts_at(text, pos, m.group("inflect")) \
+                        and not _ZERO_COPULA_VERB_FORM.search(text, span[0], span[1]):
+                    # "Şifre ayçiçeği", "Пароль подсолнух", "كلمة المرور عباد الشمس"
+                    if _prose_value_ok(text, span, kw, prose=True):
+                        yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *span)
+                        break
+                    phrase = _passphrase_span(text, tokens[0].start(), False, max_words=3)
+                    if phrase:
+                        yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *phrase)
+                        break
             if value_at is not None and value_at < len(tokens):
                 span = _prose_value(text, tokens[value_at].start())
-                if span and _prose_value_ok(text, span, password_named, prose=word not in ("=", "＝")):
+                explicit = word in ("=", "＝") or word.endswith("=")
+                if span and _prose_value_ok(text, span, kw, prose=not explicit):
                     yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *span)
                     break
+                if password_named and kw not in _SHAPE_ONLY_WORDS and (
+                        kw not in _AMBIGUOUS_PASSWORD_WORDS or text[tokens[value_at].start()] in _PROSE_QUOTES):
+                    phrase = _passphrase_span(text, tokens[value_at].start(), explicit)
+                    if phrase:
+                        yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *phrase)
+                        break
             if tokens[j].group()[-1] in ".!?。！？" and not word in _PROSE_COPULAS:
                 break  # end of the sentence
 
 
-def _prose_value_ok(text: str, span: tuple[int, int], password_named: bool, prose: bool) -> bool:
-    """A value given to a secret-named word of :func:`_prose_secrets`: a password word takes any
-    value :func:`_password_is_secret` accepts, other words a token-like one."""
+def _clause_starts_at(text: str, pos: int, inflect: str) -> bool:
+    """Whether the keyword at ``pos`` opens its clause (only list marks, markup or an article before it
+    on its line or since the last sentence mark), or carries a Turkish possessive (``Veritabanı şifresi``:
+    "the database's password")."""
+    if inflect in ("si", "sı", "i", "ı", "leri", "ları"):
+        return True
+    i = pos
+    while i > 0 and text[i - 1] not in "\n.!?;:،؛؟。！？":
+        i -= 1
+    before = text[i:pos].strip(" \t-*•>#_`" + _BIDI_MARKS).lower()
+    return before in ("", "a", "az", "the", "my", "our")
+
+
+def _prose_value_ok(text: str, span: tuple[int, int], kw: str, prose: bool) -> bool:
+    """A value given to a secret-named word ``kw`` of :func:`_prose_secrets`: a password word takes any
+    value :func:`_password_is_secret` accepts; ``pass``/``creds`` (:data:`_SHAPE_ONLY_WORDS`) only a
+    password-shaped one; ``pw`` a letters-only one only after ``=`` or in quotes; other words a token-like
+    one."""
     value = text[span[0]:span[1]]
-    if password_named:
+    if kw in _SHAPE_ONLY_WORDS:
+        if prose and span[0] > 0 and text[span[0] - 1] not in " \t\"'":
+            return False  # "pass:ci-check": a name, not "pass: X"
+        return "=" not in value and not _VERSION_TAG.match(value) and _value_is_secret(value, password_named=True)
+    if kw in _EQ_FOR_LETTERS_WORDS:
+        quoted = span[0] > 0 and text[span[0] - 1] in _PROSE_QUOTES
+        if prose and not quoted and _letters_only(value):
+            return False
+        if prose and not quoted and (text[span[0] - 1] not in " \t" or _SNAKE_IDENTIFIER.match(value)):
+            return False  # "npm run pw:biweekly-auto": a script name
+        return not _VERSION_TAG.match(value) and _password_is_secret(value, prose, _ends_clause(text, span[1]))
+    if kw in _PROSE_PASSWORD_SET:
         return _password_is_secret(value, prose, _ends_clause(text, span[1]))
-    return _value_is_secret(value, password_named)
+    return _value_is_secret(value, False)
+
+
+# a word of a passphrase: letters of any script (with combining marks), digits, an inner hyphen or apostrophe
+_PASSPHRASE_WORD = re.compile(r"[^\W_](?:[^\W_]|[\u0300-\u036f\u0900-\u097f\u064b-\u065f'’-](?=\S))*", re.UNICODE)
+_PASSPHRASE_MAX_WORDS = 8
+
+
+def _passphrase_span(text: str, start: int, explicit: bool, stop: int | None = None,
+                     max_words: int = _PASSPHRASE_MAX_WORDS) -> tuple[int, int] | None:
+    """The span of a passphrase of 2-8 words given to a password word at ``start``: quoted (``password:
+    "correct horse battery staple"``), or unquoted up to the end of its clause (the end of the line,
+    sentence punctuation, or a connector such as "for": ``the root password for staging is correct horse
+    battery staple``), or up to ``stop``. None when the words read as a description of the password
+    rather than a password: a function word or imperative of :data:`_PASSPHRASE_STOP_WORDS` ("stored in
+    the vault", "see below", "use SSO"), a status word after the first ("case sensitive"), a participle
+    or adverb ("rotated monthly"), a word naming a secret or its store ("the vault token"), a capitalised
+    word after the first in an unquoted value (product names: "Azure Key Vault"), a word that is not
+    letters (and digits), a copula or connector inside (a sentence), half or more of its words status words
+    ("case sensitive"), or more than ``max_words`` words before the clause ends."""
+    while start < len(text) and text[start] in _BIDI_MARKS + " \t":
+        start += 1
+    if start >= len(text):
+        return None
+    quote = text[start]
+    closers = {"\"": "\"", "'": "'", "`": "`", "«": "»", "„": "“", "“": "”", "「": "」", "『": "』"}
+    if quote in closers:
+        close = text.find(closers[quote], start + 1, min(len(text), start + 256))
+        if close == -1 or "\n" in text[start + 1:close]:
+            return None
+        s, e = start + 1, close
+        quoted = True
+    else:
+        s = start
+        e = stop if stop is not None else _clause_end(text, start)
+        quoted = False
+    raw = text[s:e].strip(_BIDI_MARKS + " \t")
+    if not raw:
+        return None
+    s = text.index(raw, s)
+    e = s + len(raw)
+    parts = raw.split()
+    if not 2 <= len(parts) <= max_words:
+        return None
+    status = 0
+    for part in parts:
+        if not _PASSPHRASE_WORD.fullmatch(part) or part.isdigit():
+            return None
+        low = part.lower()
+        if low in _PASSPHRASE_STOP_WORDS or low in _PASSWORD_PLACEHOLDER_WORDS or low in _TYPE_WORDS:
+            return None
+        if low in _PROSE_COPULAS or low in _FINAL_COPULAS or low in _CLAUSE_CONNECTORS:
+            return None  # a sentence: "pentru server este floarea"
+        if _PASSPHRASE_META.match(low) or low in _PROSE_METADATA or (not quoted and _ENGLISH_INFLECTION.match(part)):
+            return None
+        status += low in _PROSE_STATUS_WORDS
+    if 2 * status >= len(parts):
+        return None  # "case sensitive", "strong unique"
+    if not quoted and (any(p.isupper() and len(p) > 1 for p in parts) or all(p[:1].isupper() for p in parts)):
+        return None  # product names and acronyms: "Azure Key Vault", "AWS SSO"
+    if sum(map(len, parts)) < 6 or _CJK_RUN.search(raw):
+        return None
+    return s, e
+
+
+def _clause_end(text: str, start: int) -> int:
+    """Where the clause that starts at ``start`` ends: before the end of the line, a sentence or clause
+    mark followed by a space or the end, an aside in parentheses, or a connector word
+    (:data:`_CLAUSE_CONNECTORS`)."""
+    line_end = text.find("\n", start)
+    limit = min(len(text), start + 200) if line_end == -1 else min(line_end, start + 200)
+    for m in re.finditer(r"\S+", text[start:limit]):
+        word = m.group()
+        if m.start() and word.lower() in _CLAUSE_CONNECTORS:
+            return start + m.start()
+        if word[0] in "([{":
+            return start + m.start()
+        if word[-1] in ".,;:!?،؛؟。，；！？)" or word[-1] in _BIDI_MARKS:
+            return start + m.end() - 1 if word[-1] not in _BIDI_MARKS else start + m.end()
+    return limit
 
 
 def _prose_value(text: str, start: int) -> tuple[int, int] | None:
@@ -1271,7 +1578,7 @@ def _prose_value(text: str, start: int) -> tuple[int, int] | None:
     if m is None:
         return None
     s, e = m.span()
-    while s < e and text[s] in _PROSE_QUOTES:
+    while s < e and (text[s] in _PROSE_QUOTES or text[s] in _BIDI_MARKS):
         s += 1
     cjk = _CJK_RUN.search(text, s, e)
     if cjk is not None and cjk.start() == s:

@@ -165,6 +165,12 @@ _WORDS_RU = "подсолнух радуга бабочка яблоня чер�
 _WORDS_JA = "ひまわり さくら たんぽぽ サクラ ヒマワリ 紫陽花 朝顔 富士山 ねこ ゆきだるま".split()
 _WORDS_ZH = "向日葵 彩虹 蝴蝶 苹果树 长城 熊猫 春天 月亮".split()
 _WORDS_KO = "해바라기 무지개 나비 사과나무 거북이 민들레 고양이".split()
+# letters-only passwords in more languages (a review found Arabic, Turkish and Czech ones stored)
+_WORDS_AR = "ياسمين زنبق نرجس غزال قمر نخلة".split()
+_WORDS_TR = "ayçiçeği gökkuşağı kelebek papatya kaplumbağa karanfil".split()
+_WORDS_CS = "slunečnice duha motýl jabloň želva pampeliška".split()
+_WORDS_HE = "חמנייה קשת פרפר צבעוני שושנה".split()
+_WORDS_HI = "सूरजमुखी इंद्रधनुष तितली कछुआ".split()
 
 #: kind -> generator; a generator returns the value, or (text, secrets) when the text inserted
 #: differs from what must not survive (PEM keys: the armour stays, the body lines must go).
@@ -270,6 +276,14 @@ SECRET_KINDS: dict[str, Callable[[_Gen], object]] = {
     "word_password_ja": lambda g: g.rng.choice(_WORDS_JA),
     "word_password_zh": lambda g: g.rng.choice(_WORDS_ZH),
     "word_password_ko": lambda g: g.rng.choice(_WORDS_KO),
+    "word_password_ar": lambda g: g.rng.choice(_WORDS_AR),
+    "word_password_tr": lambda g: g.rng.choice(_WORDS_TR),
+    "word_password_cs": lambda g: g.rng.choice(_WORDS_CS),
+    "word_password_he": lambda g: g.rng.choice(_WORDS_HE),
+    "word_password_hi": lambda g: g.rng.choice(_WORDS_HI),
+    # passphrases of several words, and short passwords for the short secret names (pw = sunflower42)
+    "passphrase_words": lambda g: " ".join(g.rng.sample(_WORDS_EN, g.rng.randint(3, 5))),
+    "short_password": lambda g: g.rng.choice(_WORDS_EN) + g.digits(g.rng.randint(2, 4)),
 }
 
 #: kind -> generator of the random parts of ordinary notes (hashes, ids: never secrets by themselves)

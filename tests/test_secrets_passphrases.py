@@ -1,0 +1,195 @@
+"""Secret gate, by kind (issue 14, misses a review found): letters-only passwords in the languages agents
+write in (with their copulas, word orders and right-to-left text), passphrases of several words, and the
+short secret names (pw, pwd, passwd, pass, creds, secret, token, api key). Each kind: the reported inputs,
+other languages, scripts, lengths and names, and descriptions of a password that must pass."""
+
+import pytest
+
+from consolidate.secrets import redact, scan
+
+# (text, the secret): the finding must cover the secret exactly, and the redaction must hide it
+LETTERS_ONLY = [
+    # the reported inputs
+    ("كلمة المرور هي عباد الشمس", "عباد الشمس"),
+    ("Şifre ayçiçeği", "ayçiçeği"),
+    ("Heslo k databázi je slunečnice", "slunečnice"),
+    # Arabic: other copulas, no copula, a one-letter prefix, a Latin value in RTL text with bidi marks
+    ("كلمة السر للخادم هي زهرة", "زهرة"),
+    ("كلمة المرور عباد الشمس", "عباد الشمس"),
+    ("وكلمة المرور: ياسمين", "ياسمين"),
+    ("كلمة المرور هي \u200fsunflower\u200f", "sunflower"),
+    # Hebrew, Persian, Urdu, Hindi (the value before the copula)
+    ("הסיסמה היא חמנייה", "חמנייה"),
+    ("رمز عبور آفتابگردان است", "آفتابگردان"),
+    ("पासवर्ड सूरजमुखी है", "सूरजमुखी"),
+    ("डेटाबेस का पासवर्ड सूरजमुखी है", "सूरजमुखी"),
+    # Turkish: a possessive, a colon, "parola"
+    ("Veritabanı şifresi ayçiçeği", "ayçiçeği"),
+    ("Sunucu parolası: papatya", "papatya"),
+    # Czech, Slovak, Polish, Hungarian, Swedish, Norwegian, Finnish, Greek, Romanian
+    ("Heslo je slunečnice", "slunečnice"),
+    ("heslo k serveru: slnečnica", "slnečnica"),
+    ("Hasło do bazy to słonecznik", "słonecznik"),
+    ("A jelszó napraforgó", "napraforgó"),
+    ("Lösenordet till databasen är solros", "solros"),
+    ("Passordet er solsikke", "solsikke"),
+    ("Salasana on auringonkukka", "auringonkukka"),
+    ("Ο κωδικός πρόσβασης είναι ηλιοτρόπιο", "ηλιοτρόπιο"),
+    ("Parola pentru server este floarea", "floarea"),
+    # Russian, Ukrainian (no copula), Indonesian, Vietnamese, Dutch, Italian
+    ("Пароль подсолнух", "подсолнух"),
+    ("Пароль: ромашка", "ромашка"),
+    ("Пароль від бази — соняшник", "соняшник"),
+    ("Kata sandi server adalah matahari", "matahari"),
+    ("Kata sandi bunga matahari", "bunga matahari"),
+    ("Mật khẩu là hướngdương", "hướngdương"),
+    ("Het wachtwoord is zonnebloem", "zonnebloem"),
+    ("La password del database è girasole", "girasole"),
+]
+PASSPHRASES = [
+    ("the root password for staging is correct horse battery staple", "correct horse battery staple"),
+    ('password: "correct horse battery staple"', "correct horse battery staple"),
+    ("password: correct horse battery staple", "correct horse battery staple"),
+    ("The wifi passphrase is purple monkey dishwasher.", "purple monkey dishwasher"),
+    ("db password = 'tiger lily river'", "tiger lily river"),
+    ("Das Passwort ist grüner Apfelbaum", "grüner Apfelbaum"),
+    ("La contraseña es caballo correcto batería grapa", "caballo correcto batería grapa"),
+    ("the vpn password is orange tiger harbor for the office", "orange tiger harbor"),
+    ("Passwort: «blaue Wolke Regen»", "blaue Wolke Regen"),
+    ("пароль: зелёный слон река", "зелёный слон река"),
+]
+SHORT_NAMES = [
+    ("pw = sunflower42", "sunflower42"),
+    ("pw for staging box = sunflower", "sunflower"),
+    ("PW: Sunfl0wer#9", "Sunfl0wer#9"),
+    ("the pw is hunter22", "hunter22"),
+    ("pwd: sunflower", "sunflower"),
+    ("passwd=sunflower", "sunflower"),
+    ("pass: sunflower42", "sunflower42"),
+    ("ssh pass = Tr0ub4dor", "Tr0ub4dor"),
+    ("creds: admin/sunflower42", "admin/sunflower42"),
+    ("credentials: deploy:Gr4fana2026", "Gr4fana2026"),
+    ("secret = sunflower", "sunflower"),
+    ('secret: "sunflower"', "sunflower"),
+    ("token: sunflower42", "sunflower42"),
+    ("token = abc123xyz", "abc123xyz"),
+    ("api key = sunflower42", "sunflower42"),
+    ("API key: q7rT2x9w", "q7rT2x9w"),
+]
+# descriptions of a password and other words that look like the names: must pass
+DESCRIPTIONS = [
+    "the password is stored in the vault",
+    "password is required",
+    "the password field is validated",
+    "The password is case sensitive",
+    "the password is rotated every month by the ops team",
+    "password: see the team vault",
+    "Password: use SSO instead",
+    "Password: Azure Key Vault",
+    "the password is the same as on staging",
+    "The admin password is not set yet",
+    "password: at least eight characters",
+    "the password is hashed with bcrypt before it is stored",
+    'password: "Enter your password"',
+    '"password": "Password must be at least 8 characters"',
+    "Passwort ist nicht gesetzt",
+    "كلمة المرور مطلوبة",
+    "كلمة المرور غير صحيحة",
+    "Şifre gerekli",
+    "Şifre en az 8 karakter olmalı",
+    "Пароль неверный",
+    "Пароль не задан",
+    "Heslo je povinné",
+    "Kata sandi salah",
+    "पासवर्ड आवश्यक है",
+    "pass the token to the client",
+    "the tests pass: 12/12",
+    "pass: 3, fail: 0",
+    "npm run pw:biweekly-auto",
+    "PW tests are flaky on CI",
+    "Playwright (pw) runs headless",
+    "token: string",
+    "token = None",
+    "secret: required",
+    "the secret is to cache early",
+    "token = response.json()['token']",
+    "api key = os.environ['API_KEY']",
+    "token: refreshed hourly",
+    "creds: stored in 1Password",
+    "the password reset flow sends an email",
+    "passport: required for travel",
+    "Passwort: steht im Tresor",
+    "Пароль лежит в хранилище",
+    "Пароль администратора",
+    "Пароль: смотри в хранилище",
+    "Kata sandi disimpan di vault",
+    "رمز عبور در گاوصندوق است",
+    "Heslo: viz trezor",
+    "Şifre değişti",
+    "Het wachtwoord is hetzelfde als in productie",
+    "la clave es usar pnpm en vez de npm",
+    "Parola riservata del linguaggio",
+    "The password is now managed by Vault",
+    "password: the one from the onboarding doc",
+    "password: not needed locally",
+    "the root password for staging is in 1Password",
+    "Password changed to a stronger one",
+    "pw reset link expires in 24h",
+    "the token expires after one hour",
+    "creds are in the team vault",
+    "パスワードは保管庫にあります",
+    "पासवर्ड वॉल्ट में है",
+    "הסיסמה נמצאת בכספת",
+]
+
+
+@pytest.mark.parametrize("text,secret", LETTERS_ONLY + PASSPHRASES + SHORT_NAMES)
+def test_the_value_is_found_and_redacted(text, secret):
+    findings = scan(text)
+    assert [text[f.start:f.end] for f in findings] == [secret]
+    assert secret not in redact(text)
+
+
+@pytest.mark.parametrize("text", DESCRIPTIONS)
+def test_descriptions_and_look_alikes_pass(text):
+    assert scan(text) == []
+
+
+def test_the_write_time_prefilter_scans_every_such_note():
+    """The write-time gate skips text in which the gate can find nothing; it must not skip these."""
+    from consolidate.session import _worth_scanning
+
+    assert [t for t, _ in LETTERS_ONLY + PASSPHRASES + SHORT_NAMES if not _worth_scanning(t)] == []
+
+
+@pytest.mark.parametrize("text,secret", [LETTERS_ONLY[0], LETTERS_ONLY[1], LETTERS_ONLY[2], PASSPHRASES[0],
+                                         PASSPHRASES[1], SHORT_NAMES[0], SHORT_NAMES[1]])
+def test_reported_inputs_are_stored_redacted_at_write_time(store, text, secret):
+    note_id = store.sessions.add_note("s", text)
+    assert note_id.notice and "held secret material" in note_id.notice
+    [note] = store.sessions.notes("s")
+    assert secret not in note.content
+    blob = b"".join(p.read_bytes() for p in store.path.glob("sessions.sqlite3*"))
+    assert secret.encode() not in blob
+
+
+def test_session_start_never_prints_them(tmp_path, monkeypatch):
+    """End to end through the CLI as a user writes them: flagged notes, a run with the no-op judge, the
+    SessionStart hook; no value reaches the context, the store's files or the event log."""
+    from consolidate.cli import main
+    from consolidate.hook import run_hook
+
+    monkeypatch.setenv("CONSOLIDATE_STORE", str(tmp_path / ".memofs"))
+    monkeypatch.setenv("CONSOLIDATE_EMBEDDING", "hash")
+    cases = LETTERS_ONLY[:3] + PASSPHRASES[:2] + SHORT_NAMES[:2]
+    for text, _ in cases:
+        assert main(["note", "--session", "S", text, "--flag", "--kind", "fact"]) == 0
+    assert main(["note", "--session", "S", "Use pnpm, not npm", "--flag", "--kind", "constraint"]) == 0
+    assert main(["end", "--session", "S", "--outcome", "success"]) == 0
+    assert main(["run", "--judge", "noop"]) == 0
+    code, out = run_hook(tmp_path / ".memofs", payload={"hook_event_name": "SessionStart", "session_id": "n"},
+                         spawn=False)
+    assert code == 0 and "Use pnpm" in out
+    blob = b"".join(p.read_bytes() for p in (tmp_path / ".memofs").rglob("*") if p.is_file())
+    for _, secret in cases:
+        assert secret not in out and secret.encode() not in blob
