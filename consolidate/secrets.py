@@ -474,7 +474,9 @@ _PASSPHRASE_STOP_WORDS = frozenset(
     controllare benutzen verwenden nutzen sehen siehe fragen prüfen gebruiken zien vragen использовать
     используй смотри спроси kullan bak sor gunakan lihat tanya dùng xem hỏi
     viz patrz zie vedi veja bkz देखें انظر ببینید
-    در به از با برای که این آن را یا""".split()
+    در به از با برای که این آن را یا
+    jetzt noch ahora todavía maintenant encore agora ainda adesso ancora teraz nadal nyní stále nu nog şimdi
+    hâlâ sekarang masih giờ vẫn сейчас теперь ещё зараз досі الآن""".split()
 )
 # A word in a value of several words that says what the value is, not what it holds
 _PASSPHRASE_META = re.compile(
@@ -1233,7 +1235,7 @@ _PROSE_PASSWORD_WORDS = (
     "парол", "hasło", "hasła", "haslo", "hasla", "şifre", "sifre", "parola",
     # id/ms, vi, hi, ar, fa
     "kata sandi", "kata laluan", "sandi", "mật khẩu", "mat khau", "पासवर्ड", "कूटशब्द",
-    "كلمة المرور", "كلمة السر", "رمز عبور", "گذرواژه",
+    "كلمة المرور", "كلمة السر", "كلمة مرور", "كلمة سر", "رمز عبور", "گذرواژه",
     # ja, zh (simplified, traditional), ko
     "パスワード", "暗証番号", "密码", "密碼", "口令", "비밀번호", "패스워드", "비번", "암호",
     # cs/sk, hu, sv, da/no, fi, el, he, ro, ur, bn, th
@@ -1266,7 +1268,7 @@ _AMBIGUOUS_PASSWORD_WORDS = frozenset({"clave", "chave", "parola", "mdp", "sandi
 # after such a keyword at the start of its clause (or after a Turkish possessive: "Veritabanı şifresi X").
 # (Turkish "parola" is left out: in Italian it means "word", "Parola riservata".)
 _ZERO_COPULA_WORDS = frozenset(
-    ("şifre", "sifre", "парол", "كلمة المرور", "كلمة السر", "סיסמה", "סיסמא", "kata sandi", "sandi",
+    ("şifre", "sifre", "парол", "كلمة المرور", "كلمة السر", "كلمة مرور", "كلمة سر", "סיסמה", "סיסמא", "kata sandi", "sandi",
      "kata laluan", "jelszó", "jelszava", "пароль")
 )
 _PROSE_KEY_WORDS = (
@@ -1295,7 +1297,9 @@ _FILE_NAME = re.compile(
     r"(?i)[\w.-]+\.(?:sql|py|js|ts|tsx|jsx|json|ya?ml|toml|md|txt|sh|env|pem|key|crt|conf|cfg|ini|log|csv"
     r"|html|go|rs|java|rb|php|lock|xml|gradle|kt|swift|c|h|cpp)"
 )
-_PROSE_TWO_WORD_COPULAS = frozenset({("set", "to"), ("changed", "to"), ("geändert", "auf"), ("set", "ke")})
+_PROSE_TWO_WORD_COPULAS = frozenset({("set", "to"), ("changed", "to"), ("geändert", "auf"), ("set", "ke"),
+                                     ("reset", "to"), ("updated", "to"), ("will", "be"), ("is", "now"),
+                                     ("ist", "jetzt"), ("es", "ahora"), ("est", "maintenant"), ("é", "agora")})
 _CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _PROSE_KW_RE = re.compile(
     "(?i)(?P<kw>" + "|".join(sorted(map(re.escape, _PROSE_PASSWORD_WORDS + _PROSE_KEY_WORDS), key=len, reverse=True))

@@ -45,6 +45,18 @@ LETTERS_ONLY = [
     ("Mật khẩu là hướngdương", "hướngdương"),
     ("Het wachtwoord is zonnebloem", "zonnebloem"),
     ("La password del database è girasole", "girasole"),
+    # Arabic construct state (no article: "the server's password"), Thai, a Vietnamese value of three words
+    ("كلمة مرور الخادم هي ياسمين", "ياسمين"),
+    ("كلمة سر الخادم: ياسمين", "ياسمين"),
+    ("รหัสผ่าน: ทานตะวัน", "ทานตะวัน"),
+    ("Mật khẩu wifi là hoa hướng dương", "hoa hướng dương"),
+    # 3-letter words in the abjads (no short vowels written)
+    ("كلمة المرور هي قمر", "قمر"),
+    ("הסיסמה היא קשת", "קשת"),
+    # two-word copulas: "will be", "is now", "ist jetzt"
+    ("The new password will be sunflower", "sunflower"),
+    ("the password is now sunflower", "sunflower"),
+    ("Das Passwort ist jetzt Sonnenblume", "Sonnenblume"),
 ]
 PASSPHRASES = [
     ("the root password for staging is correct horse battery staple", "correct horse battery staple"),
@@ -140,6 +152,9 @@ DESCRIPTIONS = [
     "パスワードは保管庫にあります",
     "पासवर्ड वॉल्ट में है",
     "הסיסמה נמצאת בכספת",
+    "the password can be anything",
+    "the password will be rotated",
+    "كلمة مرور قوية مطلوبة",
 ]
 
 
