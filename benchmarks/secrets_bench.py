@@ -85,11 +85,16 @@ def load_before(rev: str):
                                 text=True, check=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    name = f"secrets_before_{rev.replace('-', '_').replace('~', '_')}"
-    path = Path(tempfile.mkdtemp(prefix="secrets-before-")) / f"{name}.py"
+    import consolidate
+
+    # loaded as a module of the package, so that its relative imports (``from . import provider_rules``)
+    # find today's modules beside it
+    name = f"consolidate.secrets_before_{rev.replace('-', '_').replace('~', '_')}"
+    path = Path(tempfile.mkdtemp(prefix="secrets-before-")) / f"{name.rsplit('.', 1)[1]}.py"
     path.write_text(source, encoding="utf-8")
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    module.__package__ = consolidate.__name__
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module.scan

@@ -353,13 +353,25 @@ _REMOTE_STEMS = ("curl", "wget", "fetch", "http", "iwr", "irm", "invoke-", "aria
                  "msiexec", "urlopen", "requests.get", "httpx", "iex")
 
 
+# A literal that every match of _OVERRIDE holds, one per alternative (lower case, white space folded):
+# a text holding none of them is not searched with it (the regex costs ~0.1 ms per note, the test a few us)
+_OVERRIDE_STEMS = (
+    "ignor", "disregard", "forget", "override", "bypass", "skip", "disable", "you are now", "from now on",
+    "instructions", "the user", "mode", "system", "assistant", "developer", "<|", "[inst]", "[/inst]", "<<sys>>",
+    "negeer", "önceki", "yukarıdaki", "abaikan", "bỏ qua", "игнорир", "ігнор", "अनदेखा", "नज़रअंदाज़", "नजरअंदाज",
+    "تجاهل", "نادیده", "忽略", "无视", "無視", "무시", "ohne", "usuario", "utilisateur", "usuário", "utente",
+    "пользовател", "ユーザー", "用户", "用戶", "사용자에게",
+)
+
+
 def unsafe_reason(text: str) -> str | None:
     """Why ``text`` may not be printed as active context (a short clause), or None when it may.
 
     Each family of rules is tried only when the lower-cased text holds one of its literal stems (a
     substring test), so an ordinary note costs a few dozen ``in`` tests beyond the older rules."""
     low = text.lower()
-    if (_OVERRIDE.search(text) or _override_by_words(text, low) or _ROLE_PLAY.search(text)
+    folded = " ".join(low.split()) if "  " in low or "\n" in low or "\t" in low else low
+    if ((any(s in folded for s in _OVERRIDE_STEMS) and _OVERRIDE.search(text)) or _override_by_words(text, low) or _ROLE_PLAY.search(text)
             or (any(s in low for s in _TO_THE_AI_STEMS) and _TO_THE_AI.search(text))
             or (any(s in low for s in _FROM_NOW_ON_STEMS) and _FROM_NOW_ON.search(text))):
         return "worded to override the agent's instructions"

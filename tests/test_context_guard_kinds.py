@@ -191,3 +191,16 @@ def test_reported_inputs_never_reach_session_start_through_the_cli(tmp_path, mon
     for word in ("Vergiss", "Disregard", "New instruction", "Sure, I will", "curl"):
         assert word not in out
     assert f"{len(REPORTED_OVERRIDES + REPORTED_REMOTE)} remembered entries left out" in out
+
+
+def test_the_stem_prefilter_never_skips_a_match():
+    """unsafe_reason searches with the older override regex only a text holding one of its literal stems:
+    every text that regex matches, of all the kinds here and in test_context_guard.py, holds one."""
+    import test_context_guard as older
+    from consolidate import context_guard
+
+    texts = (older.OVERRIDES + older.OVERRIDES_MORE + older.ORDINARY + older.ORDINARY_MORE + REPORTED_OVERRIDES
+             + DROP_INSTRUCTIONS + AGAINST_THE_USER + STANDING_ORDERS + TO_THE_AI + ROLE_PLAY + ORDINARY)
+    matched = [t for t in texts if context_guard._OVERRIDE.search(t)]
+    assert len(matched) > 40
+    assert [t for t in matched if not any(s in " ".join(t.lower().split()) for s in context_guard._OVERRIDE_STEMS)] == []
