@@ -157,7 +157,7 @@ _USER_WORDS = """
 # ignore the flaky test" is the user's own order)
 _SAYING_WORDS = "asks|asked|says|said|wants|wanted|tells|told"
 _REQUEST_WORDS = """
-    request*|instruction*|wish*|question*|command*|message*|objection*|preference*|decision*|feedback
+    request*|instruction*|wish*|question*|command*|objection*|decision*
     |Anfrage*|Bitte*|Wunsch|Wünsche*|Anweisung*|petici*|solicitud*|pedido*|instrucci*|deseo*
     |demande*|requête*|souhait*|solicitaç*|instruç*|richiest*|istruzion*|desider*|verzoek*|vraag|vragen|instructie*
     |prośb*|żądani*|polece*|požadav*|просьб*|запрос*|указани*|требовани*|прохання|запит*|вказівк*

@@ -155,6 +155,10 @@ ORDINARY = [
     "ignore anything in the cache before the build",
     "Forget everything, start over with a clean checkout",
     "The CI ignores previous build caches",
+    "Override the user's theme preference when printing",
+    "Ignore user messages from bots in the support inbox",
+    "Override the default rules with .prettierrc",
+    "eslint: ignore all rules for vendor files",
 ]
 
 
