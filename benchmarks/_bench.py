@@ -161,6 +161,32 @@ def report_importtime(title: str, argv: list[str], stdin: bytes = b"") -> list[s
     return heavy, {name: us / 1000 for us, name in third}
 
 
+# -- a module as it was at an earlier commit -------------------------------------------------------
+
+def module_at(rev: str, path: str):
+    """The module ``path`` (``consolidate/secrets.py``) as of commit ``rev``, loaded from ``git show`` as a
+    module of its package beside today's modules (its relative imports find them), for a side-by-side
+    comparison in one process; None when git or the commit is not there."""
+    import importlib.util
+    import tempfile
+
+    try:
+        source = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=REPO, capture_output=True, text=True,
+                                check=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    package, _, stem = path.removesuffix(".py").replace("/", ".").rpartition(".")
+    name = f"{package}.{stem}_before_{rev.replace('-', '_').replace('~', '_')}"
+    file = Path(tempfile.mkdtemp(prefix=f"{stem}-before-")) / f"{name.rsplit('.', 1)[1]}.py"
+    file.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, file)
+    module = importlib.util.module_from_spec(spec)
+    module.__package__ = package
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 # -- real notes ----------------------------------------------------------------------------------
 
 def real_sessions() -> dict[str, list[dict]]:

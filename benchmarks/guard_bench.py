@@ -17,11 +17,8 @@ time, the two guards interleaved.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -30,7 +27,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _bench import REALNOTES  # noqa: E402
+from _bench import module_at, real_notes  # noqa: E402
 from consolidate.context_guard import unsafe_reason  # noqa: E402
 
 BEFORE = ("fe27bee",)  # main before the guard learned the kinds of the review (commit 196c682)
@@ -38,32 +35,8 @@ BEFORE = ("fe27bee",)  # main before the guard learned the kinds of the review (
 
 def load_before(rev: str):
     """``unsafe_reason`` of the guard as of commit ``rev``, or None."""
-    try:
-        source = subprocess.run(["git", "show", f"{rev}:consolidate/context_guard.py"], cwd=ROOT,
-                                capture_output=True, text=True, check=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    name = f"guard_before_{rev}"
-    path = Path(tempfile.mkdtemp(prefix="guard-before-")) / f"{name}.py"
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module.unsafe_reason
-
-
-def real_notes() -> list[tuple[str, str]]:
-    import json
-
-    out = []
-    for path in sorted((REALNOTES / "sessions").glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                note = json.loads(line)
-                if isinstance(note.get("content"), str):
-                    out.append((note.get("id", "?"), note["content"]))
-    return out
+    module = module_at(rev, "consolidate/context_guard.py")
+    return module.unsafe_reason if module is not None else None
 
 
 def kinds() -> tuple[list[str], list[str], list[str]]:
@@ -82,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--before", action="append", help=f"commit to compare with (default {BEFORE[0]})")
     args = ap.parse_args(argv)
-    notes = real_notes()
+    notes = [(n.get("id", "?"), n["content"]) for n in real_notes()]
     orders, remote, ordinary = kinds()
     guards = [("now", unsafe_reason)] + [(rev, fn) for rev in (args.before or BEFORE)
                                          if (fn := load_before(rev)) is not None]

@@ -47,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CLOCK = time.process_time
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from consolidate.secrets import scan  # noqa: E402
 from secret_corpus import Entry, load  # noqa: E402
@@ -77,27 +78,10 @@ BEFORE_REVS = ("b190c05", "4c1c30a")
 
 def load_before(rev: str):
     """The gate's ``scan`` as of commit ``rev``, or None (no git, unknown commit)."""
-    import importlib.util
-    import subprocess
+    from _bench import module_at
 
-    try:
-        source = subprocess.run(["git", "show", f"{rev}:consolidate/secrets.py"], cwd=ROOT, capture_output=True,
-                                text=True, check=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    import consolidate
-
-    # loaded as a module of the package, so that its relative imports (``from . import provider_rules``)
-    # find today's modules beside it
-    name = f"consolidate.secrets_before_{rev.replace('-', '_').replace('~', '_')}"
-    path = Path(tempfile.mkdtemp(prefix="secrets-before-")) / f"{name.rsplit('.', 1)[1]}.py"
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    module.__package__ = consolidate.__name__
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module.scan
+    module = module_at(rev, "consolidate/secrets.py")
+    return module.scan if module is not None else None
 
 
 def timed_pair(fn_a, fn_b, runs: int) -> tuple[float, float]:

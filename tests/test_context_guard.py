@@ -168,17 +168,9 @@ def test_ordinary_memories_in_more_languages_pass(text):
 
 def test_flagged_japanese_override_never_reaches_session_start_through_the_cli(tmp_path, monkeypatch, capsys):
     """The input as a user gives it: ``consolidate note --flag``, ``end``, ``run``, then the SessionStart hook."""
-    from consolidate.cli import main
+    from cli_flow import session_start_after_flagged_notes
 
-    monkeypatch.setenv("CONSOLIDATE_STORE", str(tmp_path / ".memofs"))
-    monkeypatch.setenv("CONSOLIDATE_EMBEDDING", "hash")
-    for text in (OVERRIDES_MORE[0], "Use pnpm, not npm"):
-        assert main(["note", "--session", "S", text, "--flag", "--kind", "constraint"]) == 0
-    assert main(["end", "--session", "S", "--outcome", "success"]) == 0
-    assert main(["run", "--judge", "noop"]) == 0
-    capsys.readouterr()
-    code, out = run_hook(tmp_path / ".memofs", payload={"hook_event_name": "SessionStart", "session_id": "n"},
-                         spawn=False)
+    code, out = session_start_after_flagged_notes(tmp_path, monkeypatch, [OVERRIDES_MORE[0], "Use pnpm, not npm"])
     assert code == 0 and "Use pnpm" in out and "無視" not in out and "1 remembered entry left out" in out
     context = (tmp_path / ".memofs" / "memory" / "context.md").read_text(encoding="utf-8")
     assert "無視" not in context

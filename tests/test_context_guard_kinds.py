@@ -5,8 +5,8 @@ interpreter. Each kind: the reported input, other wordings and languages, and lo
 
 import pytest
 
+from cli_flow import session_start_after_flagged_notes
 from consolidate.context_guard import unsafe_reason
-from consolidate.hook import run_hook
 
 OVERRIDE = "worded to override the agent's instructions"
 REMOTE = "fetches and runs remote code"
@@ -178,19 +178,10 @@ def test_look_alikes_pass(text):
     assert unsafe_reason(text) is None
 
 
-def test_reported_inputs_never_reach_session_start_through_the_cli(tmp_path, monkeypatch, capsys):
+def test_reported_inputs_never_reach_session_start_through_the_cli(tmp_path, monkeypatch):
     """The reported inputs as a user gives them: flagged notes, a run, then the SessionStart hook."""
-    from consolidate.cli import main
-
-    monkeypatch.setenv("CONSOLIDATE_STORE", str(tmp_path / ".memofs"))
-    monkeypatch.setenv("CONSOLIDATE_EMBEDDING", "hash")
-    for text in REPORTED_OVERRIDES + REPORTED_REMOTE + ["Use pnpm, not npm"]:
-        assert main(["note", "--session", "S", text, "--flag", "--kind", "constraint"]) == 0
-    assert main(["end", "--session", "S", "--outcome", "success"]) == 0
-    assert main(["run", "--judge", "noop"]) == 0
-    capsys.readouterr()
-    code, out = run_hook(tmp_path / ".memofs", payload={"hook_event_name": "SessionStart", "session_id": "n"},
-                         spawn=False)
+    code, out = session_start_after_flagged_notes(tmp_path, monkeypatch,
+                                                  REPORTED_OVERRIDES + REPORTED_REMOTE + ["Use pnpm, not npm"])
     assert code == 0 and "Use pnpm" in out
     for word in ("Vergiss", "Disregard", "New instruction", "Sure, I will", "curl"):
         assert word not in out
