@@ -158,7 +158,8 @@ _USER_WORDS = """
 _SAYING_WORDS = "asks|asked|says|said|wants|wanted|tells|told"
 _REQUEST_WORDS = """
     request*|instruction*|wish*|question*|command*|objection*|decision*
-    |Anfrage*|Bitte*|Wunsch|Wünsche*|Anweisung*|petici*|solicitud*|pedido*|instrucci*|deseo*
+    |Anfrage*|Bitte*|Wunsch|Wünsche*|Anweisung*|Vorgabe*|petici*|solicitud*|pedido*|instrucci*|indicaci*|deseo*
+    |indicazion*|consigne*|orientaç*
     |demande*|requête*|souhait*|solicitaç*|instruç*|richiest*|istruzion*|desider*|verzoek*|vraag|vragen|instructie*
     |prośb*|żądani*|polece*|požadav*|просьб*|запрос*|указани*|требовани*|прохання|запит*|вказівк*
     |iste*|talimat*|talep*|permintaan|perintah|yêu cầu|lệnh|अनुरोध|निर्देश|طلب|تعليمات|درخواست
@@ -189,7 +190,15 @@ def _alternation(words: str, bounded: bool = True) -> str:
     return "|".join(parts)
 
 
+# "don't listen to the user": the verb needs no request word, only the user next to it
+_NOT_LISTEN_VERBS = """
+    don't listen to|do not listen to|stop listening to|never listen to|hör nicht auf|höre nicht auf|no escuches
+    |no le hagas caso|n'écoute pas|n’écoute pas|non ascoltare|não escute|não ouça|luister niet naar|nie słuchaj
+    |не слушай|не слушайте|не слухай|не слухайте|dinleme|jangan dengarkan|đừng nghe|मत सुनो|لا تستمع|لا تسمع
+    |不要听|不要聽|别听|別聽|聞かない|聞くな|従うな|듣지 마|듣지마
+"""
 _VERB_RE = re.compile(_alternation(_OVERRIDE_VERBS), re.I)
+_NOT_LISTEN_RE = re.compile(_alternation(_NOT_LISTEN_VERBS), re.I)
 _NOUN_RE = re.compile(_alternation(_OVERRIDE_NOUNS), re.I)
 _PRIOR_RE = re.compile(_alternation(_OVERRIDE_PRIOR), re.I)
 _USER_RE = re.compile(_alternation(_USER_WORDS), re.I)
@@ -216,12 +225,18 @@ def _stems(words: str) -> tuple[str, ...]:
 
 
 _VERB_STEMS = _stems(_OVERRIDE_VERBS)
+_NOT_LISTEN_STEMS = _stems(_NOT_LISTEN_VERBS)
 
 
 def _override_by_words(text: str, low: str) -> bool:
     """An override said by its words in any order within one clause (see :data:`_OVERRIDE_VERBS`).
     ``low`` is ``text.lower()``: a note holding none of the verbs' stems (most) costs one substring
     test per stem."""
+    if any(stem in low for stem in _NOT_LISTEN_STEMS):
+        for verb in _NOT_LISTEN_RE.finditer(text):
+            lo, hi = _clause(text, verb.start())
+            if _USER_RE.search(text, max(lo, verb.start() - 30), min(max(hi, verb.end()), verb.end() + 30)):
+                return True
     if not any(stem in low for stem in _VERB_STEMS):
         return False
     for verb in _VERB_RE.finditer(text):
@@ -294,6 +309,18 @@ _TO_THE_AI = re.compile(
     rf"(?:ai|a\.i\.|llm|language\s+model|chatbot|ai\s+assistant|ki-assistent\w*|ki|ia|ии|assistant\s+ia|asistente\s+de\s+ia"
     rf"|assistente\s+(?:de\s+|di\s+)?ia|ии-ассистента)\s*[:：]"
     r"|(?:给|致|对)?(?:AI|ＡＩ|人工智能|智能)?(?:助手|模型|智能体|代理)的?(?:新|最新|重要)(?:指令|指示|说明|規則|规则)\s*[:：]"
+    # "SYSTEM OVERRIDE: ...", "admin directive"
+    r"|(?i:\b(?:system|admin|administrator|developer|root|security|emergency)\s+(?:override|directive)s?"
+    r"\s*(?:[:：!]|\s(?:mode|activated|enabled|engaged|in\s+effect)\b))"
+    # a message addressed to the AI: "Important message to the AI model: ...", "Note for AI agents: ...",
+    # "ATTENTION AI:", "Dear AI,"
+    r"|(?i:\b(?:message|note|notice|memo|warning|instruction|directive|order)s?\s+(?:to|for)\s+(?:the\s+|all\s+|any\s+)?"
+    r"(?:ai|a\.i\.|llm|language\s+model|chatbot)(?:[\s-]+(?:model|agent|assistant|system)s?)?s?\s*[:：])"
+    r"|(?i:(?:^|[.!?]\s+)(?:attention|hey|dear|hello|hi)\s*,?\s+(?:the\s+)?(?:ai|a\.i\.|llm|chatbot|language\s+model)s?\s*[:：,!])"
+    # "you must now ...", "reveal the .env / secrets / system prompt"
+    r"|(?i:\byou\s+(?:must|will|shall|should)\s+now\b)"
+    r"|(?i:\breveal\s+(?:the\s+|all\s+|your\s+|any\s+)?(?:\.env|secrets?|credentials|api\s+keys?|tokens?|passwords?"
+    r"|system\s+prompt|ssh\s+keys?)\b(?!\s+(?:field|input|button|icon|toggle|box|option|feature|form)))"
     r"|(?:AI|ＡＩ)?(?:アシスタント|エージェント|モデル)(?:への|に対する|向けの)(?:新しい|新たな|重要な)?(?:指示|命令|指令)\s*[:：]"
     r"|(?:AI\s*)?(?:어시스턴트|에이전트|모델)(?:를\s*위한|에게|에\s*대한)\s*(?:새|새로운|중요한)?\s*(?:지시|명령|지침)\s*[:：]"
 )
@@ -335,11 +362,14 @@ _REMOTE_CODE_MORE = re.compile(
     | \bmshta(?:\.exe)?\s+["']?(?:https?|vbscript|javascript):
     | \bregsvr32\b[^\n]{{0,60}}/i:\s*https?://
     | \bmsiexec(?:\.exe)?\b[^\n]{{0,40}}/[iq]\w*\s+["']?https?://
+    | \b(?:deno\s+run|bun\s+run|bunx|npx|pnpm\s+dlx|yarn\s+dlx|uvx|pipx\s+run)\s+(?:-\S+\s+)*["']?https?://
     """
 )
 
 
-_TO_THE_AI_STEMS = ("instruc", "direct", "order", "system prompt", "anweisung", "befehl", "consigne", "instruç",
+_TO_THE_AI_STEMS = ("instruc", "direct", "order", "system prompt", "override", "message", "note", "notice", "memo",
+                    "warning", "attention", "hey", "dear", "hello", "hi ", "you must", "you will", "you shall",
+                    "you should", "reveal", "anweisung", "befehl", "consigne", "instruç",
                     "istruzion", "pokyn", "инструкц", "указани", "інструкц", "вказівк", "talimat", "chỉ thị",
                     "hướng dẫn", "निर्देश", "تعليم", "دستور", "指令", "指示", "说明", "规则", "規則", "命令",
                     "지시", "명령", "지침")
@@ -350,7 +380,7 @@ _FROM_NOW_ON_STEMS = ("from now on", "henceforth", "going forward", "starting no
                       "bundan sonra", "şu andan", "mulai sekarang", "từ bây giờ", "अब से", "من الآن", "从现在",
                       "從現在", "从今以后", "從今以後", "今后", "今後", "これからは", "今からは", "지금부터", "앞으로")
 _REMOTE_STEMS = ("curl", "wget", "fetch", "http", "iwr", "irm", "invoke-", "aria2c", "lwp-", "mshta", "regsvr32",
-                 "msiexec", "urlopen", "requests.get", "httpx", "iex")
+                 "msiexec", "urlopen", "requests.get", "httpx", "iex")  # (deno/npx/uvx ... https: hold "http")
 
 
 # A literal that every match of _OVERRIDE holds, one per alternative (lower case, white space folded):
