@@ -6,6 +6,11 @@ Points: ``judge`` (inside the judge stage, after the first batch was judged), ``
 done: the replay must redo it without duplicating), ``apply:events:partial`` (half of the
 run's event lines appended, the last one torn) and ``apply:graph:partial`` (the run's graph node
 lines appended, half of its edge lines, the last one torn).
+
+Pause injection for race tests: ``CONSOLIDATE_PAUSE_AT=<point>`` and ``CONSOLIDATE_PAUSE_DIR=<folder>``
+make the process create ``<folder>/<point>.reached`` when it reaches that point and wait (up to
+120 s) until ``<folder>/<point>.go`` exists, so a test lets another process act inside the window.
+Points: ``team:push:read`` (a push has read the team store's records, before it writes).
 """
 
 from __future__ import annotations
@@ -20,6 +25,21 @@ def crash_point(name: str) -> None:
     """SIGKILL this process if ``CONSOLIDATE_CRASH_AT`` names ``name``."""
     if os.environ.get(ENV) == name:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def pause_point(name: str) -> None:
+    """Wait at ``name`` while a test acts (see the module docstring); nothing unless armed."""
+    if os.environ.get("CONSOLIDATE_PAUSE_AT") != name or not os.environ.get("CONSOLIDATE_PAUSE_DIR"):
+        return
+    import time
+    from pathlib import Path
+
+    folder = Path(os.environ["CONSOLIDATE_PAUSE_DIR"])
+    stem = name.replace(":", "_")
+    (folder / f"{stem}.reached").touch()
+    deadline = time.monotonic() + 120
+    while not (folder / f"{stem}.go").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def armed(name: str) -> bool:

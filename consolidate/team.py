@@ -19,6 +19,7 @@ push repeated after a crash writes the same records again (upserts by determinis
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as _dt
 import ipaddress
@@ -262,31 +263,54 @@ def read_state(store) -> dict[str, Any]:
     return _read_json(store.sub("team", "state.json"), {})
 
 
-def update_state(store, **changes) -> None:
-    from .store import write_json_atomic
+@contextlib.contextmanager
+def _files_lock(store):
+    """``team/.files.lock`` held for one read-modify-write of ``state.json`` or ``ledger.json``: a
+    push, a pull and a SessionStart of one store may run at once (the worker, the hook, the MCP
+    server, a timed-out push still finishing in its thread), and a whole-file rewrite from a copy
+    read earlier would drop what another wrote meanwhile."""
+    import filelock
 
     folder = store.sub("team")
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    state = read_state(store)
-    state.update(changes)
-    write_json_atomic(folder / "state.json", state)
+    lock = filelock.FileLock(str(folder / ".files.lock"), mode=0o600, thread_local=False)
+    with lock.acquire(timeout=60):
+        yield folder
+
+
+def update_state(store, **changes) -> None:
+    """Merge ``changes`` into ``team/state.json`` (under the team files lock)."""
+    from .store import write_json_atomic
+
+    with _files_lock(store) as folder:
+        state = read_state(store)
+        state.update(changes)
+        write_json_atomic(folder / "state.json", state)
 
 
 def read_ledger(store) -> dict[str, Any]:
-    """``team/ledger.json``: ``memories`` ({id: server version}), ``edges`` and ``tombstones`` (ids)."""
+    """``team/ledger.json``: ``memories`` ({id: server version}), ``etags`` ({id: the write id of that
+    version}, see :func:`consolidate.team_sync.write_id`), ``edges`` and ``tombstones`` (ids),
+    ``clock`` (the team clock token of the last pull)."""
     data = _read_json(store.sub("team", "ledger.json"), {})
     data.setdefault("memories", {})
+    data.setdefault("etags", {})
     data.setdefault("edges", [])
     data.setdefault("tombstones", [])
     return data
 
 
-def write_ledger(store, ledger: dict[str, Any]) -> None:
+def update_ledger(store, fn) -> dict[str, Any]:
+    """Read ``team/ledger.json``, call ``fn(ledger)`` (it changes it in place) and write it back,
+    all under the team files lock, so two writers each keep what the other recorded. Returns the
+    ledger written."""
     from .store import write_json_atomic
 
-    folder = store.sub("team")
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    write_json_atomic(folder / "ledger.json", ledger)
+    with _files_lock(store) as folder:
+        ledger = read_ledger(store)
+        fn(ledger)
+        write_json_atomic(folder / "ledger.json", ledger)
+    return ledger
 
 
 def now_iso() -> str:
@@ -300,6 +324,15 @@ def pull_seconds(default: float) -> float:
     except ValueError:
         return default
     return value if value > 0 else default
+
+
+def push_seconds() -> float:
+    """``$CONSOLIDATE_TEAM_PUSH_SECONDS`` when it is a positive number, else PUSH_SECONDS."""
+    try:
+        value = float(os.environ.get("CONSOLIDATE_TEAM_PUSH_SECONDS") or PUSH_SECONDS)
+    except ValueError:
+        return PUSH_SECONDS
+    return value if value > 0 else PUSH_SECONDS
 
 
 def status(store) -> dict[str, Any] | None:
@@ -353,7 +386,7 @@ def push_after_run(store) -> dict | None:
     try:
         from .team_sync import push
 
-        return push(store, seconds=PUSH_SECONDS)
+        return push(store, seconds=push_seconds())
     except Exception as exc:  # noqa: BLE001
         message = f"push failed, {len(pending(store))} waiting in the outbox: {_one_line(exc)}"
         log(store, message)

@@ -29,7 +29,7 @@ from typing import Any
 
 from . import team
 from .errors import ConfigError, ConsolidateError, EmbeddingMismatch, TeamError, TeamTimeout
-from .faults import crash_point
+from .faults import crash_point, pause_point
 
 MEMORIES, EDGES, TOMBSTONES, EVENTS = "memories", "edges", "tombstones", "events"
 UNIT = [1.0]
@@ -38,7 +38,7 @@ PAGE = 1000
 STATUS_RANK = {"quarantined": 0, "active": 1, "disputed": 2, "superseded": 3, "expired": 3,
                "rejudged-out": 3, "archived": 3, "forgotten": 4, "deleted": 4}
 #: Metadata keys that are bookkeeping, not content (a change in them alone is not a change).
-BOOKKEEPING = ("version", "origin", "updated_at")
+BOOKKEEPING = ("version", "origin", "updated_at", "write_id")
 
 
 def _one_line(exc: BaseException) -> str:
@@ -200,34 +200,54 @@ def _edge_records(g, memory_ids: set[str]) -> list[dict[str, Any]]:
 
 
 # -- push ---------------------------------------------------------------------------------------
+#: Times a push writes one memory again after another machine's write came in between its read and
+#: its read-back; then the entry stays in the outbox for the next push.
+PUSH_ATTEMPTS = 4
+
+
+def write_id(machine: str) -> str:
+    """A new write id, ``<machine>:<12 hex digits>``: each server write of a memory carries one
+    (metadata ``write_id``), so a machine tells its own write from another machine's write of the
+    same version number (Chroma has no compare-and-set: two machines may both write version n)."""
+    import uuid
+
+    return f"{machine}:{uuid.uuid4().hex[:12]}"
+
+
 def push(store, seconds: float | None = None) -> dict[str, Any]:
     """Push every outbox entry, oldest first; each entry is deleted once the server took all its
     writes. Returns ``{"ok", "pushed": [run ids], "memories", "events", "pending"}``. Raises TeamError
     (one line) when the server cannot be used; what was not pushed stays in the outbox. A second
-    push running at the same time on this store leaves the work to the first (``skipped``)."""
+    push running at the same time on this store leaves the work to the first (``skipped``).
+
+    The push lock is taken and released by the thread that pushes, so a push that outlives its
+    time bound (TeamTimeout for the caller) keeps the lock until it really ends: a later push or
+    ``sync`` in the same process never runs beside it."""
     import filelock
 
-    entries = team.pending(store)
-    if not entries:
+    if not team.pending(store):
         return {"ok": True, "pushed": [], "memories": 0, "events": 0, "pending": 0}
-    lock = filelock.FileLock(str(store.sub("team", ".push.lock")))
-    try:
-        lock.acquire(timeout=0)
-    except filelock.Timeout:
-        return {"ok": True, "skipped": "another push is running", "pushed": [], "memories": 0, "events": 0,
-                "pending": len(entries)}
-    try:
-        _load_local_parts(store)
-        return bounded(lambda: _push(store, entries), seconds, "push")
-    finally:
-        lock.release()
+    _load_local_parts(store)
+    lock = filelock.FileLock(str(store.sub("team", ".push.lock")), mode=0o600, thread_local=False)
+
+    def work():
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            return {"ok": True, "skipped": "another push is running", "pushed": [], "memories": 0, "events": 0,
+                    "pending": len(team.pending(store))}
+        try:
+            return _push(store, team.pending(store))
+        finally:
+            lock.release()
+
+    return bounded(work, seconds, "push")
 
 
 def _push(store, entries: list[Path]) -> dict[str, Any]:
     from . import graph
 
     client = TeamClient(store)
-    ledger = team.read_ledger(store)
     pushed, n_memories, n_events = [], 0, 0
     g = None
     try:
@@ -240,16 +260,18 @@ def _push(store, entries: list[Path]) -> dict[str, Any]:
                 team.log(store, f"outbox entry {path.name} unreadable ({exc}); moved aside")
                 path.rename(path.with_suffix(".bad"))
                 continue
+            seen: dict[str, list] = {}  # what this entry wrote or found: {id: [version, write id]}
+            edges: set[str] = set()
             if entry.get("memories") or entry.get("removed"):
                 if g is None:
                     g = graph.load(store.sub("graph"))
-                n_memories += _push_memories(client, store, entry, ledger, g)
+                written, edges = _push_memories(client, store, entry, team.read_ledger(store), g, seen)
+                n_memories += written
             if entry.get("tombstones"):
                 client.collection(TOMBSTONES).upsert(
                     ids=list(entry["tombstones"]), embeddings=[UNIT] * len(entry["tombstones"]),
                     documents=[f"tombstoned by run {entry['run_id']}"] * len(entry["tombstones"]),
                     metadatas=[{"run_id": entry["run_id"], "origin": client.cfg.machine}] * len(entry["tombstones"]))
-                ledger["tombstones"] = sorted(set(ledger["tombstones"]) | set(entry["tombstones"]))
             events = entry.get("events") or []
             for i in range(0, len(events), PAGE):
                 chunk = events[i:i + PAGE]
@@ -260,7 +282,7 @@ def _push(store, entries: list[Path]) -> dict[str, Any]:
                                 "session_id": str(entry.get("session_id")), "origin": client.cfg.machine}
                                for e in chunk])
             n_events += len(events)
-            team.write_ledger(store, ledger)
+            team.update_ledger(store, lambda ledger: _record(ledger, seen, edges, entry.get("tombstones") or []))
             crash_point("team:push")  # tests: killed after the server took the writes, before the entry went
             path.unlink(missing_ok=True)  # only now: every write of the entry was taken
             pushed.append(entry["run_id"])
@@ -275,6 +297,22 @@ def _push(store, entries: list[Path]) -> dict[str, Any]:
             _tick(client)
             team.update_state(store, last_push=team.now_iso(), last_push_runs=len(pushed), last_error=None)
     return {"ok": True, "pushed": pushed, "memories": n_memories, "events": n_events, "pending": len(team.pending(store))}
+
+
+def _record(ledger: dict, seen: dict[str, list], edges, tombstones) -> None:
+    """Merge one push's or pull's findings into the ledger (called under the team files lock): a
+    version is recorded unless the ledger already holds a newer one."""
+    for mid, (version, wid) in seen.items():
+        if int(ledger["memories"].get(mid) or 0) <= int(version):
+            ledger["memories"][mid] = int(version)
+            if wid:
+                ledger["etags"][mid] = wid
+            else:
+                ledger["etags"].pop(mid, None)
+    if edges:
+        ledger["edges"] = sorted(set(ledger["edges"]) | set(edges))
+    if tombstones:
+        ledger["tombstones"] = sorted(set(ledger["tombstones"]) | set(tombstones))
 
 
 def _tick(client) -> None:
@@ -292,7 +330,23 @@ def _tick(client) -> None:
         team.log(client.store, f"the team clock was not moved ({_one_line(exc)}); the next push moves it")
 
 
-def _push_memories(client, store, entry: dict, ledger: dict, g) -> int:
+def _known(ledger: dict, mid: str) -> tuple[int, str | None]:
+    """The version of ``mid`` this machine last wrote or pulled, and that write's id (None: unknown)."""
+    return int(ledger["memories"].get(mid) or 0), ledger["etags"].get(mid)
+
+
+def _unseen(server_meta: dict, known: tuple[int, str | None]) -> bool:
+    """Whether the server's record is a write this machine has not seen: a higher version, or the
+    same version written by someone else (two machines wrote version n at once)."""
+    sv, wid = int(server_meta.get("version") or 0), server_meta.get("write_id")
+    return sv > known[0] or (sv == known[0] and bool(known[1]) and wid != known[1])
+
+
+def _push_memories(client, store, entry: dict, ledger: dict, g, seen: dict[str, list]) -> tuple[int, set[str]]:
+    """Write one outbox entry's memories (their current local records) and removals. Chroma has no
+    compare-and-set, so each write is read back by its write id: when another machine's write came
+    in between, the two are merged (:func:`merge`) and written again, up to PUSH_ATTEMPTS times;
+    then TeamError (the entry stays in the outbox). Fills ``seen``; returns (writes, edge ids)."""
     col = client.memories()
     lt = store.longterm()
     ids = list(entry.get("memories") or [])
@@ -300,27 +354,31 @@ def _push_memories(client, store, entry: dict, ledger: dict, g) -> int:
     local = lt.get_with_embeddings(ids)
     wanted = [i for i in ids if i in local] + [i for i in removed]
     if not wanted:
-        return 0
+        return 0, set()
+    known = {mid: _known(ledger, mid) for mid in wanted}
     written = 0
-    for attempt in range(3):  # Chroma has no compare-and-set: read back, merge again if overtaken
+    for _attempt in range(PUSH_ATTEMPTS):
         server = {r["id"]: r for r in _get(col, wanted, ["documents", "metadatas"])}
+        pause_point("team:push:read")  # tests: another machine writes between this read and the writes
         upserts, updates = [], []
         for mid in wanted:
             s = server.get(mid)
             sv = int((s or {}).get("metadata", {}).get("version") or 0)
-            base = int(ledger["memories"].get(mid) or 0)
             if mid in local:
                 doc, meta = local[mid]["document"], dict(local[mid]["metadata"] or {})
             elif s is not None:
                 doc, meta = s["document"], {**s["metadata"], **removed[mid]}
             else:
                 continue  # removed before it ever reached the team: nothing to tell
-            if s is not None and sv > base and _content(s["metadata"], s["document"]) != _content(meta, doc):
-                meta = merge(s["metadata"], meta)  # another machine changed it since this one saw it
+            meta = {k: v for k, v in meta.items() if k not in BOOKKEEPING}
+            if s is not None and _unseen(s["metadata"], known[mid]) and \
+                    _content(s["metadata"], s["document"]) != _content(meta, doc):
+                meta = merge({k: v for k, v in s["metadata"].items() if k not in BOOKKEEPING}, meta)
             if s is not None and _content(s["metadata"], s["document"]) == _content(meta, doc):
-                ledger["memories"][mid] = sv
+                seen[mid] = [sv, s["metadata"].get("write_id")]
                 continue  # the server has it already (a repeated push): no new version
-            meta = {**meta, "version": sv + 1, "origin": client.cfg.machine, "updated_at": team.now_iso()}
+            meta = {**meta, "version": sv + 1, "origin": client.cfg.machine, "updated_at": team.now_iso(),
+                    "write_id": write_id(client.cfg.machine)}
             if mid in local:
                 upserts.append({"id": mid, "document": doc, "metadata": meta, "embedding": local[mid]["embedding"]})
             else:
@@ -333,28 +391,28 @@ def _push_memories(client, store, entry: dict, ledger: dict, g) -> int:
             chunk = updates[i:i + PAGE]
             col.update(ids=[r["id"] for r in chunk], metadatas=[r["metadata"] for r in chunk])
         mine = {r["id"]: r["metadata"] for r in upserts + updates}
-        written += len(mine)
         if not mine:
             break
+        crash_point("team:push:written")
         back = {r["id"]: r["metadata"] for r in _get(col, list(mine), ["metadatas"])}
-        overtaken = [mid for mid, meta in mine.items()
-                     if (back.get(mid) or {}).get("origin") != meta["origin"]
-                     or (back.get(mid) or {}).get("updated_at") != meta["updated_at"]]
+        overtaken = [mid for mid, meta in mine.items() if (back.get(mid) or {}).get("write_id") != meta["write_id"]]
         for mid, meta in mine.items():
             if mid not in overtaken:
-                ledger["memories"][mid] = meta["version"]
+                seen[mid] = known[mid] = [meta["version"], meta["write_id"]]
+                written += 1
         if not overtaken:
             break
         wanted = overtaken  # another writer came in between: merge with what it wrote
-        for mid in overtaken:
-            ledger["memories"][mid] = int((back.get(mid) or {}).get("version") or 0) - 1
+    else:
+        raise TeamError(f"{len(wanted)} memories changed on the team store {client.cfg.url} by another machine"
+                        f" during each of {PUSH_ATTEMPTS} writes; run {entry.get('run_id')} stays in the outbox",
+                        path=client.cfg.url)
     edges = _edge_records(g, set(ids) | set(removed))
     for i in range(0, len(edges), PAGE):
         chunk = edges[i:i + PAGE]
         client.collection(EDGES).upsert(ids=[e["id"] for e in chunk], documents=[e["document"] for e in chunk],
                                         metadatas=[e["metadata"] for e in chunk], embeddings=[UNIT] * len(chunk))
-    ledger["edges"] = sorted(set(ledger["edges"]) | {e["id"] for e in edges})
-    return written
+    return written, {e["id"] for e in edges}
 
 
 def _get(col, ids: list[str], include: list[str]) -> list[dict[str, Any]]:
@@ -419,8 +477,8 @@ def _fetch(store, ledger: dict) -> dict[str, Any]:
         clock = client.collection(CLOCK).get(ids=[CLOCK], include=["documents"])  # before the records
         col = client.memories()
         heads = _get_all(col, ["metadatas"])
-        changed = [r["id"] for r in heads if int((r["metadata"] or {}).get("version") or 0)
-                   != int(ledger["memories"].get(r["id"]) or -1)]
+        changed = [r["id"] for r in heads if r["id"] not in ledger["memories"]
+                   or _unseen(r["metadata"] or {}, _known(ledger, r["id"]))]
         memories = _get_with_embeddings(store, col, changed) if changed else []
         known_edges = set(ledger["edges"])
         ecol = client.collection(EDGES)
@@ -464,25 +522,41 @@ def _ids(col) -> list[str]:
 
 
 def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str, Any]:
+    """Write what a pull fetched into the local index, archive, graph and ledger, under the store
+    lock. What may have changed locally since the fetch is decided under that lock, not before it:
+    memories named by an outbox entry (a run applied meanwhile: its push merges them), and those
+    whose ledger already holds a newer version (pushed or pulled meanwhile) are left alone. A
+    memory whose version on the server is this machine's own version number written by another
+    machine (both wrote version n at once; Chroma has no compare-and-set) lost this machine's write:
+    it is queued for a push again (:func:`_requeue_lost`), which merges the two."""
     from . import archive, graph
-    from .longterm import record_for  # noqa: F401 - the same flat metadata as a local write
     from .stages.apply import write_context
 
-    mine = team.pending_memory_ids(store)
-    live, gone = [], []
-    for r in fetched["memories"]:
-        if r["id"] in mine:
-            continue  # a local change waits to be pushed: the push merges the two
-        (live if (r["metadata"] or {}).get("status") in team.LIVE_STATUSES else gone).append(r)
-    result = {"ok": True, "memories": len(live), "removed": len(gone), "edges": len(fetched["edges"]),
-              "tombstones": len(fetched["tombstones"])}
-    if not (live or gone or fetched["edges"] or fetched["tombstones"] or context):
+    if not (fetched["memories"] or fetched["edges"] or fetched["tombstones"] or context):
         if ledger.get("clock") != fetched["clock"]:
-            ledger["clock"] = fetched["clock"]
-            team.write_ledger(store, ledger)
-        return result
+            team.update_ledger(store, lambda led: led.update(clock=fetched["clock"]))
+        return {"ok": True, "memories": 0, "removed": 0, "edges": 0, "tombstones": 0}
+    machine = (team.load_config(store.path) or team.TeamConfig(url="", project="")).machine
     with store.lock(30):
+        mine = team.pending_memory_ids(store)  # under the lock: a run that applied meanwhile is in it
+        now = team.read_ledger(store)
+        live, gone, lost = [], [], []
+        for r in fetched["memories"]:
+            meta = r["metadata"] or {}
+            version, known = int(meta.get("version") or 0), _known(now, r["id"])
+            if r["id"] in mine:
+                continue  # a local change waits to be pushed: the push merges the two
+            if r["id"] in now["memories"] and version < known[0]:
+                continue  # a newer version was pushed or pulled since this fetch
+            if r["id"] in now["memories"] and version == known[0] and not _unseen(meta, known):
+                continue  # this one is here already
+            if version == known[0] and (known[1] or "").startswith(machine + ":") and machine:
+                lost.append(r)
+                continue
+            (live if meta.get("status") in team.LIVE_STATUSES else gone).append(r)
         lt = store.longterm()
+        if lost:
+            _requeue_lost(store, lt, lost)
         if live:
             lt.upsert([{"id": r["id"], "document": r["document"], "metadata": r["metadata"], "embedding": r["embedding"]}
                        for r in live])
@@ -524,15 +598,44 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
                         g.add_node(node, **attrs)
                 g.add_edge(doc["source"], doc["target"], key=doc["key"], **(doc.get("attrs") or {}))
             graph.save(g, folder)
-        for r in live + gone:
-            ledger["memories"][r["id"]] = int((r["metadata"] or {}).get("version") or 0)
-        ledger["edges"] = sorted(set(ledger["edges"]) | {e["id"] for e in fetched["edges"]})
-        ledger["tombstones"] = sorted(set(ledger["tombstones"]) | {t["id"] for t in fetched["tombstones"]})
-        ledger["clock"] = fetched["clock"]
-        team.write_ledger(store, ledger)
+        seen = {r["id"]: [int((r["metadata"] or {}).get("version") or 0), (r["metadata"] or {}).get("write_id")]
+                for r in live + gone}
+
+        def record(led):
+            _record(led, seen, {e["id"] for e in fetched["edges"]}, [t["id"] for t in fetched["tombstones"]])
+            led["clock"] = fetched["clock"]
+
+        team.update_ledger(store, record)
         if live or gone or context:
             write_context(store, store.project)
-    return result
+    return {"ok": True, "memories": len(live), "removed": len(gone), "edges": len(fetched["edges"]),
+            "tombstones": len(fetched["tombstones"]), "lost_writes": len(lost)}
+
+
+def _requeue_lost(store, lt, lost: list[dict]) -> None:
+    """An outbox entry pushing again this machine's records of memories whose write on the team
+    store was overwritten by another machine's write of the same version (found by a pull); the
+    push merges the two. A memory no longer in the local index was removed here: its removal is
+    pushed again with the status it has in the local archive."""
+    from . import archive
+    from .store import write_json_atomic
+
+    here = lt.get([r["id"] for r in lost])
+    removed = {}
+    for r in lost:
+        if r["id"] not in here:
+            rec = archive.load(store, r["id"]) or {}
+            status = (rec.get("metadata") or {}).get("status") or "archived"
+            removed[r["id"]] = {"status": status}
+    memories = [r["id"] for r in lost if r["id"] in here]
+    run_id = f"repair-{write_id('x').split(':')[1]}"
+    folder = team.outbox_dir(store)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    write_json_atomic(folder / f"{run_id}.json", {"run_id": run_id, "session_id": None, "outcome": "repair",
+                                                   "created": time.time(), "memories": memories, "removed": removed,
+                                                   "tombstones": [], "events": []})
+    team.log(store, f"{len(lost)} memories written here were overwritten on the team store by another machine's"
+             f" write of the same version; queued again as {run_id} (the push merges them)")
 
 
 # -- init and status ----------------------------------------------------------------------------

@@ -87,6 +87,10 @@ def cmd_sync(args) -> int:
 
     pushed = push(store, seconds=args.timeout)
     pulled = pull(store, seconds=args.timeout)
+    if pulled.get("lost_writes"):  # this machine's writes overwritten on the server: queued again, pushed now
+        again = push(store, seconds=args.timeout)
+        pushed = {**again, "pushed": pushed["pushed"] + again["pushed"],
+                  "memories": pushed["memories"] + again["memories"], "events": pushed["events"] + again["events"]}
     if args.json:
         print(json.dumps({"push": pushed, "pull": pulled}, ensure_ascii=False))
     else:
