@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -39,28 +38,25 @@ def load(store, memory_id: str) -> dict[str, Any] | None:
 
 def tombstones(store) -> set[str]:
     """Ids that must never be written again."""
-    path = _folder(store) / "tombstones.jsonl"
-    out = set()
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    out.add(json.loads(line)["id"])
-                except (ValueError, KeyError, TypeError):
-                    continue  # a torn last line from a crash: the tombstone is re-appended by the replay
-    except FileNotFoundError:
-        pass
-    return out
+    from .jsonl import read_lines
+
+    # a torn last line from a crash is skipped: the tombstone is re-appended by the replay
+    return {row["id"] for row in read_lines(_folder(store) / "tombstones.jsonl") if isinstance(row.get("id"), str)}
+
+
+def lift_tombstones(store, ids: set[str]) -> int:
+    """Remove the tombstones of ``ids`` (undo, a rolled-back run); returns how many lines went."""
+    if not ids:
+        return 0
+    from .jsonl import drop_lines
+
+    return drop_lines(_folder(store) / "tombstones.jsonl", lambda row: isinstance(row.get("id"), str) and row["id"] in ids)
 
 
 def tombstone(store, memory_id: str, reason: str, run_id: str) -> None:
     """Record that ``memory_id`` must never come back (idempotent)."""
     if memory_id in tombstones(store):
         return
-    folder = _folder(store)
-    from .private import private_file
+    from .jsonl import append_lines
 
-    with private_file(folder / "tombstones.jsonl", "a") as f:
-        f.write(json.dumps({"id": memory_id, "reason": reason, "run_id": run_id}) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    append_lines(_folder(store) / "tombstones.jsonl", [json.dumps({"id": memory_id, "reason": reason, "run_id": run_id}) + "\n"])

@@ -82,19 +82,11 @@ def build_index(store_path: Path) -> dict[str, Any]:
     files: dict[str, list[str]] = {}
     entity_files: set[str] = set()
     graph = store_path / "graph"
+    from .jsonl import read_lines
+
     for name in ("nodes.jsonl", "edges.jsonl"):
-        try:
-            f = open(graph / name, encoding="utf-8")
-        except OSError:
-            continue
-        with f:
-            for line in f:
-                try:
-                    obj = json.loads(line)
-                except ValueError:
-                    continue
-                if not isinstance(obj, dict):
-                    continue
+        try:  # an unreadable graph file: the index is built from the rest
+            for obj in read_lines(graph / name):  # torn or damaged lines skipped
                 if name == "nodes.jsonl":
                     if obj.get("kind") == "memory" and isinstance(obj.get("statement"), str):
                         memories[obj["id"]] = {"text": obj["statement"], "status": obj.get("status") or "active"}
@@ -102,6 +94,8 @@ def build_index(store_path: Path) -> dict[str, Any]:
                         entity_files.add(str(obj.get("id")))
                 elif obj.get("kind") == "mentions" and str(obj.get("target")) in entity_files:
                     files.setdefault(str(obj["target"])[len("entity:"):], []).append(str(obj.get("source")))
+        except OSError:
+            continue
     try:
         from .anchors import read_section
 

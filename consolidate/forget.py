@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime as _dt
 import difflib
 import json
-import os
 from typing import Any
 
 from .errors import BadInput
@@ -35,19 +34,9 @@ def _path(store):
 
 def tombstones(store) -> list[dict[str, Any]]:
     """The forgotten statements: ``[{id, statement, type, run_id, reason, forgotten_at}]``."""
-    out = []
-    try:
-        with open(_path(store), encoding="utf-8") as f:
-            for line in f:
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    continue  # a torn last line
-                if isinstance(row, dict) and isinstance(row.get("statement"), str):
-                    out.append(row)
-    except FileNotFoundError:
-        pass
-    return out
+    from .jsonl import read_lines
+
+    return [row for row in read_lines(_path(store)) if isinstance(row.get("statement"), str)]  # torn lines skipped
 
 
 def forgotten_match(store, statement: str, rows: list[dict] | None = None) -> dict[str, Any] | None:
@@ -97,38 +86,23 @@ def forget(store, memory_id: str, reason: str | None = None, *, lock_timeout: fl
     from .stages.apply import write_context
 
     write_context(store, store.project, touched=[u.memory_id for u in plan.updates], run_id=plan.run_id)  # merged
-    mark_notes_md(store, row["document"], f"{status} {now[:10]}: {why}")
+    from .notes_md import mark_statement
+
+    mark_statement(store, row["document"], f"{status} {now[:10]}: {why}")
     return {"memory_id": memory_id, "statement": row["document"], "run_id": plan.run_id, "status": status}
 
 
 def _append(store, row: dict[str, Any]) -> None:
-    path = _path(store)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(row, ensure_ascii=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    from .jsonl import append_lines
+
+    append_lines(_path(store), [json.dumps(row, ensure_ascii=False) + "\n"])
 
 
 def lift(store, run_id: str) -> int:
     """Remove the tombstones laid by ``run_id`` (``consolidate undo`` of a forget); returns how many."""
-    from .store import write_text_atomic
+    from .jsonl import drop_lines
 
-    path = _path(store)
-    if not path.exists():
-        return 0
-    keep, dropped = [], 0
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            if json.loads(line).get("run_id") == run_id:
-                dropped += 1
-                continue
-        except (ValueError, AttributeError):
-            pass
-        keep.append(line)
-    if dropped:
-        write_text_atomic(path, "".join(x + "\n" for x in keep))
-    return dropped
+    return drop_lines(_path(store), lambda row: row.get("run_id") == run_id)
 
 
 def check_resurrections(plan, store) -> None:
@@ -152,49 +126,3 @@ def check_resurrections(plan, store) -> None:
                             " not brought back unless the user states it again or the note is flagged")
         plan.decide("candidate.rejected", note_ids=c.note_ids, reason=c.outcome_reason, memory_id=hit.get("id"),
                     forgotten=True)
-
-
-def mark_notes_md(store, statement: str, label: str) -> int:
-    """Strike through the entry lines of ``memory/notes.md`` that hold ``statement`` and say why
-    (``label``); returns how many lines were marked."""
-    from .store import write_text_atomic
-
-    path = store.notes_md_path
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return 0
-    marked = 0
-    needle = f": {statement} ["
-    for i, line in enumerate(lines):
-        if line.startswith("- **") and needle in line and not line.startswith("- ~~"):
-            lines[i] = f"- ~~{line[2:]}~~ ({label})"
-            marked += 1
-    if marked:
-        write_text_atomic(path, "\n".join(lines) + "\n")
-    return marked
-
-
-def mark_run_undone(store, run_id: str, label: str) -> int:
-    """Mark the block of ``run_id`` in ``memory/notes.md`` undone: its heading says so and each entry
-    line is struck through; returns how many entry lines were marked."""
-    from .store import write_text_atomic
-
-    path = store.notes_md_path
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return 0
-    marker = f"<!-- {run_id} -->"
-    marked, inside = 0, False
-    for i, line in enumerate(lines):
-        if line.startswith("## "):
-            inside = marker in line
-            if inside and f"({label})" not in line:
-                lines[i] = f"{line} ({label})"
-            continue
-        if inside and line.startswith("- **"):
-            lines[i] = f"- ~~{line[2:]}~~ ({label})"
-            marked += 1
-    write_text_atomic(path, "\n".join(lines) + "\n")
-    return marked

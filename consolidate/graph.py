@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .errors import StoreCorrupt
 from .json_check import check_fields
+from .jsonl import append_lines, cut_torn_tail  # the store's JSONL appends (consolidate/jsonl.py)
 
 _PATH = re.compile(r"(?<![\w/.-])((?:\.{0,2}/)?(?:[\w@.-]+/)+[\w@.-]+\.[A-Za-z0-9]{1,6}|[\w-]+\.(?:py|js|ts|tsx|jsx|json|toml|ya?ml|md|sh|rs|go|java|sql|css|html|lock|cfg|ini|env))(?![\w/])")
 _INSTALL = re.compile(r"\b(?:pip|pip3|npm|pnpm|yarn|uv|cargo|gem|go|poetry|bun)\s+(?:install|add|i|get)\s+((?:[@\w./-]+(?:==[\w.]+)?\s*){1,4})", re.IGNORECASE)
@@ -122,35 +123,6 @@ def _write_lines(path: Path, rows) -> None:
     write_atomic(path, (json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows))
 
 
-def cut_torn_tail(path: Path) -> None:
-    """Remove a last line without its newline (an append cut by a crash) from ``path`` (any JSONL
-    file a run appends to: the graph files, the event log)."""
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return
-    if size == 0:
-        return
-    with open(path, "rb+") as f:
-        f.seek(size - 1)
-        if f.read(1) == b"\n":
-            return
-        pos = size
-        while pos > 0:  # back to the last newline, in blocks
-            step = min(65536, pos)
-            f.seek(pos - step)
-            block = f.read(step)
-            k = block.rfind(b"\n")
-            if k >= 0:
-                f.truncate(pos - step + k + 1)
-                break
-            pos -= step
-        else:
-            f.truncate(0)
-        f.flush()
-        os.fsync(f.fileno())
-
-
 def positions(folder: Path) -> dict[str, list[int]]:
     """``{"nodes": [inode, size], "edges": [inode, size]}`` of the graph files ([0, 0] for a file not
     there yet), torn tails cut first: where the next append starts."""
@@ -180,23 +152,6 @@ def append(folder: Path, nodes: list[dict], edges: list[dict]) -> dict[str, list
         # crash tests: the node lines in, the edge lines torn
         append_lines(path, data, "apply:graph:partial" if kind == "edges" else None)
     return positions(folder)
-
-
-def append_lines(path: Path, lines: list[str], partial_point: str | None = None) -> None:
-    """Append ``lines`` (each ending in a newline) to ``path`` in one write, flushed and fsynced
-    (created 0600). With the crash point ``partial_point`` armed (consolidate.faults), half of
-    them and a torn one are written first, then the process is killed."""
-    from .faults import armed, crash_point
-    from .private import private_file
-
-    with private_file(path, "a") as f:
-        if partial_point and armed(partial_point) and len(lines) > 1:
-            f.write("".join(lines[: len(lines) // 2]) + lines[len(lines) // 2][:15])
-            f.flush()
-            crash_point(partial_point)
-        f.write("".join(lines))
-        f.flush()
-        os.fsync(f.fileno())
 
 
 def truncate_to(folder: Path, starts: dict[str, list[int]]) -> None:

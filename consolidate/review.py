@@ -261,9 +261,9 @@ def edit(store, memory_id: str, text: str) -> dict[str, Any]:
     _supersede_partners(plan, entry, mid, f"dispute settled in review by the user's wording ({mid})")
     _apply(store, plan)
     if mid != entry["id"]:
-        from .forget import mark_notes_md
+        from .notes_md import mark_statement
 
-        mark_notes_md(store, entry["statement"], f"edited {now.date().isoformat()}: now {mid}")
+        mark_statement(store, entry["statement"], f"edited {now.date().isoformat()}: now {mid}")
     return {"memory_id": mid, "decision": "edited", "supersedes": entry["id"], "run_id": plan.run_id,
             "status": "active", "superseded": [o for o in entry["with"] if o != mid]}
 

@@ -186,7 +186,7 @@ def outbox_entry(plan, writes, store) -> dict[str, Any] | None:
     a resolved dispute): its memories (written, re-confirmed, updated, removed with their last
     status), tombstones and event lines. Failure: only its ``session.failed`` event. Aborted runs
     never reach apply."""
-    from .stages.apply import event_lines
+    from .event_log import run_lines as event_lines
 
     lines = event_lines(plan, writes)
     base = {"run_id": plan.run_id, "session_id": plan.session_id, "outcome": plan.outcome,

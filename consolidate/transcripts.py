@@ -280,22 +280,16 @@ def harvest_file(t: Transcript) -> list[dict[str, Any]]:
 
 def _ledger(store) -> dict[str, dict[str, Any]]:
     """``{absolute transcript path: {"digest", "keys": set, "session_id"}}`` from the ledger."""
+    from .jsonl import read_lines
+
     out: dict[str, dict[str, Any]] = {}
-    try:
-        with open(store.sub(*LEDGER), encoding="utf-8") as f:
-            for line in f:
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    continue
-                if not isinstance(row, dict) or not isinstance(row.get("path"), str):
-                    continue
-                cur = out.setdefault(row["path"], {"digest": None, "keys": set(), "session_id": None})
-                cur["digest"] = row.get("digest")
-                cur["keys"] |= set(row.get("keys") or ())
-                cur["session_id"] = row.get("session_id") or cur["session_id"]
-    except FileNotFoundError:
-        pass
+    for row in read_lines(store.sub(*LEDGER)):
+        if not isinstance(row.get("path"), str):
+            continue
+        cur = out.setdefault(row["path"], {"digest": None, "keys": set(), "session_id": None})
+        cur["digest"] = row.get("digest")
+        cur["keys"] |= set(row.get("keys") or ())
+        cur["session_id"] = row.get("session_id") or cur["session_id"]
     return out
 
 

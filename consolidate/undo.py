@@ -11,13 +11,12 @@ running it again. Session notes the run consumed are not restored (they were scr
 from __future__ import annotations
 
 import datetime as _dt
-import json
-import os
 
-from . import graph, snapshots
+from . import event_log, graph, snapshots
+from .archive import lift_tombstones
 from .errors import BadInput
-from .private import private_file, private_umask
-from .store import write_json_atomic, write_text_atomic
+from .private import private_umask
+from .store import write_json_atomic
 
 
 def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
@@ -41,8 +40,9 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
         if before:
             lt.upsert([{"id": i, "document": r["document"], "metadata": r["metadata"], "embedding": r["embedding"]}
                        for i, r in before.items()])
-        _lift_tombstones(store, set(record.get("tombstoned", [])))
-        from .forget import lift, mark_run_undone
+        lift_tombstones(store, set(record.get("tombstoned", [])))
+        from .forget import lift
+        from .notes_md import mark_run_undone
 
         lift(store, run_id)  # an undone `forget` protects nothing any more
         _reverse_graph(store, record.get("graph"))
@@ -52,32 +52,12 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
                   for i in before]
         lines.append({"ts": ts, "event": "run.undone", "run_id": run_id, "session_id": record.get("session_id"),
                       "removed": len(added), "restored": len(before)})
-        with private_file(store.events_path, "a") as f:
-            f.write("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
-            f.flush()
-            os.fsync(f.fileno())
+        event_log.append(store, lines)
         write_context(store, store.project, touched=list(added) + list(before), undoing=run_id)  # merged: no full read
         mark_run_undone(store, run_id, f"undone {ts[:10]} by consolidate undo")
         record["undone"] = ts
         write_json_atomic(snapshots.path_of(store, run_id), record)
     return {"removed": len(added), "restored": len(before)}
-
-
-def _lift_tombstones(store, ids: set[str]) -> None:
-    if not ids:
-        return
-    path = store.sub("archive", "tombstones.jsonl")
-    if not path.exists():
-        return
-    keep = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            if json.loads(line)["id"] in ids:
-                continue
-        except (ValueError, KeyError, TypeError):
-            pass
-        keep.append(line)
-    write_text_atomic(path, "".join(x + "\n" for x in keep))
 
 
 def _reverse_graph(store, diff: dict | None) -> None:

@@ -9,11 +9,10 @@ duplicates an entry.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
 
-from .. import journal, snapshots
+from .. import event_log, journal, notes_md, snapshots
 from ..faults import crash_point
 from ..plan import run_summary as summary
 
@@ -97,7 +96,8 @@ def roll_back(store, plan) -> None:
     raised."""
     import json as _json
 
-    from ..undo import _lift_tombstones, _reverse_graph
+    from ..archive import lift_tombstones
+    from ..undo import _reverse_graph
 
     path = snapshots.path_of(store, plan.run_id)
     try:
@@ -129,7 +129,7 @@ def roll_back(store, plan) -> None:
 
             write_text_atomic(steps, "snapshot\n")
             raise
-        _lift_tombstones(store, set(record.get("tombstoned", [])))
+        lift_tombstones(store, set(record.get("tombstoned", [])))
         path.unlink(missing_ok=True)
     journal.clear(store, plan.run_id)
 
@@ -306,101 +306,14 @@ def _graph(plan, store, durable) -> None:
     snapshots.record_graph_append(store, plan.run_id, starts, ends)
 
 
-def event_lines(plan, writes) -> list[dict]:
-    """Every event line of a run, each with the run id and a sequence number (the replay key)."""
-    ts = _dt.datetime.fromtimestamp(plan.started_at, _dt.timezone.utc).isoformat(timespec="seconds")
-    lines = [{"ts": ts, **e} for e in plan.events]
-    base = {"ts": ts, "run_id": plan.run_id, "session_id": plan.session_id}
-    for c in writes:
-        lines.append({**base, "event": "memory.written", "memory_id": c.memory_id, "type": c.type, "status": c.status,
-                      "tier": c.tier, "evidence": c.evidence, "confidence": c.confidence, "source": c.source,
-                      "note_ids": c.note_ids, "reason": c.reason, "prompt_version": c.provenance.get("prompt_version"),
-                      **written_detail(c)})
-    for u in plan.updates:
-        lines.append({**base, "event": u.event, "memory_id": u.memory_id, "action": u.action, "reason": u.reason,
-                      "changes": u.changes})
-    lines.append({**base, "event": "run.applied", "outcome": plan.outcome, "summary": summary(plan),
-                  "stage_seconds": plan.stage_seconds})
-    for i, line in enumerate(lines):
-        line["seq"] = i
-    return lines
-
-
-#: Provenance links a memory.written event keeps (consolidate/stages/provenance.py).
-_LINKS = ("supersedes", "disputes", "updates", "type_inferred", "fields_missing", "external")
-
-
-def written_detail(c) -> dict:
-    """What a ``memory.written`` event keeps besides its decision, so that the recall index can be
-    rebuilt from the log (consolidate/reindex.py): the statement, the fields and the provenance links."""
-    links = {k: c.provenance[k] for k in _LINKS if c.provenance.get(k)}
-    return {"statement": c.statement, **({"fields": c.fields} if c.fields else {}),
-            **({"links": links} if links else {})}
-
-
 def _events(plan, store, writes, replayed: bool) -> None:
-    """Append the run's event lines. Idempotent: a torn last line (a crash mid-write) is cut off, and
-    on a replay the lines of this run already in the log (same run id and seq) are not appended again."""
-    path = store.events_path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _cut_torn_tail(path)
-    present = _seqs_of_run(path, plan.run_id) if replayed else set()
-    lines = [x for x in event_lines(plan, writes) if x["seq"] not in present]
-    data = [json.dumps(x, ensure_ascii=False) + "\n" for x in lines]
-    from ..graph import append_lines
-
-    append_lines(path, data, "apply:events:partial")
-
-
-def _cut_torn_tail(path) -> None:
-    """Truncate a last line that has no newline (left by a crash mid-append)."""
-    from pathlib import Path
-
-    from ..graph import cut_torn_tail
-
-    cut_torn_tail(Path(path))
-
-
-def _seqs_of_run(path, run_id: str) -> set[int]:
-    """Sequence numbers of ``run_id``'s lines already in the log (scanned only on a replay; a
-    substring test comes before any JSON parsing)."""
-    needle = f'"run_id": "{run_id}"'
-    out = set()
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if needle in line:
-                    try:
-                        out.add(json.loads(line).get("seq"))
-                    except ValueError:
-                        continue
-    except FileNotFoundError:
-        pass
-    return out
+    """Append the run's event lines (consolidate/event_log.py; idempotent on a replay)."""
+    event_log.append_run(store, plan, writes, replayed)
 
 
 def _notes_md(plan, store, writes) -> None:
-    path = store.notes_md_path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    marker = f"<!-- {plan.run_id} -->"
-    new = not path.exists()
-    if not new and marker in path.read_text(encoding="utf-8"):
-        return  # replay: this run's block is already there
-    from ..dates import display
-
-    stamp = display(plan.started_at)  # local time with its offset (consolidate/dates.py)
-    block = [f"## {stamp} · session {plan.session_id} {marker}", ""]
-    for c in writes:
-        tag = c.type if c.tier == "durable" else f"{c.type}, transient"
-        if c.status != "active":
-            tag += f", {c.status}"
-        block.append(f"- **{tag}**: {c.statement} [{c.confidence}, {c.evidence}] ({c.source})")
-    from ..private import private_file
-
-    with private_file(path, "a") as f:
-        if new:
-            f.write("# What graduated\n\n")
-        f.write("\n".join(block) + "\n\n")
+    """Append the run's block to ``memory/notes.md`` (consolidate/notes_md.py; idempotent)."""
+    notes_md.append_run(store, plan, writes)
 
 
 #: The ids of the memories ``memory/context.md`` shows and of the next CONTEXT_RESERVE below them,
