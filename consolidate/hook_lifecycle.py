@@ -300,3 +300,34 @@ def summary(counts: dict[str, int]) -> str:
     if not counts:
         return "0 notes harvested"
     return f"{total} notes harvested ({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})"
+
+
+def started(tier, base_session_id: str) -> bool:
+    """Whether a SessionStart hook recorded a part of the agent session ``base_session_id``."""
+    ensure(tier)
+    return tier.db.execute("SELECT 1 FROM hook_sessions WHERE base_session_id=? LIMIT 1",
+                           (base_session_id,)).fetchone() is not None
+
+
+def harvested_keys(tier, base_session_id: str) -> set[str]:
+    """The transcript entry keys harvested for the agent session ``base_session_id``."""
+    ensure(tier)
+    return {k for (k,) in tier.db.execute("SELECT entry_key FROM harvested WHERE base_session_id=?",
+                                          (base_session_id,))}
+
+
+def mark_harvested(tier, base_session_id: str, keys: list[str], *, now: float | None = None) -> None:
+    """Record ``keys`` as harvested for the agent session (one transaction; a key already there is
+    kept): resuming that session later never harvests them again."""
+    if not keys:
+        return
+    now = time.time() if now is None else now
+    db = tier.db
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.executemany("INSERT OR IGNORE INTO harvested(base_session_id, entry_key, harvested_at) VALUES (?,?,?)",
+                       [(base_session_id, k, now) for k in keys])
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise

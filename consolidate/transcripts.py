@@ -308,41 +308,26 @@ def _hooked(store, session_id: str) -> bool:
     """Whether the store's hooks know the agent session ``session_id``: its end was queued, or its
     SessionStart recorded it (consolidate/hook_lifecycle.py: the hooks harvest it at its end, or
     recover it at the next SessionStart when its end never fired)."""
-    from .hook_lifecycle import ensure
+    from .hook_lifecycle import started
 
     if store.sessions.session_end(session_id) is not None:
         return True
-    ensure(store.sessions)
-    return store.sessions.db.execute("SELECT 1 FROM hook_sessions WHERE base_session_id=? LIMIT 1",
-                                     (session_id,)).fetchone() is not None
+    return started(store.sessions, session_id)
 
 
 def _harvested_keys(store, session_id: str) -> set[str]:
     """The transcript entries the hooks (or an earlier import) harvested for the agent session."""
-    from .hook_lifecycle import ensure
+    from .hook_lifecycle import harvested_keys
 
-    ensure(store.sessions)
-    return {k for (k,) in store.sessions.db.execute("SELECT entry_key FROM harvested WHERE base_session_id=?",
-                                                    (session_id,))}
+    return harvested_keys(store.sessions, session_id)
 
 
 def _mark_harvested(store, session_id: str, keys: list[str]) -> None:
     """Record ``keys`` as harvested for the agent session, in the hooks' table: resuming that session
     later (``claude --resume``) never harvests them again."""
-    import time
+    from .hook_lifecycle import mark_harvested
 
-    if not keys:
-        return
-    now = time.time()
-    db = store.sessions.db
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        db.executemany("INSERT OR IGNORE INTO harvested(base_session_id, entry_key, harvested_at) VALUES (?,?,?)",
-                       [(session_id, k, now) for k in keys])
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
+    mark_harvested(store.sessions, session_id, keys)
 
 
 def session_for(t: Transcript) -> str:
