@@ -77,15 +77,19 @@ def missing_fields(type_: str, statement: str, fields: dict[str, str]) -> str | 
 
 
 #: Words that introduce a reason, in the languages of the real notes (en, es, pt, fr, de, ru, ja,
-#: zh, ar): a flagged decision's reason is what follows.
+#: zh, ar) and others (uk, pl, tr, vi, he, hi, th, ko): a flagged decision's reason is what follows
+#: (tests/test_type_scripts.py).
 _BECAUSE = re.compile(r"\b(?:because|since|so that|due to|to avoid|given that|in order to|the reason (?:is|was|being)"
                       r"|to prevent|porque|pois|ya que|puesto que|dado que|debido a|para evitar|já que|visto que"
                       r"|devido a|parce que|car|puisque|afin de|pour éviter|à cause de|étant donné que|weil|denn|damit"
-                      r"|wegen|aufgrund|потому что|так как|чтобы|поскольку|из-за|ибо|بسبب|لكي|حتى لا)\b"
-                      r"|(?:因为|由于|为了|以免|原因是|ので|ため|理由は|لأن|왜냐하면|때문에)", re.IGNORECASE)
-#: Japanese and Korean markers that follow their reason or cause ("サーバー不要なので" = "because no
-#: server is needed"; "서버가 필요 없기 때문에").
-_POSTPOSED = ("ので", "ため", "のため", "が原因", "때문에")
+                      r"|wegen|aufgrund|потому что|так как|чтобы|поскольку|из-за|ибо|бо|тому що|оскільки"
+                      r"|ponieważ|bo|żeby|çünkü|nedeniyle|dolayı|için|vì|bởi vì|כי|בגלל|بسبب|لكي|حتى لا)\b"
+                      r"|parce qu['’]"
+                      r"|(?:因为|因為|由于|由於|为了|為了|以免|原因是|ので|ため|理由は|لأن|왜냐하면|때문에|क्योंकि"
+                      r"|की वजह से|के कारण|เพราะ|เนื่องจาก)", re.IGNORECASE)
+#: Japanese, Korean, Turkish and Hindi markers that follow their reason or cause ("サーバー不要なので" =
+#: "because no server is needed"; "서버가 필요 없기 때문에"; "sunucu gerektirmediği için").
+_POSTPOSED = ("ので", "ため", "のため", "が原因", "때문에", "için", "nedeniyle", "dolayı", "की वजह से", "के कारण")
 #: Words that introduce a failure's cause (same languages).
 _CAUSE = re.compile(r"\b(?:because|caused by|due to|root cause|turned out|the fix (?:is|was)|fixed by|was the cause"
                     r"|porque|debido a|causado por|parce que|à cause de|weil|wegen|из-за|потому что|причина)\b"
@@ -200,15 +204,24 @@ _T_FAILURE = re.compile(r"\b(?:error|errors|fails?|failed|failing|crash(?:ed|es)
                         r"|timed? ?out|segfault|panic(?:ked)?|ошибк\w*|падает|упал\w*|error(?:es)?|fallo|échoue|fehler)\b"
                         r"|(?:报错|错误|失败|崩溃|エラー|失敗|落ちる|خطأ|فشل)", re.IGNORECASE)
 _T_DECISION = re.compile(r"\b(?:decided|decision|chose|chosen|choose|opted|went with|switched to|picked|settled on"
-                         r"|go(?:ing)? with|instead of|rather than|решили|выбрали|decidimos|elegimos|entschieden|choisi)\b"
-                         r"|(?:决定|选择了|选用|改用|決定|採用|قررنا|اخترنا)", re.IGNORECASE)
+                         r"|go(?:ing)? with|instead of|rather than|решили|выбрали|выбрал\w*|решил\w*|вместо|обрали"
+                         r"|вирішили|замість|decidimos|elegimos|escolhemos|escolhi|optamos|en lugar de|en vez de|em vez de"
+                         r"|entschieden|gewählt|statt|anstatt|stattdessen|choisi|décidé|au lieu de|plutôt que|wybraliśmy"
+                         r"|zdecydowaliśmy|zamiast|seçtik|seçildi|karar verdik|yerine|chọn|thay vì|quyết định"
+                         r"|בחרנו|החלטנו|במקום)\b"
+                         r"|(?:决定|选择了|选了|选用|改用|而不是|而非|選擇了|選了|改為|決定|採用|選んだ|選択した|ことにした"
+                         r"|にした|ではなく|代わりに|をやめて|선택했|결정했|대신|하기로|쓰기로|चुना|चुनी|चुने|फ़ैसला|फैसला"
+                         r"|निर्णय|के बजाय|की जगह|เลือก|ตัดสินใจ|แทนที่|قررنا|اخترنا|بدلاً من|بدلا من)", re.IGNORECASE)
 _T_PREFERENCE = re.compile(r"\b(?:prefers?|preferred|preference|user wants|users? (?:asked|said|likes?|wants)"
                            r"|likes? (?:it|to)|предпочита\w*|prefiere|bevorzugt|préfère)\b"
                            r"|(?:喜欢|偏好|更喜欢|好む|希望|يفضل)", re.IGNORECASE)
 _T_CONSTRAINT = re.compile(r"\b(?:never|always|must(?: not)?|do not|don't|required|requires|only works|cannot|can't"
                            r"|forbidden|mandatory|всегда|никогда|нельзя|должн\w*|nunca|siempre|debe|niemals|immer"
-                           r"|muss|jamais|toujours|doit)\b"
-                           r"|(?:必须|不要|禁止|不能|务必|永远|必ず|禁止|してはいけない|常に|يجب|لا تستخدم|ممنوع)",
+                           r"|muss|jamais|toujours|doit|sempre|deve|nigdy|zawsze|musi|ніколи|завжди|не можна|asla"
+                           r"|her zaman|mutlaka|yasak|không bao giờ|luôn luôn|phải|cấm|אסור|תמיד|חייב)\b"
+                           r"|(?:必须|不要|禁止|不能|务必|永远|絕對不|必ず|禁止|してはいけない|ではいけない|てはいけない"
+                           r"|してはならない|しないこと|絶対に|常に|절대|안 된다|안된다|하지 마|금지|반드시|항상|कभी नहीं"
+                           r"|कभी भी|हमेशा|चाहिए|ज़रूरी|जरूरी|ห้าม|ต้อง|เสมอ|เด็ดขาด|يجب|لا تستخدم|ممنوع)",
                            re.IGNORECASE)
 _T_RECIPE_VERB = re.compile(r"\b(?:run|use|works?|worked|fix(?:es|ed)?|to \w+|with|via"
                             r"|запусти\w*|ejecuta\w*)\b|(?:运行|执行|実行|شغل)", re.IGNORECASE)
