@@ -374,7 +374,11 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
                                                           "write to another session.")] = None,
     ) -> dict[str, Any]:
         """Record the session end in the queue and return at once; a background worker consolidates
-        it. Completing the same session again replaces its outcome while it is still queued."""
+        it. Completing the same session again replaces its outcome while it is still queued. Any
+        session id is taken, with or without notes (an agent's session that wrote nothing still
+        ended; a failure is still recorded), as the hooks do; ``consolidate end``, typed by a
+        person, refuses an id with no notes, no end and no workspace (exit 3). A session already
+        consolidated as a failure is refused (use a new session id)."""
         def complete(s: Store) -> dict[str, Any]:
             from .workspace_mcp import complete_part
 
@@ -384,6 +388,9 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
             ws = complete_part(s, sid, outcome, reason or None, ephemeral)
             s.sessions.end(sid, outcome, reason or None)
             result = {"session_id": sid, "outcome": outcome, "notes": s.sessions.count(sid), "status": "queued"}
+            if not result["notes"] and ws is None:
+                result["note"] = (f"session {sid} has no notes: its end is recorded ({outcome}), nothing will be"
+                                  " consolidated")
             if ws is not None:
                 result["workspace"] = ws
             if spawner is None:

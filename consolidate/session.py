@@ -482,12 +482,14 @@ class SessionTier:
         seconds = parse_ttl(ttl)
         now = time.time() if now is None else now
         content, metadata, redaction = secret_gate_at_write(content, metadata)
-        cur = self.db.execute(
-            "INSERT INTO notes(session_id, content, flag, kind, created_at, expires_at, metadata)"
-            " VALUES (?,?,?,?,?,?,?)",
-            (sid, content, int(bool(flag)), kind, now, now + seconds if seconds else None,
-             json.dumps(metadata or {}, ensure_ascii=False)),
-        )
+        with self._transaction():
+            self.refuse_notes_to_a_failure(sid)
+            cur = self.db.execute(
+                "INSERT INTO notes(session_id, content, flag, kind, created_at, expires_at, metadata)"
+                " VALUES (?,?,?,?,?,?,?)",
+                (sid, content, int(bool(flag)), kind, now, now + seconds if seconds else None,
+                 json.dumps(metadata or {}, ensure_ascii=False)),
+            )
         note_id = int(cur.lastrowid)
         return NoteId(note_id, redaction_notice(note_id, content, redaction) if redaction else None)
 
@@ -534,6 +536,11 @@ class SessionTier:
         now = time.time() if now is None else now
         counts = ImportCounts(notices=notices)
         with self._transaction():
+            for sid in dict.fromkeys(r[0] for r in rows):
+                try:
+                    self.refuse_notes_to_a_failure(sid)
+                except BadInput as exc:
+                    raise BadInput(f"{exc}; nothing was imported", session_id=sid) from None
             for sid, content, flag, kind, ttl, meta, lineno in rows:
                 cur = self.db.execute(
                     "INSERT INTO notes(session_id, content, flag, kind, created_at, expires_at, metadata)"
@@ -660,6 +667,17 @@ class SessionTier:
         with self._transaction():
             self._refuse_reending_a_failure(sid)
             self._record_end(sid, outcome, reason, now)
+
+    def refuse_notes_to_a_failure(self, sid: str) -> None:
+        """A session consolidated as a failure takes no more notes: nothing would ever consolidate
+        them (its notes are never promoted, and it is never ended again), so a note written to it
+        would be stranded. Raises BadInput naming what to do (a new session id); a failure whose
+        end is still queued may still be replaced, and takes notes. The note, import, MCP ``note``,
+        workspace and hook harvest paths all write through here."""
+        r = self.db.execute("SELECT outcome, status FROM session_ends WHERE session_id=?", (sid,)).fetchone()
+        if r is not None and r[0] == "failure" and r[1] not in ("queued", "running"):
+            raise BadInput(f"session {sid} ended in failure and was consolidated as one: a note written to it would"
+                           " never be consolidated; write it to a new session id", session_id=sid)
 
     def _refuse_reending_a_failure(self, sid: str) -> None:
         """A session consolidated as a failure is never ended again (its notes must never be
@@ -801,12 +819,15 @@ class SessionTier:
     def _transaction(self):
         db = self.db
 
-        class _Tx:
+        class _Tx:  # inside a transaction already (the hook's harvest): part of it
             def __enter__(self):
-                db.execute("BEGIN IMMEDIATE")
+                self.outer = db.in_transaction
+                if not self.outer:
+                    db.execute("BEGIN IMMEDIATE")
 
             def __exit__(self, exc_type, *_):
-                db.execute("ROLLBACK" if exc_type else "COMMIT")
+                if not self.outer:
+                    db.execute("ROLLBACK" if exc_type else "COMMIT")
                 return False
 
         return _Tx()

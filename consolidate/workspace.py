@@ -508,6 +508,7 @@ class Workspace:
         old = [n.id for n in tier.notes(self.session_id) if n.metadata.get("workspace_item")]
         ids = []
         with tier._transaction():
+            tier.refuse_notes_to_a_failure(self.session_id)
             if old:
                 tier.db.execute(f"DELETE FROM notes WHERE id IN ({','.join('?' * len(old))})", old)
             now = time.time()
