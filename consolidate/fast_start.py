@@ -53,8 +53,14 @@ class Fallback(Exception):
     """The full SessionStart hook must handle this event (nothing was written by the fast one)."""
 
 
-def session_line(sid: str) -> str:
-    """What SessionStart tells the agent about its session (printed before the recalled context)."""
+def session_line(sid: str, unrecorded: str | None = None) -> str:
+    """What SessionStart tells the agent about its session (printed before the recalled context).
+    With ``unrecorded`` (why the session could not be recorded in the store) it claims nothing the
+    hook did not do: the MCP ``note`` tool cannot find the session by itself then."""
+    if unrecorded:
+        return (f"consolidate: this is session {sid}, but it could not be recorded in the store ({unrecorded}):"
+                f" pass session_id \"{sid}\" to the consolidate MCP `note` tool; whether its notes are consolidated"
+                " depends on the store taking its end.")
     return (f"consolidate: this is session {sid}. Notes you write with the consolidate MCP `note` tool"
             " (no session_id needed) belong to it and are consolidated when the session ends.")
 

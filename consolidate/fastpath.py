@@ -341,19 +341,49 @@ def _spawn_worker(store: str, opts: dict) -> int | None:
 
 
 def _log(store: str, message: str) -> None:
-    """One line in logs/hook.log (consolidate.hook.log); never raises."""
+    """One line in logs/hook.log (consolidate.hook.log); the fallback log when the store cannot
+    take it (:func:`fallback_log`). Never raises."""
     try:
-        import datetime as _dt
+        _append_log(os.path.join(store, "logs"), message)
+    except OSError as exc:
+        fallback_log(store, message, exc)
 
-        logs = os.path.join(store, "logs")
-        os.makedirs(logs, mode=0o700, exist_ok=True)
-        stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        fd = os.open(os.path.join(logs, "hook.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, f"{stamp} {' '.join(message.split())[:500]}\n".encode("utf-8", "replace"))
-        finally:
-            os.close(fd)
+
+def _append_log(folder: str, message: str) -> None:
+    import datetime as _dt
+
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    fd = os.open(os.path.join(folder, "hook.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, f"{stamp} {' '.join(message.split())[:500]}\n".encode("utf-8", "replace"))
+    finally:
+        os.close(fd)
+
+
+def fallback_dir() -> str:
+    """Where the hooks log when a store cannot take its own log line: ``$XDG_STATE_HOME/consolidate``
+    (default ``~/.local/state/consolidate``)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "consolidate")
+
+
+def fallback_log(store: str, message: str, cause: BaseException | None = None) -> None:
+    """A hook's log line that the store could not take (read-only, full, gone): appended to
+    ``hook.log`` in :func:`fallback_dir` with the store's path, and one line on stderr (the hook
+    still exits 0: the agent is not blocked). Never raises."""
+    why = f" (the store's log could not be written: {getattr(cause, 'strerror', None) or cause})" if cause else ""
+    line = f"store={store}: {message}{why}"
+    where = ""
+    try:
+        _append_log(fallback_dir(), line)
+        where = f" (logged in {os.path.join(fallback_dir(), 'hook.log')})"
     except OSError:
+        pass
+    try:
+        sys.stderr.write("consolidate hook: " + " ".join(line.split())[:500] + where + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
         pass
 
 

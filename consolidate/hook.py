@@ -82,7 +82,9 @@ def session_id_of(payload: dict[str, Any]) -> str | None:
 
 
 def log(store_path: Path, message: str) -> None:
-    """Append one line to ``logs/hook.log``; never raises."""
+    """Append one line to ``logs/hook.log``; when the store cannot take it (read-only, full, gone),
+    to the fallback log instead (:func:`consolidate.fastpath.fallback_log`: the user's state folder
+    and one line on stderr). Never raises."""
     try:
         from .private import prepare_store_dir
 
@@ -94,8 +96,10 @@ def log(store_path: Path, message: str) -> None:
 
         with private_file(folder / "hook.log", "a") as f:
             f.write(f"{stamp} {' '.join(message.split())[:500]}\n")
-    except OSError:
-        pass
+    except OSError as exc:
+        from .fastpath import fallback_log
+
+        fallback_log(str(store_path), message, exc)
 
 
 #: The store options a hook or MCP server carries to the worker it starts (``--chroma-url`` ...), in
@@ -239,8 +243,8 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
                 text = header + ("\n\n" + text if text else "")
             if sid:
                 sid = _session_for_start(store_path, sid, payload)
-                _record_start(store_path, sid, payload, agent, shown=text)
-                text = session_line(sid) + ("\n\n" + text if text else "")
+                unrecorded = _record_start(store_path, sid, payload, agent, shown=text)
+                text = session_line(sid, unrecorded) + ("\n\n" + text if text else "")
                 _recover_missed(store_path, sid, payload, outcome=outcome, harvest_notes=harvest_notes,
                                 spawn=spawn, options=options)
             if not header:
@@ -300,9 +304,11 @@ def team_context_header(store_path: Path) -> str:
     return context_header(store_path)
 
 
-def _record_start(store_path: Path, sid: str, payload: dict[str, Any], agent: str | None, shown: str = "") -> None:
+def _record_start(store_path: Path, sid: str, payload: dict[str, Any], agent: str | None,
+                  shown: str = "") -> str | None:
     """Record the agent session for the MCP server, and the memory texts of the context ``shown``
-    to it (a repeat of them is an echo: consolidate.echo). Never raises: the context is printed anyway."""
+    to it (a repeat of them is an echo: consolidate.echo). None when recorded, else why not (one
+    line; logged too). Never raises: the context is printed anyway."""
     try:
         from .agent_session import record_start
         from .echo import memory_texts, record_shown
@@ -318,8 +324,11 @@ def _record_start(store_path: Path, sid: str, payload: dict[str, Any], agent: st
         finally:
             tier.close()
         log(store_path, f"sessionstart session={sid}: recorded as the current session")
+        return None
     except Exception as exc:  # noqa: BLE001
         log(store_path, f"error recording sessionstart session={sid}: {type(exc).__name__}: {exc}")
+        why = getattr(exc, "strerror", None) or " ".join(str(exc).split())[:160] or type(exc).__name__
+        return f"{type(exc).__name__}: {why}"
 
 
 def _session_for_start(store_path: Path, sid: str, payload: dict[str, Any]) -> str:
