@@ -34,7 +34,8 @@ def build_parser(modules: tuple[str, ...] = MODULES) -> argparse.ArgumentParser:
     common.add_argument("--chroma-url", default=argparse.SUPPRESS,
                         help="use a Chroma server (default $CONSOLIDATE_CHROMA_URL)")
     common.add_argument("--project", default=argparse.SUPPRESS,
-                        help="scope of new memories (default: the folder holding the store)")
+                        help="scope of new memories (default $CONSOLIDATE_PROJECT, else the project the store"
+                        " recorded when it was created, else the folder holding the store)")
     common.add_argument("--embedding", default=argparse.SUPPRESS,
                         help="embedding function: minilm (default), hash, chroma:NAME")
 

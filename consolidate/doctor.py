@@ -80,6 +80,8 @@ def check(store, repair: bool = False) -> list[Finding]:
     except ConsolidateError as exc:
         found.append(Finding("manifest.json", str(exc), repairable=False))
     sessions_ok = _check_sessions(store, repair, found)
+    if not found or found[0].where != "manifest.json":
+        found += _check_project(store, repair)
     for path in sorted(store.path.rglob("*.tmp")):
         if "chroma" in path.parts:
             continue
@@ -130,6 +132,41 @@ def check(store, repair: bool = False) -> list[Finding]:
             f.repaired = True
         found.append(f)
     return found
+
+
+def _check_project(store, repair: bool) -> list[Finding]:
+    """A manifest written before the store recorded its project (consolidate/store.py): the project
+    its memories carry (when they all carry one) is recorded by ``--repair``, so that a copied or
+    moved store folder keeps it; memories of several projects need a person (``--project``)."""
+    from collections import Counter
+
+    if store.recorded_project or store.chroma_url or not store.sub("manifest.json").exists():
+        return []
+    try:
+        from . import reindex
+
+        scopes = Counter(a.get("scope") for a in reindex.live_memories(store).values() if a.get("scope"))
+    except ConsolidateError:
+        return []
+    if not scopes:
+        return []
+    if len(scopes) > 1:
+        names = ", ".join(f"{p!r} ({n})" for p, n in scopes.most_common(5))
+        return [Finding("manifest.json", f"no project recorded and the memories belong to several: {names}; give"
+                        " --project (or CONSOLIDATE_PROJECT) wherever the store is used", repairable=False)]
+    [(project, n)] = scopes.items()
+    f = Finding("manifest.json", f"no project recorded (a copied or moved store would take the folder's name);"
+                                 f" its {n} memories belong to {project!r}")
+    if repair:
+        from .store import write_json_atomic
+
+        data = store.read_manifest() or {}
+        data["project"] = project
+        write_json_atomic(store.sub("manifest.json"), data)
+        store.recorded_project = project
+        f.problem += "; recorded"
+        f.repaired = True
+    return [f]
 
 
 #: What a damaged session tier costs, said in every finding about it.

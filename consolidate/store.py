@@ -36,6 +36,7 @@ DEFAULT_STORE = ".memofs"
 DEFAULT_EMBEDDING = "minilm"
 #: The fields of ``manifest.json`` that are read back, and their JSON kinds (consolidate/json_check.py).
 MANIFEST_FIELDS = {"layout_version": (("integer",), False), "embedding": (("object",), False),
+                   "project": (("string",), False),
                    "embedding.id": (("string",), True), "embedding.dimension": (("integer",), True)}
 
 
@@ -51,7 +52,9 @@ class Store:
     instead of the embedded ``chroma/`` folder. ``embedding`` names the embedding function
     (``$CONSOLIDATE_EMBEDDING``; default: the one recorded in the store's manifest, else ``minilm``);
     a store is bound to the function that built it. ``project`` is the scope of new memories
-    (default: the name of the folder holding the store). ``create=False`` opens an existing store
+    (default ``$CONSOLIDATE_PROJECT``, else a team store's project, else the project the store
+    recorded in its manifest when it was created, else the name of the folder holding the store;
+    ``project_source`` says which). ``create=False`` opens an existing store
     only (read commands): ``exists`` tells whether there is one, and nothing is created. A store
     opened for writing is private to its user (consolidate/private.py: the process umask narrows
     to 077, folders 0700, files 0600) and holds a ``.gitignore`` that ignores all of it; opening an
@@ -80,8 +83,14 @@ class Store:
             private_umask()  # whatever this process writes to the store later (SQLite, Chroma) is private
         self.chroma_url = chroma_url or os.environ.get("CONSOLIDATE_CHROMA_URL") or None
         self._embedding = embedding or os.environ.get("CONSOLIDATE_EMBEDDING") or None
-        self.project = (project or os.environ.get("CONSOLIDATE_PROJECT") or _team_project(self.path)
-                        or self.path.resolve().parent.name or "default")
+        #: The project the store recorded when its manifest was first written (None: an older store,
+        #: or no run yet): a copied or moved store folder keeps its project (consolidate/store.py).
+        self.recorded_project = _recorded_project(self.path)
+        sources = (("option", project), ("environment", os.environ.get("CONSOLIDATE_PROJECT")),
+                   ("team", _team_project(self.path)), ("store", self.recorded_project),
+                   ("folder", self.path.resolve().parent.name or "default"))
+        #: Where ``project`` came from: option, environment, team, store (recorded) or folder.
+        self.project_source, self.project = next((k, v) for k, v in sources if v)
         self._sessions: SessionTier | None = None
         self._longterm = None
         self._open_lock = threading.RLock()
@@ -257,7 +266,9 @@ class Store:
                 write_json_atomic(self.sub("manifest.json"), {
                     "layout_version": LAYOUT_VERSION,
                     "embedding": {"id": embedding_id, "dimension": dimension},
+                    "project": self.project,  # the store's own project from now on, wherever it is copied
                 })
+                self.recorded_project = self.project
             except OSError as exc:
                 from .errors import StoreError
 
@@ -284,6 +295,27 @@ class Store:
         if self._sessions is not None:
             self._sessions.close()
             self._sessions = None
+
+
+def _recorded_project(path: Path) -> str | None:
+    """The project recorded in ``manifest.json`` (when it was first written), else None; a manifest
+    that cannot be read counts as none here (read_manifest reports it)."""
+    try:
+        data = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = data.get("project") if isinstance(data, dict) else None
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def project_note(store) -> str | None:
+    """One line when the project in use is not the one the store recorded (an option or variable
+    naming another; a store whose manifest predates the record, when its memories carry another
+    scope is checked by the caller), else None."""
+    if store.recorded_project and store.project != store.recorded_project:
+        return (f"note: project {store.project!r} ({store.project_source}) is not the store's own project"
+                f" {store.recorded_project!r} (recorded when it was created); memories of {store.project!r} are used")
+    return None
 
 
 def _team_project(path: Path) -> str | None:

@@ -39,6 +39,11 @@ def _anchor_counts(store) -> dict:
     return {"anchored": len(section["memories"]), "drifted": len(section["drifted"]), "stale": len(section["stale"])}
 
 
+#: How ``status`` says where the project comes from.
+_PROJECT_SOURCES = {"option": "--project", "environment": "CONSOLIDATE_PROJECT", "team": "the team store's",
+                    "store": "recorded in the store", "folder": "the folder's name: the store records none yet"}
+
+
 def cmd_status(args) -> int:
     store = open_store(args, create=False)
     if not store.exists:
@@ -48,7 +53,8 @@ def cmd_status(args) -> int:
             print(f"store: {store.path} (none yet: `consolidate note` or `import` creates it)")
         return 0
     queued = store.sessions.queued()
-    status: dict = {"store": str(store.path), "queued": [q["session_id"] for q in queued],
+    status: dict = {"store": str(store.path), "project": store.project, "project_source": store.project_source,
+                    "recorded_project": store.recorded_project, "queued": [q["session_id"] for q in queued],
                     "sessions_with_notes": store.sessions.sessions(), "memories": {},
                     "last_run": (store.sessions.last_runs(1) or [None])[0]}
     last = status["last_run"]
@@ -80,6 +86,11 @@ def cmd_status(args) -> int:
         print(json.dumps(status, ensure_ascii=False, default=str))
         return damaged.exit_code if damaged else 0
     print(f"store: {status['store']}")
+    print(f"project: {store.project} ({_PROJECT_SOURCES[store.project_source]})")
+    from ..store import project_note
+
+    if project_note(store):
+        print(project_note(store))
     mem = status["memories"]
     print("memories: " + (f"unavailable: {damaged}" if damaged else
                           ", ".join(f"{k} {v}" for k, v in sorted(mem.items())) if mem else "none"))

@@ -4,6 +4,7 @@ of AGENTS.md or CLAUDE.md (consolidate/export_md.py)."""
 from __future__ import annotations
 
 import json
+import sys
 
 from ._common import count_1_to, judge_help, open_store
 
@@ -16,7 +17,19 @@ def cmd_export(args) -> int:
     path = args.file
     if path is None:
         path = project_root(store) / "AGENTS.md"
+    from ..store import project_note
+
+    note = project_note(store)
+    if note:
+        print(note, file=sys.stderr)
     res = export(store, path, args.limit)
+    if not res["exported"]:
+        other = _other_projects(store)
+        if other:
+            print(f"note: no memories of project {store.project!r} ({_SOURCES[store.project_source]}); the store holds "
+                  + ", ".join(f"{n} of {p!r}" for p, n in other) + f": use --project {other[0][0]}"
+                  + ("" if store.recorded_project else
+                     " (or `consolidate doctor --repair`, which records the store's own project)"), file=sys.stderr)
     if args.json:
         print(json.dumps(res, ensure_ascii=False))
         return 0
@@ -27,6 +40,23 @@ def cmd_export(args) -> int:
           + ("" if res["changed"] else " (unchanged)")
           + (f"; left out: {', '.join(why)}" if why else ""))
     return 0
+
+
+#: How a project's source reads in a message.
+_SOURCES = {"option": "--project", "environment": "CONSOLIDATE_PROJECT", "team": "the team store's",
+            "store": "the store's own", "folder": "the name of the folder holding the store"}
+
+
+def _other_projects(store) -> list[tuple[str, int]]:
+    """``[(project, active memories)]`` of the store's other projects, most memories first."""
+    from collections import Counter
+
+    if not store.exists or not store.has_longterm:
+        return []
+    counts = Counter((r["metadata"] or {}).get("scope") for r in store.longterm().active(documents=False))
+    counts.pop(store.project, None)
+    counts.pop(None, None)
+    return counts.most_common()
 
 
 def cmd_import_agents_md(args) -> int:
