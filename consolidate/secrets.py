@@ -394,7 +394,7 @@ _PASSWORD_PLACEHOLDER_WORDS = frozenset(
 # Type names: ``password: str`` is a declaration, not an assignment.
 _TYPE_WORDS = frozenset(
     """str string bytes int integer bool boolean any object text varchar char secretstr secretbytes
-    securestring optional field charfield passwordfield""".split()
+    securestring optional field charfield passwordfield base64 base64url utf8 hex sha256 bearer jwt""".split()
 )
 # Words that, after "the password is" (or "Passwort:"), say something about the password instead of
 # being it: "password is required", "the password is rotated monthly", "Passwort ist falsch". Only
@@ -643,7 +643,7 @@ _ASSIGN_RE = re.compile(
     r"""(?ix)
     (?P<kw> api[-_ ]?key | secret | token | passw(?:or)?d | pwd | passphrase | credential
           | contrase[ñn]a
-          | (?:private|access|auth|signing|encryption|master|client|session|app|account|service)[-_ ]?key
+          | (?:private|access|auth|signing|encryption|master|client|session|app|account|service|secret)[-_ ]?key
           | (?-i:(?<=[A-Z0-9]_)KEY) )      # any upper-case env var ending in _KEY
     (?P<suffix>[A-Za-z0-9_.-]{0,40})
     (?P<close>["'`*\]]{0,3})
@@ -657,7 +657,7 @@ _ASSIGN_RE = re.compile(
 # Lower-case needles of _ASSIGN_RE's keywords, and the words that make "key" a keyword.
 _KEYWORD_FINDER = re.compile(r"key|secret|token|passw|pwd|passphrase|credential|contrase")
 _KEY_PREFIX = re.compile(
-    r"(?:api|private|access|auth|signing|encryption|master|client|session|app|account|service)[-_ ]?$"
+    r"(?:api|private|access|auth|signing|encryption|master|client|session|app|account|service|secret)[-_ ]?$"
 )
 # --flag forms on command lines: --password hunter22, --api-key=..., --token ... (starts with the
 # literal "-" so the regex engine can skip ahead; the word boundary is checked in code)
@@ -1077,10 +1077,16 @@ def _assignments(text: str, low: str) -> Iterator[_Candidate]:
                     continue
         else:
             ok = _value_is_secret(value, password_named)
-            if not ok and m.group("ws") is None and lo == start and not m.group("suffix"):
-                # the bare name ("secret = sunflower", "token: sunflower42", "api key = ..."): the value is
-                # the secret itself, judged like a short password
+            if not ok and (m.group("ws") is None or group == "qval") and lo == start and not m.group("suffix"):
+                # the bare name ("secret = sunflower", "token: sunflower42", "api key = ...", 'token "..."'):
+                # the value is the secret itself, judged like a short password; a quoted one of several
+                # words like a passphrase
                 sep = text[m.end("close") : m.start(group)]
+                if group == "qval" and " " in value:
+                    phrase = _passphrase_span(text, vstart - 1, explicit=True)
+                    if phrase:
+                        yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *phrase)
+                    continue
                 ok = _bare_name_value_ok(value, explicit=group == "qval" or "=" in sep,
                                          clause_end=_ends_clause(text, vend))
         if ok:
@@ -1227,7 +1233,7 @@ def _assignment_matches(text: str, low: str) -> Iterator[re.Match[str]]:
 # _value_is_secret); key/token/secret words take only a token-like value (12+ characters).
 _PROSE_PASSWORD_WORDS = (
     # en, de, nl
-    "password", "passwords", "passphrase", "passcode", "passwort", "passwörter", "kennwort", "wachtwoord",
+    "password", "passwords", "passphrase", "pass phrase", "passcode", "passwort", "passwörter", "kennwort", "wachtwoord",
     # es, pt, fr, it
     "contraseña", "contrasena", "clave", "senha", "palavra-passe", "mot de passe", "mdp",
     "parola d'ordine", "parola chiave",
@@ -1240,7 +1246,7 @@ _PROSE_PASSWORD_WORDS = (
     "パスワード", "暗証番号", "密码", "密碼", "口令", "비밀번호", "패스워드", "비번", "암호",
     # cs/sk, hu, sv, da/no, fi, el, he, ro, ur, bn, th
     "heslo", "hesla", "heslem", "jelszó", "jelszava", "lösenord", "adgangskode", "passord", "salasana",
-    "κωδικός πρόσβασης", "κωδικός", "συνθηματικό", "סיסמה", "סיסמא", "parolă", "پاس ورڈ", "پاسورڈ",
+    "κωδικός πρόσβασης", "κωδικός", "συνθηματικό", "סיסמה", "סיסמא", "סיסמת", "parolă", "پاس ورڈ", "پاسورڈ",
     "পাসওয়ার্ড", "รหัสผ่าน",
     # short names: pw (letters-only values only with "=" or quotes), pass and creds (password-shaped
     # values only: "tests pass: 12", "pass = skip"), pwd/passwd
@@ -1269,7 +1275,7 @@ _AMBIGUOUS_PASSWORD_WORDS = frozenset({"clave", "chave", "parola", "mdp", "sandi
 # (Turkish "parola" is left out: in Italian it means "word", "Parola riservata".)
 _ZERO_COPULA_WORDS = frozenset(
     ("şifre", "sifre", "парол", "كلمة المرور", "كلمة السر", "كلمة مرور", "كلمة سر", "סיסמה", "סיסמא", "kata sandi", "sandi",
-     "kata laluan", "jelszó", "jelszava", "пароль")
+     "kata laluan", "jelszó", "jelszava", "пароль", "סיסמת")
 )
 _PROSE_KEY_WORDS = (
     # de, es, pt, fr, it, nl
@@ -1280,7 +1286,11 @@ _PROSE_KEY_WORDS = (
     # ja, zh, ko, hi, ar, fa
     "キー", "トークン", "シークレット", "秘密鍵", "密钥", "密鑰", "秘钥", "令牌", "私钥", "토큰", "시크릿",
     "키", "कुंजी", "टोकन", "مفتاح", "رمز", "کلید",
+    # en: a description between the name and the value ("the api key for staging is X"; the adjacent forms
+    # are secret-assignment's), judged like a bare name's value (_bare_name_value_ok)
+    "api key", "api token", "access token", "auth token", "secret key", "token", "secret",
 )
+_ENGLISH_KEY_WORDS = frozenset({"api key", "api token", "access token", "auth token", "secret key", "token", "secret"})
 # Copulas and separators between the description and the value ("ist", "es", "est", "é", "è",
 # "jest"/"to", "это", "—", "adalah", "là", "है", "هي", ":" ...). In Chinese, Japanese and Korean the
 # description comes before the keyword and a particle (は, 是, 为, 는) follows it.
@@ -1385,8 +1395,8 @@ def _prose_secrets(text: str, low: str) -> Iterator[_Candidate]:
             # written onto the keyword: הסיסמה, وكلمة
             if not (text[pos - 1] in _HEBREW_ARABIC_PREFIX and (pos < 2 or not text[pos - 2].isalpha())):
                 continue
-        if kw in _SHORT_PASSWORD_WORDS and m.group("inflect"):
-            continue  # "pwa", "passport", "passes": other words
+        if (kw in _SHORT_PASSWORD_WORDS or kw in _ENGLISH_KEY_WORDS) and m.group("inflect"):
+            continue  # "pwa", "passport", "passes", "tokens", "secretly": other words
         password_named = kw in _PROSE_PASSWORD_SET
         end = m.end()
         attached = _PROSE_ATTACHED.match(text, end)
@@ -1493,6 +1503,9 @@ def _prose_value_ok(text: str, span: tuple[int, int], kw: str, prose: bool) -> b
         return not _VERSION_TAG.match(value) and _password_is_secret(value, prose, _ends_clause(text, span[1]))
     if kw in _PROSE_PASSWORD_SET:
         return _password_is_secret(value, prose, _ends_clause(text, span[1]))
+    if kw in _ENGLISH_KEY_WORDS:
+        return _value_is_secret(value, False) or _bare_name_value_ok(value, explicit=not prose,
+                                                                      clause_end=_ends_clause(text, span[1]))
     return _value_is_secret(value, False)
 
 

@@ -57,6 +57,8 @@ LETTERS_ONLY = [
     ("The new password will be sunflower", "sunflower"),
     ("the password is now sunflower", "sunflower"),
     ("Das Passwort ist jetzt Sonnenblume", "Sonnenblume"),
+    # Hebrew construct state ("the server's password")
+    ("סיסמת השרת היא פרפר כחול", "פרפר כחול"),
 ]
 PASSPHRASES = [
     ("the root password for staging is correct horse battery staple", "correct horse battery staple"),
@@ -69,6 +71,10 @@ PASSPHRASES = [
     ("the vpn password is orange tiger harbor for the office", "orange tiger harbor"),
     ("Passwort: «blaue Wolke Regen»", "blaue Wolke Regen"),
     ("пароль: зелёный слон река", "зелёный слон река"),
+    ("pass phrase: purple monkey dishwasher", "purple monkey dishwasher"),
+    ("Het wachtwoord voor de server is blauwe vlinder", "blauwe vlinder"),
+    ("Sunucu şifresi: mavi kelebek", "mavi kelebek"),
+    ("كلمة مرور السيرفر: فراشة زرقاء", "فراشة زرقاء"),
 ]
 SHORT_NAMES = [
     ("pw = sunflower42", "sunflower42"),
@@ -87,6 +93,11 @@ SHORT_NAMES = [
     ("token = abc123xyz", "abc123xyz"),
     ("api key = sunflower42", "sunflower42"),
     ("API key: q7rT2x9w", "q7rT2x9w"),
+    ("secret key = sunflower42", "sunflower42"),
+    ("the api key for staging is sunflower42", "sunflower42"),
+    ("the token for the demo account is demo1234x", "demo1234x"),
+    ('secret: "purple monkey"', "purple monkey"),
+    ('token "sunflower42"', "sunflower42"),
 ]
 # descriptions of a password and other words that look like the names: must pass
 DESCRIPTIONS = [
@@ -155,6 +166,16 @@ DESCRIPTIONS = [
     "the password can be anything",
     "the password will be rotated",
     "كلمة مرور قوية مطلوبة",
+    "the secret key is base64 encoded",
+    "The token limit is 4096",
+    "the token count is 12k",
+    "the token is sha256-hashed",
+    "max tokens: 4096",
+    "the secret sauce is caching",
+    "the api key for openai is in .env",
+    "the token for github is stored in keychain",
+    "the access token is short-lived",
+    "token for CI: see repo secrets",
 ]
 
 
