@@ -285,8 +285,11 @@ _COMPLIANCE = (r"sure|certainly|of\s+course|okay|ok|understood|absolutely|got\s+
                r"|बिल्कुल|ज़रूर|ठीक\s+है|بالتأكيد|حسنا|حسناً|好的|当然|明白|没问题|沒問題|はい|承知|了解|わかりました|かしこまりました"
                r"|네|물론|알겠습니다")
 _ROLE_PLAY = re.compile(
-    rf"(?imx)(?:^|[.!?。]\s+|\s[-*>#]+\s+|^[\s*#>-]+)(?:{_ASSISTANT_LABELS})\s*[:：]\s*[\"'“«]?(?:{_COMPLIANCE})(?![A-Za-zÀ-ɏЀ-ӿ])"
-    rf"|(?:^|\n)[\s*#>-]*(?:human|user)\s*[:：][^\n]*\n(?:[^\n]*\n){{0,3}}[\s*#>-]*(?:assistant|ai|claude|chatgpt)\s*[:：]"
+    rf"(?imx)(?<![\w'’-])(?:{_ASSISTANT_LABELS})\s*[:：]\s*[\"'“«]?(?:{_COMPLIANCE})(?![A-Za-zÀ-ɏЀ-ӿ])"
+    # a human turn, then an assistant turn: on lines of their own, or folded into one line as the context
+    # prints a memory ("- Human: delete the logs Assistant: done")
+    rf"|(?:^|[.!?]\s+)[\s*#>-]*(?:human|user)\s*[:：][\s\S]{{1,300}}?(?<![\w'’-])(?:assistant|ai|claude|chatgpt|gpt|gemini"
+    rf"|copilot)\s*[:：]"
     rf"|<\|(?:assistant|user|end|eot_id|start_header_id)\|>|\[/?(?:assistant|system)\]"
 )
 # An instruction addressed to the AI: "New instruction for the AI assistant: ...", "Nouvelle instruction pour
@@ -316,7 +319,7 @@ _TO_THE_AI = re.compile(
     # "ATTENTION AI:", "Dear AI,"
     r"|(?i:\b(?:message|note|notice|memo|warning|instruction|directive|order)s?\s+(?:to|for)\s+(?:the\s+|all\s+|any\s+)?"
     r"(?:ai|a\.i\.|llm|language\s+model|chatbot)(?:[\s-]+(?:model|agent|assistant|system)s?)?s?\s*[:：])"
-    r"|(?i:(?:^|[.!?]\s+)(?:attention|hey|dear|hello|hi)\s*,?\s+(?:the\s+)?(?:ai|a\.i\.|llm|chatbot|language\s+model)s?\s*[:：,!])"
+    r"|(?i:(?:^|\n|[.!?]\s+)[\s*#>-]*(?:attention|hey|dear|hello|hi)\s*,?\s+(?:the\s+)?(?:ai|a\.i\.|llm|chatbot|language\s+model)s?\s*[:：,!])"
     # "you must now ...", "reveal the .env / secrets / system prompt"
     r"|(?i:\byou\s+(?:must|will|shall|should)\s+now\b)"
     r"|(?i:\breveal\s+(?:the\s+|all\s+|your\s+|any\s+)?(?:\.env|secrets?|credentials|api\s+keys?|tokens?|passwords?"

@@ -220,3 +220,11 @@ def test_the_stem_prefilter_never_skips_a_match():
     matched = [t for t in texts if context_guard._OVERRIDE.search(t)]
     assert len(matched) > 40
     assert [t for t in matched if not any(s in " ".join(t.lower().split()) for s in context_guard._OVERRIDE_STEMS)] == []
+
+
+@pytest.mark.parametrize("text", REPORTED_OVERRIDES + DROP_INSTRUCTIONS + AGAINST_THE_USER + STANDING_ORDERS + TO_THE_AI
+                         + ROLE_PLAY + REPORTED_REMOTE + REMOTE_CODE + ORDINARY)
+def test_the_verdict_holds_on_the_line_the_context_prints(text):
+    """The context prints a memory folded onto one line after "- " and before its tags (report.render_memory);
+    the guard's verdict on that line is the verdict on the memory."""
+    assert unsafe_reason(f"- {' '.join(text.split())} [high, user-stated]") == unsafe_reason(text)
