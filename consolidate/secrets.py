@@ -476,7 +476,10 @@ _PASSPHRASE_STOP_WORDS = frozenset(
     viz patrz zie vedi veja bkz देखें انظر ببینید
     در به از با برای که این آن را یا
     jetzt noch ahora todavía maintenant encore agora ainda adesso ancora teraz nadal nyní stále nu nog şimdi
-    hâlâ sekarang masih giờ vẫn сейчас теперь ещё зараз досі الآن""".split()
+    hâlâ sekarang masih giờ vẫn сейчас теперь ещё зараз досі الآن
+    something anything nothing whatever everything someone somewhere simple easy hard obvious complex
+    complicated tricky behind under above below inside outside within between after before during until
+    since through across near next beside over about around against except""".split()
 )
 # A word in a value of several words that says what the value is, not what it holds
 _PASSPHRASE_META = re.compile(

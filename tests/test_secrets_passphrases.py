@@ -176,6 +176,12 @@ DESCRIPTIONS = [
     "the token for github is stored in keychain",
     "the access token is short-lived",
     "token for CI: see repo secrets",
+    "the password is something simple",
+    "password is behind cloudflare access",
+    "the password is under the keyboard",
+    "password: same old one",
+    "the password is whatever Bob set",
+    "password is pretty weak",
 ]
 
 
