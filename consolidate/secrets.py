@@ -791,7 +791,7 @@ def _finder(needles: tuple[str, ...]):
     from . import provider_rules
 
     finder = ahocorasick.Automaton()
-    for needle in {*needles, *provider_rules.keywords(), *_AWS_ID_NEEDLES, *_LOGIN_NEEDLES, "aws"}:
+    for needle in {*needles, *provider_rules.keywords(), *_AWS_ID_NEEDLES, *_LOGIN_NEEDLES, "aws", *_PROSE_WORDS_ALL}:
         if len(needle) == 1:  # "." and ":" occur in most notes: looked for with `in` (see scan)
             continue
         finder.add_word(needle, needle)
@@ -875,7 +875,8 @@ def _detect_secrets() -> _DetectSecrets:
         finder=_finder(needles),
         rules=rules,
         rules_by_needle=by_needle,
-        single_char_needles=tuple(sorted(n for n in {*needles, *_provider_rules().keywords()} if len(n) == 1)),
+        single_char_needles=tuple(sorted(n for n in {*needles, *_provider_rules().keywords(), *_PROSE_WORDS_ALL}
+                                         if len(n) == 1)),
     )
 
 
@@ -927,7 +928,8 @@ def scan(text: str) -> list[Finding]:
     candidates.extend(_connection_strings(text))
     candidates.extend(_auth_headers(text, low))
     candidates.extend(_assignments(text, low))
-    candidates.extend(_prose_secrets(text, low))
+    if not present.isdisjoint(_PROSE_WORDS_ALL):  # the secret-named words of prose, from the same pass
+        candidates.extend(_prose_secrets(text, low))
     candidates.extend(_credential_pairs(text, low, present))
 
     return _resolve(text, candidates)
