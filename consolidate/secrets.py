@@ -1296,6 +1296,7 @@ _PROSE_KEY_WORDS = (
     "api key", "api token", "access token", "auth token", "secret key", "token", "secret",
 )
 _ENGLISH_KEY_WORDS = frozenset({"api key", "api token", "access token", "auth token", "secret key", "token", "secret"})
+_EN_VALUE_MARK = re.compile(r"[ \t](?:is|was|are|will be)[ \t]|[:=]")  # what must follow an English key word
 # Copulas and separators between the description and the value ("ist", "es", "est", "é", "è",
 # "jest"/"to", "это", "—", "adalah", "là", "है", "هي", ":" ...). In Chinese, Japanese and Korean the
 # description comes before the keyword and a particle (は, 是, 为, 는) follows it.
@@ -1404,6 +1405,8 @@ def _prose_secrets(text: str, low: str) -> Iterator[_Candidate]:
             continue  # "pwa", "passport", "passes", "tokens", "secretly": other words
         password_named = kw in _PROSE_PASSWORD_SET
         end = m.end()
+        if kw in _ENGLISH_KEY_WORDS and not _EN_VALUE_MARK.search(text, end, min(len(text), end + 80)):
+            continue  # "max token count", "secret sauce": no copula or separator after the name
         attached = _PROSE_ATTACHED.match(text, end)
         if attached is not None and attached.end() > end:
             span = _prose_value(text, attached.end())
