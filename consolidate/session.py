@@ -588,6 +588,29 @@ class SessionTier:
             self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return n
 
+    def replace_notes(self, session_id: str, old_ids: list[int], notes: list[dict[str, Any]], *,
+                      now: float | None = None) -> list[int]:
+        """In one transaction, delete the notes ``old_ids`` and add ``notes`` to ``session_id``
+        (dicts: ``content``, ``flag``, ``kind``, ``expires_at`` (Unix seconds or None), ``metadata``),
+        created at ``now``; returns the new note ids in order. The caller has checked the contents
+        (the workspace extract: consolidate/workspace.py); no secret gate runs here. Raises BadInput,
+        changing nothing, when the session was consolidated as a failure
+        (:meth:`refuse_notes_to_a_failure`)."""
+        now = time.time() if now is None else now
+        ids = []
+        with self._transaction():
+            self.refuse_notes_to_a_failure(session_id)
+            if old_ids:
+                self.db.execute(f"DELETE FROM notes WHERE id IN ({','.join('?' * len(old_ids))})", list(old_ids))
+            for n in notes:
+                cur = self.db.execute(
+                    "INSERT INTO notes(session_id, content, flag, kind, created_at, expires_at, metadata)"
+                    " VALUES (?,?,?,?,?,?,?)",
+                    (session_id, n["content"], int(bool(n.get("flag"))), n.get("kind"), now, n.get("expires_at"),
+                     json.dumps(n.get("metadata") or {}, ensure_ascii=False)))
+                ids.append(int(cur.lastrowid))
+        return ids
+
     def redact_notes(self, redacted: dict[int, tuple[str, dict]]) -> None:
         """Overwrite notes with their redacted content and metadata (kept rows of a failed session
         that held secrets), on disk too (``secure_delete`` and a WAL checkpoint)."""

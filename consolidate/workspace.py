@@ -506,23 +506,16 @@ class Workspace:
             write_text_atomic(p, secrets.redact(p.read_text(encoding="utf-8", errors="replace")))
         tier = self.store.sessions
         old = [n.id for n in tier.notes(self.session_id) if n.metadata.get("workspace_item")]
-        ids = []
-        with tier._transaction():
-            tier.refuse_notes_to_a_failure(self.session_id)
-            if old:
-                tier.db.execute(f"DELETE FROM notes WHERE id IN ({','.join('?' * len(old))})", old)
-            now = time.time()
-            from .session import parse_ttl
+        from .session import parse_ttl
 
-            for it in keep:
-                seconds = parse_ttl(it.ttl) if it.ttl is not None else None
-                meta = {"workspace_item": f"{it.file}:{it.line}", "source": "workspace"}
-                cur = tier.db.execute(
-                    "INSERT INTO notes(session_id, content, flag, kind, created_at, expires_at, metadata)"
-                    " VALUES (?,?,?,?,?,?,?)",
-                    (self.session_id, it.content, int(bool(flag or it.flag)), it.kind, now,
-                     now + seconds if seconds else None, json.dumps(meta, ensure_ascii=False)))
-                ids.append(int(cur.lastrowid))
+        now = time.time()
+        rows = []
+        for it in keep:
+            seconds = parse_ttl(it.ttl) if it.ttl is not None else None
+            rows.append({"content": it.content, "flag": bool(flag or it.flag), "kind": it.kind,
+                         "expires_at": now + seconds if seconds else None,
+                         "metadata": {"workspace_item": f"{it.file}:{it.line}", "source": "workspace"}})
+        ids = tier.replace_notes(self.session_id, old, rows, now=now)
         data["extracted"] = ids
         data["extract_flag"] = bool(flag)  # complete extracts again the same way (a flag is never lost)
         data["blocked_items"] = earlier

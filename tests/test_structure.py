@@ -1,0 +1,161 @@
+"""The shared mechanisms of issue 20 (items 2-4), each written once: the stage lists the pipeline runs,
+the atomic file write, the store's JSONL reader, the queue claim and the journal replay."""
+
+import json
+import os
+import stat
+
+import pytest
+
+from consolidate import journal, stages
+from consolidate.atomic import write_atomic, write_json_atomic
+from consolidate.jsonl import append_lines, cut_torn_tail, drop_lines, read_lines
+from consolidate.pipeline import RunContext, run_claimed, run_session, run_stages
+from consolidate.plan import Plan
+from judges.chain import JudgeChain
+from judges.scripted import ScriptedJudge
+
+
+# -- stage lists ----------------------------------------------------------------------------------
+
+def test_stage_lists_order_and_locks():
+    names = [s.name for s in stages.SESSION]
+    assert len(names) == len(set(names))  # a name is the key of plan.stage_seconds
+    for before, after in (("purge", "secret_gate"), ("secret_gate", "flag_promote"), ("flag_promote", "judge"),
+                          ("judge", "write_policy"), ("write_policy", "embed"), ("embed", "contradiction"),
+                          ("contradiction", "provenance"), ("provenance", "apply")):
+        assert names.index(before) < names.index(after)
+    assert names[-1] == "apply" and stages.SESSION[-1] is stages.APPLY
+    assert [s.name for s in stages.SESSION if s.locked] == ["contradiction", "provenance", "apply"]
+    assert [s.name for s in stages.FAILURE] == ["secret_gate", "failure_link", "apply"]
+    assert [s.name for s in (*stages.SESSION, *stages.FAILURE) if s.writes] == ["apply", "apply"]
+    # every locked stage comes after every unlocked one: the lock is held once, for the end of the run
+    for run in (stages.SESSION, stages.FAILURE):
+        locks = [s.locked for s in run]
+        assert locks == sorted(locks)
+
+
+def test_locked_stages_run_under_the_lock_once_and_a_dry_run_skips_writers(store, monkeypatch):
+    held = []
+    real_lock = type(store).lock
+
+    def lock(self, timeout=60.0):
+        held.append("lock")
+        return real_lock(self, timeout)
+
+    monkeypatch.setattr(type(store), "lock", lock)
+    seen = []
+
+    def stage(name, locked=False, writes=False):
+        return stages.Stage(name, lambda plan, ctx: seen.append((name, len(held))), locked=locked, writes=writes)
+
+    run = (stage("a"), stage("b", locked=True), stage("w", locked=True, writes=True))
+    plan = Plan(session_id="s", scope="p")
+    run_stages(run, plan, RunContext(store=store))
+    assert seen == [("a", 0), ("b", 1), ("w", 1)] and plan.finished
+    assert set(plan.stage_seconds) == {"a", "b", "w"}
+    seen.clear()
+    held.clear()
+    dry = Plan(session_id="s", scope="p")
+    run_stages(run, dry, RunContext(store=store, dry_run=True))
+    assert seen == [("a", 0), ("b", 0)] and not dry.finished and not held
+
+
+def test_embed_is_timed_as_its_own_stage(store):
+    store.sessions.add_note("s1", "The API listens on port 8443 behind the proxy", flag=True)
+    store.sessions.end("s1", "success")
+    plan = run_session(store, "s1", chain_factory=lambda: JudgeChain([ScriptedJudge()]))
+    assert list(plan.stage_seconds) == ["count", *[s.name for s in stages.SESSION]]
+
+
+def test_a_patched_stage_module_run_is_what_runs(store, monkeypatch):
+    from consolidate.stages import purge
+
+    calls = []
+    real = purge.run
+    monkeypatch.setattr(purge, "run", lambda plan, ctx: calls.append(plan.session_id) or real(plan, ctx))
+    store.sessions.add_note("s1", "Builds use the cached wheels in ~/.cache/pip", flag=True)
+    store.sessions.end("s1", "success")
+    run_session(store, "s1", chain_factory=lambda: JudgeChain([ScriptedJudge()]))
+    assert calls == ["s1"]
+
+
+# -- queue claim ----------------------------------------------------------------------------------
+
+def test_run_claimed_puts_the_session_back_on_an_error(store, monkeypatch):
+    store.sessions.add_note("s1", "Logs rotate daily at midnight UTC", flag=True)
+    store.sessions.end("s1", "success")
+
+    def boom(plan, ctx):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("consolidate.stages.judge.run", boom)
+    with pytest.raises(KeyboardInterrupt):
+        run_claimed(store, "s1", chain_factory=lambda: JudgeChain([ScriptedJudge()]))
+    assert [r["session_id"] for r in store.sessions.queued()] == ["s1"]
+    monkeypatch.undo()
+    plan = run_claimed(store, "s1", chain_factory=lambda: JudgeChain([ScriptedJudge()]))
+    assert plan is not None and plan.finished
+    assert run_claimed(store, "s1") is None  # done: nothing to claim
+
+
+# -- journal replay -------------------------------------------------------------------------------
+
+def test_recover_takes_no_lock_when_the_journal_is_empty(store, monkeypatch):
+    def refuse(*a, **k):
+        raise AssertionError("the lock was taken")
+
+    monkeypatch.setattr(type(store), "lock", refuse)
+    assert not journal.has_pending(store)
+    assert journal.recover(store) == []
+
+
+# -- atomic writes --------------------------------------------------------------------------------
+
+def test_write_atomic_private_and_user_modes(tmp_path):
+    store_file = tmp_path / "store" / "x.json"
+    write_json_atomic(store_file, {"a": "ä"})
+    assert json.loads(store_file.read_text(encoding="utf-8")) == {"a": "ä"}
+    assert stat.S_IMODE(store_file.stat().st_mode) == 0o600
+    write_json_atomic(store_file, {"a": 1}, compact=True)
+    assert store_file.read_text(encoding="utf-8") == '{"a":1}'
+    user = tmp_path / "settings.json"
+    user.write_text("{}", encoding="utf-8")
+    os.chmod(user, 0o644)
+    write_atomic(user, "[1]\n", private=False)
+    assert user.read_text(encoding="utf-8") == "[1]\n" and stat.S_IMODE(user.stat().st_mode) == 0o644
+    write_atomic(tmp_path / "rows.jsonl", (f"{i}\n" for i in range(3)))
+    assert (tmp_path / "rows.jsonl").read_text(encoding="utf-8") == "0\n1\n2\n"
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_write_atomic_failure_keeps_the_old_file_and_no_temporary(tmp_path):
+    path = tmp_path / "x.txt"
+    write_atomic(path, "old")
+
+    def rows():
+        yield "new"
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError):
+        write_atomic(path, rows())
+    assert path.read_text(encoding="utf-8") == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.txt"]
+
+
+# -- the store's JSONL files ----------------------------------------------------------------------
+
+def test_read_lines_skips_torn_and_foreign_lines(tmp_path):
+    path = tmp_path / "log.jsonl"
+    assert list(read_lines(path)) == []  # no file yet
+    path.write_text('{"a": 1}\n[1, 2]\nnot json\n\n{"a": 2, "run_id": "r"}\n{"a": 3', encoding="utf-8")
+    assert list(read_lines(path)) == [{"a": 1}, {"a": 2, "run_id": "r"}]
+    assert list(read_lines(path, contains='"run_id": "r"')) == [{"a": 2, "run_id": "r"}]
+    cut_torn_tail(path)
+    append_lines(path, ['{"a": 4}\n'])
+    assert [o["a"] for o in read_lines(path)] == [1, 2, 4]
+    assert drop_lines(path, lambda o: o["a"] == 2) == 1
+    assert path.read_text(encoding="utf-8") == '{"a": 1}\n[1, 2]\nnot json\n\n{"a": 4}\n'
+    before = path.stat().st_mtime_ns
+    assert drop_lines(path, lambda o: False) == 0 and path.stat().st_mtime_ns == before
+    assert drop_lines(tmp_path / "missing.jsonl", lambda o: True) == 0
