@@ -50,6 +50,7 @@ def run_worker(store, *, time_box: float | None = None, judges: list[str] | None
     except filelock.Timeout:
         print(_stamp(), "another worker is draining this store; leaving the queue to it", file=out, flush=True)
         return 0
+
     def say(plan) -> None:
         print(_stamp(), f"session {plan.session_id} ({plan.outcome}) run {plan.run_id}:", summary(plan),
               file=out, flush=True)
