@@ -63,20 +63,21 @@ def read_objects(source, *, what: str = "", suffix: str = "", name: str | None =
 
 def read_lines(path, *, contains: str | None = None) -> Iterator[dict]:
     """Yield each line of the store's JSONL file ``path`` that is a JSON object, in order; lines that
-    are not (a torn last line, a damaged one) are skipped, and a missing file yields nothing.
-    ``contains``: only lines holding this text are parsed (a fast scan of a large log). Raises
-    OSError when the file exists but cannot be read."""
+    are not (a torn last line, a damaged one, invalid UTF-8) are skipped, and a missing file yields
+    nothing. ``contains``: only lines holding this text are parsed (a fast scan of a large log).
+    Raises OSError when the file exists but cannot be read."""
+    needle = contains.encode("utf-8") if contains is not None else None
     try:
-        f = open(path, encoding="utf-8")
+        f = open(path, "rb")
     except FileNotFoundError:
         return
     with f:
-        for line in f:
-            if contains is not None and contains not in line:
+        for raw in f:
+            if needle is not None and needle not in raw:
                 continue
             try:
-                obj = json.loads(line)
-            except ValueError:
+                obj = json.loads(raw.decode("utf-8"))
+            except (ValueError, UnicodeDecodeError):
                 continue
             if isinstance(obj, dict):
                 yield obj

@@ -78,20 +78,14 @@ def missing_index_error(store, count_in_index: int):
 
 
 def _events(store):
-    """Every event of the log that is a JSON object, in order (bad lines are doctor's finding)."""
-    path = store.events_path
+    """Every event of the log that is a JSON object, in order (bad lines are doctor's finding; a log
+    that cannot be read is left to doctor too)."""
+    from . import event_log
+
     try:
-        f = open(path, "rb")
+        yield from event_log.read(store)
     except OSError:
         return
-    with f:
-        for raw in f:
-            try:
-                obj = json.loads(raw.decode("utf-8"))
-            except (ValueError, UnicodeDecodeError):
-                continue
-            if isinstance(obj, dict):
-                yield obj
 
 
 def _day(ts: Any) -> str:

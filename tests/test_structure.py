@@ -159,3 +159,10 @@ def test_read_lines_skips_torn_and_foreign_lines(tmp_path):
     before = path.stat().st_mtime_ns
     assert drop_lines(path, lambda o: False) == 0 and path.stat().st_mtime_ns == before
     assert drop_lines(tmp_path / "missing.jsonl", lambda o: True) == 0
+
+
+def test_read_lines_skips_invalid_utf8_lines(tmp_path):
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b'{"a": "\xc3\xa4"}\n{"a": "\xff"}\n{"a": 2}\n')
+    assert list(read_lines(path)) == [{"a": "\u00e4"}, {"a": 2}]
+    assert list(read_lines(path, contains="\u00e4")) == [{"a": "\u00e4"}]
