@@ -205,7 +205,7 @@ def session_start(store: str, sid: str, payload: dict, *, gemini: bool = False) 
     """The SessionStart hook for ``sid`` (a plain session id) on the private store ``store``: print
     the session line and the start file's context and record the session, or raise Fallback (see the
     module docstring). Returns the exit code (0)."""
-    from .fastpath import fold_queue_file
+    from .fastpath import connect, fold_queue_file
 
     db_path = os.path.join(store, "sessions.sqlite3")
     if os.path.exists(os.path.join(store, "team.json")) or not os.path.exists(db_path):
@@ -213,14 +213,8 @@ def session_start(store: str, sid: str, payload: dict, *, gemini: bool = False) 
     start = load(store)
     if start is None:
         raise Fallback
-    import sqlite3
-
-    os.umask(0o077)
-    conn = sqlite3.connect(db_path, timeout=10.0, isolation_level=None)
+    conn = connect(db_path)
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA secure_delete=ON")
         from .hook_lifecycle import missed_sessions, session_for_end, session_for_start
 
         tier = _Tier(conn)

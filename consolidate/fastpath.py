@@ -469,6 +469,23 @@ def _record(line: bytes):
     return sid, outcome, reason, float(ended_at)
 
 
+def connect(db_path: str):
+    """An autocommit connection to ``sessions.sqlite3`` set up as consolidate.session.SessionTier
+    sets its own (WAL, synchronous NORMAL, secure delete), files created 0600."""
+    import sqlite3
+
+    os.umask(0o077)
+    conn = sqlite3.connect(db_path, timeout=10.0, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA secure_delete=ON")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 # --- the idle run ------------------------------------------------------------------------------------
 
 
@@ -483,14 +500,8 @@ def _idle_run(opts: dict) -> int | None:
     journal = os.path.join(store, "journal")
     if os.path.isdir(journal) and any(n.endswith(".json") for n in os.listdir(journal)):
         return None  # a crashed run is replayed first by the full run
-    import sqlite3
-
-    os.umask(0o077)
-    conn = sqlite3.connect(db_path, timeout=10.0, isolation_level=None)
+    conn = connect(db_path)
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA secure_delete=ON")
         fold_queue_file(conn, store)
         conn.execute("BEGIN IMMEDIATE")
         try:
