@@ -30,9 +30,11 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
         from . import journal
         from .stages.apply import write_context
 
-        if record.get("graph"):
-            graph.load(store.sub("graph"))  # a graph file that cannot be read: refused before anything changes
-        journal.finish_pending(store)
+        # a graph file that cannot be read: refused before anything changes; the graph loaded here is the
+        # one reversed below unless a crashed run's replay appends to it first (one read, not two)
+        loaded = graph.load(store.sub("graph")) if record.get("graph") else None
+        if journal.finish_pending(store):
+            loaded = None
         lt = store.longterm()
         added = record.get("added", [])
         before = record.get("before", {})
@@ -45,7 +47,7 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
         from .notes_md import mark_run_undone
 
         lift(store, run_id)  # an undone `forget` protects nothing any more
-        _reverse_graph(store, record.get("graph"))
+        _reverse_graph(store, record.get("graph"), loaded)
         ts = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         lines = [{"ts": ts, "event": "memory.undone", "run_id": run_id, "memory_id": i, "action": "removed"} for i in added]
         lines += [{"ts": ts, "event": "memory.undone", "run_id": run_id, "memory_id": i, "action": "restored"}
@@ -60,7 +62,9 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
     return {"removed": len(added), "restored": len(before)}
 
 
-def _reverse_graph(store, diff: dict | None) -> None:
+def _reverse_graph(store, diff: dict | None, loaded=None) -> None:
+    """Reverse the run's graph diff and rewrite the graph files; ``loaded``: the graph as the files
+    hold it now, when the caller has it."""
     if not diff:
         return
     if "append" in diff:  # lines appended by the run: every such record becomes a diff before the rewrite
@@ -70,7 +74,7 @@ def _reverse_graph(store, diff: dict | None) -> None:
     else:
         snapshots.settle_graph_appends(store)
     folder = store.sub("graph")
-    g = graph.load(folder)
+    g = loaded if loaded is not None else graph.load(folder)
     for u, v, k in diff.get("added_edges", []):
         if g.has_edge(u, v, key=k):
             g.remove_edge(u, v, key=k)
