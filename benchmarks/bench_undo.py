@@ -21,7 +21,7 @@ from _bench import (CONSOLE, check_venv, fill_session, median, parser, real_note
                     scripted_chain_factory, skip_without_notes)
 
 #: The undo's parts timed one by one (in-process, on a store whose run is not undone yet).
-STEPS = ("graph.load", "graph.save", "snapshots.settle_graph_appends", "write_context", "LongTerm.delete",
+STEPS = ("graph.load", "graph.save", "snapshots.settle_graph_appends", "apply.write_context", "LongTerm.delete",
          "LongTerm.upsert", "Store.longterm")
 
 
@@ -53,14 +53,10 @@ def steps_timed(store_path: str, run_id: str) -> dict[str, float]:
     patched = []
     for dotted in STEPS:
         owner_name, attr = dotted.rsplit(".", 1)
-        owner = {"graph": "consolidate.graph", "snapshots": "consolidate.snapshots", "LongTerm": "consolidate.longterm",
-                 "Store": "consolidate.store"}.get(owner_name)
-        if owner is None:
-            mod = importlib.import_module("consolidate.stages.apply")
-            target = mod
-        else:
-            mod = importlib.import_module(owner)
-            target = getattr(mod, owner_name) if owner_name in ("LongTerm", "Store") else mod
+        mod = importlib.import_module({"graph": "consolidate.graph", "snapshots": "consolidate.snapshots",
+                                       "LongTerm": "consolidate.longterm", "Store": "consolidate.store",
+                                       "apply": "consolidate.stages.apply"}[owner_name])
+        target = getattr(mod, owner_name) if owner_name in ("LongTerm", "Store") else mod
         fn = getattr(target, attr)
 
         def timed(*a, _fn=fn, _name=dotted, **k):
