@@ -26,7 +26,9 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+TYPE_CHECKING = False  # typing is not imported at run time: the light SessionStart hook imports this module
+if TYPE_CHECKING:
+    from typing import Any
 
 #: How many ancestor processes a SessionStart record keeps (the agent is within the first few).
 MAX_ANCESTORS = 16

@@ -20,7 +20,9 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import Iterable
+TYPE_CHECKING = False  # typing is not imported at run time: the light SessionStart hook imports this module
+if TYPE_CHECKING:
+    from typing import Iterable
 
 #: Shown texts older than this are pruned (seconds).
 KEEP_SECONDS = 30 * 86400.0

@@ -41,7 +41,9 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import Any
+TYPE_CHECKING = False  # typing is not imported at run time: the light SessionStart hook imports this module
+if TYPE_CHECKING:
+    from typing import Any
 
 #: How many missed sessions one SessionStart recovers at most (each may cost a bounded harvest).
 MAX_RECOVERED = 3
