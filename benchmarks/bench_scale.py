@@ -230,7 +230,7 @@ def probe_index(source: Path, tmp: Path, k: int = 154) -> dict[str, str]:
     col.count()
     # what a run does now (issue 18)
     from consolidate import longterm as _lt
-    from consolidate.stages.apply import _top_by_merge
+    from consolidate.stages.apply import CONTEXT_RESERVE, _read_top, _top_by_merge
     from consolidate.stages.purge import _quarantined_before
 
     def reopen():
@@ -251,7 +251,7 @@ def probe_index(source: Path, tmp: Path, k: int = 154) -> dict[str, str]:
           lambda: _quarantined_before(lt, cutoff, today), n=3)
     touched = [f"mem-{j}" for j in range(k)]
     timed("context.md now: the previous top and the run's ids read by id, merged",
-          lambda: _top_by_merge(store, lt, SCOPE, 30, touched, set()), n=3)
+          lambda: _top_by_merge(_read_top(store), lt, SCOPE, 30, 30 + CONTEXT_RESERVE, touched, set()), n=3)
     timed("chroma upsert of 154 records (the apply step)",
           lambda: lt.upsert([{"id": f"probe-{j}", "document": "probe", "embedding": vecs[j],
                               "metadata": {"type": "fact", "status": "active", "tier": "durable", "scope": SCOPE}}
