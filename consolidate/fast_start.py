@@ -32,7 +32,8 @@ already has an end (a resume: its new part is decided there), and sessions whose
 close-time checkpoint (two fsyncs, most of a SQLite write's cost here) is left to the next
 connection that closes normally; WAL mode keeps every committed write across a process exit.
 
-Only the standard library, and nothing of the package at module level but ``consolidate.fastpath``.
+Only the standard library at module level; the fast SessionStart imports ``fastpath``, ``hook_lifecycle``,
+``agent_session`` and ``echo`` (standard library only, ``typing`` for type checkers only).
 """
 
 from __future__ import annotations
