@@ -116,7 +116,7 @@ def goal_line(name: str, value: float, goal: float, *, what: str, unit: str = "x
 
 # -- imports -------------------------------------------------------------------------------------
 
-#: Modules that must never load on the session-end fast path (SPEC sections 4 and 9).
+#: Modules that must never load on the session-end fast path (docs/design.md#the-pipeline and docs/design.md#non-negotiables).
 HEAVY = ("chromadb", "litellm", "instructor", "onnxruntime", "numpy", "pydantic", "networkx")
 
 

@@ -63,7 +63,7 @@ def main() -> None:
     unrelated = by["unrelated"]
     print(f"\n{'threshold':>9} {'related sent':>13} {'duplicates':>11} {'updates':>8} {'conflicts':>10} {'unrelated sent':>15}")
     for t in [x / 100 for x in range(20, 75, 5)]:
-        share = lambda v: sum(1 for s in v if s >= t) / len(v)  # noqa: E731
+        share = lambda v, t=t: sum(1 for s in v if s >= t) / len(v)  # noqa: E731
         print(f"{t:>9.2f} {share(related):>13.0%} {share(by['duplicate']):>11.0%} {share(by['updates']):>8.0%}"
               f" {share(by['contradicts']):>10.0%} {share(unrelated):>15.0%}")
     lowest_related = min(related)

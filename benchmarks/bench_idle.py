@@ -1,7 +1,7 @@
 """Idle run (issue 7, benchmark 2): ``consolidate run --session S`` for an ended session with no
 notes, against ``python -c pass`` and ``python -c "import sqlite3, json"``, interleaved.
 
-Goal: at most 1.5 times ``python -c "import sqlite3, json"``, and no heavy import (SPEC section 9:
+Goal: at most 1.5 times ``python -c "import sqlite3, json"``, and no heavy import (docs/design.md#non-negotiables:
 idle sessions cost nothing). Each timed run takes its own session (ended, no notes) in one fresh
 temp store; the store holds a long-term tier (a manifest) like a store in use would.
 

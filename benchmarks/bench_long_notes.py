@@ -146,7 +146,7 @@ def main() -> int:
           f"{'embed long notes':>18}{'ratio':>8}")
     base = _bench.median(timings["truncate"])
     for s, (ranks, nvec) in results.items():
-        def rate(which, k):
+        def rate(which, k, ranks=ranks):
             r = [rk for rk, (_, w, _) in zip(ranks, queries) if w == which]
             return sum(x <= k for x in r) / len(r) if r else float("nan")
         med = _bench.median(timings[s])

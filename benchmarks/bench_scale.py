@@ -263,7 +263,7 @@ def probe_index(source: Path, tmp: Path, k: int = 154) -> dict[str, str]:
     timed("before: purge read every quarantined entry (documents and metadata)",
           lambda: lt.with_status("quarantined"), n=3)
     store.close()
-    del lt, col, store
+    lt = col = store = None  # released before the folder is removed
     release_chroma()
     shutil.rmtree(dest, ignore_errors=True)
     return out

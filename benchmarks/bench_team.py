@@ -118,10 +118,13 @@ def run(args, tmp: Path, url: str) -> None:
     print(f"stores of {Store(A).longterm().count()} memories ({args.embedding}); team server {url}; "
           f"{args.runs} rounds, medians")
 
-    payload = lambda sid: json.dumps({"session_id": sid, "hook_event_name": "SessionStart", "cwd": str(tmp)}).encode()
+    def payload(sid):
+        return json.dumps({"session_id": sid, "hook_event_name": "SessionStart", "cwd": str(tmp)}).encode()
+
     counter = iter(range(10 ** 6))
-    hook = lambda store: run_cmd([PYTHON, "-m", "consolidate", "hook", "--store", str(store)],
-                                 stdin=payload(f"s{next(counter)}"), env=env())
+    def hook(store):
+        return run_cmd([PYTHON, "-m", "consolidate", "hook", "--store", str(store)],
+                       stdin=payload(f"s{next(counter)}"), env=env())
 
     # push and pull: A applies a run (untimed), then its push and B's pull are timed
     a, b = Store(A), Store(B)

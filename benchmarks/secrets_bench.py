@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         before_scan("warm up")
         b_blocked = [bool(before_scan(t)) for t in texts]
-        b_median, o_median2 = timed_pair(lambda: [before_scan(t) for t in texts], lambda: [scan(t) for t in texts],
+        b_median, o_median2 = timed_pair(lambda before_scan=before_scan: [before_scan(t) for t in texts], lambda: [scan(t) for t in texts],
                                          runs)
         befores.append((rev, before_scan, *rates(entries, b_blocked), len(texts) / b_median, len(texts) / o_median2))
 
@@ -263,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nreal notes: {len(notes)} notes in {real_median:.3f} s "
               f"({len(notes) / real_median:,.0f} notes/s), {len(hits)} flagged")
         for rev, before_scan, *_ in befores:
-            b_real, o_real = timed_pair(lambda: [before_scan(c) for c in contents], lambda: [scan(c) for c in contents],
+            b_real, o_real = timed_pair(lambda before_scan=before_scan: [before_scan(c) for c in contents], lambda: [scan(c) for c in contents],
                                         runs)
             b_hits = sum(bool(before_scan(c)) for c in contents)
             print(f"real notes side by side with {rev}: gate now {len(notes) / o_real:,.0f} notes/s, {len(hits)} flagged"

@@ -75,7 +75,9 @@ def sha(data: bytes) -> str:
 def project_root(store) -> Path:
     """The project the store's memories are about: ``$CONSOLIDATE_PROJECT_ROOT``, else the folder
     holding the store (``./.memofs`` lives in the project)."""
-    env = os.environ.get("CONSOLIDATE_PROJECT_ROOT")
+    from .settings import PROJECT_ROOT
+
+    env = PROJECT_ROOT.get()
     return Path(env).resolve() if env else Path(store.path).resolve().parent
 
 
@@ -185,7 +187,7 @@ def _inside(root: Path, rel: str) -> Path | None:
     return p
 
 
-def find_anchors(root: Path, text: str, entities: Iterable[str] = ()) -> list[dict[str, str]]:
+def find_anchors(root: Path, text: str, entities: Iterable[str] = ()) -> list[dict[str, str | None]]:
     """Anchors of a memory whose text (statement and fields) is ``text``: for each file entity that
     is a file under ``root``, one anchor per named symbol defined in it, else one for the whole file.
     Each anchor is ``{"path", "symbol" (or None), "sha"}``."""
@@ -194,7 +196,7 @@ def find_anchors(root: Path, text: str, entities: Iterable[str] = ()) -> list[di
     root = Path(root).resolve()
     files = [name for name, kind in extract_entities(text, list(entities)) if kind in ("file", "named")]
     symbols = named_symbols(text)
-    out: list[dict[str, str]] = []
+    out: list[dict[str, str | None]] = []
     seen: set[tuple[str, str | None]] = set()
     for rel in files:
         rel = rel.strip().lstrip("./") if rel.startswith("./") else rel.strip()
@@ -209,8 +211,8 @@ def find_anchors(root: Path, text: str, entities: Iterable[str] = ()) -> list[di
             continue
         rel = p.resolve().relative_to(root).as_posix()
         defined = symbols_of(rel, data) if symbols else {}
-        hits = [(s, match_symbol(s, defined)) for s in symbols]
-        hits = [(s, d) for s, d in hits if d]
+        matched = [(s, match_symbol(s, defined)) for s in symbols]
+        hits = [(s, d) for s, d in matched if d]
         if hits:
             for _s, d in hits:
                 if (rel, d) not in seen:
@@ -260,7 +262,8 @@ def update_section(store_path: Path, change) -> bool:
             data = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(data, dict):
                 return False
-            section = data.get(SECTION) if isinstance(data.get(SECTION), dict) else {}
+            section = data.get(SECTION)
+            section = section if isinstance(section, dict) else {}
             for key, value in _empty().items():
                 if not isinstance(section.get(key), dict):
                     section[key] = value
@@ -274,7 +277,7 @@ def update_section(store_path: Path, change) -> bool:
     return True
 
 
-def _file_entry(root: Path, rel: str, symbols: Iterable[str]) -> dict[str, Any] | None:
+def _file_entry(root: Path, rel: str, symbols: Iterable[str | None]) -> dict[str, Any] | None:
     p = root / rel
     try:
         st = p.stat()
@@ -359,9 +362,9 @@ def git_renames(root: Path) -> dict[str, str]:
             else:
                 i += 1
         steps.reverse()  # oldest first
-    status = _git(root, "status", "--porcelain=v1", "-z", "-M")
-    if status:
-        parts = status.split("\0")
+    porcelain = _git(root, "status", "--porcelain=v1", "-z", "-M")
+    if porcelain:
+        parts = porcelain.split("\0")
         i = 0
         while i < len(parts):
             entry = parts[i]
@@ -413,7 +416,7 @@ def _follow(renamed: dict[str, str], path: str) -> str:
     return path
 
 
-def anchored_paths(section: dict, memory_ids: Iterable[str]) -> dict[str, set]:
+def anchored_paths(section: dict, memory_ids: Iterable[str | None]) -> dict[str, set]:
     """Where the anchored files of ``memory_ids`` are now (after the recorded renames), each with the
     symbols of it that are anchored (None for the whole file): ``{path: {symbol, ...}}``."""
     memories, renamed = section["memories"], section["renamed"]
@@ -447,7 +450,7 @@ def check(store_path: Path, memory_ids: Iterable[str] | None = None, *, root: Pa
     from .fast_start import check_root
 
     store_path = Path(store_path)
-    root = str(root) if root is not None else check_root(store_path)
+    top = str(root) if root is not None else check_root(store_path)
     section = section if section is not None else read_section(store_path)
     memories = section["memories"]
     files = section["files"]
@@ -466,7 +469,7 @@ def check(store_path: Path, memory_ids: Iterable[str] | None = None, *, root: Pa
     sep = os.sep
     for rel, syms in wanted.items():
         try:
-            st = stat(root + sep + rel)
+            st = stat(top + sep + rel)
         except OSError:
             missing.append(rel)
             continue
@@ -476,18 +479,18 @@ def check(store_path: Path, memory_ids: Iterable[str] | None = None, *, root: Pa
             if all(s is None or s in csyms for s in syms):
                 current[rel] = cached
                 continue
-        entry = _file_entry(Path(root), rel, syms)
+        entry = _file_entry(Path(top), rel, syms)
         current[rel] = entry
         if entry is not None:
             changed[rel] = entry
     new_renames: dict[str, str] = {}
     if missing:
-        moves = git_renames(Path(root))
+        moves = git_renames(Path(top))
         for rel in missing:
             new = _follow(moves, rel) if rel in moves else None
-            entry = _file_entry(Path(root), new, wanted[rel]) if new else None
+            entry = _file_entry(Path(top), new, wanted[rel]) if new else None
             current[rel] = None
-            if entry is None:
+            if new is None or entry is None:
                 continue
             new_renames[rel] = new
             current[new] = entry
@@ -592,7 +595,7 @@ def context_text(store_path: Path) -> str | None:
     if not isinstance(index, list):
         return None
     section = read_section(store_path)
-    drift = check(store_path, [e.get("id") for e in index if isinstance(e, dict)], section=section) \
+    drift = check(store_path, [e["id"] for e in index if isinstance(e, dict) and isinstance(e.get("id"), str)], section=section) \
         if section["memories"] else {}
     if not drift:
         return md

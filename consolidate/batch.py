@@ -129,7 +129,7 @@ def run_batch(store, *, concurrency: int = 4, judges: list[str] | None = None, c
         return {"session_id": plan.session_id, "run_id": plan.run_id, **summary(plan)}
 
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="batch")
-    futures = {}
+    futures: dict[Any, Any] = {}
     queue = list(pending)
     try:
         while queue or futures:

@@ -10,6 +10,11 @@ that need them, never by ``note`` or ``end``.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Mapping
 
 from .commands import MODULES
 from . import __version__
@@ -46,11 +51,26 @@ def build_parser(modules: tuple[str, ...] = MODULES) -> argparse.ArgumentParser:
                                 epilog=exit_codes_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"consolidate {__version__}")
     p.add_argument("--env-file", metavar="FILE", help="read CONSOLIDATE_* settings (store, Chroma URL, project,"
-                   " embedding, judges) from a .env file, e.g. the Gemini CLI extension's")
+                   " embedding, judges) from a .env file; a missing or unreadable FILE is an error (exit 2)")
+    p.add_argument("--env-file-if-exists", metavar="FILE", help="the same, but a missing FILE sets nothing (the"
+                   " Gemini CLI extension's .env, written once a setting is saved)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in modules:
         importlib.import_module(f"consolidate.commands.{name}").register(sub, common)
+    add_examples(sub.choices)
     return p
+
+
+def add_examples(parsers: Mapping[str, argparse.ArgumentParser]) -> None:
+    """End each command's ``--help`` with its example from ``consolidate.commands.COMMANDS``."""
+    import argparse
+
+    from .commands import COMMANDS
+
+    for name, parser in parsers.items():
+        example = COMMANDS[name][1]
+        parser.epilog = (parser.epilog + "\n\n" if parser.epilog else "") + "example:\n  " + example
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
 #: Exit codes besides the error classes' (consolidate.errors): the README lists the same ones.
@@ -92,12 +112,26 @@ def main(argv: list[str] | None = None) -> int:
     from .fastpath import command_modules  # `hook` (SessionStart, ...): its own module's parser only
 
     args = build_parser(command_modules(sys.argv[1:] if argv is None else list(argv), MODULES)).parse_args(argv)
-    if getattr(args, "env_file", None):
-        load_env_file(args.env_file)
     for name in COMMON_OPTIONS:
         if not hasattr(args, name):
             setattr(args, name, None)
     try:
+        try:
+            if getattr(args, "env_file", None):
+                load_env_file(args.env_file)
+            if getattr(args, "env_file_if_exists", None):
+                load_env_file(args.env_file_if_exists, missing_ok=True)
+        except ConsolidateError as exc:
+            if args.command == "hook":  # refused as the hook refuses (exit 1: shown, the agent goes on)
+                from .commands.lifecycle import HOOK_REFUSED
+
+                print(f"consolidate hook: refused: {exc}; nothing was written", file=sys.stderr)
+                return HOOK_REFUSED
+            raise
+        if args.command != "hook":  # the hook queues whatever the settings (its worker reports them)
+            from .settings import check_all
+
+            check_all()
         from .commands._parser import check_session_option
 
         check_session_option(args)

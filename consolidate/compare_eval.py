@@ -39,10 +39,13 @@ class LabeledPair:
     source: str | None = None
 
 
-def load_pairs(path: str | Path) -> list[LabeledPair]:
-    """Read a JSONL pair file. Raises BadInput for an unreadable or empty file and InvalidImportLine
+def load_pairs(path: str | Path, limit: int | None = None) -> list[LabeledPair]:
+    """Read a JSONL pair file (all of it, or its first ``limit`` pairs). Raises BadInput for an
+    unreadable or empty file or a bad ``limit``, and InvalidImportLine
     (``path``, ``line``) for a line without a unique ``id``, non-empty ``old``/``new``/``type`` strings,
     or with a ``relation`` (or an ``also`` entry) outside RELATIONS."""
+    if limit is not None and limit < 1:
+        raise BadInput(f"--limit must be at least 1 (got {limit})")
     from .jsonl import read_objects
 
     pairs: list[LabeledPair] = []
@@ -61,6 +64,8 @@ def load_pairs(path: str | Path) -> list[LabeledPair]:
             raise bad(f"`relation` and `also` must be among {', '.join(RELATIONS)} (got {rel!r}, {also!r})")
         pairs.append(LabeledPair(pid, obj["type"], obj["old"], obj["new"], rel, list(also),
                                  obj.get("category"), obj.get("source")))
+        if limit is not None and len(pairs) >= limit:
+            break
     if not pairs:
         raise BadInput(f"{path}: no pairs")
     return pairs

@@ -213,8 +213,8 @@ def _clause(text: str, at: int) -> tuple[int, int]:
     sentence or clause mark to the next one."""
     back = max(0, at - 120)
     lo = back
-    for m in _CLAUSE_MARK.finditer(text, back, at):
-        lo = m.end()
+    for mark in _CLAUSE_MARK.finditer(text, back, at):
+        lo = mark.end()
     m = _CLAUSE_MARK.search(text, at)
     return lo, min(m.start() if m else len(text), at + 160)
 

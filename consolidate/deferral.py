@@ -23,7 +23,6 @@ Only the standard library is imported here (the session-end path).
 from __future__ import annotations
 
 import datetime as _dt
-import os
 from typing import Any, Callable
 
 #: Default wait bound of an unjudged note, in days (issue 12: "default 7 days, configurable").
@@ -36,17 +35,15 @@ EXIT_PARTIAL = 75
 
 def wait_days(value: float | None = None) -> float:
     """The wait bound in days: ``value`` when given, else ``$CONSOLIDATE_WAIT_DAYS``, else 7.
-    A value that is not a positive number falls back to the default (the env variable) or raises
-    ValueError (an explicit ``value``)."""
+    A value that is not a positive number raises ConfigError (the variable; consolidate/settings.py)
+    or ValueError (an explicit ``value``)."""
     if value is not None:
         if not value > 0:
             raise ValueError(f"the wait bound must be a positive number of days, not {value!r}")
         return float(value)
-    try:
-        days = float(os.environ.get("CONSOLIDATE_WAIT_DAYS") or DEFAULT_WAIT_DAYS)
-    except ValueError:
-        return DEFAULT_WAIT_DAYS
-    return days if days > 0 else DEFAULT_WAIT_DAYS
+    from .settings import WAIT_DAYS
+
+    return WAIT_DAYS.get()
 
 
 def iso(ts: float) -> str:

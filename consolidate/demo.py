@@ -15,11 +15,12 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
+from typing import Any
 
 # A fake key, assembled at run time so no scanner mistakes this file for a leak.
 _FAKE_KEY = "sk-" + "proj-" + "Zq7uT2mB9xKc4LwR8nVd1YhE6fJp3sGa"
 
-SESSIONS = [
+SESSIONS: list[tuple[str, str, str | None, list[dict[str, Any]]]] = [
     ("debug-login-timeout", "success", None, [
         dict(text="Login tests time out on CI because the test DB container starts after pytest; "
                   "fixed by adding a healthcheck wait in docker-compose.test.yml", flag=True, kind="failure"),
@@ -53,7 +54,7 @@ SESSIONS = [
 
 #: Judged with the no-op judge only, as during a judge outage: the flagged note still graduates, the
 #: maybes are left unjudged (and die with the session), nothing unjudged is written.
-OUTAGE_SESSION = ("judge-outage", "success", None, [
+OUTAGE_SESSION: tuple[str, str, str | None, list[dict[str, Any]]] = ("judge-outage", "success", None, [
     dict(text="Feature flags live in config/flags.toml and are read once at startup", flag=True, kind="fact"),
     dict(text="The payments webhook retries 3 times with a 10 s backoff, so handlers must be idempotent"),
     dict(text="Looked at the webhook logs for an hour"),

@@ -65,7 +65,11 @@ class EmbeddingFunction(Protocol):
     """
 
     id: str
-    dimension: int
+
+    @property
+    def dimension(self) -> int:
+        """Length of every vector ``embed`` returns (an attribute or a property)."""
+        ...
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Embed ``texts`` (n strings) into n vectors of ``dimension`` floats each, in the same
@@ -450,7 +454,7 @@ class ChromaNamed:
         return self._fn
 
     @property
-    def dimension(self) -> int:  # type: ignore[override]
+    def dimension(self) -> int:
         """Vector length, found by embedding one probe text on first access."""
         if self._dimension is None:
             self._dimension = len(self.embed([self.PROBE])[0])

@@ -29,7 +29,6 @@ with the fewest notes (ties by id), or the ids given.
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 import time
@@ -169,7 +168,7 @@ def _merge(dicts) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
-def _memory_status(store, memory_ids: list[str]) -> dict[str, str]:
+def _memory_status(store, memory_ids: list[str | None]) -> dict[str | None, str]:
     ids = [m for m in memory_ids if m]
     if not ids:
         return {}
@@ -269,7 +268,8 @@ def evaluate_end_to_end(labels: str | Path, chain_factory, *, sessions_dir: str 
     gold = {r["id"]: r["verdict"] for r in rows if r["session_id"] in set(picked)}
     work = Path(keep_stores) if keep_stores else Path(tempfile.mkdtemp(prefix="consolidate-e2e-"))
     work.mkdir(parents=True, exist_ok=True)
-    results, judges = [], []
+    results: list = []
+    judges: list = []
     try:
         for sid in picked:
             labeled = {r["id"] for r in rows if r["session_id"] == sid}

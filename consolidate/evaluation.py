@@ -245,9 +245,9 @@ def usage_of(chain, events: list[dict[str, Any]], seconds: float,
     for judge in chain.judges:
         usage = judge.usage
         if usage is not None and "prompt_tokens" in usage:
-            before = start.get(id(judge), {})
+            prev = start.get(id(judge), {})
             for k in tokens:
-                tokens[k] += int(usage.get(k, 0) or 0) - int(before.get(k, 0) or 0)
+                tokens[k] += int(usage.get(k, 0) or 0) - int(prev.get(k, 0) or 0)
         else:
             for e in events:
                 if e.get("event") == "judge.call" and e.get("judge") == judge.name:

@@ -84,7 +84,7 @@ def read(store, *, contains: str | None = None) -> Iterator[dict]:
     return read_lines(path_of(store), contains=contains)
 
 
-def _seqs_of_run(path, run_id: str) -> set[int]:
+def _seqs_of_run(path, run_id: str) -> set[int | None]:
     """Sequence numbers of ``run_id``'s lines already in the log (scanned only on a replay; a
     substring test comes before any JSON parsing)."""
     from .jsonl import read_lines

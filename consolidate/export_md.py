@@ -206,7 +206,8 @@ def parse_block(text: str) -> list[dict[str, Any]]:
                 meta = json.loads(m.group("meta"))
             except ValueError:
                 meta = {}
-        fields = meta.get("fields") if isinstance(meta.get("fields"), dict) else {}
+        fields = meta.get("fields")
+        fields = fields if isinstance(fields, dict) else {}
         type_ = m.group("type") if m.group("type") in TYPES else None
         out.append({"type": type_, "statement": m.group("statement").strip(),
                     "id": meta.get("id") if isinstance(meta.get("id"), str) else None,
@@ -261,7 +262,7 @@ def import_block(store, path: str | os.PathLike, rev: str | None = None) -> dict
     entries = parse_block(text)
     digest = hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()[:16]
     sid = f"agents-md-{digest}"
-    result = {"session_id": sid, "notes": 0, "known": 0, "already_imported": False, "origin": origin}
+    result: dict[str, Any] = {"session_id": sid, "notes": 0, "known": 0, "already_imported": False, "origin": origin}
     if store.sessions.session_end(sid) is not None:
         result["already_imported"] = True
         return result

@@ -74,7 +74,9 @@ def gemini_output(text: str) -> str:
 def check_root(store_path) -> str:
     """The project root the drift check stats anchored files under (consolidate.anchors.check):
     ``$CONSOLIDATE_PROJECT_ROOT``, else the folder holding the store."""
-    return os.environ.get("CONSOLIDATE_PROJECT_ROOT") or os.path.dirname(os.path.realpath(store_path))
+    from .settings import PROJECT_ROOT
+
+    return PROJECT_ROOT.get() or os.path.dirname(os.path.realpath(store_path))
 
 
 def _stat(path: str) -> list[int] | None:

@@ -17,8 +17,9 @@ modules are imported, for the invocations users pay for every session.
 Anything else, or any doubt (a store folder that is missing or not private, a reason or session
 id the gate would need to look at, a run left in the journal, an unknown option), returns None and
 the full command line handles it: the fast path never decides what the full one would decide
-differently. Standard library only; nothing of the package is imported here (fast_start, for a
-SessionStart, imports hook_lifecycle, agent_session and echo: standard library only too).
+differently. Standard library only; nothing of the package is imported here but
+``consolidate.settings`` (the environment variables; ``os`` only); fast_start, for a SessionStart,
+imports hook_lifecycle, agent_session and echo: standard library only too.
 
 Queue file: each record is written as ``"\\n" + JSON + "\\n"`` in one ``write`` to a file opened
 ``O_APPEND`` (0600), so concurrent hooks never interleave, and a line cut by a crash (the hook
@@ -37,12 +38,13 @@ import os
 import sys
 import time
 
+# the variables, declared in consolidate/settings.py (standard library only, like this module)
+from .settings import CRASH_AT, JUDGE_CHILD, STORE
+
 QUEUE_FILE = "queue.jsonl"
 #: Crash points (consolidate.faults; ``CONSOLIDATE_CRASH_AT``) of the queue file.
 CRASH_APPEND = "hook:queue-file:partial"  # half a record written, then SIGKILL
 CRASH_FOLD = "queue-file:fold"  # records inserted, offset moved, before the commit
-_CRASH_ENV = "CONSOLIDATE_CRASH_AT"
-_CHILD_GUARD = "CONSOLIDATE_JUDGE_CHILD"  # consolidate.hook.CHILD_GUARD
 _END_EVENTS = ("sessionend", "stop")
 _START_EVENT = "sessionstart"
 _ALIASES = {"agentturncomplete": "stop"}
@@ -81,7 +83,7 @@ def command_modules(argv: list[str], modules: tuple[str, ...]) -> tuple[str, ...
         arg = argv[i]
         if arg in ("-h", "--help", "--version"):
             return modules
-        if arg in _STORE_OPTIONS or arg == "--env-file":
+        if arg in _STORE_OPTIONS or arg in ("--env-file", "--env-file-if-exists"):
             i += 2
             continue
         if arg.startswith("-"):
@@ -128,14 +130,14 @@ def _parse(argv: list[str]) -> dict | None:
 
 
 def _crash(point: str) -> None:
-    if os.environ.get(_CRASH_ENV) == point:
+    if CRASH_AT.get() == point:
         import signal
 
         os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _armed(point: str) -> bool:
-    return os.environ.get(_CRASH_ENV) == point
+    return CRASH_AT.get() == point
 
 
 def _private_store(path: str) -> bool:
@@ -190,7 +192,7 @@ class _Fallback(Exception):
 
 
 def _hook(opts: dict) -> int | None:
-    if os.environ.get(_CHILD_GUARD):
+    if JUDGE_CHILD.get():
         return 0  # a judge's own agent session: the full hook does nothing either
     outcome = opts.get("outcome", "success")
     if outcome not in _OUTCOMES or opts.get("output", "text") not in ("text", "gemini"):
@@ -244,9 +246,9 @@ def _hook_end(opts: dict, raw: bytes, outcome: str) -> int:
             sid = value.strip()
             break
     reason = payload.get("reason") if isinstance(payload.get("reason"), str) else None
-    if not _simple(sid, 200, "-.:@+/") or (reason and not _simple(reason, 64)):
+    if sid is None or not _simple(sid, 200, "-.:@+/") or (reason and not _simple(reason, 64)):
         raise _Fallback  # the full hook checks the id and scans the reason for secrets
-    store = opts.get("store") or os.environ.get("CONSOLIDATE_STORE")
+    store = opts.get("store") or STORE.get()
     if not store:
         cwd = payload.get("cwd")
         if cwd is not None and not (isinstance(cwd, str) and os.path.isabs(cwd)):
@@ -493,7 +495,7 @@ def _idle_run(opts: dict) -> int | None:
     sid = opts.get("session")
     if not sid or not _simple(sid, 200, "-.:@+/") or any(opts.get(k) for k in ("chroma_url",)):
         return None
-    store = opts.get("store") or os.environ.get("CONSOLIDATE_STORE") or ".memofs"
+    store = opts.get("store") or STORE.get() or ".memofs"
     db_path = os.path.join(store, "sessions.sqlite3")
     if not _private_store(store) or not os.path.exists(db_path):
         return None

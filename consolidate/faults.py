@@ -18,23 +18,28 @@ from __future__ import annotations
 import os
 import signal
 
-ENV = "CONSOLIDATE_CRASH_AT"
+from .settings import CRASH_AT
+
+ENV = CRASH_AT.name
 
 
 def crash_point(name: str) -> None:
     """SIGKILL this process if ``CONSOLIDATE_CRASH_AT`` names ``name``."""
-    if os.environ.get(ENV) == name:
+    if CRASH_AT.get() == name:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
 def pause_point(name: str) -> None:
     """Wait at ``name`` while a test acts (see the module docstring); nothing unless armed."""
-    if os.environ.get("CONSOLIDATE_PAUSE_AT") != name or not os.environ.get("CONSOLIDATE_PAUSE_DIR"):
+    from .settings import PAUSE_AT, PAUSE_DIR
+
+    pause_dir = PAUSE_DIR.get()
+    if PAUSE_AT.get() != name or not pause_dir:
         return
     import time
     from pathlib import Path
 
-    folder = Path(os.environ["CONSOLIDATE_PAUSE_DIR"])
+    folder = Path(pause_dir)
     stem = name.replace(":", "_")
     (folder / f"{stem}.reached").touch()
     deadline = time.monotonic() + 120
@@ -44,4 +49,4 @@ def pause_point(name: str) -> None:
 
 def armed(name: str) -> bool:
     """Whether ``CONSOLIDATE_CRASH_AT`` names ``name`` (for points that must crash mid-write)."""
-    return os.environ.get(ENV) == name
+    return CRASH_AT.get() == name

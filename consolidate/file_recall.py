@@ -40,7 +40,8 @@ def tool_paths(payload: dict[str, Any]) -> list[str]:
     ``absolute_path``, ``path``, ``paths``); [] for another tool."""
     if payload.get("tool_name") not in FILE_TOOLS:
         return []
-    data = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    data = payload.get("tool_input")
+    data = data if isinstance(data, dict) else {}
     out = []
     for key in ("file_path", "notebook_path", "absolute_path", "path"):
         if isinstance(data.get(key), str) and data[key].strip():
@@ -254,7 +255,8 @@ def run(store_path: Path, sid: str | None, payload: dict[str, Any]) -> str:
             tier.close()
         if not text:
             return ""
-        name = payload.get("hook_event_name") if isinstance(payload.get("hook_event_name"), str) else "PreToolUse"
+        name = payload.get("hook_event_name")
+        name = name if isinstance(name, str) else "PreToolUse"
         return hook_output(text, name)
     except Exception:  # noqa: BLE001 - the hook never fails the agent
         return ""

@@ -22,6 +22,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from .errors import StoreCorrupt
 from .json_check import check_fields
@@ -66,7 +67,7 @@ KEEP = "_keep"
 #: a memory the graph may not hold).
 IF = "_if"
 #: The fields of a graph line and their JSON kinds (consolidate/json_check.py).
-LINE_FIELDS = {"nodes.jsonl": {"id": (("string",), True)},
+LINE_FIELDS: dict[str, dict[str, tuple[tuple, bool]]] = {"nodes.jsonl": {"id": (("string",), True)},
                "edges.jsonl": {"source": (("string",), True), "target": (("string",), True),
                                "key": (("string", "integer", "null"), False)}}
 
@@ -193,7 +194,8 @@ def appended_diffs(folder: Path, segments: dict[str, dict[str, list[int]]]) -> d
     ``{"nodes": [inode, start, end], "edges": [inode, start, end]}``; returns ``{run_id: {"added_nodes",
     "changed_nodes", "added_edges"}}`` (the shape consolidate.undo reverses) for every run whose
     segments are still in the current files (same inode), read in one pass per file."""
-    out = {rid: {"added_nodes": [], "changed_nodes": {}, "added_edges": []} for rid in segments}
+    out: dict[str, dict[str, Any]] = {rid: {"added_nodes": [], "changed_nodes": {}, "added_edges": []}
+                                      for rid in segments}
     valid = set(segments)
     files = {}
     for kind in ("nodes", "edges"):

@@ -113,7 +113,7 @@ def tail_entries(path: str | os.PathLike, max_entries: int = MAX_ENTRIES, max_by
     return out[-max_entries:]
 
 
-def is_external_tool(name: str) -> bool:
+def is_external_tool(name: object) -> bool:
     """Whether a tool's results come from outside the project: web fetch/search, or an MCP tool of a
     server that is not ours."""
     if not isinstance(name, str):
@@ -127,7 +127,8 @@ def is_external_tool(name: str) -> bool:
 
 
 def _blocks(entry: dict) -> list[dict]:
-    message = entry.get("message") if isinstance(entry.get("message"), dict) else {}
+    message = entry.get("message")
+    message = message if isinstance(message, dict) else {}
     content = message.get("content")
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
@@ -161,7 +162,8 @@ def user_text(text: str) -> str:
 def _call_summary(block: dict) -> str:
     """``Bash: npm test`` for a tool call (its most telling input, cut)."""
     name = block.get("name") or "tool"
-    data = block.get("input") if isinstance(block.get("input"), dict) else {}
+    data = block.get("input")
+    data = data if isinstance(data, dict) else {}
     for key in ("command", "file_path", "absolute_path", "path", "url", "query", "pattern"):
         if isinstance(data.get(key), str):
             return f"{name}: {data[key][:200]}"

@@ -21,18 +21,17 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from .fast_start import session_line  # noqa: F401 - one wording for the full and the light SessionStart
+from .settings import JUDGE_CHILD
 
 #: Environment guard set by our own judge subprocesses (``claude -p`` fires its hooks): a hook that
 #: sees it does nothing, so a judge never recurses into consolidation.
-CHILD_GUARD = "CONSOLIDATE_JUDGE_CHILD"
+CHILD_GUARD = JUDGE_CHILD.name
 #: stdin bounds: at most this many bytes, waiting at most this many seconds in total.
 STDIN_MAX_BYTES = 1_000_000
 STDIN_TIMEOUT = 0.5
@@ -231,7 +230,7 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
     and return its id line and the recalled context. An end event (SessionEnd, Stop): queue the
     session end first, then (``harvest_notes``) add the bounded transcript harvest, then start a
     worker with ``options`` (store options and judges). PreCompact (``harvest_notes``): harvest only."""
-    if os.environ.get(CHILD_GUARD):
+    if JUDGE_CHILD.get():
         return 0, ""
     name = event_name(payload)
     sid = session_id_of(payload)

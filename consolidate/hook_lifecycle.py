@@ -120,8 +120,10 @@ def session_for_start(tier, session_id: str, payload: dict, *, now: float | None
     now = time.time() if now is None else now
     sid = session_id
     if tier.session_end(session_id) is not None:
-        sid = open_segment(tier, session_id)
-        if sid is None:
+        segment = open_segment(tier, session_id)
+        if segment is not None:
+            sid = segment
+        else:
             n = tier.db.execute("SELECT COUNT(*) FROM hook_sessions WHERE base_session_id=? AND session_id!=?",
                                 (session_id, session_id)).fetchone()[0]
             sid = f"{session_id}{SEGMENT_SEP}{n + 1}"

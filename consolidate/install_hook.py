@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import settings
 from .errors import BadInput
 
 SCOPES = ("project", "user")
@@ -118,8 +119,8 @@ def consolidate_argv() -> list[str]:
 
 #: The options that select the store and the judges, in the order they go on a command line.
 CONFIG_KEYS = ("store", "chroma_url", "project", "embedding", "judges")
-_ENV = {"store": "CONSOLIDATE_STORE", "chroma_url": "CONSOLIDATE_CHROMA_URL", "project": "CONSOLIDATE_PROJECT",
-        "embedding": "CONSOLIDATE_EMBEDDING", "judges": "CONSOLIDATE_JUDGES"}
+_SETTINGS: dict[str, settings.Setting] = {"store": settings.STORE, "chroma_url": settings.CHROMA_URL, "project": settings.PROJECT,
+                                          "embedding": settings.EMBEDDING, "judges": settings.JUDGES}
 
 
 def hook_config(*, store: str | os.PathLike | None = None, chroma_url: str | None = None,
@@ -130,15 +131,12 @@ def hook_config(*, store: str | os.PathLike | None = None, chroma_url: str | Non
     comma-separated), else None (the hook's own default then: the session's ``cwd/.memofs``, the
     folder's name as project, the store's embedding, the default judge chain). ``store`` is made
     absolute. Values are ``str`` except ``judges`` (a list or None)."""
-    env = os.environ if environ is None else environ
     given = {"store": store, "chroma_url": chroma_url, "project": project, "embedding": embedding, "judges": judges}
     config: dict[str, Any] = {}
     for key in CONFIG_KEYS:
-        value = given[key] or env.get(_ENV[key]) or None
-        if key == "judges" and isinstance(value, str):
-            value = [j.strip() for j in value.split(",") if j.strip()] or None
+        value = given[key] or _SETTINGS[key].get(environ) or None
         if key == "store" and value:
-            value = os.path.abspath(value)
+            value = os.path.abspath(str(value))
         config[key] = value
     return config
 
@@ -233,13 +231,13 @@ def merge_hooks(data: dict[str, Any], agent: str, command: str, *, where: str = 
             if stale:
                 actions.append(f"updated {h.event}")
             continue
-        entry: dict[str, Any] = {}
+        new: dict[str, Any] = {}
         if h.name:
-            entry["name"] = h.name
-        entry.update({"type": "command", "command": command, "timeout": h.timeout})
+            new["name"] = h.name
+        new.update({"type": "command", "command": command, "timeout": h.timeout})
         if h.description:
-            entry["description"] = h.description
-        groups.append({**({"matcher": h.matcher} if h.matcher else {}), "hooks": [entry]})
+            new["description"] = h.description
+        groups.append({**({"matcher": h.matcher} if h.matcher else {}), "hooks": [new]})
         actions.append(f"added {h.event}")
     return actions
 

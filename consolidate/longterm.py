@@ -125,8 +125,8 @@ class _Index:
     def __init__(self, key: str):
         self.key = key
         self.lock = threading.RLock()
-        self.client = None
-        self.collection = None
+        self.client: Any = None
+        self.collection: Any = None
         self.seen: str | None = None
         self.metadata: dict | None = None
         self.copy_dir = None  # a read-only store's private copy (tempfile.TemporaryDirectory)
@@ -196,7 +196,7 @@ class _Index:
         client, self.client, self.collection = self.client, None, None
         if client is None:
             return
-        identifier = getattr(client, "_identifier", None)
+        identifier: Any = getattr(client, "_identifier", None)
         try:
             client.close()
         except Exception:  # noqa: BLE001 - closing a broken client must not hide the real error
@@ -278,7 +278,7 @@ class LongTerm:
             self._index.current(self.store)
             return self._index.client
 
-    def _read(self, fn):
+    def _read(self, fn) -> Any:
         """``fn(collection)`` on a fresh collection; a Chroma error (another process wrote while it
         ran) reopens the client and tries again, up to READ_ATTEMPTS times; then StoreError."""
         for attempt in range(READ_ATTEMPTS):
@@ -445,8 +445,8 @@ class LongTerm:
         out: list[dict[str, Any]] = []
         offset = 0
         while True:
-            res = self._read(lambda collection: collection.get(where=where, include=list(include), limit=self.PAGE,
-                                                               offset=offset))
+            res = self._read(lambda collection, offset=offset: collection.get(
+                where=where, include=list(include), limit=self.PAGE, offset=offset))
             docs = res.get("documents") or [None] * len(res["ids"])
             metas = res.get("metadatas") or [None] * len(res["ids"])
             out += [{"id": i, "document": d, "metadata": m} for i, d, m in zip(res["ids"], docs, metas)]
@@ -458,7 +458,7 @@ class LongTerm:
                statuses: tuple[str, ...] = ("active",), documents: bool = True) -> list[dict[str, Any]]:
         """Every active memory (or of ``statuses``) of ``scope`` in ``tier`` (and ``confidence`` when
         given): dicts with ``id``, ``document`` (None with ``documents=False``), ``metadata``."""
-        where = _where(scope=scope, statuses=statuses, tier=tier)
+        where: Any = _where(scope=scope, statuses=statuses, tier=tier)
         if confidence:
             where = {"$and": [*where["$and"], {"confidence": confidence}]}
         return self._get_all(where, include=("documents", "metadatas") if documents else ("metadatas",))

@@ -16,7 +16,7 @@ from .errors import BadInput
 from .plan import MemoryUpdate, Plan, step_confidence
 
 #: Confidence decays one step when an entry has not been confirmed for this many days, at most once
-#: per period (SPEC section 6: "subject to decay").
+#: per period (docs/design.md#evidence-and-confidence: decay).
 DECAY_DAYS = 180
 
 

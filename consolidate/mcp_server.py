@@ -43,7 +43,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from .errors import BadInput, ConsolidateError
+from .errors import ConsolidateError
 from .retrieval import MIN_SIMILARITY
 from .session import OUTCOMES, check_session_id
 from .store import Store
@@ -82,7 +82,7 @@ def _iso(ts: float | None) -> str | None:
     return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _one_line(text: str, limit: int = 300) -> str:
+def _one_line(text: object, limit: int = 300) -> str:
     one = " ".join(str(text).split())
     return one if len(one) <= limit else one[: limit - 1] + "…"
 
@@ -219,6 +219,7 @@ class StoreThread:
         line."""
         if self._pool is None:
             self.start()
+        assert self._pool is not None  # start() made it
         future = self._pool.submit(self._call, fn)
         try:
             return await anyio.to_thread.run_sync(future.result)
@@ -326,7 +327,7 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
 
             sid = resolve_session(s, session_id, own_id)
             if path is not None and path.strip():
-                return {"session_id": sid, **read_part(s, sid, path)}
+                return {"session_id": sid, **(read_part(s, sid, path) or {})}  # (a dict, given a path)
             now = _dt.datetime.now(_dt.timezone.utc).timestamp()
             notes = [{"id": n.id, "content": n.content, "flag": n.flag, "kind": n.kind,
                       "created_at": _iso(n.created_at), "expires_at": _iso(n.expires_at),

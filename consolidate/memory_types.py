@@ -1,4 +1,4 @@
-"""Memory types and their required fields (SPEC section 6), as pydantic models, and the
+"""Memory types and their required fields (docs/design.md#memory-types), as pydantic models, and the
 memorability rules the code can check.
 
 | type       | required besides the statement |

@@ -44,8 +44,7 @@ def check_note(content: str, *, flag: bool, kind: str | None = None,
     if missing:
         hints = "; ".join(FIELD_HINTS.get(n, n) for n in missing)
         parts.append(f"missing {', '.join(missing)}, stored with fields_missing unless you rewrite it ({hints})")
-    problem = " ".join(content.split())
-    problem = memorability_problem(problem)
+    problem = memorability_problem(" ".join(content.split()))
     if problem:
         parts.append(f"reads as {problem}: a judge would reject it; the flag keeps it")
     return "policy: " + "; ".join(parts)

@@ -1,4 +1,4 @@
-"""The consolidation pipeline: one ended session through the stages of SPEC section 4.
+"""The consolidation pipeline: one ended session through the stages of docs/design.md#the-pipeline.
 
 ``run_session`` builds a plan stage by stage (count, purge, secret gate, flag-promote, judge, write
 policy, contradiction check, provenance stamp) and hands it to ``apply``, the only stage that writes.
@@ -61,7 +61,7 @@ def run_session(store: Store, session_id: str, *, outcome: str = "success", reas
                 wait_days: float | None = None, release_model: bool = False) -> Plan:
     """Consolidate one session and return its plan (applied unless ``dry_run``).
 
-    ``outcome`` gates everything (SPEC section 3): ``success`` runs every stage; ``failure``
+    ``outcome`` gates everything (docs/design.md#session-outcomes): ``success`` runs every stage; ``failure``
     promotes nothing and records ``session.failed`` (also for a session without notes, e.g. a
     workspace session that extracted nothing), keeping the rows; ``aborted`` touches nothing.
     ``judges`` are judge specs (see ``judges.registry``) or judge objects (``ScriptedJudge(...)``), in

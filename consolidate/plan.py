@@ -26,7 +26,7 @@ EVIDENCE_KINDS = ("user-stated", "observed-success", "observed-failure", "inferr
 
 
 def initial_confidence(evidence: str) -> str:
-    """Starting confidence of a memory from its evidence (SPEC section 6: user-stated and observed
+    """Starting confidence of a memory from its evidence (docs/design.md#evidence-and-confidence: user-stated and observed
     start ``high``, inferred starts ``low``)."""
     return "low" if evidence == "inferred" else "high"
 

@@ -50,17 +50,26 @@ def apply(environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
     return done
 
 
-def load_env_file(path: str | os.PathLike, environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
+def load_env_file(path: str | os.PathLike, environ: MutableMapping[str, str] | None = None, *,
+                  missing_ok: bool = False) -> dict[str, str]:
     """Set the ``CONSOLIDATE_<KEY>`` variables of a ``.env`` file (the Gemini CLI extension's
-    settings) that hold a value; other variables in it are ignored. A missing or unreadable file
-    sets nothing (a hook never fails for it). Returns what it set."""
+    settings) that hold a value; other variables in it are ignored. Returns what it set. Raises
+    ConfigError (one line) when the file is missing (unless ``missing_ok``: the extension's file
+    exists only once a setting was saved), is not a file, or cannot be read as UTF-8 text."""
+    from .errors import ConfigError
+
     env = os.environ if environ is None else environ
+    if missing_ok and not os.path.lexists(path):
+        return {}
     try:
+        with open(path, encoding="utf-8") as f:
+            f.read()  # readable, UTF-8, and a file (a folder raises IsADirectoryError)
         from dotenv import dotenv_values
 
         values = dotenv_values(path)
-    except (OSError, UnicodeDecodeError):
-        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise ConfigError(f"--env-file {os.fspath(path)}: {why}", path=os.fspath(path)) from None
     done = {}
     wanted = {"CONSOLIDATE_" + k.upper() for k in KEYS}
     for name, raw in values.items():

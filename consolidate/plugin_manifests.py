@@ -71,7 +71,7 @@ def claude_hook_command() -> str:
 
 def gemini_hook_command() -> str:
     """What the extension's hooks run (the options come from the extension's ``.env``)."""
-    return 'consolidate --env-file "${extensionPath}${/}.env" hook --output gemini'
+    return 'consolidate --env-file-if-exists "${extensionPath}${/}.env" hook --output gemini'
 
 
 def hooks_file(agent: str, command: str) -> dict[str, Any]:
@@ -115,7 +115,7 @@ def gemini_extension_json() -> dict[str, Any]:
         "name": NAME,
         "version": _version(),
         "description": DESCRIPTION,
-        "mcpServers": {NAME: {"command": "consolidate", "args": ["--env-file", "${extensionPath}${/}.env", "mcp"],
+        "mcpServers": {NAME: {"command": "consolidate", "args": ["--env-file-if-exists", "${extensionPath}${/}.env", "mcp"],
                               "cwd": "${workspacePath}"}},
         "settings": [{"name": title, "description": text, "envVar": "CONSOLIDATE_" + key.upper()}
                      for key, title, text in OPTIONS],

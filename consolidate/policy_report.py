@@ -75,7 +75,8 @@ def summarize(outcomes: dict[str, tuple[str, str]], gold: dict[str, str]) -> dic
         counts = by.setdefault((outcome, rule), [0, 0])
         counts[0] += gold.get(nid) == "keep"
         counts[1] += 1
-    rows = [{"outcome": o, "rule": r, "label_keeps": c[0], "all": c[1]} for (o, r), c in by.items()]
+    rows: list[dict[str, Any]] = [{"outcome": o, "rule": r, "label_keeps": c[0], "all": c[1]}
+                                  for (o, r), c in by.items()]
     rows.sort(key=lambda x: (-x["label_keeps"], -x["all"], x["outcome"], x["rule"]))
     return {"judge_keeps": len(outcomes), "label_keeps_kept": sum(gold.get(n) == "keep" for n in outcomes),
             "written": sum(o == "written" for o, _ in outcomes.values()),

@@ -318,7 +318,7 @@ def stats() -> dict:
     skipped = dict(rs.skipped)
     for rule in rs.rules:  # compiles every rule: only for reports (the benchmark, the tests)
         if rule.regex is None:
-            skipped[rule.id] = rule.error
+            skipped[rule.id] = rule.error or ""
     return {
         "upstream_commit": UPSTREAM_COMMIT,
         "total": rs.total,

@@ -94,7 +94,10 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
-from typing import Callable, Iterator, NamedTuple, Pattern
+from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple, Pattern
+
+if TYPE_CHECKING:
+    import ahocorasick
 
 __all__ = ["Finding", "scan", "redact", "redact_preview"]
 
@@ -845,7 +848,7 @@ def _detect_secrets() -> _DetectSecrets:
     # ArtifactoryDetector (AP[0-9A-F]... matches words such as "APACHEKAFKA"), Cloudant, IBM and
     # SoftLayer (keyword assignments: covered by secret-assignment), KeywordDetector (flags any
     # value), the high-entropy plugins (flag hashes and UUIDs), IPPublicDetector (not a secret).
-    needles = {  # lower-case substrings every match of the plugin's regexes contains
+    plugin_needles = {  # lower-case substrings every match of the plugin's regexes contains
         AzureStorageKeyDetector: ("accountkey=",),
         DiscordBotTokenDetector: (".",),
         GitLabTokenDetector: ("gl", "gr1348941"),
@@ -857,7 +860,8 @@ def _detect_secrets() -> _DetectSecrets:
         TelegramBotTokenDetector: (":",),
     }
     extra_rules = tuple(
-        (cls.__name__, pattern, needle) for cls, needle in needles.items() for pattern in cls.denylist
+        (cls.__name__, pattern, needle) for cls, needle in plugin_needles.items()
+        for pattern in cls.denylist  # type: ignore[attr-defined]  # a class attribute (tuple) in each plugin
     )
     needles = tuple(sorted({n for *_, needles in _PROVIDER_RULES for n in needles}
                            | {n for _, _, needles, _ in token_rules for n in needles}
@@ -1475,7 +1479,7 @@ def _prose_secrets(text: str, low: str) -> Iterator[_Candidate]:
                     if phrase:
                         yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *phrase)
                         break
-            if tokens[j].group()[-1] in ".!?。！？" and not word in _PROSE_COPULAS:
+            if tokens[j].group()[-1] in ".!?。！？" and word not in _PROSE_COPULAS:
                 break  # end of the sentence
 
 

@@ -27,7 +27,10 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
+
+if TYPE_CHECKING:
+    from .plan import Note
 
 from .errors import BadInput, EmptyNote, StoreCorrupt, UnknownSession
 
@@ -169,7 +172,7 @@ def check_content(content: str, session_id: str) -> str:
     return content
 
 
-#: The memory types a note's ``kind`` may name (SPEC section 6).
+#: The memory types a note's ``kind`` may name (docs/design.md#memory-types).
 KINDS = ("decision", "constraint", "preference", "recipe", "failure", "fact")
 
 
@@ -383,7 +386,7 @@ class SessionTier:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._local = threading.local()
-        self.db  # open now, so a corrupt file is reported at once
+        _ = self.db  # open now, so a corrupt file is reported at once
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -490,7 +493,7 @@ class SessionTier:
                 (sid, content, int(bool(flag)), kind, now, now + seconds if seconds else None,
                  json.dumps(metadata or {}, ensure_ascii=False)),
             )
-        note_id = int(cur.lastrowid)
+        note_id = int(cur.lastrowid or 0)  # set after an INSERT
         return NoteId(note_id, redaction_notice(note_id, content, redaction) if redaction else None)
 
     def import_jsonl(self, path: str | Path, session_id: str | None = None, *, now: float | None = None,
@@ -549,7 +552,7 @@ class SessionTier:
                 )
                 counts[sid] = counts.get(sid, 0) + 1
                 if written is not None:
-                    written.append({"line": lineno, "note_id": int(cur.lastrowid), "session_id": sid, "flag": flag,
+                    written.append({"line": lineno, "note_id": int(cur.lastrowid or 0), "session_id": sid, "flag": flag,
                                     "kind": kind, "content": content, "metadata": meta})
         return counts
 

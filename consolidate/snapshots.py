@@ -95,7 +95,7 @@ def record_graph_append(store, run_id: str, starts: dict, ends: dict | None) -> 
         return
     data = json.loads(p.read_text(encoding="utf-8"))
     old = (data.get("graph") or {}).get("append") or {}
-    seg = {"run_id": run_id}
+    seg: dict[str, Any] = {"run_id": run_id}
     for kind in ("nodes", "edges"):
         ino, start = starts[kind]
         prev = old.get(kind)

@@ -1,6 +1,6 @@
 """The store folder (default ``./.memofs/``): paths, manifest, lock, and its two tiers.
 
-Layout (SPEC section 8)::
+Layout (docs/design.md#store-layout)::
 
     manifest.json              layout version, embedding function id and dimension, code anchors
                                and their hash cache (consolidate.anchors)
@@ -28,6 +28,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from . import settings
 from .errors import EmbeddingMismatch, StoreCorrupt, StorePathError
 from .session import SessionTier
 
@@ -42,7 +43,7 @@ MANIFEST_FIELDS = {"layout_version": (("integer",), False), "embedding": (("obje
 
 def resolve_store_path(path: str | os.PathLike | None = None) -> Path:
     """The store folder: ``path`` if given, else ``$CONSOLIDATE_STORE``, else ``./.memofs``."""
-    return Path(path or os.environ.get("CONSOLIDATE_STORE") or DEFAULT_STORE)
+    return Path(path or settings.STORE.get() or DEFAULT_STORE)
 
 
 class Store:
@@ -81,12 +82,12 @@ class Store:
             from .private import private_umask
 
             private_umask()  # whatever this process writes to the store later (SQLite, Chroma) is private
-        self.chroma_url = chroma_url or os.environ.get("CONSOLIDATE_CHROMA_URL") or None
-        self._embedding = embedding or os.environ.get("CONSOLIDATE_EMBEDDING") or None
+        self.chroma_url = chroma_url or settings.CHROMA_URL.get()
+        self._embedding = embedding or settings.EMBEDDING.get()
         #: The project the store recorded when its manifest was first written (None: an older store,
         #: or no run yet): a copied or moved store folder keeps its project (consolidate/store.py).
         self.recorded_project = _recorded_project(self.path)
-        sources = (("option", project), ("environment", os.environ.get("CONSOLIDATE_PROJECT")),
+        sources = (("option", project), ("environment", settings.PROJECT.get()),
                    ("team", _team_project(self.path)), ("store", self.recorded_project),
                    ("folder", self.path.resolve().parent.name or "default"))
         #: Where ``project`` came from: option, environment, team, store (recorded) or folder.

@@ -36,7 +36,7 @@ from .errors import ConfigError
 
 TEAM_FILE = "team.json"
 #: Default environment variable holding the team token.
-TOKEN_ENV = "CONSOLIDATE_TEAM_TOKEN"
+TOKEN_ENV = "CONSOLIDATE_TEAM_TOKEN"  # consolidate/settings.py: TEAM_TOKEN
 #: Seconds a SessionStart waits for the team's changes before using the last pulled copy, and the
 #: same for a run's pull before its contradiction check ($CONSOLIDATE_TEAM_PULL_SECONDS overrides both).
 START_PULL_SECONDS = 3.0
@@ -142,7 +142,10 @@ def read_token(cfg: TeamConfig, store_path: Path | None = None) -> str | None:
     """The team token: from ``$<token_env>``, else from ``token_file``. Raises ConfigError when the
     file is readable by group or others, is inside the store folder, or cannot be read. None when
     neither gives one."""
-    value = os.environ.get(cfg.token_env or TOKEN_ENV)
+    from .settings import TEAM_TOKEN
+
+    name = cfg.token_env or TOKEN_ENV
+    value = TEAM_TOKEN.get() if name == TEAM_TOKEN.name else os.environ.get(name)  # a variable the team named
     if value and value.strip():
         return value.strip()
     if not cfg.token_file:
@@ -318,21 +321,21 @@ def now_iso() -> str:
 
 
 def pull_seconds(default: float) -> float:
-    """``$CONSOLIDATE_TEAM_PULL_SECONDS`` when it is a positive number, else ``default``."""
-    try:
-        value = float(os.environ.get("CONSOLIDATE_TEAM_PULL_SECONDS") or default)
-    except ValueError:
-        return default
-    return value if value > 0 else default
+    """``$CONSOLIDATE_TEAM_PULL_SECONDS`` (consolidate/settings.py), else ``default``. Raises
+    ConfigError for a value that is not a positive number of seconds."""
+    from .settings import TEAM_PULL_SECONDS
+
+    value = TEAM_PULL_SECONDS.get()
+    return default if value is None else value
 
 
 def push_seconds() -> float:
-    """``$CONSOLIDATE_TEAM_PUSH_SECONDS`` when it is a positive number, else PUSH_SECONDS."""
-    try:
-        value = float(os.environ.get("CONSOLIDATE_TEAM_PUSH_SECONDS") or PUSH_SECONDS)
-    except ValueError:
-        return PUSH_SECONDS
-    return value if value > 0 else PUSH_SECONDS
+    """``$CONSOLIDATE_TEAM_PUSH_SECONDS`` (consolidate/settings.py), else PUSH_SECONDS. Raises
+    ConfigError for a value that is not a positive number of seconds."""
+    from .settings import TEAM_PUSH_SECONDS
+
+    value = TEAM_PUSH_SECONDS.get()
+    return PUSH_SECONDS if value is None else value
 
 
 def status(store) -> dict[str, Any] | None:

@@ -35,7 +35,7 @@ MEMORIES, EDGES, TOMBSTONES, EVENTS = "memories", "edges", "tombstones", "events
 UNIT = [1.0]
 PAGE = 1000
 #: Status precedence when two machines changed one memory concurrently: the higher rank is kept.
-STATUS_RANK = {"quarantined": 0, "active": 1, "disputed": 2, "superseded": 3, "expired": 3,
+STATUS_RANK: dict[Any, int] = {"quarantined": 0, "active": 1, "disputed": 2, "superseded": 3, "expired": 3,
                "rejudged-out": 3, "archived": 3, "forgotten": 4, "deleted": 4}
 #: Metadata keys that are bookkeeping, not content (a change in them alone is not a change).
 BOOKKEEPING = ("version", "origin", "updated_at", "write_id")
@@ -50,7 +50,8 @@ def explain(exc: BaseException, url: str) -> str:
     """One line for a Chroma client error (never the token)."""
     text = _one_line(exc)
     name = type(exc).__name__
-    chain, cause = [], exc
+    chain: list[str] = []
+    cause: BaseException | None = exc
     while cause is not None and len(chain) < 8:  # chromadb wraps the connection error: look inside
         chain.append(str(cause))
         cause = cause.__cause__ or cause.__context__
@@ -94,17 +95,18 @@ class TeamClient:
 
     def __init__(self, store, cfg: team.TeamConfig | None = None, *, create: bool = False):
         self.store = store
-        self.cfg = cfg or team.load_config(store.path)
-        if self.cfg is None:
+        found = cfg or team.load_config(store.path)
+        if found is None:
             raise ConfigError(f"store {store.path} is not in a team: run `consolidate team init --chroma-url URL"
                               " --project P` first")
+        self.cfg: team.TeamConfig = found
         token = team.read_token(self.cfg, store.path)
         host, port, tls = team.check_url(self.cfg.url, token, self.cfg.insecure)
         os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
         import chromadb
         from chromadb.config import Settings
 
-        auth = {"chroma_client_auth_provider": "chromadb.auth.token_authn.TokenAuthClientProvider",
+        auth: dict[str, Any] = {"chroma_client_auth_provider": "chromadb.auth.token_authn.TokenAuthClientProvider",
                 "chroma_client_auth_credentials": token} if token else {}
         settings = Settings(anonymized_telemetry=False, **auth)
         try:
@@ -282,7 +284,8 @@ def _push(store, entries: list[Path]) -> dict[str, Any]:
                                 "session_id": str(entry.get("session_id")), "origin": client.cfg.machine}
                                for e in chunk])
             n_events += len(events)
-            team.update_ledger(store, lambda ledger: _record(ledger, seen, edges, entry.get("tombstones") or []))
+            team.update_ledger(store, lambda ledger, seen=seen, edges=edges, entry=entry:
+                               _record(ledger, seen, edges, entry.get("tombstones") or []))
             crash_point("team:push")  # tests: killed after the server took the writes, before the entry went
             path.unlink(missing_ok=True)  # only now: every write of the entry was taken
             pushed.append(entry["run_id"])
@@ -355,7 +358,7 @@ def _push_memories(client, store, entry: dict, ledger: dict, g, seen: dict[str, 
     wanted = [i for i in ids if i in local] + [i for i in removed]
     if not wanted:
         return 0, set()
-    known = {mid: _known(ledger, mid) for mid in wanted}
+    known: dict[str, Any] = {mid: _known(ledger, mid) for mid in wanted}
     written = 0
     for _attempt in range(PUSH_ATTEMPTS):
         server = {r["id"]: r for r in _get(col, wanted, ["documents", "metadatas"])}
@@ -540,7 +543,9 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
     with store.lock(30):
         mine = team.pending_memory_ids(store)  # under the lock: a run that applied meanwhile is in it
         now = team.read_ledger(store)
-        live, gone, lost = [], [], []
+        live: list = []
+        gone: list = []
+        lost: list = []
         for r in fetched["memories"]:
             meta = r["metadata"] or {}
             version, known = int(meta.get("version") or 0), _known(now, r["id"])

@@ -222,7 +222,7 @@ def gemini_as_claude_entries(messages: Iterable[dict[str, Any]]) -> list[dict[st
                         "message": {"role": "user", "content": [{"type": "text", "text": text}]}})
         elif kind == "gemini":
             calls = [c for c in m.get("toolCalls") or [] if isinstance(c, dict)]
-            blocks = ([{"type": "text", "text": text}] if text.strip() else []) + [
+            blocks: list[dict[str, Any]] = ([{"type": "text", "text": text}] if text.strip() else []) + [
                 {"type": "tool_use", "id": str(c.get("id") or i), "name": c.get("name") or "tool",
                  "input": c.get("args") if isinstance(c.get("args"), dict) else {}} for i, c in enumerate(calls)]
             if blocks:

@@ -9,29 +9,19 @@ claiming process is gone), so nothing queued is lost.
 from __future__ import annotations
 
 import datetime as _dt
-import os
 import sys
+
+from .settings import TIME_BOX
 
 #: Default time box of one session in the worker, in seconds (configurable: --time-box or
 #: CONSOLIDATE_TIME_BOX).
-DEFAULT_TIME_BOX = 120.0
+DEFAULT_TIME_BOX = TIME_BOX.default
 
 
 def time_box_from_env(default: float = DEFAULT_TIME_BOX) -> float:
-    """``$CONSOLIDATE_TIME_BOX`` (seconds), validated like ``--time-box`` (a positive number), else
-    ``default``. Raises ConfigError for a value that is not a positive number."""
-    import argparse
-
-    from .commands._common import positive_float
-    from .errors import ConfigError
-
-    text = os.environ.get("CONSOLIDATE_TIME_BOX")
-    if not text or not text.strip():
-        return default
-    try:
-        return positive_float(text.strip())
-    except argparse.ArgumentTypeError as exc:
-        raise ConfigError(f"CONSOLIDATE_TIME_BOX {exc}") from None
+    """``$CONSOLIDATE_TIME_BOX`` (seconds; consolidate/settings.py), else ``default``. Raises
+    ConfigError for a value that is not a positive number."""
+    return TIME_BOX.get() if TIME_BOX.raw() is not None else default
 
 
 def run_worker(store, *, time_box: float | None = None, judges: list[str] | None = None, out=None) -> int:

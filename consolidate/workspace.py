@@ -11,7 +11,7 @@ An agent asks for a session and gets a workspace (``<store>/workspaces/<session>
   ``flag``/``kind``/``ttl`` optional). :meth:`Workspace.extract` turns it into candidate notes of the
   session, through the secret gate at once.
 
-Lifecycle (the outcome semantics of SPEC section 3):
+Lifecycle (the outcome semantics of docs/design.md#session-outcomes):
 
 - **start** creates the workspace and writes ``context/``; an aborted session with the same id is
   resumed as it was (its files untouched); an open one is returned as it is; a completed one is

@@ -28,6 +28,7 @@ import typing
 from types import SimpleNamespace
 from typing import Any
 
+from consolidate import settings
 from consolidate.errors import JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
 
 from .base import BaseJudge, JudgeContext, JudgeNote
@@ -65,7 +66,7 @@ def quiet_libraries() -> None:
     """Silence :data:`NOISY_LOGGERS` (unless ``$CONSOLIDATE_DEBUG``), keeping the one-line error format."""
     import logging
 
-    if os.environ.get("CONSOLIDATE_DEBUG"):
+    if settings.DEBUG.get():
         return
     for name in NOISY_LOGGERS:
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
@@ -87,9 +88,9 @@ class APIJudge(BaseJudge):
     def __init__(self, arg: str | None = None, *, model: str | None = None, api_base: str | None = None,
                  api_key: str | None = None, max_retries: int = 2, temperature: float = 0.0, seed: int = 42,
                  prompt_version: str | None = None, compare_prompt_version: str = COMPARE_PROMPT_VERSION):
-        self.model = model or arg or os.environ.get("CONSOLIDATE_API_MODEL") or self._default_model()
-        self.api_base = api_base or os.environ.get("CONSOLIDATE_API_BASE") or None
-        self.api_key = api_key or os.environ.get("CONSOLIDATE_API_KEY") or None
+        self.model = model or arg or settings.API_MODEL.get() or self._default_model()
+        self.api_base = api_base or settings.API_BASE.get()
+        self.api_key = api_key or settings.API_KEY.get()
         self.max_retries = max_retries
         self.temperature = temperature
         self.seed = seed
@@ -126,7 +127,7 @@ class APIJudge(BaseJudge):
         """One structured call for the batch; returns raw verdict dicts (validated by the chain).
         An answer cut at ``max_tokens`` gives the verdicts it completed (see :func:`salvage_objects`);
         the chain passes the rest of the batch on."""
-        return self._structured(render_prompt(batch, context, self.prompt_version), Verdicts,
+        return self._structured(render_prompt(batch, context, self.prompt_version or PROMPT_VERSION), Verdicts,
                                 min(MAX_TOKENS_CAP, TOKENS_PER_NOTE * len(batch) + 200), timeout)
 
     def compare(self, pairs: list, context: JudgeContext, timeout: float | None) -> list[dict]:
@@ -161,8 +162,8 @@ class APIJudge(BaseJudge):
             kwargs["api_base"] = self.api_base
         if self.api_key:
             kwargs["api_key"] = self.api_key
-        stop = stop_after_attempt(self.max_retries + 1)
-        if deadline is not None:
+        stop: Any = stop_after_attempt(self.max_retries + 1)
+        if timeout is not None:  # (deadline is set)
             stop = stop | stop_before_delay(max(0.0, timeout))
         retrying = Retrying(stop=stop, wait=wait_random_exponential(multiplier=0.5, max=8),
                             retry=retry_if_exception(_retryable), reraise=True)
@@ -264,7 +265,7 @@ def salvage_objects(text: str, key: str) -> list[dict]:
     if not match:
         return []
     decoder = json.JSONDecoder(strict=False)
-    pos, out = match.end(), []
+    pos, out = match.end(), []  # type: int, list[dict]
     while True:
         while pos < len(text) and text[pos] in " \t\r\n,":
             pos += 1

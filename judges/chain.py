@@ -1,4 +1,4 @@
-"""The fail-soft judge chain (SPEC section 5).
+"""The fail-soft judge chain (docs/design.md#judges).
 
 Per batch, judges in order. A judge that answers part of a batch is asked once more for the rest, as a
 smaller batch (``judge.reask`` event); a judge that fails, times out, returns invalid output or still
@@ -10,12 +10,12 @@ per-note limit is truncated for the judge, and the truncation is recorded.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from typing import Any
 
 from consolidate.errors import CassetteMiss, JudgeError, JudgeOutputInvalid, JudgeTimeout
+from consolidate.settings import REASK
 
 from .base import (BaseJudge, ChainResult, Item, Judged, JudgeContext, JudgeNote, Pair, Verdict,  # noqa: F401 (re-exported)
                    as_judge, validate_verdicts)
@@ -161,7 +161,7 @@ class JudgeChain:
         self.judges: list[BaseJudge] = [as_judge(j, strict=False) for j in judges]
         #: ask a judge that answered part of a batch once more for the rest (default on;
         #: ``CONSOLIDATE_REASK=0`` turns it off, for replaying cassettes recorded without it)
-        self.reask = reask if reask is not None else os.environ.get("CONSOLIDATE_REASK", "1") != "0"
+        self.reask = reask if reask is not None else REASK.get()
         self.isolate = isolate
         self.max_notes = max_notes
         self.notes_per_call = notes_per_call

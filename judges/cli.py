@@ -60,6 +60,7 @@ import time
 from typing import Any
 
 from consolidate.errors import ConfigError, JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
+from consolidate.settings import CLI_MODEL, JUDGE_CHILD
 
 from .prompting import (COMPARE_PROMPT_VERSION, PROMPT_VERSION, Verdicts, compare_model, render_compare_prompt,
                         render_prompt, selected_prompt_version)
@@ -80,7 +81,7 @@ PRESET_ORDER = ("claude", "llm", "ollama", "codex")
 #: Presets that cannot run without a model.
 NEEDS_MODEL = ("ollama",)
 #: Environment variable set in every judge child; our session hook does nothing when it is set.
-CHILD_ENV = "CONSOLIDATE_JUDGE_CHILD"
+CHILD_ENV = JUDGE_CHILD.name
 #: Seconds between SIGTERM and SIGKILL of the child's process group on timeout.
 KILL_GRACE = 1.0
 #: Longest stderr excerpt carried by an error message, in characters.
@@ -267,7 +268,7 @@ class CLIJudge(BaseJudge):
             raise ConfigError(f"cli judge: unknown preset {preset!r}; presets: {', '.join(PRESETS)}, template",
                               judge="cli")
         self.preset = preset
-        self.model = model or os.environ.get("CONSOLIDATE_CLI_MODEL") or None
+        self.model = model or CLI_MODEL.get()
         self.name = f"cli:{preset}"
         self.kill_grace = kill_grace
         self.env = dict(env or {})
@@ -308,7 +309,7 @@ class CLIJudge(BaseJudge):
         """(usable now, why) without running a model: is the executable on PATH, is a needed model set."""
         if self.cassette is not None and not self.cassette.record:
             return True, f"replaying cassette {self.cassette.path}"
-        if os.environ.get(CHILD_ENV) == "1":
+        if JUDGE_CHILD.raw() == "1":
             return False, f"inside a judge call ({CHILD_ENV}=1): a CLI judge is not started from there"
         exe = self.executable()
         path = shutil.which(exe)

@@ -53,15 +53,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from consolidate import settings
 from consolidate.errors import CassetteMiss, ConfigError
 
 FORMAT = "consolidate-cli-cassette/1"
-ENV_RECORD = "CONSOLIDATE_RECORD"
-ENV_CASSETTE = "CONSOLIDATE_CASSETTE"
-ENV_DIR = "CONSOLIDATE_CASSETTE_DIR"
-ENV_MODEL = "CONSOLIDATE_CASSETTE_MODEL"
-ENV_HOW = "CONSOLIDATE_CASSETTE_HOW"
-ENV_SCRUB = "CONSOLIDATE_CASSETTE_SCRUB"
+# the variables (declared in consolidate/settings.py)
+ENV_RECORD = settings.RECORD.name
+ENV_CASSETTE = settings.CASSETTE.name
+ENV_DIR = settings.CASSETTE_DIR.name
+ENV_MODEL = settings.CASSETTE_MODEL.name
+ENV_HOW = settings.CASSETTE_HOW.name
+ENV_SCRUB = settings.CASSETTE_SCRUB.name
 #: Shortest run of answer text masked by :func:`mask_echoes` when it also occurs in the scrub corpus.
 ECHO_WIDTH = 40
 _LOCK = threading.Lock()
@@ -75,14 +77,14 @@ def prompt_digest(prompt: str | bytes) -> str:
 
 def recording() -> bool:
     """Whether ``CONSOLIDATE_RECORD=1`` (``expected`` and anything else mean replay)."""
-    return os.environ.get(ENV_RECORD) == "1"
+    return settings.RECORD.get()
 
 
 def resolve(name: str) -> Path:
     """The cassette file for ``name`` (see the module docstring)."""
     if "/" in name or name.endswith((".yaml", ".yml")):
         return Path(name)
-    return Path(os.environ.get(ENV_DIR) or "cassettes") / f"{name}.yaml"
+    return Path(settings.CASSETTE_DIR.get() or "cassettes") / f"{name}.yaml"
 
 
 def default_name(preset: str, model: str | None) -> str:
@@ -93,7 +95,7 @@ def default_name(preset: str, model: str | None) -> str:
 
 def from_env(preset: str, model: str | None) -> "CLICassette | None":
     """The cassette the environment asks for, or None (a live judge, nothing recorded)."""
-    name = os.environ.get(ENV_CASSETTE, "").strip()
+    name = settings.CASSETTE.get() or ""
     if recording():
         return CLICassette(resolve(name or default_name(preset, model)), record=True)
     if name:
@@ -182,9 +184,9 @@ class CLICassette:
         with _LOCK, filelock.FileLock(str(self.path) + ".lock"):
             data = self._read(must_exist=False)
             data["format"] = FORMAT
-            for key, env in (("model", ENV_MODEL), ("how", ENV_HOW)):
-                if os.environ.get(env):
-                    data[key] = os.environ[env]
+            for key, setting in (("model", settings.CASSETTE_MODEL), ("how", settings.CASSETTE_HOW)):
+                if setting.get():
+                    data[key] = setting.get()
             rows = [i for i in data["interactions"]
                     if not (i.get("prompt_sha256") == exchange["prompt_sha256"] and i.get("kind") == exchange["kind"])]
             rows.append(exchange)
@@ -204,7 +206,7 @@ def _scrubbed(answer: str) -> str:
 def _model_fields(answer: str, requested: str | None) -> dict[str, Any]:
     """``model`` and where it came from: ``cli`` (the answer names it), ``recorder``
     (``$CONSOLIDATE_CASSETTE_MODEL``), ``spec`` (the model asked for), else null and ``unknown``."""
-    for model, source in ((reported_model(answer), "cli"), (os.environ.get(ENV_MODEL), "recorder"),
+    for model, source in ((reported_model(answer), "cli"), (settings.CASSETTE_MODEL.get(), "recorder"),
                           (requested, "spec")):
         if model:
             return {"model": model, "model_from": source}
@@ -238,7 +240,7 @@ def scrub_corpus() -> tuple[str, set[str]] | None:
     """The text the recorder must not copy (``$CONSOLIDATE_CASSETTE_SCRUB``: files or folders,
     separated by ``os.pathsep``; a JSONL line contributes its ``content``, any other line itself) and
     its ``ECHO_WIDTH``-character windows; None when the variable is unset."""
-    spec = os.environ.get(ENV_SCRUB, "").strip()
+    spec = settings.CASSETTE_SCRUB.get() or ""
     if not spec:
         return None
     if spec not in _SCRUB_CACHE:

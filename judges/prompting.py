@@ -15,7 +15,6 @@ the lines ``<<<NOTES`` and ``NOTES>>>``.
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 from importlib import resources
@@ -23,13 +22,15 @@ from typing import Optional
 
 from pydantic import BaseModel, Field
 
+from consolidate import settings
+
 from .base import JudgeContext, JudgeNote
 
 PROMPT_VERSION = "judge-v1"
 #: Judge prompt versions a user may select (``prompts/<version>.md``); see :func:`selected_prompt_version`.
 PROMPT_VERSIONS = ("judge-v1", "judge-v2")
 #: Environment variable selecting the judge prompt version of the API and CLI judges.
-PROMPT_VERSION_ENV = "CONSOLIDATE_PROMPT_VERSION"
+PROMPT_VERSION_ENV = settings.PROMPT_VERSION.name
 
 
 def selected_prompt_version(version: str | None = None) -> str:
@@ -37,7 +38,7 @@ def selected_prompt_version(version: str | None = None) -> str:
     else PROMPT_VERSION. Raises ConfigError for a version with no template in ``prompts/``."""
     from consolidate.errors import ConfigError
 
-    chosen = version or os.environ.get(PROMPT_VERSION_ENV, "").strip() or PROMPT_VERSION
+    chosen = version or settings.PROMPT_VERSION.get() or PROMPT_VERSION
     if chosen not in PROMPT_VERSIONS:
         raise ConfigError(f"unknown judge prompt version {chosen!r}; versions: {', '.join(PROMPT_VERSIONS)}",
                           judge="prompt")
@@ -174,7 +175,7 @@ class CompareAnswer(Relations):
     """The structured answer of prompt ``contradiction-v2``: one relation per pair, ``updates``
     among them (NEW replaces OLD: something changed)."""
 
-    relations: list[_RelationV2]
+    relations: list[_RelationV2]  # type: ignore[assignment]  # pydantic: the v2 schema replaces v1's field
 
 
 #: The response model of each compare prompt version (the schema is part of the recorded request).

@@ -29,8 +29,10 @@ import os
 import tomllib
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 from consolidate.errors import ConfigError
+from consolidate.settings import JUDGES
 
 from .base import BaseJudge, as_judge
 
@@ -97,7 +99,7 @@ def _toml_judges(path: Path, table: tuple[str, ...]) -> list[str] | None:
     if not path.is_file():
         return None
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data: Any = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}", path=str(path)) from None
     for key in table:
@@ -139,9 +141,9 @@ def chain_config(explicit: list[str] | None = None, store_path: str | os.PathLik
             specs.extend(_split(s))
         if specs:
             return specs, "--judge"
-    env = os.environ.get("CONSOLIDATE_JUDGES")
-    if env and _split(env):
-        return _split(env), "CONSOLIDATE_JUDGES"
+    env = JUDGES.get()
+    if env:
+        return env, JUDGES.name
     if store_path is not None:
         path = Path(store_path) / STORE_CONFIG
         found = _toml_judges(path, ())

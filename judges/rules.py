@@ -42,15 +42,15 @@ def guess(content: str, section: str | None = None) -> dict | None:
         evidence = "user-stated"
     cmd = _COMMAND.search(text)
     lesson = bool(_LESSON.search(text) or (section and _LESSON.search(section)))
-    if _FAILURE.search(text) and _CAUSE.search(text):
-        m = _CAUSE.search(text)
+    m = _CAUSE.search(text)
+    if _FAILURE.search(text) and m:
         symptom, cause = text[:m.start()].strip(" ,.;:-") or text, text[m.start():].strip()
         return _keep(text, "failure", {"symptom": symptom, "cause": cause},
                      "observed-failure" if evidence == "inferred" else evidence, "failure with a cause")
     if _PREFERENCE.search(text):
         return _keep(text, "preference", {"who": "user"}, "user-stated", "stated preference")
-    if _DECIDED.search(text) and _BECAUSE.search(text):
-        m = _BECAUSE.search(text)
+    m = _BECAUSE.search(text)
+    if _DECIDED.search(text) and m:
         return _keep(text, "decision", {"reason": text[m.start():].strip()}, evidence, "decision with a reason")
     if cmd and _WORKS.search(text):
         return _keep(text, "recipe", {"command": cmd.group(1), "context": text}, "observed-success",

@@ -161,3 +161,21 @@ def test_installed_hooks_match_the_readme(agent, events):
     assert "Both agents get `SessionStart`, `SessionEnd` and the file-recall hook (`PreToolUse` for Claude Code," \
            " `BeforeTool` for Gemini CLI" in flat
     assert "with `--harvest` Claude Code also gets `PreCompact`" in flat
+
+
+def test_the_settings_table_is_the_settings_module():
+    """The README's table of CONSOLIDATE_* variables is consolidate/settings.py's (issue 20, item 5):
+    `python -m consolidate.settings` prints it."""
+    from consolidate.settings import markdown_table
+
+    found = re.search(r"<!-- settings-table -->\n(.*?)\n<!-- /settings-table -->", README, re.S)
+    assert found, "README.md has no <!-- settings-table --> block"
+    assert found.group(1) == markdown_table()
+
+
+def test_every_variable_the_readme_names_is_a_setting():
+    from consolidate.settings import ALL
+
+    tests_own = {"CONSOLIDATE_SHARED", "CONSOLIDATE_CASSETTE_GGUF"}  # read by tests/ only
+    named = set(re.findall(r"CONSOLIDATE_[A-Z][A-Z_0-9]*[A-Z0-9]", README))
+    assert named - tests_own <= {s.name for s in ALL}

@@ -5,7 +5,6 @@ re-confirms the memory. The same note from a session that was not shown the memo
 from __future__ import annotations
 
 import json
-import os
 
 import anyio
 import pytest

@@ -11,7 +11,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import pytest
 
 from consolidate import Store, fast_start
 from consolidate.echo import digest, memory_texts, shown_to
-from consolidate.hook import recalled_context, run_hook
+from consolidate.hook import run_hook
 from consolidate.stages.apply import write_context
 
 CONSOLE = str(Path(sys.executable).parent / "consolidate")

@@ -3,7 +3,6 @@ or disputes an active entry, and a judge's evidence claim is checked against whe
 before it ranks in a contradiction. Real MiniLM embedding; scripted judges (a keep-everything judge)."""
 
 import datetime as dt
-import json
 
 import pytest
 

@@ -230,7 +230,7 @@ def test_injection_note_does_not_change_other_verdicts(model_server):
             hostile = JudgeChain([api_judge()]).run(hostile_items, JudgeContext())
             control = JudgeChain([api_judge()], isolate=False).run(hostile_items, JudgeContext())
 
-            def named(result):
+            def named(result, group=group):
                 return {(group[k].id if k < len(group) else "injection"): j.verdict.verdict
                         for k, j in sorted(result.judged.items())}
 

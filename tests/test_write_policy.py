@@ -1,4 +1,4 @@
-"""Write policies (SPEC section 6): memorability, evidence and confidence, durability, contradiction
+"""Write policies (docs/design.md#write-policy): memorability, evidence and confidence, durability, contradiction
 resolution, quarantine, backfill, and the scripted week. Uses the real MiniLM embedding where
 similarity matters."""
 

@@ -1,8 +1,44 @@
 """CLI commands, one module per group. Each module has ``register(sub, common)`` that adds its
 sub-parsers (with ``parents=[common]`` for the store options) and sets ``func`` to a function
-``(args) -> exit code``. To add a command: write a module here and add its name to ``MODULES``."""
+``(args) -> exit code``. Shared options (``--judge``, ``--time-box``, ``--json``, ``--limit``,
+``--session``, ``--outcome``, ``--dry-run``) are declared once, in ``_common.py``.
 
-MODULES = ("session", "workspace_cmd", "run", "read", "demo", "lifecycle", "eval_cmd", "judges_cmd", "mcp_cmd", "install_cmd", "memory_cmd",
-           "team_cmd",
-           "review_cmd", "share_cmd",
-           "transcripts_cmd")
+:data:`COMMANDS` is the one place that lists every command: the module that registers it and one
+example, shown at the end of its ``--help`` (tests/test_cli_commands.py parses every example and
+checks that each command has its help and example). To add a command: register it in a module here
+and add its row."""
+
+#: Every command, in ``--help`` order: (module that registers it, an example).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "note": ("session", 'consolidate note --session s1 "Use pnpm, not npm: npm rewrites the lockfile" --flag'
+                        " --kind preference"),
+    "import": ("session", "consolidate import notes.jsonl --session s1"),
+    "end": ("session", 'consolidate end --session s1 --outcome failure --reason "tests still red"'),
+    "session": ("workspace_cmd", 'consolidate session start --session s1 --task "fix the login timeout"'),
+    "run": ("run", "consolidate run --session s1 --judge rules --time-box 60"),
+    "recall": ("read", 'consolidate recall "package manager" -k 5'),
+    "status": ("read", "consolidate status --json"),
+    "demo": ("demo", "consolidate demo --keep"),
+    "hook": ("lifecycle", "consolidate hook --session s1 --outcome success --no-worker"),
+    "worker": ("lifecycle", "consolidate worker --time-box 60"),
+    "batch": ("lifecycle", "consolidate batch --concurrency 4 --since 2026-11-01"),
+    "eval": ("eval_cmd", "consolidate eval --labels labels.jsonl --judge rules --limit 100"),
+    "judges": ("judges_cmd", "consolidate judges --no-probe"),
+    "mcp": ("mcp_cmd", "consolidate mcp --store ~/my-app/.memofs"),
+    "install-hook": ("install_cmd", "consolidate install-hook claude-code --harvest --dry-run"),
+    "disputes": ("memory_cmd", "consolidate disputes --json"),
+    "resolve": ("memory_cmd", "consolidate resolve MEMORY_ID --keep OTHER_MEMORY_ID"),
+    "forget": ("memory_cmd", 'consolidate forget MEMORY_ID --reason "the service moved to port 8443"'),
+    "backfill": ("memory_cmd", "consolidate backfill --dry-run"),
+    "doctor": ("memory_cmd", "consolidate doctor --repair"),
+    "runs": ("memory_cmd", "consolidate runs --limit 10"),
+    "undo": ("memory_cmd", "consolidate undo RUN_ID"),
+    "team": ("team_cmd", "consolidate team init --chroma-url https://chroma.example.com --project my-app"),
+    "sync": ("team_cmd", "consolidate sync --status"),
+    "review": ("review_cmd", "consolidate review --approve MEMORY_ID"),
+    "export": ("share_cmd", "consolidate export --file AGENTS.md --limit 30"),
+    "import-transcripts": ("transcripts_cmd", "consolidate import-transcripts --claude-code"),
+}
+
+#: The command modules, in registration order.
+MODULES = tuple(dict.fromkeys(module for module, _ in COMMANDS.values()))

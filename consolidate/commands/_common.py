@@ -82,3 +82,49 @@ def read_text_arg(text: str) -> str:
         from ..errors import BadInput
 
         raise BadInput(f"standard input is not valid UTF-8 (byte {exc.start})") from None
+
+
+# -- options shared by several commands: declared here once, each with one type ----------------------
+
+#: Session outcomes (docs/design.md#session-outcomes).
+OUTCOMES = ("success", "failure", "aborted")
+
+
+def add_judge(parser, what: str = "judge spec") -> None:
+    """``--judge SPEC``, repeatable, in chain order (judges.registry)."""
+    parser.add_argument("--judge", action="append", metavar="SPEC", help=judge_help(what))
+
+
+def add_time_box(parser, default: float | None, what: str = "seconds for the whole run") -> None:
+    """``--time-box SECONDS``: a positive number of seconds; ``default`` None: no limit, or what
+    ``what`` says."""
+    shown = "" if "default" in what else f" (default {default:g})" if default is not None else " (default: no limit)"
+    parser.add_argument("--time-box", type=positive_float, default=default, metavar="SECONDS", help=what + shown)
+
+
+def add_json(parser, what: str = "print the result as one JSON object") -> None:
+    """``--json``: machine-readable output."""
+    parser.add_argument("--json", action="store_true", help=what)
+
+
+def add_limit(parser, most: int, default: int | None, what: str) -> None:
+    """``--limit N``: an integer from 1 to ``most``."""
+    shown = f" (default {default})" if default is not None else ""
+    parser.add_argument("--limit", type=count_1_to(most), default=default, metavar="N", help=what + shown)
+
+
+def add_dry_run(parser, what: str = "print what would change, write nothing") -> None:
+    """``--dry-run``."""
+    parser.add_argument("--dry-run", action="store_true", help=what)
+
+
+def add_session(parser, what: str = "session id", *, required: bool = False, repeat: bool = False) -> None:
+    """``--session ID`` (``repeat``: repeatable)."""
+    parser.add_argument("--session", required=required, action="append" if repeat else "store", metavar="ID",
+                        help=what)
+
+
+def add_outcome(parser, what: str = "how the session ended", *, default: str | None = None) -> None:
+    """``--outcome success|failure|aborted`` (required unless ``default``)."""
+    parser.add_argument("--outcome", choices=OUTCOMES, default=default, required=default is None,
+                        help=what + (f" (default {default})" if default else ""))

@@ -8,7 +8,7 @@ import sys
 import time
 
 
-from ._common import count_1_to, positive_float
+from ._common import add_json, add_judge, add_limit, add_session, add_time_box, count_1_to
 
 
 def _chain(args):
@@ -52,7 +52,7 @@ def _eval_pairs(args) -> int:
 
     from ..compare_eval import evaluate_pairs, load_pairs, render_pair_report
 
-    pairs = load_pairs(args.pairs)
+    pairs = load_pairs(args.pairs, limit=args.limit)
     chain = _chain(args)
     deadline = None if args.time_box is None else time.time() + args.time_box
     report = evaluate_pairs(chain, pairs, JudgeContext(project=args.project), deadline)
@@ -69,6 +69,10 @@ def _eval_pairs(args) -> int:
 def _eval_end_to_end(args) -> int:
     from ..end_to_end import evaluate_end_to_end, render_end_to_end
 
+    if args.limit is not None:  # it would be ignored: refuse it, with the option that does limit
+        from ..errors import BadInput
+
+        raise BadInput("--limit counts labeled notes or pairs; with --end-to-end use --sessions N or --session ID")
     _chain(args)  # the judge specs and the prompt version are checked once, before any session runs
     subset = args.session or args.sessions
     report = evaluate_end_to_end(args.labels, lambda: _chain(args), sessions_dir=args.sessions_dir,
@@ -87,22 +91,19 @@ def _eval_end_to_end(args) -> int:
 
 
 def register(sub, common) -> None:
-    from ._common import judge_help
-
     s = sub.add_parser("eval", help="measure a judge chain against labeled notes (JSONL: id, content, verdict),"
                                     " labeled pairs (--pairs), or end to end over labeled sessions (--end-to-end)")
-    s.add_argument("--judge", action="append",
-                   help=judge_help())
+    add_judge(s)
     what = s.add_mutually_exclusive_group(required=True)
     what.add_argument("--labels", help="JSONL file: id, content, optional section, verdict keep|drop, optional type"
                                        " (with --end-to-end: session_id too)")
     what.add_argument("--pairs", help="JSONL file of labeled pairs for the compare prompt: id, type, old, new,"
                                       " relation duplicate|updates|contradicts|unrelated, optional also, category")
-    s.add_argument("--limit", type=count_1_to(10**9), help="only the first N labeled notes")
+    add_limit(s, 10**9, None, "only the first N labeled notes (or pairs, with --pairs)")
     s.add_argument("--project", default="default", help="project name given to the judge as context")
     s.add_argument("--prompt-version", help="judge prompt version (judge-v1, judge-v2; default:"
                                             " $CONSOLIDATE_PROMPT_VERSION, else judge-v1)")
-    s.add_argument("--time-box", type=positive_float, help="seconds for the whole run (default: no limit)")
+    add_time_box(s, None)
     s.add_argument("--as-run", action="store_true",
                    help="skip a judge for the rest of the file once it fails, as a consolidation run does"
                         " (default: every batch is offered to every judge)")
@@ -113,7 +114,7 @@ def register(sub, common) -> None:
                                           " beside the label file's folder)")
     s.add_argument("--sessions", type=count_1_to(10**6),
                    help="with --end-to-end: only the N labeled sessions with the fewest notes (default: all)")
-    s.add_argument("--session", action="append", help="with --end-to-end: only this session (repeatable)")
+    add_session(s, "with --end-to-end: only this session (repeatable)", repeat=True)
     s.add_argument("--keep-stores", help="with --end-to-end: keep each session's store in this folder")
-    s.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    add_json(s, "print the report as one JSON object")
     s.set_defaults(func=cmd_eval)

@@ -54,21 +54,21 @@ def describe_config(config: dict, *, harvest: bool) -> str:
 
 
 def register(sub, common) -> None:
-    from ._common import judge_help
+    from ._common import add_dry_run, add_judge
 
     s = sub.add_parser("install-hook", help="add our SessionStart/SessionEnd hooks to an agent CLI's settings.json")
-    s.add_argument("agent", choices=["claude-code", "gemini-cli"])
+    s.add_argument("agent", choices=["claude-code", "gemini-cli"], help="the agent CLI whose settings get the hooks")
     where = s.add_mutually_exclusive_group()
     where.add_argument("--project", dest="scope", action="store_const", const="project",
                        help="./.claude/settings.json or ./.gemini/settings.json (default)")
     where.add_argument("--user", dest="scope", action="store_const", const="user",
                        help="~/.claude/settings.json or ~/.gemini/settings.json")
-    s.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
+    add_dry_run(s, "print the change, write nothing")
     s.add_argument("--store", help="store folder for the hook (default: the session's cwd/.memofs)")
     s.add_argument("--harvest", action="store_true",
                    help="hooks also take notes from the Claude Code transcript (consolidate hook --harvest);"
                         " adds the PreCompact hook")
     s.add_argument("--chroma-url", default=argparse.SUPPRESS, help="Chroma server the hook's worker uses")
     s.add_argument("--embedding", default=argparse.SUPPRESS, help="embedding function the hook's worker uses")
-    s.add_argument("--judge", action="append", help=judge_help("judge spec for the hook's worker"))
+    add_judge(s, "judge spec for the hook's worker")
     s.set_defaults(func=cmd_install_hook, scope="project")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 
+from ._common import add_json
+
 
 def cmd_judges(args) -> int:
     from judges import registry
@@ -54,7 +56,8 @@ def cmd_judges(args) -> int:
 def register(sub, common) -> None:
     s = sub.add_parser("judges", parents=[common],
                        help="installed judges and whether the configured chain can be used now (no model call)")
-    s.add_argument("--judge", action="append", help="judge spec, repeatable: show this chain instead of the configured one")
+    s.add_argument("--judge", action="append", metavar="SPEC",
+                   help="judge spec, repeatable: show this chain instead of the configured one")
     s.add_argument("--no-probe", action="store_true", help="do not send GET /models to a configured api_base")
-    s.add_argument("--json", action="store_true")
+    add_json(s)
     s.set_defaults(func=cmd_judges)

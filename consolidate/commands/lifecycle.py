@@ -6,7 +6,8 @@ import os
 import sys
 from pathlib import Path
 
-from ._common import judge_help, open_store, positive_float
+from ..settings import STORE
+from ._common import add_judge, add_outcome, add_session, add_time_box, open_store
 
 
 def cmd_hook(args) -> int:
@@ -23,7 +24,7 @@ def cmd_hook(args) -> int:
         if refused:
             sys.stderr.write(f"consolidate hook: refused: {refused}; nothing was written\n")
             return HOOK_REFUSED
-        store = args.store or os.environ.get("CONSOLIDATE_STORE")
+        store = args.store or STORE.get()
         if not store:
             cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
             store = str(Path(cwd) / ".memofs") if cwd else ".memofs"
@@ -72,7 +73,7 @@ def hook_refusal(args, payload: dict) -> str | None:
             except BadInput as exc:
                 return f"{key}: {exc}"
     cwd = payload.get("cwd")
-    if args.store or os.environ.get("CONSOLIDATE_STORE") or cwd is None:
+    if args.store or STORE.get() or cwd is None:
         return None
     if not isinstance(cwd, str) or not cwd.strip() or "\x00" in cwd:
         return f"the payload's cwd is not a folder path ({type(cwd).__name__} {str(cwd)[:80]!r})"
@@ -99,19 +100,18 @@ def register(sub, common) -> None:
     s = sub.add_parser("hook", parents=[common],
                        help="for agent CLI hooks: queue a session end and start a worker, or print context")
     s.add_argument("--harvest", action="store_true", help="also take notes from the Claude Code transcript")
-    s.add_argument("--outcome", default="success", choices=["success", "failure", "aborted"],
-                   help="outcome recorded for an end event (default success)")
-    s.add_argument("--session", help="plain form: end this session (no JSON on stdin)")
+    add_outcome(s, "outcome recorded for an end event", default="success")
+    add_session(s, "plain form: end this session (no JSON on stdin)")
     s.add_argument("--event", help="event name when stdin does not say (SessionEnd, SessionStart, Stop)")
     s.add_argument("--no-worker", action="store_true", help="queue only; do not start a worker")
     s.add_argument("--output", choices=["text", "gemini"], default="text",
                    help="SessionStart context as plain text (Claude Code) or Gemini CLI's JSON")
-    s.add_argument("--judge", action="append", help=judge_help("judge spec for the worker it starts"))
+    add_judge(s, "judge spec for the worker it starts")
     s.set_defaults(func=cmd_hook)
 
     s = sub.add_parser("worker", parents=[common], help="drain the queue (what the hook starts, detached)")
-    s.add_argument("--time-box", type=positive_float, help="seconds per session (default $CONSOLIDATE_TIME_BOX or 120)")
-    s.add_argument("--judge", action="append", help=judge_help())
+    add_time_box(s, None, "seconds per session (default $CONSOLIDATE_TIME_BOX or 120)")
+    add_judge(s)
     s.set_defaults(func=cmd_worker)
     register_batch(sub, common)
 
@@ -156,13 +156,13 @@ def cmd_batch(args) -> int:
 
 
 def register_batch(sub, common) -> None:
-    from ._common import count_1_to, positive_float, positive_hours
+    from ._common import count_1_to, positive_hours
 
     s = sub.add_parser("batch", parents=[common],
                        help="drain the queue and orphaned sessions, expire quarantine, decay, optionally re-judge")
     s.add_argument("--concurrency", type=count_1_to(64), default=4, help="sessions judged at once (1 to 64, default 4)")
-    s.add_argument("--judge", action="append", help=judge_help())
-    s.add_argument("--time-box", type=positive_float, default=120.0, help="seconds per session (default 120)")
+    add_judge(s)
+    add_time_box(s, 120.0, "seconds per session")
     s.add_argument("--orphan-age", type=positive_hours, default=24.0,
                    help="hours after its last note a session without an end counts as orphaned (default 24)")
     s.add_argument("--rejudge", action="store_true", help="re-judge entries written under other prompt versions")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import ConfigError
-from ._common import judge_help, open_store
+from ._common import add_judge, open_store
 
 
 def cmd_mcp(args) -> int:
@@ -36,5 +36,5 @@ def read_only_notice(store) -> bool:
 def register(sub, common) -> None:
     s = sub.add_parser("mcp", parents=[common],
                        help="MCP server over stdio: note, recall, session_start/read/write/append/extract/complete")
-    s.add_argument("--judge", action="append", help=judge_help("judge spec for the workers it starts"))
+    add_judge(s, "judge spec for the workers it starts")
     s.set_defaults(func=cmd_mcp)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ._common import count_1_to, open_store
+from ._common import add_dry_run, add_json, add_limit, open_store
 
 
 def cmd_disputes(args) -> int:
@@ -73,11 +73,11 @@ def cmd_forget(args) -> int:
 
 def register(sub, common) -> None:
     s = sub.add_parser("disputes", parents=[common], help="list disputed memories")
-    s.add_argument("--json", action="store_true")
+    add_json(s)
     s.set_defaults(func=cmd_disputes)
 
     s = sub.add_parser("resolve", parents=[common], help="settle a dispute: keep one entry, archive the other")
-    s.add_argument("memory_id")
+    s.add_argument("memory_id", help="the disputed memory's id (`consolidate disputes` lists them)")
     s.add_argument("--keep", required=True, help="id of the entry to keep")
     s.set_defaults(func=cmd_resolve)
 
@@ -87,13 +87,12 @@ def register(sub, common) -> None:
     s.add_argument("--reason", help="why it is wrong (kept in the event log)")
     s.set_defaults(func=cmd_forget)
     s = sub.add_parser("backfill", parents=[common], help="give entries that lack metadata best-effort values")
-    s.add_argument("--dry-run", action="store_true")
+    add_dry_run(s)
     s.set_defaults(func=cmd_backfill)
     register_runs(sub, common)
 
 
 def cmd_runs(args) -> int:
-    import datetime as dt
 
     from ..snapshots import list_runs, with_partial_runs
 
@@ -154,9 +153,9 @@ def register_runs(sub, common) -> None:
                    " recall index from the graph and the event log, re-queue stale claims")
     s.set_defaults(func=cmd_doctor)
     s = sub.add_parser("runs", parents=[common], help="list consolidation runs with their counts (newest first)")
-    s.add_argument("--json", action="store_true")
-    s.add_argument("--limit", type=count_1_to(10**6), default=50)
+    add_json(s)
+    add_limit(s, 10**6, 50, "at most N runs, newest first")
     s.set_defaults(func=cmd_runs)
     s = sub.add_parser("undo", parents=[common], help="revert one run (see `consolidate runs`)")
-    s.add_argument("run_id")
+    s.add_argument("run_id", help="the run's id (`consolidate runs` lists them)")
     s.set_defaults(func=cmd_undo)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ._common import open_store
+from ._common import add_json, open_store
 
 
 def _print_entry(e: dict, index: int | None = None) -> None:
@@ -130,7 +130,7 @@ def register(sub, common) -> None:
     s = sub.add_parser("review", parents=[common],
                        help="approve, decline or edit the quarantined, disputed and drifted memories")
     s.add_argument("--list", action="store_true", help="list what waits for review (the default off a terminal)")
-    s.add_argument("--json", action="store_true", help="JSON output")
+    add_json(s, "JSON output")
     s.add_argument("--approve", metavar="ID", help="the memory holds: active, user-stated")
     s.add_argument("--decline", metavar="ID", help="the memory is wrong: archived with a tombstone")
     s.add_argument("--edit", nargs=2, metavar=("ID", "TEXT"), help="replace the memory by TEXT (supersedes it)")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from ..deferral import EXIT_PARTIAL
-from ._common import judge_help, open_store, positive_float
+from ._common import add_dry_run, add_json, add_judge, add_session, add_time_box, open_store, positive_float
 
 
 def cmd_run(args) -> int:
@@ -124,11 +124,11 @@ def _say_when_no_judge(store, args) -> None:
 
 def register(sub, common) -> None:
     s = sub.add_parser("run", parents=[common], help="consolidate queued session ends now")
-    s.add_argument("--session", help="only this session")
-    s.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
-    s.add_argument("--judge", action="append", help=judge_help("judge spec (api:MODEL, cli:PRESET, rules, noop, ...)"))
-    s.add_argument("--time-box", type=positive_float, default=120.0, help="seconds for the whole run (default 120)")
+    add_session(s, "only this session")
+    add_dry_run(s, "print the plan, write nothing")
+    add_judge(s, "judge spec (api:MODEL, cli:PRESET, rules, noop, ...)")
+    add_time_box(s, 120.0)
     s.add_argument("--wait-days", type=lambda t: positive_float(t, "days"), default=None,
                    help="days a note no judge answered waits for one (default $CONSOLIDATE_WAIT_DAYS or 7)")
-    s.add_argument("--json", action="store_true")
+    add_json(s)
     s.set_defaults(func=cmd_run)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ._common import open_store, read_text_arg
+from ._common import add_outcome, add_session, open_store, read_text_arg
 
 
 def cmd_note(args) -> int:
@@ -96,7 +96,7 @@ def _require_known_for_end(store, sid: str) -> None:
 
 def register(sub, common) -> None:
     s = sub.add_parser("note", parents=[common], help="write a note to a session")
-    s.add_argument("--session", required=True)
+    add_session(s, required=True)
     s.add_argument("text", help="the note; - reads it from standard input")
     s.add_argument("--flag", action="store_true", help="a keeper: promoted without a judge")
     s.add_argument("--ttl", help="expire the note after this long (20m, 2h, 1d)")
@@ -104,13 +104,13 @@ def register(sub, common) -> None:
     s.set_defaults(func=cmd_note)
     s = sub.add_parser("import", parents=[common], help="import a JSONL file of notes (one per line, `content` required)")
     s.add_argument("file", nargs="?", help="JSONL file; - reads standard input")
-    s.add_argument("--session", help="session id (default: each line's session_id)")
+    add_session(s, "session id (default: each line's session_id)")
     from .share_cmd import add_import_options
 
     add_import_options(s)
     s.set_defaults(func=cmd_import)
     s = sub.add_parser("end", parents=[common], help="record a session end in the queue")
-    s.add_argument("--session", required=True)
-    s.add_argument("--outcome", required=True, choices=["success", "failure", "aborted"])
-    s.add_argument("--reason")
+    add_session(s, required=True)
+    add_outcome(s)
+    s.add_argument("--reason", help="why it ended so (kept in the session.failed event)")
     s.set_defaults(func=cmd_end)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ._common import count_1_to, judge_help, open_store
+from ._common import add_json, add_judge, add_limit, open_store
 
 
 def cmd_export(args) -> int:
@@ -55,8 +55,7 @@ def _other_projects(store) -> list[tuple[str, int]]:
         return []
     counts = Counter((r["metadata"] or {}).get("scope") for r in store.longterm().active(documents=False))
     counts.pop(store.project, None)
-    counts.pop(None, None)
-    return counts.most_common()
+    return [(project, n) for project, n in counts.most_common() if project is not None]
 
 
 def cmd_import_agents_md(args) -> int:
@@ -87,7 +86,8 @@ def cmd_import_agents_md(args) -> int:
     from ..pipeline import run_queue
     from ..plan import run_summary as summary
 
-    [plan] = run_queue(store, session_id=res["session_id"], judges=args.judge) or [None]
+    plans: list = run_queue(store, session_id=res["session_id"], judges=args.judge) or [None]
+    [plan] = plans
     if plan is None:
         print("queued: `consolidate run` consolidates it")
         return 0
@@ -106,13 +106,13 @@ def add_import_options(parser) -> None:
                              " export`) as user-stated notes, then consolidate them")
     parser.add_argument("--rev", metavar="COMMIT", help="with --agents-md: read the file at this git commit")
     parser.add_argument("--no-run", action="store_true", help="with --agents-md: queue the session, do not run it")
-    parser.add_argument("--judge", action="append", help=judge_help())
+    add_judge(parser)
 
 
 def register(sub, common) -> None:
     s = sub.add_parser("export", parents=[common],
                        help="write the top durable memories into a marked block of AGENTS.md or CLAUDE.md")
     s.add_argument("--file", help="the file (default: AGENTS.md in the project, the folder holding the store)")
-    s.add_argument("--limit", type=count_1_to(1000), default=50, help="at most this many memories (default 50)")
-    s.add_argument("--json", action="store_true")
+    add_limit(s, 1000, 50, "at most this many memories")
+    add_json(s)
     s.set_defaults(func=cmd_export)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ._common import open_store
+from ._common import add_json, open_store
 
 
 def team_lines(info: dict) -> list[str]:
@@ -66,6 +66,7 @@ def cmd_sync(args) -> int:
         raise ConfigError(f"store {store.path} is not in a team: `consolidate team init --chroma-url URL --project P`")
     if args.status:
         info = team.status(store)
+        assert info is not None  # load_config found the team above
         try:
             from ..team_sync import server_counts
 
@@ -123,5 +124,5 @@ def register(sub, common) -> None:
     s = sub.add_parser("sync", parents=[common], help="push what waits in the team outbox, then pull the team's changes")
     s.add_argument("--status", action="store_true", help="show the team store, last push and pull, pending pushes")
     s.add_argument("--timeout", type=positive_float, default=60.0, help="seconds for the push and for the pull (default 60)")
-    s.add_argument("--json", action="store_true")
+    add_json(s)
     s.set_defaults(func=cmd_sync)

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from ._common import judge_help, open_store
+from ._common import add_json, add_judge, open_store
 
 
 def cmd_import_transcripts(args) -> int:
@@ -77,6 +77,6 @@ def register(sub, common) -> None:
     s.add_argument("--project-dir", help="the project whose transcripts are taken (default: the folder holding"
                                          " the store)")
     s.add_argument("--no-run", action="store_true", help="queue the sessions, do not consolidate them now")
-    s.add_argument("--judge", action="append", help=judge_help())
-    s.add_argument("--json", action="store_true")
+    add_judge(s)
+    add_json(s)
     s.set_defaults(func=cmd_import_transcripts)

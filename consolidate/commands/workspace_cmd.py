@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from ._common import open_store, read_text_arg
+from ._common import add_json, add_outcome, add_session, open_store, read_text_arg
 
 
 def _print(args, result, line: str) -> int:
@@ -87,8 +87,8 @@ def register(sub, common) -> None:
 
     def action(name, func, help_text, session_required=True):
         p = ss.add_parser(name, parents=[common], help=help_text)
-        p.add_argument("--session", required=session_required, help="session id")
-        p.add_argument("--json", action="store_true", help="print the result as JSON")
+        add_session(p, required=session_required)
+        add_json(p, "print the result as JSON")
         p.set_defaults(func=func)
         return p
 
@@ -104,6 +104,6 @@ def register(sub, common) -> None:
     p = action("extract", cmd_extract, "turn output/ into candidate notes (through the secret gate)")
     p.add_argument("--flag", action="store_true", help="flag every candidate (promoted without a judge)")
     p = action("complete", cmd_complete, "end the session: success, failure or aborted")
-    p.add_argument("--outcome", required=True, choices=["success", "failure", "aborted"])
-    p.add_argument("--reason")
+    add_outcome(p)
+    p.add_argument("--reason", help="why it ended so (kept in the session.failed event)")
     p.add_argument("--ephemeral", action="store_true", help="on failure, also remove the workspace")

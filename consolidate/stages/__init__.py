@@ -1,4 +1,5 @@
-"""The pipeline's stages, one module each, in SPEC section 4 order, and the two lists the pipeline runs.
+"""The pipeline's stages, one module each, in the order of docs/design.md#the-pipeline, and the two lists
+the pipeline runs.
 
 Every stage is ``stage(plan, ctx) -> plan``: it reads (the session tier, the long-term tier, the
 judges), decides, and adds decisions to the plan. Only ``apply`` writes.

@@ -1,4 +1,4 @@
-"""Stage 7, contradiction check (SPEC section 4.7, section 6 quarantine).
+"""Stage 7, contradiction check (docs/design.md#contradiction-check and docs/design.md#quarantine).
 
 Each durable keeper, flagged ones included, is compared with the keepers of the same run and with the
 existing same-type, same-scope memories (Chroma neighbours, nearest first, with cosine similarity at
@@ -255,7 +255,7 @@ def _reconfirm(plan, c, match, today) -> None:
             evidence = c.evidence
         elif evidence == "inferred":
             evidence = "observed-success"  # corroborated by an independent session
-        confidence = max(confidence, "medium", key=_CONFIDENCE_RANK.get)
+        confidence = max(confidence, "medium", key=_CONFIDENCE_RANK.__getitem__)
     c.outcome, c.duplicate_of = "duplicate", match["id"]
     c.outcome_reason = f"re-confirms {match['id']} (similarity {match['similarity']:.3f})"
     plan.reconfirmations.append(Reconfirmation(

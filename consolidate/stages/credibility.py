@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from typing import Any
 
-#: Rank of each evidence kind (user-stated > observed > inferred), as SPEC section 6 orders them.
+#: Rank of each evidence kind (user-stated > observed > inferred), as docs/design.md#evidence-and-confidence orders them.
 EVIDENCE_RANK = {"inferred": 0, "observed-failure": 1, "observed-success": 1, "user-stated": 2}
 CONFIDENCE_RANK = {"low": 0, "medium": 1, "high": 2}
 

@@ -1,4 +1,4 @@
-"""For a failed session: entries linked to the failure lose one confidence step (SPEC section 6).
+"""For a failed session: entries linked to the failure lose one confidence step (docs/design.md#evidence-and-confidence).
 
 A note links to an entry explicitly (metadata ``memory_id``, e.g. the agent followed that memory and
 it failed) or by restating it (:func:`same_memory` with an active entry). Nothing is

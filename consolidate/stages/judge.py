@@ -48,7 +48,7 @@ def run(plan, ctx):
         evidence = v.evidence if v.evidence in EVIDENCE_KINDS else "inferred"
         confidence = v.confidence if v.confidence in CONFIDENCE_LEVELS else initial_confidence(evidence)
         if evidence == "inferred":
-            confidence = "low"  # SPEC section 6: inferred starts low, whatever the judge says
+            confidence = "low"  # docs/design.md#evidence-and-confidence: inferred starts low, whatever the judge says
         candidate = Candidate(
             note_ids=[note.id], statement=" ".join(v.statement.split()), type=(v.type or "").strip().lower() or "fact",
             source=source, evidence=evidence, confidence=confidence, reason=v.reason or "judged memorable",

@@ -6,19 +6,19 @@ embedded, before the store lock: the run's first read of the index)."""
 from __future__ import annotations
 
 import datetime as _dt
-import os
 
 from ..plan import MemoryUpdate
 
-#: Days a quarantined entry may stay unconfirmed before it expires (SPEC section 6).
+#: Days a quarantined entry may stay unconfirmed before it expires (docs/design.md#quarantine).
 QUARANTINE_TTL_DAYS = 14.0
 
 
 def quarantine_ttl_days() -> float:
-    try:
-        return float(os.environ.get("CONSOLIDATE_QUARANTINE_TTL_DAYS") or QUARANTINE_TTL_DAYS)
-    except ValueError:
-        return QUARANTINE_TTL_DAYS
+    """``$CONSOLIDATE_QUARANTINE_TTL_DAYS`` (consolidate/settings.py), else QUARANTINE_TTL_DAYS.
+    Raises ConfigError for a value that is not a positive number of days."""
+    from ..settings import QUARANTINE_TTL_DAYS as TTL
+
+    return TTL.get() if TTL.raw() is not None else QUARANTINE_TTL_DAYS
 
 
 def run(plan, ctx):

@@ -1,4 +1,4 @@
-"""Stage 6, write policy (SPEC section 6): each keeper is checked before it may be written.
+"""Stage 6, write policy (docs/design.md#write-policy): each keeper is checked before it may be written.
 
 - secret material anywhere in its text (judge-written, or a flagged note's metadata fields): blocked;
 - missing required fields for its type: rejected, with the reason;

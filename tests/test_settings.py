@@ -1,0 +1,189 @@
+"""One settings object for every CONSOLIDATE_* variable (issue 20, item 5): each declared once in
+consolidate/settings.py, read only through it, and a value that cannot be read is a one-line error
+naming the variable and the value (exit 2), never the default in silence (reviewer's inputs:
+CONSOLIDATE_TIME_BOX=abc and CONSOLIDATE_WAIT_DAYS=abc were ignored; --env-file /nonexistent too).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from consolidate import settings
+from consolidate.cli import main
+from consolidate.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+NUMERIC = [s for s in settings.ALL if s.unit in ("seconds", "days")]
+BAD_NUMBERS = ["abc", "0", "-1", "nan", "inf", "1e999", "12 s", "7 days", "0x10"]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONSOLIDATE_")}
+    env.update(extra)
+    return env
+
+
+# -- the declarations --------------------------------------------------------------------------------
+
+def _source_files():
+    for folder in ("consolidate", "judges"):
+        yield from sorted((ROOT / folder).rglob("*.py"))
+
+
+def test_every_variable_the_code_names_is_declared_once():
+    declared = [s.name for s in settings.ALL]
+    assert len(declared) == len(set(declared))
+    named = set()
+    for path in _source_files():
+        named |= set(re.findall(r"CONSOLIDATE_[A-Z][A-Z_0-9]*[A-Z0-9]", path.read_text(encoding="utf-8")))
+    # CONSOLIDATE_<KEY> written by consolidate/plugin_env.py from a plugin option key: the same five
+    missing = named - set(declared)
+    assert not missing, f"named in the code but not declared in consolidate/settings.py: {sorted(missing)}"
+
+
+def test_no_module_reads_a_consolidate_variable_from_the_environment_itself():
+    """Only consolidate/settings.py reads CONSOLIDATE_* from os.environ (the other reads left are
+    other programs' variables: TZ, provider keys, a team's own token variable)."""
+    pattern = re.compile(r"(environ|getenv)\b[^\n]{0,40}CONSOLIDATE_")
+    offenders = [f"{p.relative_to(ROOT)}:{n}" for p in _source_files() if p.name != "settings.py"
+                 for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
+    assert not offenders
+
+
+@pytest.mark.parametrize("setting", settings.ALL, ids=lambda s: s.name)
+def test_each_setting_has_its_documentation_and_default(setting):
+    assert setting.name.startswith("CONSOLIDATE_") and setting.doc.endswith(".")
+    assert setting.default_text and setting.audience in ("user", "test", "internal")
+    assert setting.get({}) == setting.default
+    assert setting.get({setting.name: ""}) == setting.default  # empty means unset
+
+
+@pytest.mark.parametrize("setting", NUMERIC, ids=lambda s: s.name)
+@pytest.mark.parametrize("value", BAD_NUMBERS)
+def test_a_number_that_is_not_a_positive_number_is_an_error_naming_it(setting, value):
+    with pytest.raises(ConfigError) as exc:
+        setting.get({setting.name: value})
+    text = str(exc.value)
+    assert text.startswith(f"{setting.name}={value!r}:") and "\n" not in text
+
+
+@pytest.mark.parametrize("setting", NUMERIC, ids=lambda s: s.name)
+def test_good_numbers_are_read(setting):
+    assert setting.get({setting.name: " 2.5 "}) == 2.5
+    assert setting.get({setting.name: "30"}) == 30.0
+
+
+def test_flags_and_lists():
+    assert settings.REASK.get({"CONSOLIDATE_REASK": "0"}) is False
+    assert settings.REASK.get({"CONSOLIDATE_REASK": "1"}) is True
+    with pytest.raises(ConfigError, match=r"CONSOLIDATE_REASK='no': must be 0 or 1"):
+        settings.REASK.get({"CONSOLIDATE_REASK": "no"})
+    assert settings.JUDGES.get({"CONSOLIDATE_JUDGES": " rules, ,noop "}) == ["rules", "noop"]
+    assert settings.JUDGES.get({"CONSOLIDATE_JUDGES": " , "}) == []
+    assert settings.DEBUG.get({"CONSOLIDATE_DEBUG": "yes"}) is True
+    assert settings.RECORD.get({"CONSOLIDATE_RECORD": "expected"}) is False
+
+
+def test_a_long_bad_value_is_cut_in_the_message():
+    with pytest.raises(ConfigError) as exc:
+        settings.WAIT_DAYS.get({"CONSOLIDATE_WAIT_DAYS": "x" * 500})
+    assert len(str(exc.value)) < 160
+
+
+def test_the_settings_module_imports_only_os():
+    """The hook's fast path reads its variables here: nothing else may load with it."""
+    code = ("import sys; before = set(sys.modules); import consolidate.settings; "
+            "print(sorted(m for m in set(sys.modules) - before))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=_env())
+    assert json.loads(out.stdout.replace("'", '"')) == ["consolidate", "consolidate.settings"]
+
+
+# -- the command line -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, value", [("CONSOLIDATE_TIME_BOX", "abc"), ("CONSOLIDATE_WAIT_DAYS", "abc"),
+                                         ("CONSOLIDATE_QUARANTINE_TTL_DAYS", "-3"),
+                                         ("CONSOLIDATE_TEAM_PULL_SECONDS", "soon"), ("CONSOLIDATE_REASK", "off")])
+@pytest.mark.parametrize("argv", [["status"], ["run"], ["doctor"], ["recall", "deploy"], ["judges"]])
+def test_every_command_refuses_a_bad_setting_in_one_line(tmp_path, monkeypatch, capsys, name, value, argv):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(name, value)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {name}={value!r}: ") and err.count("\n") == 1
+    assert not (tmp_path / ".memofs").exists()  # nothing written
+
+
+def test_a_bad_setting_in_the_environment_of_a_real_process(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "consolidate", "run"], cwd=tmp_path, capture_output=True, text=True,
+                         env=_env(CONSOLIDATE_WAIT_DAYS="abc"), timeout=120)
+    assert out.returncode == 2
+    assert out.stderr == "error: CONSOLIDATE_WAIT_DAYS='abc': not a number (days)\n"
+
+
+def test_the_hook_queues_the_session_end_whatever_the_settings(tmp_path):
+    """The hook never fails an agent and loses nothing: the end is queued; the worker reports it."""
+    payload = json.dumps({"session_id": "s1", "hook_event_name": "SessionEnd", "cwd": str(tmp_path)})
+    out = subprocess.run([sys.executable, "-m", "consolidate", "hook", "--no-worker"], input=payload, cwd=tmp_path,
+                         capture_output=True, text=True, env=_env(CONSOLIDATE_TIME_BOX="abc"), timeout=120)
+    assert out.returncode == 0, out.stderr
+    from consolidate.store import Store
+
+    store = Store(tmp_path / ".memofs", embedding="hash", create=False)
+    assert [p["session_id"] for p in store.sessions.pending()] == ["s1"]
+    env = _env(CONSOLIDATE_TIME_BOX="abc")
+    worker = subprocess.run([sys.executable, "-m", "consolidate", "worker", "--store", str(store.path),
+                             "--embedding", "hash"], capture_output=True, text=True, env=env, timeout=120)
+    assert worker.returncode == 2 and worker.stderr == "error: CONSOLIDATE_TIME_BOX='abc': not a number (seconds)\n"
+    assert [p["session_id"] for p in store.sessions.pending()] == ["s1"]  # still queued
+
+
+# -- --env-file -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("make, why", [(lambda p: None, "No such file or directory"),
+                                       (lambda p: p.mkdir(), "Is a directory"),
+                                       (lambda p: p.write_bytes(b"CONSOLIDATE_STORE=\xff\xfe\n"), "UnicodeDecodeError")])
+def test_env_file_that_cannot_be_read_is_an_error(tmp_path, monkeypatch, capsys, make, why):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "settings.env"
+    make(path)
+    assert main(["--env-file", str(path), "status"]) == 2
+    assert capsys.readouterr().err == f"error: --env-file {path}: {why}\n"
+
+
+def test_env_file_if_exists_skips_a_missing_file_only(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["--env-file-if-exists", str(tmp_path / "none.env"), "status"]) == 0
+    (tmp_path / "folder.env").mkdir()
+    assert main(["--env-file-if-exists", str(tmp_path / "folder.env"), "status"]) == 2
+
+
+def test_env_file_values_are_checked_like_the_environment(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CONSOLIDATE_STORE", "")  # restored (unset) after the test: load_env_file sets it
+    env_file = tmp_path / ".env"
+    env_file.write_text(f"CONSOLIDATE_STORE={tmp_path / 'elsewhere'}\n", encoding="utf-8")
+    assert main(["--env-file", str(env_file), "status"]) == 0
+    assert str(tmp_path / "elsewhere") in capsys.readouterr().out
+
+
+def test_the_hook_with_a_missing_env_file_is_refused_without_writing(tmp_path):
+    payload = json.dumps({"session_id": "s1", "hook_event_name": "SessionEnd", "cwd": str(tmp_path)})
+    out = subprocess.run([sys.executable, "-m", "consolidate", "--env-file", str(tmp_path / "none.env"), "hook"],
+                         input=payload, cwd=tmp_path, capture_output=True, text=True, env=_env(), timeout=120)
+    assert out.returncode == 1  # non-blocking: shown to the user, the agent goes on
+    assert out.stderr.startswith("consolidate hook: refused: --env-file ") and out.stderr.count("\n") == 1
+    assert not (tmp_path / ".memofs").exists()
+
+
+def test_the_extension_reads_its_env_file_only_if_it_exists():
+    hooks = (ROOT / "hooks" / "hooks.json").read_text(encoding="utf-8")
+    ext = json.loads((ROOT / "gemini-extension.json").read_text(encoding="utf-8"))
+    assert "--env-file-if-exists" in hooks and '"--env-file "' not in hooks
+    assert ext["mcpServers"]["consolidate"]["args"][0] == "--env-file-if-exists"
