@@ -611,7 +611,7 @@ class SessionTier:
                     " VALUES (?,?,?,?,?,?,?)",
                     (session_id, n["content"], int(bool(n.get("flag"))), n.get("kind"), now, n.get("expires_at"),
                      json.dumps(n.get("metadata") or {}, ensure_ascii=False)))
-                ids.append(int(cur.lastrowid))
+                ids.append(int(cur.lastrowid or 0))  # set after an INSERT
         return ids
 
     def redact_notes(self, redacted: dict[int, tuple[str, dict]]) -> None:
