@@ -324,6 +324,25 @@ _TO_THE_AI = re.compile(
     r"|(?i:\byou\s+(?:must|will|shall|should)\s+now\b)"
     r"|(?i:\breveal\s+(?:the\s+|all\s+|your\s+|any\s+)?(?:\.env|secrets?|credentials|api\s+keys?|tokens?|passwords?"
     r"|system\s+prompt|ssh\s+keys?)\b(?!\s+(?:field|input|button|icon|toggle|box|option|feature|form)))"
+    # a condition on being an AI, or the AI reading the text: "If you are an AI model, you must ...", "to any AI
+    # assistant reading this: ...", "LLMs reading this should ...", "Dear Claude, when you see this, ..."
+    r"|(?i:\b(?:if|when|since|as)\s+you(?:'re|’re|\s+are)\s+(?:an?\s+|the\s+)?(?:ai|a\.i\.|llm|large\s+language\s+model"
+    r"|language\s+model|chatbot|bot|(?:ai\s+|coding\s+|autonomous\s+)?(?:assistant|agent|model)"
+    r"|claude|chatgpt|gpt\S*|gemini|copilot|codex)\b)"
+    r"|(?i:\b(?:ai|a\.i\.|llms?|language\s+models?|chatbots?|claude|chatgpt|gpt\S*|gemini|copilot|codex)"
+    r"(?:\s+(?:assistant|agent|model|system|tool|bot)s?)?\s+(?:that\s+(?:is|are)\s+|who\s+(?:is|are)\s+)?"
+    r"(?:reading|processing|parsing|seeing)\s+(?:this|these)(?:\s+(?:note|message|memory|text|line|notes|messages))?"
+    r"\s*(?:[:,;.!—–-]|$|\s+(?:must|should|shall|will|needs?\s+to|has\s+to|have\s+to)\b))"
+    r"|(?i:\bwhen(?:ever)?\s+you\s+(?:see|read|encounter|find|process)\s+this(?:\s+(?:note|message|memory|text|line))?"
+    r"\s*[,:;—–-](?!\s*(?:it|this|that|the\s+(?:error|issue|bug|warning|message|build|cache))\b))"
+    # the same in other languages: "Wenn du eine KI bist", "Si eres una IA", "Si tu es une IA", "Se sei un'IA",
+    # "Se você é uma IA", "Если ты ИИ", "如果你是AI", "あなたがAIなら"
+    r"|(?i:\bwenn\s+(?:du|sie)\s+(?:eine?\s+)?(?:ki|ki-\w+|sprachmodell|assistent\w*)\s+(?:bist|sind)\b)"
+    r"|(?i:\bsi\s+(?:eres|es|tu\s+es|vous\s+êtes)\s+(?:une?\s+|una\s+|la\s+)?(?:ia|ai|asistente|assistant|modelo|modèle)\b)"
+    r"|(?i:\bse\s+(?:sei|você\s+é|voce\s+e|tu\s+és)\s+(?:un['’]?\s*|uma\s+|um\s+)?(?:ia|ai|assistente|modello|modelo)\b)"
+    r"|(?i:\bесли\s+(?:ты|вы)\s*(?:[-—]\s*)?(?:ии|ai|ассистент|модель|нейросеть)\b)"
+    r"|(?:如果|假如)(?:你|您)是(?:一个)?(?:AI|ＡＩ|人工智能|助手|模型|语言模型|大模型)"
+    r"|(?:あなたが|もしあなたが)(?:AI|ＡＩ|アシスタント|言語モデル)(?:なら|であれば|ならば)"
     r"|(?:AI|ＡＩ)?(?:アシスタント|エージェント|モデル)(?:への|に対する|向けの)(?:新しい|新たな|重要な)?(?:指示|命令|指令)\s*[:：]"
     r"|(?:AI\s*)?(?:어시스턴트|에이전트|모델)(?:를\s*위한|에게|에\s*대한)\s*(?:새|새로운|중요한)?\s*(?:지시|명령|지침)\s*[:：]"
 )
@@ -366,11 +385,21 @@ _REMOTE_CODE_MORE = re.compile(
     | \bregsvr32\b[^\n]{{0,60}}/i:\s*https?://
     | \bmsiexec(?:\.exe)?\b[^\n]{{0,40}}/[iq]\w*\s+["']?https?://
     | \b(?:deno\s+run|bun\s+run|bunx|npx|pnpm\s+dlx|yarn\s+dlx|uvx|pipx\s+run)\s+(?:-\S+\s+)*["']?https?://
+    # the same in words: "download https://x/a.sh and execute it", "fetch and run the installer from
+    # https://...", "pipe https://x/i.py into python3", "run the script at https://x/a.sh"
+    | \b(?:download|fetch|grab|pull\s+down|get)\b[^\n]{{0,100}}?https?://\S+[^\n]{{0,60}}?(?:\band|\bthen|,)\s+(?:then\s+)?
+      (?:execute|run|source|eval)\s+(?:it|them|that|this|the\s+(?:script|payload))\b
+    | \b(?:download|fetch)(?:es|ed|ing)?\s+(?:and|&|then)\s+(?:run|execute|source)s?\b[^\n]{{0,120}}?https?://
+    | \bpipe\s+[^\n]{{0,60}}?https?://\S+[^\n]{{0,30}}?\s+(?:in)?to\s+(?:sudo\s+)?(?:{_SHELLS})(?![\w-])
+    | \b(?:run|execute|source)\s+(?:the\s+)?(?:remote\s+)?(?:script|payload|\S+\.(?:sh|ps1|py|bat))\s+(?:at|from)\s+https?://
     """
 )
 
 
-_TO_THE_AI_STEMS = ("instruc", "direct", "order", "system prompt", "override", "message", "note", "notice", "memo",
+_TO_THE_AI_STEMS = ("you are", "you're", "you’re", "reading this", "reading these", "processing this", "parsing this",
+                    "seeing this", "see this", "read this", "encounter this", "find this", "wenn du", "wenn sie",
+                    "si eres", "si es", "si tu", "si vous", "se sei", "se você", "se voce", "se tu", "если ты",
+                    "если вы", "如果你", "如果您", "假如你", "假如您", "あなたが", "instruc", "direct", "order", "system prompt", "override", "message", "note", "notice", "memo",
                     "warning", "attention", "hey", "dear", "hello", "hi ", "you must", "you will", "you shall",
                     "you should", "reveal", "anweisung", "befehl", "consigne", "instruç",
                     "istruzion", "pokyn", "инструкц", "указани", "інструкц", "вказівк", "talimat", "chỉ thị",
@@ -382,7 +411,7 @@ _FROM_NOW_ON_STEMS = ("from now on", "henceforth", "going forward", "starting no
                       "vanaf nu", "od teraz", "od tej", "отныне", "с этого", "впредь", "відтепер", "з цього",
                       "bundan sonra", "şu andan", "mulai sekarang", "từ bây giờ", "अब से", "من الآن", "从现在",
                       "從現在", "从今以后", "從今以後", "今后", "今後", "これからは", "今からは", "지금부터", "앞으로")
-_REMOTE_STEMS = ("curl", "wget", "fetch", "http", "iwr", "irm", "invoke-", "aria2c", "lwp-", "mshta", "regsvr32",
+_REMOTE_STEMS = ("download", "pipe", "run the", "execute the", "source the", "curl", "wget", "fetch", "http", "iwr", "irm", "invoke-", "aria2c", "lwp-", "mshta", "regsvr32",
                  "msiexec", "urlopen", "requests.get", "httpx", "iex")  # (deno/npx/uvx ... https: hold "http")
 
 
