@@ -123,15 +123,16 @@ def test_prompt_version_is_selectable(monkeypatch):
         CLIJudge(fake("answer.py"))
 
 
-def test_judge_v2_names_no_labeled_note():
-    """judge-v2 holds general rules only: no run of six words of any labeled real note (when
+@pytest.mark.parametrize("version", ["judge-v2", "judge-v5"])
+def test_judge_prompt_names_no_labeled_note(version):
+    """judge-v2 and judge-v5 hold general rules only: no run of six words of any labeled real note (when
     ../shared is there) and no project name of the label set."""
     from conftest import SHARED
 
     labels = SHARED / "data" / "labels" / "realnotes-dev-labels.jsonl"
     if not labels.is_file():
         pytest.skip("../shared/data/labels is absent")
-    prompt = (REPO / "prompts" / "judge-v2.md").read_text(encoding="utf-8").lower()
+    prompt = (REPO / "prompts" / f"{version}.md").read_text(encoding="utf-8").lower()
     flat = " ".join(prompt.replace("\\n", " ").split())
     for line in labels.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
