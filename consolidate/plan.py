@@ -31,6 +31,22 @@ def initial_confidence(evidence: str) -> str:
     return "low" if evidence == "inferred" else "high"
 
 
+def inferred_confidence(evidence: str, confidence: str) -> str:
+    """A judged keep's confidence after its evidence: ``inferred`` costs one step (a judge's ``high``
+    becomes ``medium``, written active; its ``medium`` or ``low`` becomes ``low``, quarantined by the
+    write policy until another session confirms it); other evidence keeps the judge's confidence.
+
+    The design first started every inferred memory at ``low`` (docs/design.md, evidence and
+    confidence). Measured with capable-model answers over
+    eight answer sets of issue 19 (evals of judge-v1..v5 on ../shared/data/labels, three end-to-end
+    runs): of the inferred keeps the judge called ``high`` that carry a label, 8 of 8 were labeled
+    keep, against 15 of 23 of those it called ``medium``; quarantining the high ones left 2 of the 20
+    gold keepers of the judge-v5 end-to-end run out of recall. A hedged note (the only kind the
+    prompts let a judge call ``low``) and a note worded as an instruction to the judge (quarantined by
+    the write policy whatever its confidence) stay quarantined."""
+    return step_confidence(confidence, -1) if evidence == "inferred" else confidence
+
+
 def step_confidence(confidence: str, steps: int) -> str:
     """Move ``confidence`` ``steps`` levels up (positive) or down (negative), clamped to low..high."""
     i = CONFIDENCE_LEVELS.index(confidence) if confidence in CONFIDENCE_LEVELS else 0

@@ -37,7 +37,7 @@ def policy_outcomes(judged: dict[int, Any], contents: dict[int, str]) -> dict[in
     """``key -> (outcome, rule)`` for every keep in ``judged`` (chain result: key -> Judged), where
     outcome is ``written``, ``rejected``, ``transient``, ``quarantined`` or ``blocked``; ``contents``
     maps the same keys to the notes' text. Runs stages.write_policy on a throwaway plan."""
-    from .plan import CONFIDENCE_LEVELS, EVIDENCE_KINDS, Candidate, Note, Plan, initial_confidence
+    from .plan import CONFIDENCE_LEVELS, EVIDENCE_KINDS, Candidate, Note, Plan, inferred_confidence, initial_confidence
     from .stages import write_policy
 
     plan = Plan(session_id="eval")
@@ -47,8 +47,7 @@ def policy_outcomes(judged: dict[int, Any], contents: dict[int, str]) -> dict[in
             continue
         evidence = v.evidence if v.evidence in EVIDENCE_KINDS else "inferred"
         confidence = v.confidence if v.confidence in CONFIDENCE_LEVELS else initial_confidence(evidence)
-        if evidence == "inferred":
-            confidence = "low"
+        confidence = inferred_confidence(evidence, confidence)
         plan.notes.append(Note(id=key, session_id="eval", content=contents[key]))
         plan.candidates.append(Candidate(
             note_ids=[key], statement=" ".join((v.statement or contents[key]).split()),

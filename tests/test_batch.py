@@ -90,7 +90,8 @@ def test_orphans_expiry_and_rejudge(store):
 
 
 def test_batch_expires_quarantine(store, monkeypatch):
-    judge = ScriptedJudge(default=keep("Image thumbnails are generated lazily on first request", evidence="inferred"))
+    judge = ScriptedJudge(default=keep("Image thumbnails are generated lazily on first request", evidence="inferred",
+                                       confidence="medium"))
     store.sessions.add_note("q", "thumbs")
     store.sessions.end("q", "success")
     run_batch(store, chain_factory=lambda: JudgeChain([judge]))

@@ -227,7 +227,7 @@ def test_write_policy_outcomes(store):
     s.end("s1", "success")
     judge = ScriptedJudge({
         "maybe one": keep("The search index is rebuilt nightly by cron on the worker host",
-                          evidence="inferred", confidence="high"),
+                          evidence="inferred", confidence="medium"),
         "maybe two": keep("Decided to retire the v1 API", type_="decision"),  # no reason
         "maybe three": keep("For now the staging DB serves the integration tests"),
         "maybe four": keep("17"),

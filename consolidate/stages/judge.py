@@ -8,7 +8,7 @@ start of the write policy stage."""
 from __future__ import annotations
 
 from ..faults import crash_point
-from ..plan import EVIDENCE_KINDS, CONFIDENCE_LEVELS, Candidate, initial_confidence
+from ..plan import EVIDENCE_KINDS, CONFIDENCE_LEVELS, Candidate, inferred_confidence, initial_confidence
 
 
 def run(plan, ctx):
@@ -47,8 +47,7 @@ def run(plan, ctx):
         plan.note_status[note.id] = "keep"
         evidence = v.evidence if v.evidence in EVIDENCE_KINDS else "inferred"
         confidence = v.confidence if v.confidence in CONFIDENCE_LEVELS else initial_confidence(evidence)
-        if evidence == "inferred":
-            confidence = "low"  # docs/design.md#evidence-and-confidence: inferred starts low, whatever the judge says
+        confidence = inferred_confidence(evidence, confidence)
         candidate = Candidate(
             note_ids=[note.id], statement=" ".join(v.statement.split()), type=(v.type or "").strip().lower() or "fact",
             source=source, evidence=evidence, confidence=confidence, reason=v.reason or "judged memorable",
