@@ -9,6 +9,7 @@ that need them, never by ``note`` or ``end``.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -118,7 +119,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         try:
             if getattr(args, "env_file", None):
-                load_env_file(args.env_file)
+                if args.command == "hook" and not os.path.lexists(args.env_file):
+                    # an extension installed before --env-file-if-exists: its .env may not exist yet, and
+                    # the session end must not be lost for it (the settings it would hold are unset)
+                    print(f"consolidate hook: --env-file {args.env_file}: No such file or directory;"
+                          " going on without it", file=sys.stderr)
+                else:
+                    load_env_file(args.env_file)
             if getattr(args, "env_file_if_exists", None):
                 load_env_file(args.env_file_if_exists, missing_ok=True)
         except ConsolidateError as exc:

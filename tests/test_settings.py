@@ -173,9 +173,26 @@ def test_env_file_values_are_checked_like_the_environment(tmp_path, monkeypatch,
     assert str(tmp_path / "elsewhere") in capsys.readouterr().out
 
 
-def test_the_hook_with_a_missing_env_file_is_refused_without_writing(tmp_path):
+def test_the_hook_with_a_missing_env_file_still_queues_the_session_end(tmp_path):
+    """An extension copy installed before --env-file-if-exists passes --env-file for a .env that may
+    not exist: the hook says so in one line and queues the end (nothing lost)."""
     payload = json.dumps({"session_id": "s1", "hook_event_name": "SessionEnd", "cwd": str(tmp_path)})
-    out = subprocess.run([sys.executable, "-m", "consolidate", "--env-file", str(tmp_path / "none.env"), "hook"],
+    out = subprocess.run([sys.executable, "-m", "consolidate", "--env-file", str(tmp_path / "none.env"), "hook",
+                          "--no-worker"], input=payload, cwd=tmp_path, capture_output=True, text=True, env=_env(),
+                         timeout=120)
+    assert out.returncode == 0
+    assert out.stderr.startswith("consolidate hook: --env-file ") and out.stderr.count("\n") == 1
+    from consolidate.store import Store
+
+    store = Store(tmp_path / ".memofs", embedding="hash", create=False)
+    assert [p["session_id"] for p in store.sessions.pending()] == ["s1"]
+
+
+def test_the_hook_with_an_unreadable_env_file_is_refused_without_writing(tmp_path):
+    """A .env that exists but cannot be read may name another store: refused (exit 1), nothing written."""
+    (tmp_path / "folder.env").mkdir()
+    payload = json.dumps({"session_id": "s1", "hook_event_name": "SessionEnd", "cwd": str(tmp_path)})
+    out = subprocess.run([sys.executable, "-m", "consolidate", "--env-file", str(tmp_path / "folder.env"), "hook"],
                          input=payload, cwd=tmp_path, capture_output=True, text=True, env=_env(), timeout=120)
     assert out.returncode == 1  # non-blocking: shown to the user, the agent goes on
     assert out.stderr.startswith("consolidate hook: refused: --env-file ") and out.stderr.count("\n") == 1
