@@ -98,11 +98,13 @@ def _append(store, row: dict[str, Any]) -> None:
     append_lines(_path(store), [json.dumps(row, ensure_ascii=False) + "\n"])
 
 
-def lift(store, run_id: str) -> int:
-    """Remove the tombstones laid by ``run_id`` (``consolidate undo`` of a forget); returns how many."""
+def lift(store, run_id: str | None = None, ids: set[str] | None = None) -> int:
+    """Remove the tombstones laid by ``run_id`` (``consolidate undo`` of a forget), or those of the
+    memory ids ``ids`` (a forget undone on another machine of the team); returns how many."""
     from .jsonl import drop_lines
 
-    return drop_lines(_path(store), lambda row: row.get("run_id") == run_id)
+    return drop_lines(_path(store), lambda row: (run_id is not None and row.get("run_id") == run_id)
+                      or bool(ids and row.get("id") in ids))
 
 
 def check_resurrections(plan, store) -> None:

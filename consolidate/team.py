@@ -231,6 +231,31 @@ def write_outbox(plan, store, writes) -> None:
         write_json_atomic(path, entry)
 
 
+def write_undo_outbox(store, run_id: str, record: dict, lines: list[dict], removed_edges: list) -> None:
+    """``consolidate undo`` of a run in a team store: an outbox entry ``undo-<run_id>`` that pushes the
+    undo as the run's writes were pushed. The memories the run added get status ``undone`` on the
+    team store (every machine drops them), the ones it changed are written back as they were before
+    it (``restore``: this machine's records are the truth, not merged), the tombstones it laid are
+    lifted, the graph edges it added are marked removed, and the undo's events are added. Written
+    once (an interrupted undo run again finds it); pushed by the undo, else by the next run or sync."""
+    if load_config(store.path) is None:
+        return
+    from .store import write_json_atomic
+
+    before = record.get("before") or {}
+    entry = {"run_id": f"undo-{run_id}", "session_id": record.get("session_id"), "outcome": "undo",
+             "created": time.time(), "restore": True, "memories": sorted(before),
+             "removed": {i: {"status": "undone", "undone_by": run_id} for i in record.get("added") or [] if i not in before},
+             "tombstones": [], "lifted": sorted(record.get("tombstoned") or []),
+             "edges_removed": [[str(u), str(v), str(k)] for u, v, k in removed_edges],
+             "events": [{**x, "event_id": f"undo-{run_id}:{i}"} for i, x in enumerate(lines)]}
+    folder = outbox_dir(store)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = folder / f"undo-{run_id}.json"
+    if not path.exists():
+        write_json_atomic(path, entry)
+
+
 def pending(store) -> list[Path]:
     """Outbox entries waiting to be pushed, oldest first."""
     folder = outbox_dir(store)
@@ -402,9 +427,11 @@ def _one_line(exc: BaseException) -> str:
     return text[:300]
 
 
-def context_header(store_path: Path) -> str:
-    """SessionStart in team mode: pull within START_PULL_SECONDS, rewrite the context, and return the
-    header line saying where the memories come from ('' for a store not in a team). Never raises.
+def fresh_pull(store_path: Path, *, context: bool) -> tuple[dict[str, Any], TeamConfig | None, float]:
+    """The bounded pull of SessionStart and of MCP ``recall``: ``(result, cfg, seconds)``; ``cfg`` None
+    for a store not in a team (nothing done). Pulls within START_PULL_SECONDS
+    ($CONSOLIDATE_TEAM_PULL_SECONDS); ``context`` rewrites ``memory/context.md``. Never raises: a
+    failure is ``{"ok": False, "error"}`` and the last pulled copy stays in use.
 
     The team store's clock is read first over HTTP with the standard library
     (consolidate/team_http.py): when it equals the one of the last pull, or the server cannot be
@@ -414,12 +441,12 @@ def context_header(store_path: Path) -> str:
     try:
         cfg = load_config(store_path)
         if cfg is None:
-            return ""
+            return {"ok": True}, None, 0.0
         store = Store(store_path, create=False)
         token = read_token(cfg, store_path)
         check_url(cfg.url, token, cfg.insecure)
     except Exception as exc:  # noqa: BLE001
-        return f"(team memory: not read: {_one_line(exc)})"
+        return {"ok": False, "unread": True, "error": _one_line(exc)}, TeamConfig(url="", project=""), 0.0
     seconds = pull_seconds(START_PULL_SECONDS)
     t0 = time.monotonic()
     result: dict[str, Any]
@@ -430,7 +457,7 @@ def context_header(store_path: Path) -> str:
             now = clock(cfg, token, seconds)
         except Unreachable as exc:
             result = {"ok": False, "timeout": exc.timeout, "error": str(exc)}
-            log(store, f"sessionstart: {exc}; the last pulled copy is shown")
+            log(store, f"fresh pull: {exc}; the last pulled copy is used")
         else:
             if now is not None and now == read_ledger(store).get("clock") and not pending(store):
                 update_state(store, last_pull=now_iso())
@@ -438,13 +465,40 @@ def context_header(store_path: Path) -> str:
             else:
                 from .team_sync import pull
 
-                result = pull(store, seconds=max(0.5, seconds - (time.monotonic() - t0)), context=True)
+                result = pull(store, seconds=max(0.5, seconds - (time.monotonic() - t0)), context=context)
     except Exception as exc:  # noqa: BLE001
         result = {"ok": False, "error": _one_line(exc)}
-        log(store, f"sessionstart pull failed: {result['error']}")
+        log(store, f"fresh pull failed: {result['error']}")
+    if not result.get("ok"):
+        result["last_pull"] = read_state(store).get("last_pull")
+    return result, cfg, seconds
+
+
+def where_from(store_path: Path, *, context: bool) -> str:
+    """Pull (:func:`fresh_pull`) and say where the memories come from: ``project P, pulled from the
+    team store just now``, ``not read: ...``, or the fallback to the last pulled copy with its time
+    ('' for a store not in a team). Never raises."""
+    result, cfg, seconds = fresh_pull(store_path, context=context)
+    if cfg is None:
+        return ""
+    if result.get("unread"):
+        return f"not read: {result['error']}"
     if result.get("ok"):
-        return f"(team memory: project {cfg.project}, pulled from the team store just now)"
-    last = read_state(store).get("last_pull")
+        return f"project {cfg.project}, pulled from the team store just now"
     why = "not reached within %g s" % seconds if result.get("timeout") else "not reached"
-    return (f"(team memory: the team store was {why}; memories as last pulled"
-            f" {'at ' + last if last else ': never'})")
+    last = result.get("last_pull")
+    return f"the team store was {why}; memories as last pulled {'at ' + last if last else ': never'}"
+
+
+def context_header(store_path: Path) -> str:
+    """SessionStart in team mode: pull within START_PULL_SECONDS, rewrite the context, and return the
+    header line saying where the memories come from ('' for a store not in a team). Never raises."""
+    line = where_from(store_path, context=True)
+    return f"(team memory: {line})" if line else ""
+
+
+def recall_line(store_path: Path) -> str:
+    """MCP ``recall`` in team mode: the same bounded pull as SessionStart first, so a memory another
+    machine pushed since the session started is found; returns where the memories come from ('' for
+    a store not in a team). Never raises."""
+    return where_from(store_path, context=False)

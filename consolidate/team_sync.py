@@ -36,7 +36,7 @@ UNIT = [1.0]
 PAGE = 1000
 #: Status precedence when two machines changed one memory concurrently: the higher rank is kept.
 STATUS_RANK: dict[Any, int] = {"quarantined": 0, "active": 1, "disputed": 2, "superseded": 3, "expired": 3,
-               "rejudged-out": 3, "archived": 3, "forgotten": 4, "deleted": 4}
+               "rejudged-out": 3, "archived": 3, "undone": 3, "forgotten": 4, "deleted": 4}
 #: Metadata keys that are bookkeeping, not content (a change in them alone is not a change).
 BOOKKEEPING = ("version", "origin", "updated_at", "write_id")
 
@@ -274,18 +274,35 @@ def _push(store, entries: list[Path]) -> dict[str, Any]:
                     ids=list(entry["tombstones"]), embeddings=[UNIT] * len(entry["tombstones"]),
                     documents=[f"tombstoned by run {entry['run_id']}"] * len(entry["tombstones"]),
                     metadatas=[{"run_id": entry["run_id"], "origin": client.cfg.machine}] * len(entry["tombstones"]))
+            if entry.get("lifted"):  # an undo lifted them: every machine lifts them
+                client.collection(TOMBSTONES).upsert(
+                    ids=list(entry["lifted"]), embeddings=[UNIT] * len(entry["lifted"]),
+                    documents=[f"lifted by {entry['run_id']}"] * len(entry["lifted"]),
+                    metadatas=[{"run_id": entry["run_id"], "lifted": entry["run_id"], "origin": client.cfg.machine}]
+                    * len(entry["lifted"]))
+            gone_edges: list[dict[str, Any]] = [{"id": edge_id(u, v, k), "document": json.dumps({"source": u, "target": v, "key": k,
+                                                                            "removed": True}),
+                           "metadata": {"kind": k, "source": u, "target": v, "removed": entry["run_id"]}}
+                          for u, v, k in entry.get("edges_removed") or []]
+            if gone_edges:  # an undo took them out of the graph: every machine does
+                client.collection(EDGES).upsert(ids=[e["id"] for e in gone_edges], embeddings=[UNIT] * len(gone_edges),
+                                                documents=[e["document"] for e in gone_edges],
+                                                metadatas=[e["metadata"] for e in gone_edges])
+                edges = edges | {str(e["id"]) + REMOVED for e in gone_edges}
             events = entry.get("events") or []
             for i in range(0, len(events), PAGE):
                 chunk = events[i:i + PAGE]
                 client.collection(EVENTS).upsert(
-                    ids=[f"{e.get('run_id', entry['run_id'])}:{e.get('seq', j)}" for j, e in enumerate(chunk, i)],
+                    ids=[e.get("event_id") or f"{e.get('run_id', entry['run_id'])}:{e.get('seq', j)}"
+                         for j, e in enumerate(chunk, i)],
                     embeddings=[UNIT] * len(chunk), documents=[json.dumps(e, ensure_ascii=False) for e in chunk],
                     metadatas=[{"event": str(e.get("event")), "run_id": entry["run_id"],
                                 "session_id": str(entry.get("session_id")), "origin": client.cfg.machine}
                                for e in chunk])
             n_events += len(events)
-            team.update_ledger(store, lambda ledger, seen=seen, edges=edges, entry=entry:
-                               _record(ledger, seen, edges, entry.get("tombstones") or []))
+            tombstones = list(entry.get("tombstones") or []) + [t + LIFTED for t in entry.get("lifted") or []]
+            team.update_ledger(store, lambda ledger, seen=seen, edges=edges, tombstones=tombstones:
+                               _record(ledger, seen, edges, tombstones))
             crash_point("team:push")  # tests: killed after the server took the writes, before the entry went
             path.unlink(missing_ok=True)  # only now: every write of the entry was taken
             pushed.append(entry["run_id"])
@@ -302,9 +319,22 @@ def _push(store, entries: list[Path]) -> dict[str, Any]:
     return {"ok": True, "pushed": pushed, "memories": n_memories, "events": n_events, "pending": len(team.pending(store))}
 
 
+#: Suffixes of the ledger's keys for an edge marked removed and a tombstone lifted (by an undo): the
+#: key without it is the edge or tombstone present. Each key replaces the other, so an edge removed
+#: and later added again (or a tombstone lifted and laid again) is pulled again.
+REMOVED, LIFTED = "!removed", "!lifted"
+
+
+def _flip(known: set, key: str, suffix: str) -> None:
+    base = key[:-len(suffix)] if key.endswith(suffix) else key
+    known.discard(base if key.endswith(suffix) else base + suffix)
+    known.add(key)
+
+
 def _record(ledger: dict, seen: dict[str, list], edges, tombstones) -> None:
     """Merge one push's or pull's findings into the ledger (called under the team files lock): a
-    version is recorded unless the ledger already holds a newer one."""
+    version is recorded unless the ledger already holds a newer one; edge and tombstone keys
+    (REMOVED, LIFTED) replace their opposites."""
     for mid, (version, wid) in seen.items():
         if int(ledger["memories"].get(mid) or 0) <= int(version):
             ledger["memories"][mid] = int(version)
@@ -312,10 +342,12 @@ def _record(ledger: dict, seen: dict[str, list], edges, tombstones) -> None:
                 ledger["etags"][mid] = wid
             else:
                 ledger["etags"].pop(mid, None)
-    if edges:
-        ledger["edges"] = sorted(set(ledger["edges"]) | set(edges))
-    if tombstones:
-        ledger["tombstones"] = sorted(set(ledger["tombstones"]) | set(tombstones))
+    for name, keys, suffix in (("edges", edges, REMOVED), ("tombstones", tombstones, LIFTED)):
+        if keys:
+            known = set(ledger[name])
+            for key in keys:
+                _flip(known, key, suffix)
+            ledger[name] = sorted(known)
 
 
 def _tick(client) -> None:
@@ -374,7 +406,7 @@ def _push_memories(client, store, entry: dict, ledger: dict, g, seen: dict[str, 
             else:
                 continue  # removed before it ever reached the team: nothing to tell
             meta = {k: v for k, v in meta.items() if k not in BOOKKEEPING}
-            if s is not None and _unseen(s["metadata"], known[mid]) and \
+            if s is not None and not entry.get("restore") and _unseen(s["metadata"], known[mid]) and \
                     _content(s["metadata"], s["document"]) != _content(meta, doc):
                 meta = merge({k: v for k, v in s["metadata"].items() if k not in BOOKKEEPING}, meta)
             if s is not None and _content(s["metadata"], s["document"]) == _content(meta, doc):
@@ -485,17 +517,23 @@ def _fetch(store, ledger: dict) -> dict[str, Any]:
         memories = _get_with_embeddings(store, col, changed) if changed else []
         known_edges = set(ledger["edges"])
         ecol = client.collection(EDGES)
-        new_edges = [i for i in _ids(ecol) if i not in known_edges]
-        edges = _get(ecol, new_edges, ["documents"]) if new_edges else []
+        new_edges = [r["id"] for r in _get_all(ecol, ["metadatas"]) if _key(r, "removed", REMOVED) not in known_edges]
+        edges = _get(ecol, new_edges, ["documents", "metadatas"]) if new_edges else []
         tcol = client.collection(TOMBSTONES)
         known_t = set(ledger["tombstones"])
-        tombstones = [r for r in _get_all(tcol, ["metadatas"]) if r["id"] not in known_t]
+        tombstones = [r for r in _get_all(tcol, ["metadatas"]) if _key(r, "lifted", LIFTED) not in known_t]
     except ConsolidateError:
         raise
     except Exception as exc:  # noqa: BLE001
         raise TeamError(explain(exc, client.cfg.url), path=client.cfg.url) from None
     return {"memories": memories, "edges": edges, "tombstones": tombstones, "scope": client.cfg.project,
             "clock": (clock.get("documents") or [None])[0]}
+
+
+def _key(record: dict, flag: str, suffix: str) -> str:
+    """The ledger key of an edge or tombstone record: its id, with ``suffix`` when an undo marked it
+    (metadata ``flag``)."""
+    return record["id"] + (suffix if (record.get("metadata") or {}).get(flag) else "")
 
 
 def _get_with_embeddings(store, col, ids: list[str]) -> list[dict[str, Any]]:
@@ -512,16 +550,6 @@ def _get_with_embeddings(store, col, ids: list[str]) -> list[dict[str, Any]]:
     for row, vec in zip(rows, store.embedder().embed([r["document"] or "" for r in rows]) if rows else []):
         row["embedding"] = [float(x) for x in vec]
     return rows
-
-
-def _ids(col) -> list[str]:
-    out, offset = [], 0
-    while True:
-        res = col.get(include=[], limit=PAGE * 5, offset=offset)
-        out += res["ids"]
-        if len(res["ids"]) < PAGE * 5:
-            return out
-        offset += PAGE * 5
 
 
 def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str, Any]:
@@ -565,6 +593,9 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
         if live:
             lt.upsert([{"id": r["id"], "document": r["document"], "metadata": r["metadata"], "embedding": r["embedding"]}
                        for r in live])
+            from .forget import lift
+
+            lift(store, ids={r["id"] for r in live})  # forgotten here, restored on the team store (an undo)
         if gone:
             from .forget import _append as forgotten_append, tombstones as forgotten_rows
 
@@ -578,8 +609,12 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
                                              "run_id": r["metadata"].get("run_id"), "reason": "forgotten on the team store",
                                              "forgotten_at": r["metadata"].get("updated_at") or team.now_iso()})
             lt.delete([r["id"] for r in gone])
+        lifted = {t["id"] for t in fetched["tombstones"] if (t["metadata"] or {}).get("lifted")}
         for t in fetched["tombstones"]:
-            archive.tombstone(store, t["id"], "tombstoned on the team store", (t["metadata"] or {}).get("run_id") or "team")
+            if t["id"] not in lifted:
+                archive.tombstone(store, t["id"], "tombstoned on the team store", (t["metadata"] or {}).get("run_id") or "team")
+        if lifted:
+            archive.lift_tombstones(store, lifted)  # an undo on another machine lifted them
         if live or gone or fetched["edges"]:
             folder = store.sub("graph")
             g = graph.load(folder)
@@ -593,6 +628,10 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
                     doc = json.loads(e["document"])
                 except (TypeError, ValueError):
                     continue
+                if doc.get("removed"):  # an undo took it out of the graph
+                    if g.has_edge(doc["source"], doc["target"], key=doc["key"]):
+                        g.remove_edge(doc["source"], doc["target"], key=doc["key"])
+                    continue
                 for end in ("source", "target"):
                     node = doc[end]
                     attrs = doc.get(f"{end}_node") or {}
@@ -602,12 +641,16 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
                     else:
                         g.add_node(node, **attrs)
                 g.add_edge(doc["source"], doc["target"], key=doc["key"], **(doc.get("attrs") or {}))
+            for r in gone:  # an undone memory leaves the graph as it left the undoing machine's
+                if (r["metadata"] or {}).get("status") == "undone" and r["id"] in g and g.degree(r["id"]) == 0:
+                    g.remove_node(r["id"])
             graph.save(g, folder)
         seen = {r["id"]: [int((r["metadata"] or {}).get("version") or 0), (r["metadata"] or {}).get("write_id")]
                 for r in live + gone}
 
         def record(led):
-            _record(led, seen, {e["id"] for e in fetched["edges"]}, [t["id"] for t in fetched["tombstones"]])
+            _record(led, seen, {_key(e, "removed", REMOVED) for e in fetched["edges"]},
+                    [_key(t, "lifted", LIFTED) for t in fetched["tombstones"]])
             led["clock"] = fetched["clock"]
 
         team.update_ledger(store, record)

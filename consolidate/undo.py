@@ -47,7 +47,7 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
         from .notes_md import mark_run_undone
 
         lift(store, run_id)  # an undone `forget` protects nothing any more
-        _reverse_graph(store, record.get("graph"), loaded)
+        reversed_graph = _reverse_graph(store, record.get("graph"), loaded)
         ts = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         lines = [{"ts": ts, "event": "memory.undone", "run_id": run_id, "memory_id": i, "action": "removed"} for i in added]
         lines += [{"ts": ts, "event": "memory.undone", "run_id": run_id, "memory_id": i, "action": "restored"}
@@ -56,21 +56,29 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
                       "removed": len(added), "restored": len(before)})
         event_log.append(store, lines)
         write_context(store, store.project, touched=list(added) + list(before), undoing=run_id)  # merged: no full read
+        if store.sub("team.json").exists():  # a store in a team: the undo reaches the team store too
+            from .team import write_undo_outbox
+
+            write_undo_outbox(store, run_id, record, lines, (reversed_graph or {}).get("added_edges") or [])
         mark_run_undone(store, run_id, f"undone {ts[:10]} by consolidate undo")
         record["undone"] = ts
         write_json_atomic(snapshots.path_of(store, run_id), record)
+    if store.sub("team.json").exists():
+        from .team import push_after_run
+
+        push_after_run(store)  # failures wait in the outbox for the next run or `consolidate sync`
     return {"removed": len(added), "restored": len(before)}
 
 
-def _reverse_graph(store, diff: dict | None, loaded=None) -> None:
+def _reverse_graph(store, diff: dict | None, loaded=None) -> dict | None:
     """Reverse the run's graph diff and rewrite the graph files; ``loaded``: the graph as the files
-    hold it now, when the caller has it."""
+    hold it now, when the caller has it. Returns the diff reversed (None: there was none)."""
     if not diff:
-        return
+        return None
     if "append" in diff:  # lines appended by the run: every such record becomes a diff before the rewrite
         diff = snapshots.settle_graph_appends(store).get(diff["append"].get("run_id"))
         if not diff:
-            return
+            return None
     else:
         snapshots.settle_graph_appends(store)
     folder = store.sub("graph")
@@ -86,3 +94,4 @@ def _reverse_graph(store, diff: dict | None, loaded=None) -> None:
         if node in g and g.degree(node) == 0:
             g.remove_node(node)
     graph.save(g, folder)
+    return diff

@@ -368,6 +368,95 @@ def test_a_push_that_outlives_its_time_bound_keeps_its_lock_until_it_ends(tmp_pa
     assert ledger["memories"] == {r["id"]: 1} and ledger["etags"][r["id"]] == r["metadata"]["write_id"]
 
 
+def _run_id(store: Path, session_prefix: str) -> str:
+    """The run id of the last applied run of a session whose id starts with ``session_prefix``."""
+    lines = [json.loads(x) for x in (store / "events" / "memory-events.jsonl").read_text().splitlines() if x.strip()]
+    return [e["run_id"] for e in lines if e.get("event") == "run.applied"
+            and str(e.get("session_id")).startswith(session_prefix)][-1]
+
+
+def test_undo_on_a_reaches_the_team_store_and_b(tmp_path, server):
+    """``consolidate undo`` of a run is pushed like the run was: the memories it added are ``undone``
+    on the team store and leave B (index and graph), and do not come back on A's next pull; an
+    undone ``forget`` restores the memory on the team store and on B, and lifts its tombstone there
+    (B may state it again)."""
+    a = machine(tmp_path, "a", server.url)
+    b = machine(tmp_path, "b", server.url)
+    added = ["The ledger service batches writes every 200 ms", "Invoices are numbered per tenant, not globally"]
+    session(a, "a1", *added)
+    kept = "The payments API is versioned in the URL path (/v2/)"
+    session(a, "a2", kept)
+    cli(b, "sync")
+    assert set(local_docs(b)) == set(added) | {kept}
+    ids = {r["document"]: r["id"] for r in server_records(server.url)}
+    assert graph_of(b).has_edge(ids[added[0]], "session:a1", key="derived_from")
+    # undo a1 on A: pushed at once
+    out = cli(a, "undo", _run_id(a, "a1"))
+    assert "removed 2 entries" in out.stdout
+    on_server = {r["document"]: r["metadata"]["status"] for r in server_records(server.url)}
+    assert on_server == {added[0]: "undone", added[1]: "undone", kept: "active"}
+    assert not list((a / "team" / "outbox").glob("*.json"))
+    events = [json.loads(r["document"]) for r in server_records(server.url, collection="events")]
+    assert [e["run_id"] for e in events if e["event"] == "run.undone"] == [_run_id(a, "a1")]
+    assert [e["event"] for e in events].count("run.applied") == 2  # the run's own events are kept
+    cli(b, "sync")
+    assert local_docs(b) == [kept]
+    g = graph_of(b)
+    assert ids[added[0]] not in g and not g.has_edge(ids[added[0]], "session:a1", key="derived_from")
+    assert g.has_edge(ids[kept], "session:a2", key="derived_from")
+    cli(a, "sync")
+    assert local_docs(a) == [kept]  # A's pull does not bring them back
+    # forget on A, pulled by B; then the forget undone on A: restored everywhere, tombstone lifted
+    cli(a, "forget", ids[kept])
+    cli(b, "sync")
+    assert local_docs(b) == []
+    forgotten = b / "archive" / "forgotten.jsonl"
+    assert ids[kept] in {json.loads(x)["id"] for x in forgotten.read_text().splitlines()}
+    cli(a, "undo", _run_id(a, "maintenance:"))
+    [restored] = [r for r in server_records(server.url) if r["id"] == ids[kept]]
+    assert restored["metadata"]["status"] == "active"
+    cli(b, "sync")
+    assert local_docs(b) == [kept] and local_docs(a) == [kept]
+    assert ids[kept] not in forgotten.read_text()  # B may state it again
+    # nothing was pushed twice: one write per change
+    assert restored["metadata"]["version"] == 3
+
+
+def test_mcp_recall_on_b_reads_what_a_pushed_after_b_started(tmp_path, server):
+    """B's MCP server (``consolidate mcp``, a stdio process, started before A's run) answers
+    ``recall`` with a memory A pushed after it started: recall pulls first, bounded as SessionStart.
+    With the server stopped it answers from the last pulled copy and says so."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    a = machine(tmp_path, "a", server.url)
+    b = machine(tmp_path, "b", server.url)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "consolidate", "mcp", "--store", str(b)],
+                                   env=env(), cwd=str(tmp_path / "b"))
+    text = "Refund webhooks are signed with the key in vault path kv/refunds"
+    results = []
+
+    async def main():
+        with anyio.fail_after(400):
+            async with Client(params, read_timeout_seconds=120) as client:
+                first = await client.call_tool("recall", {"query": "refund webhooks signing key", "k": 5})
+                results.append(first.structured_content)
+                await anyio.to_thread.run_sync(lambda: session(a, "a1", text))
+                second = await client.call_tool("recall", {"query": "refund webhooks signing key", "k": 5})
+                results.append(second.structured_content)
+                await anyio.to_thread.run_sync(server.stop)
+                third = await client.call_tool("recall", {"query": "refund webhooks signing key", "k": 5})
+                results.append(third.structured_content)
+
+    anyio.run(main)
+    first, second, third = results
+    assert first["count"] == 0 and "pulled from the team store just now" in first["team"]
+    assert [m["text"].split(" [")[0] for m in second["memories"]] == [text]
+    assert "pulled from the team store just now" in second["team"]
+    assert [m["text"].split(" [")[0] for m in third["memories"]] == [text]  # the last pulled copy
+    assert "the team store was not reached" in third["team"] and "as last pulled at" in third["team"]
+
+
 # -- outcome gating ---------------------------------------------------------------------------------------
 
 
@@ -584,6 +673,78 @@ def test_token_auth_wrong_or_missing_token_and_project_isolation(tmp_path):
                         assert token.encode() not in data, f"token found in {path}"
     finally:
         srv.stop()
+
+
+def _readme_auth_server_block() -> str:
+    import re
+    import textwrap
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    blocks = re.findall(r"^( *)```bash\n(.*?)^\1```", readme, re.MULTILINE | re.DOTALL)
+    [block] = [textwrap.dedent(body) for _indent, body in blocks if "uvicorn chromadb.app:app" in body]
+    return block
+
+
+def test_readme_token_server_command_right_wrong_and_missing_token(tmp_path):
+    """The README's command for a team server with token authentication, run as written (a fresh
+    token, a temporary data folder, a loopback port): the right token works, a wrong or a missing
+    one gets one line (exit 4) and writes nothing, and the token is in no file of either store folder
+    (logs included), in no installed hook command and in no line the commands printed."""
+    import secrets
+
+    token = "ck-" + secrets.token_hex(24)
+    port = _free_port()
+    script = (_readme_auth_server_block().replace("PAYMENTS-TOKEN", token)
+              .replace("/srv/chroma", str(tmp_path / "server-data"))
+              .replace("--host 0.0.0.0", "--host 127.0.0.1").replace("--port 8000", f"--port {port}"))
+    assert token in script and "--host 127.0.0.1" in script
+    log_path = tmp_path / "server.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(["bash", "-c", script], cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
+                                env={**env(), "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+                                     "ANONYMIZED_TELEMETRY": "False"}, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    printed = []
+    try:
+        wait_until_answers(url + "/api/v2/heartbeat", proc, 120, "the README's chroma server", log_path)
+        assert (tmp_path / "users.yaml").stat().st_mode & 0o077 == 0
+        good = {"CONSOLIDATE_TEAM_TOKEN": token}
+        a = tmp_path / "a" / ".memofs"
+        out = cli(a, "team", "init", "--chroma-url", url, "--project", "payments", "--embedding", "hash", extra_env=good)
+        printed.append(out.stdout + out.stderr)
+        out = session(a, "a1", "Chargebacks are answered within 7 days", extra_env=good)
+        printed.append(out.stdout + out.stderr)
+        assert _records_with_token(url, token, "consolidate_payments") == ["Chargebacks are answered within 7 days"]
+        b = tmp_path / "b" / ".memofs"
+        for bad in ({"CONSOLIDATE_TEAM_TOKEN": "ck-" + secrets.token_hex(24)}, {}):
+            out = cli(b, "team", "init", "--chroma-url", url, "--project", "payments", "--embedding", "hash",
+                      extra_env=bad, check=False)
+            assert out.returncode == 4 and out.stderr.count("\n") == 1 and "refused the token" in out.stderr, out.stderr
+            assert not (b / "team.json").exists()
+        # A with a wrong token: the run completes locally, the push is refused and waits, nothing is written
+        out = session(a, "a2", "Disputed charges freeze the payout for 3 days",
+                      extra_env={"CONSOLIDATE_TEAM_TOKEN": "ck-" + secrets.token_hex(24)})
+        printed.append(out.stdout + out.stderr)
+        assert _records_with_token(url, token, "consolidate_payments") == ["Chargebacks are answered within 7 days"]
+        out = cli(a, "sync", extra_env=good)
+        printed.append(out.stdout + out.stderr)
+        assert len(_records_with_token(url, token, "consolidate_payments")) == 2
+        cli(b, "team", "init", "--chroma-url", url, "--project", "payments", "--embedding", "hash", extra_env=good)
+        assert len(local_docs(b)) == 2
+        installed = cli(a, "install-hook", "claude-code", extra_env=good, cwd=tmp_path / "a")
+        printed.append(installed.stdout + installed.stderr)
+        for folder in (a, b, tmp_path / "a" / ".claude"):
+            for path in folder.rglob("*"):
+                if path.is_file():
+                    assert token.encode() not in path.read_bytes(), f"token found in {path}"
+        assert not any(token in text for text in printed)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
 
 
 def test_insecure_urls_are_refused_without_the_flag(tmp_path):
