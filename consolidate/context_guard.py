@@ -335,6 +335,21 @@ _TO_THE_AI = re.compile(
     r"\s*(?:[:,;.!—–-]|$|\s+(?:must|should|shall|will|needs?\s+to|has\s+to|have\s+to)\b))"
     r"|(?i:\bwhen(?:ever)?\s+you\s+(?:see|read|encounter|find|process)\s+this(?:\s+(?:note|message|memory|text|line))?"
     r"\s*[,:;—–-](?!\s*(?:it|this|that|the\s+(?:error|issue|bug|warning|message|build|cache))\b))"
+    # a message to the next agent or to whoever reads the text: "Next agent: ...", "Nächster Agent: ...",
+    # "Следующий агент должен ...", "Whoever reads this: ...", "IMPORTANT SYSTEM NOTE: ..."
+    r"|(?i:\b(?:next|future|following|subsequent|incoming)\s+(?:ai\s+|coding\s+)?(?:agents?|assistants?|ais|llms?|models?"
+    r"|claude|codex|copilot|gemini)\s*(?:[:：—–]|,\s|\s+(?:must|should|shall|will|needs?\s+to|has\s+to|have\s+to)\b))"
+    r"|(?i:\b(?:nächste[rn]?|kommende[rn]?)\s+(?:agent(?:en)?|ki|assistent(?:en)?|modell)\s*(?:[:：—–]|,\s|\s+(?:muss|soll|sollte|wird)\b))"
+    r"|(?i:\b(?:(?:el\s+)?(?:siguiente|próximo)\s+(?:agente|asistente)|(?:le\s+)?prochain\s+(?:agent|assistant)"
+    r"|(?:o\s+)?próximo\s+(?:agente|assistente)|(?:il\s+)?prossimo\s+(?:agente|assistente))\s*(?:[:：—–]|,\s|\s+(?:debe|doit|deve|deverá|dovrà)\b))"
+    r"|(?i:(?:следующ\w+|будущ\w+)\s+(?:агент\w*|ассистент\w*|ии|модел\w*)\s*(?:[:：—–]|,\s|\s+(?:долж\w+|обязан\w*|нужно)))"
+    r"|(?:下一个|下一位|下个|下一個)(?:AI|ＡＩ)?(?:代理|智能体|助手|模型|agent)\s*(?:[:：，,]|必须|应该|要)"
+    r"|次の(?:AI|ＡＩ)?(?:エージェント|アシスタント|モデル)(?:へ|に|は)?\s*[:：、]"
+    r"|다음\s*(?:AI\s*)?(?:에이전트|어시스턴트|모델)(?:에게|는|은)?\s*[:：,]"
+    r"|(?i:\b(?:whoever|anyone|anybody|everyone|whomever)\s+(?:who\s+|that\s+)?(?:reads?|reading|sees?|seeing|finds?|opens?)\s+this\b)"
+    r"|(?i:\b(?:wer\s+(?:das|dies)\s+liest|quien\s+lea\s+esto|quiconque\s+lit\s+ceci|chi\s+legge\s+questo"
+    r"|quem\s+ler\s+isto|кто\s+(?:бы\s+)?(?:ни\s+)?(?:читает|прочит\w+)\s+это)\b)"
+    r"|(?i:\b(?:system|admin|security)\s+(?:note|message|notice|instruction|directive|alert)s?\s*[:：])"
     # the same in other languages: "Wenn du eine KI bist", "Si eres una IA", "Si tu es une IA", "Se sei un'IA",
     # "Se você é uma IA", "Если ты ИИ", "如果你是AI", "あなたがAIなら"
     r"|(?i:\bwenn\s+(?:du|sie)\s+(?:eine?\s+)?(?:ki|ki-\w+|sprachmodell|assistent\w*)\s+(?:bist|sind)\b)"
@@ -396,7 +411,10 @@ _REMOTE_CODE_MORE = re.compile(
 )
 
 
-_TO_THE_AI_STEMS = ("you are", "you're", "you’re", "reading this", "reading these", "processing this", "parsing this",
+_TO_THE_AI_STEMS = ("next", "future", "following", "subsequent", "incoming", "nächste", "kommende", "siguiente",
+                    "próximo", "prochain", "prossimo", "следующ", "будущ", "下一", "下个", "次の", "다음", "whoever",
+                    "anyone", "anybody", "everyone", "whomever", "wer d", "quien lea", "quiconque", "chi legge",
+                    "quem ler", "кто ", "system", "admin", "security", "you are", "you're", "you’re", "reading this", "reading these", "processing this", "parsing this",
                     "seeing this", "see this", "read this", "encounter this", "find this", "wenn du", "wenn sie",
                     "si eres", "si es", "si tu", "si vous", "se sei", "se você", "se voce", "se tu", "если ты",
                     "если вы", "如果你", "如果您", "假如你", "假如您", "あなたが", "instruc", "direct", "order", "system prompt", "override", "message", "note", "notice", "memo",
