@@ -68,12 +68,13 @@ MAX_K = 50
 AUTO = "auto"
 
 
-def note_policy_line(content: str, *, flag: bool, kind: str | None) -> str | None:
-    """The write policy's one-line answer for a note just written (note_policy.check_note)."""
+def note_policy_line(content: str, *, flag: bool, kind: str | None, blocked: bool = False) -> str | None:
+    """The write policy's one-line answer for a note just written (note_policy.check_note); ``blocked``:
+    the secret gate redacted it."""
     from .note_policy import check_note
     from .session import check_kind
 
-    return check_note(content, flag=bool(flag), kind=check_kind(kind or None))
+    return check_note(content, flag=bool(flag), kind=check_kind(kind or None), blocked=blocked)
 
 
 def _iso(ts: float | None) -> str | None:
@@ -315,7 +316,7 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
             if sid == own_id and not own_used:
                 own_used.append(True)
             notice = getattr(note_id, "notice", None)
-            policy = note_policy_line(content, flag=flag, kind=kind)
+            policy = note_policy_line(content, flag=flag, kind=kind, blocked=bool(notice))
             if policy:
                 return {"id": int(note_id), "policy": policy, **({"secret": notice} if notice else {})}
             return notice or int(note_id)

@@ -21,13 +21,21 @@ from __future__ import annotations
 from typing import Any
 
 
+#: The policy line of a flagged note the secret gate blocked at write time: it is stored redacted and
+#: never consolidated, so no type is "kept" (the ``secret:`` line that follows says what was stored).
+BLOCKED_LINE = "policy: not kept: the secret gate blocked this note (see the secret line)"
+
+
 def check_note(content: str, *, flag: bool, kind: str | None = None,
-               metadata: dict[str, Any] | None = None) -> str | None:
+               metadata: dict[str, Any] | None = None, blocked: bool = False) -> str | None:
     """One line saying what the write policy would do with a flagged note, or None for an unflagged
     note. ``kind`` is a validated kind or None; ``metadata`` the note's extra fields (an import
-    line's ``reason``, ``command``, ...). Never raises for the note's text."""
+    line's ``reason``, ``command``, ...); ``blocked``: the secret gate redacted the note when it was
+    written (:data:`BLOCKED_LINE`: it will not be consolidated). Never raises for the note's text."""
     if not flag:
         return None
+    if blocked:
+        return BLOCKED_LINE
     from .memory_types import FIELD_HINTS, TYPES, fields_from_text, infer_type, memorability_problem, required_missing
 
     if kind in TYPES:

@@ -34,7 +34,7 @@ kind                            source
                                 (consolidate/provider_rules.py: keywords, entropy floors and
                                 allowlists as gitleaks applies them; compiled lazily, per rule)
 ``connection-string-password``  RFC 3986 userinfo, widened from detect-secrets'
-                                ``BasicAuthDetector``
+                                ``BasicAuthDetector``; also ``user:password@host`` with no scheme
 ``bearer-token``                RFC 6750 ``Authorization: Bearer``
 ``basic-auth-header``           RFC 7617 ``Authorization: Basic``
 ``secret-assignment``           keyword list adapted from detect-secrets' ``KeywordDetector``,
@@ -46,8 +46,9 @@ kind                            source
                                 ``redis-cli -a``
 ``netrc-password``              ``machine HOST login USER password PASS`` (~/.netrc)
 ``cookie``                      ``Cookie:`` header values of session/auth/token cookies
-``credential-pair``             ``user:password`` or ``user / password`` on a line about logging
-                                in (RFC 7617's user-pass, written in prose)
+``credential-pair``             ``user:password``, ``user / password`` or ``user/Passw0rd!`` on a
+                                line about logging in or a database (RFC 7617's user-pass, written
+                                in prose), and ``user=app, VALUE`` on a credentials line
 ==============================  ===============================================================
 
 A value explicitly given to a password-named word (``password = letmein``, ``the root password is
@@ -935,6 +936,9 @@ def scan(text: str) -> list[Finding]:
     if not present.isdisjoint(_PROSE_WORDS_ALL):  # the secret-named words of prose, from the same pass
         candidates.extend(_prose_secrets(text, low))
     candidates.extend(_credential_pairs(text, low, present))
+    candidates.extend(_userinfo_pairs(text))
+    if not low.isascii():
+        candidates.extend(_cjk_set_password(text))
 
     return _resolve(text, candidates)
 
@@ -1048,6 +1052,26 @@ def _auth_headers(text: str, low: str) -> Iterator[_Candidate]:
                 yield _Candidate(_P_HEADER, "basic-auth-header", *m.span("value"))
 
 
+_IDENTIFIER_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:[_.-][A-Za-z0-9]+)+$|^[a-z]+(?:[A-Z][a-z0-9]+)+$")
+SPACED_VALUE_MIN_CHARS = 20  # a value after a variable name and a space: token-length only
+
+
+def _spaced_identifier_value(text: str, name: str, vstart: int, vend: int) -> tuple[int, int] | None:
+    """The span of the value in ``NAME VALUE`` (no ``=`` or ``:``, as in ``~/.aws/credentials`` pasted
+    without its ``=``, or ``env`` output): ``name`` must be a variable name (snake, kebab, dotted or
+    camelCase, :data:`_IDENTIFIER_NAME`) and the value token-like: :data:`SPACED_VALUE_MIN_CHARS`+
+    characters that :func:`_value_is_secret` accepts (two character classes, entropy >= ENTROPY_MIN),
+    ending its clause. Prose after such a name ("the session_token expires after...") is letters
+    and is word-like, so it is never a value."""
+    value = text[vstart:vend].rstrip(".,:)]}>")
+    vend = vstart + len(value)
+    if not _IDENTIFIER_NAME.match(name.strip("\"'`*[]")) or len(value) < SPACED_VALUE_MIN_CHARS:
+        return None
+    if not _ends_clause(text, vend) and not text.startswith(" ", vend):
+        return None
+    return (vstart, vend) if _value_is_secret(value, password_named=False) else None
+
+
 def _assignments(text: str, low: str) -> Iterator[_Candidate]:
     """``API_KEY=...``, ``password: "..."``, ``"client_secret": "..."``, ``export TOKEN=...``,
     ``--password ...``: a secret-named variable (keywords after detect-secrets'
@@ -1063,7 +1087,13 @@ def _assignments(text: str, low: str) -> Iterator[_Candidate]:
         group = "qval" if m.group("qval") is not None else "uval"
         password_named = bool(_PASSWORD_KEYWORD.match(m.group("kw")))
         if group == "uval" and m.group("ws") is not None and (m.group("suffix") or not password_named):
-            continue  # "token bucket", "secret santa": only "password VALUE" needs no separator
+            # "token bucket", "secret santa": only "password VALUE" needs no separator; but a variable
+            # name (snake_case or camelCase) followed by a space and a long high-entropy value is the
+            # variable and its value ("aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ8vLm3Tr9")
+            span = _spaced_identifier_value(text, name, *m.span(group))
+            if span is not None:
+                yield _Candidate(_P_ASSIGNMENT, "secret-assignment", *span)
+            continue
         vstart, vend = m.span(group)
         value = text[vstart:vend]
         if group == "uval":  # unquoted values end before sentence punctuation and closers
@@ -1162,11 +1192,26 @@ def _bare_name_value_ok(value: str, explicit: bool, clause_end: bool) -> bool:
 _LOGIN_CONTEXT = re.compile(
     r"(?i)\blog(?:ging)?[ -]?(?:in|on)(?:to)?\b|\blogins?\b|\bsign(?:ing)?[ -]?in(?:to)?\b|\bbasic[ -]?auth|"
     r"\bcredentials?\b|\bcreds\b|\bauth(?:enticate)?\b|\busername\b|\buser/pass|\bpassword\b"
+    r"|\bdb\b|\bdatabase\b|\bdsn\b"  # "DB: postgres / Camelia_31": a database login
+    r"|\bbenutzer(?:name)?\b|\bzugangsdaten\b|\busuario\b|\butilisateur\b|\butente\b"
 )
-_LOGIN_NEEDLES = ("log", "sign", "auth", "cred", "user", "password")  # every _LOGIN_CONTEXT match holds one
+_LOGIN_NEEDLES = ("log", "sign", "auth", "cred", "user", "password", "db", "database", "dsn", "benutzer", "zugangsdaten",
+                  "usuario", "utilisateur", "utente")  # one per match
+# "user:password", "user / password", and "user/password" with no spaces (a slash pair only when
+# the second half is password-shaped and not a path, branch or file: src/Main2.java, feature/login-2fa)
 _CRED_PAIR_RE = re.compile(
-    r"(?<![\w/:@.$%{-])(?P<user>[A-Za-z][A-Za-z0-9._@-]{0,63})(?::|[ \t]+/[ \t]+)"
-    r"(?P<pw>[^\s\"'`,;/<>()\[\]{}]{4,256})"
+    r"(?<![\w/:@.$%{-])(?P<user>[A-Za-z][A-Za-z0-9._@-]{0,63})(?P<sep>:|[ \t]+/[ \t]+|/)"
+    r"(?P<pw>[^\s\"'`,;/<>()\[\]{}]{4,256}+)(?![/\\])"
+)
+# user:password@host with no scheme: "root:Kastanie42@db.internal" (RFC 3986 userinfo before a host)
+_USERINFO_RE = re.compile(
+    r"(?<![\w/:@.$%{-])(?P<user>[A-Za-z_][A-Za-z0-9._-]{0,63}):(?P<pw>[^\s:@/\"'`<>]{1,256})"
+    r"@(?P<host>localhost\b|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|\[[0-9A-Fa-f:.]+\])"
+)
+# a credentials line that names the user and then gives a bare value: "credentials: user=app, S0nne2020"
+_USER_THEN_VALUE_RE = re.compile(
+    r"(?i)\b(?:user(?:name)?|login|benutzer(?:name)?|usuario|utilisateur|utente)[ \t]*[=:][ \t]*[^\s,;]{1,64}"
+    r"[ \t]*[,;/][ \t]*(?P<pw>[^\s\"'`,;<>()\[\]{}=:]{6,256})"
 )
 _VERSION_TAG = re.compile(r"(?i)^v?\d+(?:[.\-_+][a-z0-9]+)*$")
 _URI_SCHEMES = frozenset("http https ftp ssh git file mailto urn data ws wss tcp udp jdbc s3 gs docker".split())
@@ -1175,13 +1220,13 @@ _URI_SCHEMES = frozenset("http https ftp ssh git file mailto urn data ws wss tcp
 def _credential_pairs(text: str, low: str, present: set[str]) -> Iterator[_Candidate]:
     """The password of a ``user:password`` or ``user / password`` pair on a line about logging in
     (see :data:`_CRED_PAIR_RE`)."""
-    if ":" not in text and " / " not in text:
+    if ":" not in text and "/" not in text and "=" not in text:
         return
     if present.isdisjoint(_LOGIN_NEEDLES):
         return
     for line_match in re.finditer(r"[^\n]+", text):
         line = line_match.group()
-        if (":" not in line and " / " not in line) or not _LOGIN_CONTEXT.search(line):
+        if (":" not in line and "/" not in line and "=" not in line) or not _LOGIN_CONTEXT.search(line):
             continue
         offset = line_match.start()
         for m in _CRED_PAIR_RE.finditer(line):
@@ -1195,8 +1240,60 @@ def _credential_pairs(text: str, low: str, present: set[str]) -> Iterator[_Candi
                 continue
             if not (any(ch.isalpha() for ch in pw) and any(not ch.isalpha() for ch in pw)):
                 continue
+            if m.group("sep") == "/" and not _standalone(line, m.start(), m.end("pw")):
+                continue  # inside a longer run (base64, a URL path): not a pair written on its own
+            at = pw.find("@")
+            if at >= 4 and _USERINFO_HOST.fullmatch(pw, at + 1):  # root:Kastanie42@db.internal
+                pw, end = pw[:at], m.start("pw") + at
+            if m.group("sep") == "/" and (_FILE_NAME.fullmatch(pw) or _SNAKE_IDENTIFIER.match(pw)
+                                          or not _slash_password_shaped(pw)):
+                continue  # src/Main2.java, feature/login-2fa, oauth/callback2: paths and branches
             if _value_is_secret(pw, password_named=True):
                 yield _Candidate(_P_CONNECTION, "credential-pair", offset + m.start("pw"), offset + end)
+        for m in _USER_THEN_VALUE_RE.finditer(line):
+            pw = m.group("pw").rstrip(".!?")
+            if _VERSION_TAG.match(pw) or _FILE_NAME.fullmatch(pw) or _is_word_like(pw):
+                continue
+            if _value_is_secret(pw, password_named=True):
+                yield _Candidate(_P_CONNECTION, "credential-pair", offset + m.start("pw"),
+                                 offset + m.start("pw") + len(pw))
+
+
+def _standalone(line: str, start: int, end: int) -> bool:
+    """Whether ``line[start:end]`` is a token of its own: white space, a quote or an opening bracket (or
+    the line's start) before it, and white space, punctuation or the line's end after it."""
+    before = line[start - 1] if start else " "
+    after = line[end] if end < len(line) else " "
+    return (before.isspace() or before in "\"'`([") and (after.isspace() or after in ".,;:!?)]\"'`")
+
+
+_USERINFO_HOST = re.compile(r"localhost|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
+
+
+def _slash_password_shaped(pw: str) -> bool:
+    """The second half of ``user/password`` written with no spaces is read as a password only with
+    letters and digits of both cases, or letters, digits and a symbol (``Tulipan!2024``): a path
+    segment or branch (``callback2``, ``v2``, ``Readme``) is rarely so."""
+    has_symbol = any(not ch.isalnum() for ch in pw)
+    has_alpha = any(ch.isalpha() for ch in pw)
+    has_digit = any(ch.isdigit() for ch in pw)
+    if pw.isalnum() and not re.fullmatch(r"[A-Za-z]+\d+", pw) and _is_word_like(pw.translate(_NO_DIGITS)):
+        return False  # V3Migration, OAuth2Client: a digit inside a name, not a word and a number
+    return _char_classes(pw) >= 3 or (has_symbol and has_alpha and has_digit)
+
+
+def _userinfo_pairs(text: str) -> Iterator[_Candidate]:
+    """``user:password@host`` without a scheme (:data:`_USERINFO_RE`): the password, when
+    password-shaped (:func:`_value_is_secret`), not a version (``node:18@sha256``) nor a URI scheme's
+    address (``mailto:ops@example.com``)."""
+    if "@" not in text or ":" not in text:
+        return
+    for m in _USERINFO_RE.finditer(text):
+        pw = m.group("pw")
+        if m.group("user").lower() in _URI_SCHEMES or _VERSION_TAG.match(pw) or _is_placeholder(pw):
+            continue
+        if _value_is_secret(pw, password_named=True):
+            yield _Candidate(_P_CONNECTION, "connection-string-password", *m.span("pw"))
 
 
 def _prose_password_ok(value: str) -> bool:
@@ -1257,6 +1354,12 @@ _PROSE_PASSWORD_WORDS = (
     "heslo", "hesla", "heslem", "jelszó", "jelszava", "lösenord", "adgangskode", "passord", "salasana",
     "κωδικός πρόσβασης", "κωδικός", "συνθηματικό", "סיסמה", "סיסמא", "סיסמת", "parolă", "پاس ورڈ", "پاسورڈ",
     "পাসওয়ার্ড", "รหัสผ่าน",
+    # access codes, passcodes and PIN codes, and German "Zugangsdaten" (login data): de, en, fr, es, pt, it,
+    # nl, ru, pl, tr, id, ja, zh
+    "zugangscode", "zugangsdaten", "zugangskennwort", "access code", "pin code", "pin-code", "pincode",
+    "code d'accès", "code d'acces", "código de acceso", "codigo de acceso", "código de acesso", "codice di accesso",
+    "toegangscode", "код доступа", "kod dostępu", "kod dostepu", "erişim kodu", "kode akses", "アクセスコード",
+    "访问码", "訪問碼", "접속 코드", "접근 코드",
     # short names: pw (letters-only values only with "=" or quotes), pass and creds (password-shaped
     # values only: "tests pass: 12", "pass = skip"), pwd/passwd
     "pw", "pwd", "passwd", "pass", "creds", "credentials",
@@ -1273,6 +1376,7 @@ _ZERO_COPULA_VERB_FORM = re.compile(
 # Short English names that take no inflection ("pwa", "passport", "credentialsFile" are other words) and
 # are judged more strictly than a full password word (see _prose_value_ok).
 _SHORT_PASSWORD_WORDS = frozenset({"pw", "pwd", "passwd", "pass", "creds", "credentials"})
+_CREDENTIAL_WORDS = frozenset({"zugangsdaten"})  # "credentials": may name the user before the password
 _SHAPE_ONLY_WORDS = frozenset({"pass", "creds", "credentials"})  # a password-shaped value only
 _EQ_FOR_LETTERS_WORDS = frozenset({"pw"})  # letters-only only after "=" or in quotes
 # Password words that also mean something else (Spanish "la clave es ..." = "the key point is ...", Italian
@@ -1305,7 +1409,7 @@ _EN_VALUE_MARK = re.compile(r"[ \t](?:is|was|are|will be)[ \t]|[:=]")  # what mu
 # "jest"/"to", "это", "—", "adalah", "là", "है", "هي", ":" ...). In Chinese, Japanese and Korean the
 # description comes before the keyword and a particle (は, 是, 为, 는) follows it.
 _PROSE_COPULAS = frozenset(
-    """is was are ist lautet war es era est était é è são jest brzmi это є является равен adalah ialah
+    """is was are ist lautet lauten lautete lauteten war es era est était é è são jest brzmi это є является равен adalah ialah
     yaitu là है था هي هو است = : - — – -> → ＝ ：
     je zní är er on είναι este হল হলো היא הוא ہے كانت كان""".split()
 )
@@ -1483,6 +1587,45 @@ def _prose_secrets(text: str, low: str) -> Iterator[_Candidate]:
                 break  # end of the sentence
 
 
+# "changed the password to VALUE" in Chinese, Japanese and Korean, where the verb follows the keyword
+# (zh: 密码改为X, 密码已设为「X」) or closes the clause after the value (ja: パスワードを「X」に変更した,
+# パスワードはXに設定; ko: 비밀번호를 X로 변경): a quoted value (「」『』""), or an unquoted one that is a
+# password (:func:`_password_is_secret`) and not a description of one (a new one, the default, random)
+_CJK_SET_VALUE = r"(?:[「『\"“'](?P<q>[^」』\"”'\n]{1,64})[」』\"”']|(?P<u>[^\s「」『』\"“”'、。，,；;：:]{2,64}?))"
+_CJK_SET_RES = (
+    re.compile(r"(?:パスワード|暗証番号|アクセスコード)(?:を|は|も)?[ \t]*" + _CJK_SET_VALUE
+               + r"[ \t]*(?:に|へ)[ \t]*(?:変更|設定|再設定|変え|し(?:た|ま|て))"),
+    re.compile(r"(?:密码|密碼|口令|访问码|訪問碼)[ \t]*(?:已经|已|被|都)?[ \t]*"
+               r"(?:改为|改成|设为|设置为|设置成|设成|更改为|修改为|重置为|换成|改為|設為|設置為|設成|更改為|修改為|重置為|換成)"
+               r"[ \t:：]*" + _CJK_SET_VALUE.replace("{2,64}?", "{2,64}")),
+    re.compile(r"(?:비밀번호|패스워드|비번|암호)(?:를|을|는|은|도)?[ \t]*" + _CJK_SET_VALUE
+               + r"(?:으로|로)[ \t]*(?:변경|설정|바꿈|바꿨|바꾸|바뀌|재설정)"),
+)
+# what a value of such a sentence is when it describes the password instead of being it
+_CJK_SET_NOT_VALUE = re.compile(
+    r"新|새|임의|랜덤|무작위|ランダム|任意|随机|隨機|もの|こと|之前|以前|原来|一样|同じ|初期|默认|默認|기본|デフォルト|強い|强|強|複雑|复杂"
+    r"|自分|自己|本人|他的|彼の|それ|这个|那个|이것|그것|다른|別の|别的|什么|何|뭐|무엇"
+    r"|至少|最少|不少于|以上|以下|位|桁|자리|글자|文字|字符|定期|주기|적$|的$|的に$|に$")
+
+
+def _cjk_set_password(text: str) -> Iterator[_Candidate]:
+    """The value of "set/changed the password to X" in Chinese, Japanese and Korean (:data:`_CJK_SET_RES`)."""
+    for regex in _CJK_SET_RES:
+        for m in regex.finditer(text):
+            group = "q" if m.group("q") is not None else "u"
+            s0, e0 = m.span(group)
+            if group == "u":
+                span = _prose_value(text, s0) if e0 - s0 >= 2 else None
+                if span is None:
+                    continue
+                s0, e0 = span[0], min(span[1], e0)
+            value = text[s0:e0].strip()
+            if not value or _CJK_SET_NOT_VALUE.search(value):
+                continue
+            if _password_is_secret(value, prose=group == "u"):
+                yield _Candidate(_P_ASSIGNMENT, "secret-assignment", s0, s0 + len(value))
+
+
 def _clause_starts_at(text: str, pos: int, inflect: str) -> bool:
     """Whether the keyword at ``pos`` opens its clause (only list marks, markup or an article before it
     on its line or since the last sentence mark), or carries a Turkish possessive (``Veritabanı şifresi``:
@@ -1514,6 +1657,8 @@ def _prose_value_ok(text: str, span: tuple[int, int], kw: str, prose: bool) -> b
             return False  # "npm run pw:biweekly-auto": a script name
         return not _VERSION_TAG.match(value) and _password_is_secret(value, prose, _ends_clause(text, span[1]))
     if kw in _PROSE_PASSWORD_SET:
+        if kw in _CREDENTIAL_WORDS and "=" in value:
+            return False  # "Zugangsdaten: Benutzer=admin, ...": the user part of the credentials
         return _password_is_secret(value, prose, _ends_clause(text, span[1]))
     if kw in _ENGLISH_KEY_WORDS:
         return _value_is_secret(value, False) or _bare_name_value_ok(value, explicit=not prose,

@@ -260,6 +260,8 @@ _PASSWORD_WORD = re.compile(
     "passw|pwd|passphrase|passcode|kennwort|wachtwoord|contrase|clave|senha|palavra-passe|mot de passe"
     "|mdp|parol|парол|hasł|hasl|şifre|sifre|sandi|laluan|mật khẩu|mat khau|पासवर्ड|कूटशब्द|كلمة"
     "|رمز عبور|گذرواژه|パスワード|暗証番号|密码|密碼|口令|비밀번호|패스워드|비번|암호"
+    "|zugangs|access code|pin.?code|code d'acc|digo de ac|codice di accesso|toegangscode|код доступа|kod dost"
+    "|erişim kodu|kode akses|アクセスコード|访问码|訪問碼|접속 코드|접근 코드"
     "|heslo|hesla|jelsz|lösenord|adgangskode|passord|salasana|κωδικ|συνθηματικ|סיסמ|پاس ?ورڈ|পাসওয়ার্ড|รหัสผ่าน"
     # the short names: "pw = sunflower", "secret = sunflower" (consolidate.secrets' bare-name rule)
     r"|(?<![a-z])(?:pw|pass|creds?|credentials|secret|token|api[ _-]?key)(?![a-z])",

@@ -12,8 +12,9 @@ def cmd_note(args) -> int:
     text = read_text_arg(args.text)
     note_id = store.sessions.add_note(args.session, text, flag=args.flag, ttl=args.ttl, kind=args.kind)
     print(f"note {note_id} written to session {args.session}")
-    print_policy(text, flag=args.flag, kind=args.kind)
-    _tell_redacted([getattr(note_id, "notice", None)])
+    notice = getattr(note_id, "notice", None)
+    print_policy(text, flag=args.flag, kind=args.kind, blocked=bool(notice))
+    _tell_redacted([notice])
     return 0
 
 
@@ -24,12 +25,14 @@ def _tell_redacted(notices) -> None:
             print(f"secret: {notice}", file=sys.stderr)
 
 
-def print_policy(text: str, *, flag: bool, kind: str | None, metadata: dict | None = None, prefix: str = "") -> None:
-    """Print what the write policy would say about a flagged note (note_policy.check_note), if anything."""
+def print_policy(text: str, *, flag: bool, kind: str | None, metadata: dict | None = None, prefix: str = "",
+                 blocked: bool = False) -> None:
+    """Print what the write policy would say about a flagged note (note_policy.check_note), if anything;
+    ``blocked``: the secret gate redacted it (then the line says it is not kept)."""
     from ..note_policy import check_note
     from ..session import check_kind
 
-    line = check_note(text, flag=flag, kind=check_kind(kind), metadata=metadata)
+    line = check_note(text, flag=flag, kind=check_kind(kind), metadata=metadata, blocked=blocked)
     if line:
         print(prefix + line)
 
@@ -49,9 +52,10 @@ def cmd_import(args) -> int:
                                          written=written)
     for sid, n in counts.items():
         print(f"imported {n} notes into session {sid}")
+    blocked_lines = {line for line, _ in getattr(counts, "notices", [])}
     for row in written:
         print_policy(row["content"], flag=row["flag"], kind=row["kind"], metadata=row["metadata"],
-                     prefix=f"line {row['line']} (note {row['note_id']}): ")
+                     prefix=f"line {row['line']} (note {row['note_id']}): ", blocked=row["line"] in blocked_lines)
     if not counts:
         print("no notes in the file (blank lines only)")
     _tell_redacted(f"line {line}: {notice}" for line, notice in getattr(counts, "notices", []))
