@@ -1210,8 +1210,8 @@ _USERINFO_RE = re.compile(
 )
 # a credentials line that names the user and then gives a bare value: "credentials: user=app, S0nne2020"
 _USER_THEN_VALUE_RE = re.compile(
-    r"(?i)\b(?:user(?:name)?|login|benutzer(?:name)?|usuario|utilisateur|utente)[ \t]*[=:][ \t]*[^\s,;]{1,64}"
-    r"[ \t]*[,;/][ \t]*(?P<pw>[^\s\"'`,;<>()\[\]{}=:]{6,256})"
+    r"(?i)\b(?:(?:user(?:name)?|benutzer(?:name)?|usuario|utilisateur|utente)[ \t]*[=:]|login[ \t]*=)[ \t]*[^\s,;]{1,64}"
+    r"[ \t]*[,;][ \t]*(?P<pw>[^\s\"'`,;<>()\[\]{}=:]{6,256})"
 )
 _VERSION_TAG = re.compile(r"(?i)^v?\d+(?:[.\-_+][a-z0-9]+)*$")
 _URI_SCHEMES = frozenset("http https ftp ssh git file mailto urn data ws wss tcp udp jdbc s3 gs docker".split())
@@ -1240,8 +1240,9 @@ def _credential_pairs(text: str, low: str, present: set[str]) -> Iterator[_Candi
                 continue
             if not (any(ch.isalpha() for ch in pw) and any(not ch.isalpha() for ch in pw)):
                 continue
-            if m.group("sep") == "/" and not _standalone(line, m.start(), m.end("pw")):
-                continue  # inside a longer run (base64, a URL path): not a pair written on its own
+            if m.group("sep") == "/" and (not _standalone(line, m.start(), m.end("pw"))
+                                          or user.isupper() and len(user) > 1):
+                continue  # inside a longer run (base64, a URL path), or an acronym pair (JWT/OAuth2, TCP/IP4)
             at = pw.find("@")
             if at >= 4 and _USERINFO_HOST.fullmatch(pw, at + 1):  # root:Kastanie42@db.internal
                 pw, end = pw[:at], m.start("pw") + at
@@ -1279,6 +1280,8 @@ def _slash_password_shaped(pw: str) -> bool:
     has_digit = any(ch.isdigit() for ch in pw)
     if pw.isalnum() and not re.fullmatch(r"[A-Za-z]+\d+", pw) and _is_word_like(pw.translate(_NO_DIGITS)):
         return False  # V3Migration, OAuth2Client: a digit inside a name, not a word and a number
+    if pw.isalnum() and re.fullmatch(r"[A-Za-z][a-z]*[A-Z][A-Za-z]*\d{1,2}", pw):
+        return False  # OAuth2, IPv6, WebAuthn2: a protocol or version name
     return _char_classes(pw) >= 3 or (has_symbol and has_alpha and has_digit)
 
 
