@@ -39,7 +39,7 @@ connection or an API error (authentication, permission, not found, bad request, 
 from __future__ import annotations
 
 __all__ = ["ConsolidateError", "BadInput", "EmptyNote", "InvalidImportLine", "SecretBlocked", "PathRefused",
-           "ConfigError", "UnknownSession", "StoreError", "StorePathError", "StoreCorrupt", "EmbeddingMismatch",
+           "ConfigError", "UnknownSession", "StoreError", "StorePathError", "StoreCorrupt", "EmbeddingMismatch", "EmbeddingUnavailable",
            "StoreLocked", "StoreReadOnly", "TeamError", "TeamTimeout", "JudgeError", "JudgeUnavailable",
            "JudgeTimeout", "JudgeOutputInvalid", "CassetteMiss"]
 
