@@ -306,7 +306,7 @@ def install_step_timers() -> None:
     pair per call, negligible next to the steps."""
     import functools
 
-    from consolidate import journal, snapshots
+    from consolidate import context_md, journal, snapshots
     from consolidate.stages import apply
 
     def wrap(module, name, label):
@@ -329,7 +329,7 @@ def install_step_timers() -> None:
                                 (apply, "_graph", "graph load, add, diff, save"),
                                 (apply, "_events", "event log append"),
                                 (apply, "_notes_md", "notes.md"),
-                                (apply, "write_context", "context.md (every active memory read back)"),
+                                (context_md, "write", "context.md (every active memory read back)"),
                                 (apply, "_session_rows", "session rows deleted (secure_delete, checkpoint)")):
         wrap(module, name, label)
 

@@ -71,7 +71,7 @@ c.close()
 def write_context_files(store: Path) -> None:
     """memory/context.md and context.json as a run writes them: the notice and 30 memory lines."""
     from consolidate.anchors import write_context_index
-    from consolidate.stages.apply import _context_text
+    from consolidate.context_md import render as _context_text
     from consolidate.store import Store, write_text_atomic
 
     s = Store(store, embedding="hash", project="bench")

@@ -133,7 +133,8 @@ def with_context_top(folder: Path) -> None:
     (memory/context.md and memory/context.top.json, from which the next run merges its top: issue
     18); a store written before that layout pays one full read of its memories in its first run."""
     try:
-        from consolidate.stages.apply import CONTEXT_TOP, write_context
+        from consolidate.context_md import CONTEXT_TOP
+        from consolidate.context_md import write as write_context
     except ImportError:  # a checkout from before issue 18 (measuring "before"): it reads every memory
         return
     from consolidate.store import Store
@@ -230,7 +231,8 @@ def probe_index(source: Path, tmp: Path, k: int = 154) -> dict[str, str]:
     col.count()
     # what a run does now (issue 18)
     from consolidate import longterm as _lt
-    from consolidate.stages.apply import CONTEXT_RESERVE, _read_top, _top_by_merge
+    from consolidate.context_md import CONTEXT_RESERVE, _top_by_merge
+    from consolidate.context_md import read_top as _read_top
     from consolidate.stages.purge import _quarantined_before
 
     def reopen():

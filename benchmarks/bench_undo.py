@@ -21,7 +21,7 @@ from _bench import (CONSOLE, check_venv, fill_session, median, parser, real_note
                     scripted_chain_factory, skip_without_notes)
 
 #: The undo's parts timed one by one (in-process, on a store whose run is not undone yet).
-STEPS = ("graph.load", "graph.save", "snapshots.settle_graph_appends", "apply.write_context", "LongTerm.delete",
+STEPS = ("graph.load", "graph.save", "snapshots.settle_graph_appends", "context_md.write", "LongTerm.delete",
          "LongTerm.upsert", "Store.longterm")
 
 
@@ -55,7 +55,7 @@ def steps_timed(store_path: str, run_id: str) -> dict[str, float]:
         owner_name, attr = dotted.rsplit(".", 1)
         mod = importlib.import_module({"graph": "consolidate.graph", "snapshots": "consolidate.snapshots",
                                        "LongTerm": "consolidate.longterm", "Store": "consolidate.store",
-                                       "apply": "consolidate.stages.apply"}[owner_name])
+                                       "context_md": "consolidate.context_md"}[owner_name])
         target = getattr(mod, owner_name) if owner_name in ("LongTerm", "Store") else mod
         fn = getattr(target, attr)
 

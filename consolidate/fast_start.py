@@ -16,7 +16,7 @@ the **stamps** of everything that output depends on:
 - the package's code (how many top-level modules and the newest mtime): an upgrade is noticed;
 - ``team.json`` (a team store pulls first: the full hook).
 
-It is written by every writer of ``context.md`` (``consolidate.stages.apply.write_context``: runs,
+It is written by every writer of ``context.md`` (``consolidate.context_md.write``: runs,
 undo, forget, review, team pulls) and by the full SessionStart hook whenever it finds the file
 missing or stale, so one slow start after a change makes the next ones fast again. The stamps are
 taken before and after the text is computed and the file is written only when they agree.

@@ -83,9 +83,9 @@ def forget(store, memory_id: str, reason: str | None = None, *, lock_timeout: fl
     _append(store, {"id": memory_id, "statement": row["document"], "type": row["metadata"].get("type"),
                     "run_id": plan.run_id, "reason": why, "forgotten_at": now})
     apply_updates(store, plan, lock_timeout)
-    from .stages.apply import write_context
+    from . import context_md
 
-    write_context(store, store.project, touched=[u.memory_id for u in plan.updates], run_id=plan.run_id)  # merged
+    context_md.write(store, store.project, touched=[u.memory_id for u in plan.updates], run_id=plan.run_id)  # merged
     from .notes_md import mark_statement
 
     mark_statement(store, row["document"], f"{status} {now[:10]}: {why}")

@@ -114,10 +114,10 @@ def _decide(plan, decision: str, entry: dict[str, Any], reason: str, **detail) -
 
 def _apply(store, plan) -> None:
     from .maintenance import apply_updates
-    from .stages.apply import write_context
+    from . import context_md
 
     apply_updates(store, plan)
-    write_context(store, plan.scope)
+    context_md.write(store, plan.scope)
 
 
 def _reanchored(store, memory_id: str) -> list[dict]:

@@ -560,8 +560,7 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
     memory whose version on the server is this machine's own version number written by another
     machine (both wrote version n at once; Chroma has no compare-and-set) lost this machine's write:
     it is queued for a push again (:func:`_requeue_lost`), which merges the two."""
-    from . import archive, graph
-    from .stages.apply import write_context
+    from . import archive, context_md, graph
 
     if not (fetched["memories"] or fetched["edges"] or fetched["tombstones"] or context):
         if ledger.get("clock") != fetched["clock"]:
@@ -655,7 +654,7 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
 
         team.update_ledger(store, record)
         if live or gone or context:
-            write_context(store, store.project)
+            context_md.write(store, store.project)
     return {"ok": True, "memories": len(live), "removed": len(gone), "edges": len(fetched["edges"]),
             "tombstones": len(fetched["tombstones"]), "lost_writes": len(lost)}
 

@@ -27,8 +27,7 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
     if record.get("undone"):
         raise BadInput(f"run {run_id} was already undone")
     with store.lock(lock_timeout):
-        from . import journal
-        from .stages.apply import write_context
+        from . import context_md, journal
 
         # a graph file that cannot be read: refused before anything changes; the graph loaded here is the
         # one reversed below unless a crashed run's replay appends to it first (one read, not two)
@@ -55,7 +54,7 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
         lines.append({"ts": ts, "event": "run.undone", "run_id": run_id, "session_id": record.get("session_id"),
                       "removed": len(added), "restored": len(before)})
         event_log.append(store, lines)
-        write_context(store, store.project, touched=list(added) + list(before), undoing=run_id)  # merged: no full read
+        context_md.write(store, store.project, touched=list(added) + list(before), undoing=run_id)  # merged: no full read
         if store.sub("team.json").exists():  # a store in a team: the undo reaches the team store too
             from .team import write_undo_outbox
 

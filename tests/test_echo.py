@@ -15,7 +15,7 @@ from consolidate.agent_session import ancestors, record_start
 from consolidate.hook import run_hook
 from consolidate.mcp_server import build_server
 from consolidate.pipeline import run_queue
-from consolidate.stages.apply import write_context
+from consolidate.context_md import write as write_context
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 

@@ -19,7 +19,7 @@ import pytest
 from consolidate import Store, fast_start
 from consolidate.echo import digest, memory_texts, shown_to
 from consolidate.hook import run_hook
-from consolidate.stages.apply import write_context
+from consolidate.context_md import write as write_context
 
 CONSOLE = str(Path(sys.executable).parent / "consolidate")
 

@@ -13,7 +13,7 @@ import pytest
 from consolidate import Store, graph
 from consolidate.longterm import _where
 from consolidate.pipeline import run_queue
-from consolidate.stages import apply as apply_stage
+from consolidate import context_md
 from consolidate.undo import undo_run
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
@@ -190,12 +190,12 @@ def test_a_torn_graph_line_is_cut_before_the_next_append(store):
 # --- the SessionStart context merged, not searched --------------------------------------------------
 
 
-_SCAN = apply_stage._top_by_scan
+_SCAN = context_md._top_by_scan
 
 
 def _scan_top(store):
     """The top a full read of the index gives (the path the merge replaces)."""
-    return [r["id"] for r in _SCAN(store.longterm(), "p", apply_stage.CONTEXT_MEMORIES, set())]
+    return [r["id"] for r in _SCAN(store.longterm(), "p", context_md.CONTEXT_MEMORIES, set())]
 
 
 def _context_ids(store):
@@ -205,18 +205,18 @@ def _context_ids(store):
 def test_context_merge_equals_the_full_scan(tmp_path, monkeypatch):
     """Runs over a store with more memories than the context holds: after each run the merged top is
     the one a full read of the index gives, with re-confirmations, weakened and superseded entries."""
-    monkeypatch.setattr(apply_stage, "CONTEXT_MEMORIES", 6)
-    monkeypatch.setattr(apply_stage, "CONTEXT_RESERVE", 2)
-    monkeypatch.setattr(apply_stage.write_context, "__defaults__", (6, None, None, None))  # limit, touched, run_id, undoing
+    monkeypatch.setattr(context_md, "CONTEXT_MEMORIES", 6)
+    monkeypatch.setattr(context_md, "CONTEXT_RESERVE", 2)
+    monkeypatch.setattr(context_md.write, "__defaults__", (6, None, None, None))  # limit, touched, run_id, undoing
     store = Store(tmp_path / ".memofs", embedding="hash", project="p")
     scans = []
-    real_scan = apply_stage._top_by_scan
+    real_scan = context_md._top_by_scan
 
     def counting_scan(*a, **kw):
         scans.append(1)
         return real_scan(*a, **kw)
 
-    monkeypatch.setattr(apply_stage, "_top_by_scan", counting_scan)
+    monkeypatch.setattr(context_md, "_top_by_scan", counting_scan)
     levels = ("high", "medium", "low")
     for day in range(8):
         sid = f"s{day}"
@@ -236,21 +236,21 @@ def test_context_merge_equals_the_full_scan(tmp_path, monkeypatch):
     first = _context_ids(store)[0]
     with store.lock():
         lt.update_metadata(first, {"confidence": "low", "last_confirmed": "2000-01-01"})
-        apply_stage.write_context(store, "p", limit=6, touched=[first])
+        context_md.write(store, "p", limit=6, touched=[first])
     assert len(scans) == 1 and _context_ids(store) == _scan_top(store) and first not in _context_ids(store)
     assert last in _context_ids(store)
     # members of the top leave the index (forget, undo): the reserve below them comes up, merged
     with store.lock():
         gone = _context_ids(store)[:1]
         lt.delete(gone)
-        apply_stage.write_context(store, "p", limit=6, touched=gone)
+        context_md.write(store, "p", limit=6, touched=gone)
     assert len(scans) == 1 and _context_ids(store) == _scan_top(store) and len(_context_ids(store)) == 6
-    assert not json.loads(store.sub("memory", apply_stage.CONTEXT_TOP).read_text())["all"]  # more than 8 could show
+    assert not json.loads(store.sub("memory", context_md.CONTEXT_TOP).read_text())["all"]  # more than 8 could show
     # more members leave than the reserve holds: who comes next is unknown, the index is read
     with store.lock():
-        gone = json.loads(store.sub("memory", apply_stage.CONTEXT_TOP).read_text())["ids"][:7]
+        gone = json.loads(store.sub("memory", context_md.CONTEXT_TOP).read_text())["ids"][:7]
         lt.delete(gone)
-        apply_stage.write_context(store, "p", limit=6, touched=gone)
+        context_md.write(store, "p", limit=6, touched=gone)
     assert len(scans) == 2 and _context_ids(store) == _scan_top(store)
     # an undo restores the top before the run without reading the index, even when the run pushed the
     # whole list out (more of its memories rank first than the list and its reserve hold)
