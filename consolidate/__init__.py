@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 
 #: The public exceptions (the tree drawn in consolidate/errors.py), importable from here.
 ERRORS = ("ConsolidateError", "BadInput", "EmptyNote", "InvalidImportLine", "SecretBlocked", "PathRefused",
-          "ConfigError", "UnknownSession", "StoreError", "StorePathError", "StoreCorrupt", "EmbeddingMismatch",
+          "ConfigError", "UnknownSession", "StoreError", "StorePathError", "StoreCorrupt", "EmbeddingMismatch", "EmbeddingUnavailable",
           "StoreLocked", "StoreReadOnly", "TeamError", "TeamTimeout", "JudgeError", "JudgeUnavailable",
           "JudgeTimeout", "JudgeOutputInvalid", "CassetteMiss")
 
