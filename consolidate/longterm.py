@@ -458,9 +458,7 @@ class LongTerm:
                statuses: tuple[str, ...] = ("active",), documents: bool = True) -> list[dict[str, Any]]:
         """Every active memory (or of ``statuses``) of ``scope`` in ``tier`` (and ``confidence`` when
         given): dicts with ``id``, ``document`` (None with ``documents=False``), ``metadata``."""
-        where: Any = _where(scope=scope, statuses=statuses, tier=tier)
-        if confidence:
-            where = {"$and": [*where["$and"], {"confidence": confidence}]}
+        where = _where(scope=scope, statuses=statuses, tier=tier, confidence=confidence)
         return self._get_all(where, include=("documents", "metadatas") if documents else ("metadatas",))
 
     def with_status(self, *statuses: str, documents: bool = True) -> list[dict[str, Any]]:
@@ -515,7 +513,9 @@ def _matches(meta: dict | None, where: dict | None) -> bool:
     return True
 
 
-def _where(*, type_=None, scope=None, statuses=(), tier=None) -> dict | None:
+def _where(*, type_=None, scope=None, statuses=(), tier=None, confidence=None) -> dict | None:
+    """A Chroma ``where`` filter: the equalities given (``$in`` for ``statuses``), one clause bare,
+    several under ``$and``, None when nothing is given."""
     clauses: list[dict] = []
     if type_:
         clauses.append({"type": type_})
@@ -525,6 +525,8 @@ def _where(*, type_=None, scope=None, statuses=(), tier=None) -> dict | None:
         clauses.append({"tier": tier})
     if statuses:
         clauses.append({"status": {"$in": list(statuses)}})
+    if confidence:
+        clauses.append({"confidence": confidence})
     if not clauses:
         return None
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}

@@ -23,3 +23,20 @@ def test_bulk_reads_are_paged(store, monkeypatch):
     assert calls and set(calls) == {3}
     assert len(lt.active("testproj")) == 11 and len(lt.active("testproj", confidence="high")) == 5
     assert lt.counts() == {"active/durable": 11}
+
+
+def test_active_filters_combine_in_every_shape(store):
+    """Any mix of scope, tier, statuses and confidence is one valid filter, including a single one
+    (confidence with at most one other filter failed: TypeError or KeyError on ``where["$and"]``)."""
+    lt = store.longterm()
+    texts = [f"Worker {i} retries {i + 1} times" for i in range(6)]
+    lt.collection.upsert(ids=[f"w{i}" for i in range(6)], documents=texts, embeddings=lt.embed(texts),
+                         metadatas=[{"status": "active" if i < 4 else "quarantined", "tier": "durable",
+                                     "scope": "a" if i % 2 else "b", "confidence": "high" if i < 3 else "low"}
+                                    for i in range(6)])
+    ids = lambda rows: sorted(r["id"] for r in rows)  # noqa: E731
+    assert ids(lt.active(tier=None, statuses=(), confidence="high")) == ["w0", "w1", "w2"]
+    assert ids(lt.active(tier=None, statuses=())) == [f"w{i}" for i in range(6)]
+    assert ids(lt.active(confidence="low")) == ["w3"]
+    assert ids(lt.active("a", confidence="high")) == ["w1"]
+    assert ids(lt.active("b", statuses=("active", "quarantined"), confidence="low")) == ["w4"]
