@@ -134,16 +134,6 @@ def recall_result(s: Store, query: Any, *, k: Any, include_quarantined: bool, mi
     return out
 
 
-def team_recall_line(s: Store) -> str:
-    """For a store in a team (``team.json``): pull the team's changes within the SessionStart bound
-    and say where the memories come from (consolidate.team.recall_line); '' otherwise."""
-    if s.chroma_url or not (s.path / "team.json").exists():
-        return ""
-    from .team import recall_line
-
-    return recall_line(s.path)
-
-
 def _current_or_none(s: Store) -> str | None:
     """The current agent session, or None (what a recall's output is recorded against)."""
     from .agent_session import current_session
@@ -367,7 +357,9 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
         type, status and similarity; ``below_floor`` counts nearer ones under ``min_similarity``;
         ``note`` says when the best match is a quarantined entry left out."""
         def search(s: Store) -> dict[str, Any]:
-            team_line = team_recall_line(s)  # a store in a team: its fresh memories first (bounded)
+            from .team import recall_line
+
+            team_line = recall_line(s)  # a store in a team: its fresh memories first (bounded)
             out = recall_result(s, query, k=k, include_quarantined=include_quarantined,
                                 min_similarity=min_similarity, session_id=_current_or_none(s))
             if team_line:

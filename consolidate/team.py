@@ -497,8 +497,11 @@ def context_header(store_path: Path) -> str:
     return f"(team memory: {line})" if line else ""
 
 
-def recall_line(store_path: Path) -> str:
-    """MCP ``recall`` in team mode: the same bounded pull as SessionStart first, so a memory another
-    machine pushed since the session started is found; returns where the memories come from ('' for
-    a store not in a team). Never raises."""
-    return where_from(store_path, context=False)
+def recall_line(store: Any) -> str:
+    """``recall`` (CLI and MCP) on a store in a team (``team.json``, a local store): the same bounded
+    pull as SessionStart first, so a memory another machine pushed since the session started is
+    found; returns where the memories come from ('' for a store not in a team or one read from a
+    Chroma server). ``store`` is a :class:`consolidate.store.Store`. Never raises."""
+    if store.chroma_url or not (store.path / "team.json").exists():
+        return ""
+    return where_from(store.path, context=False)

@@ -469,6 +469,27 @@ def test_mcp_recall_on_b_reads_what_a_pushed_after_b_started(tmp_path, server):
     assert "the team store was not reached" in third["team"] and "as last pulled at" in third["team"]
 
 
+def test_cli_recall_on_b_pulls_what_a_pushed_and_says_where_memories_come_from(tmp_path, server):
+    """``consolidate recall`` (the CLI, as MCP recall) on a store in a team pulls first, bounded as
+    SessionStart: a memory A pushed after B's last pull is found, in text and --json output; with the
+    server stopped it answers from the last pulled copy and says so on stderr (stdout stays the
+    results, so --json is still one JSON value)."""
+    a = machine(tmp_path, "a", server.url)
+    b = machine(tmp_path, "b", server.url)
+    query = ("recall", "refund webhooks signing key", "-k", "5", "--min-similarity", "-1")
+    first = cli(b, *query)
+    assert "pulled from the team store just now" in first.stderr and "refund" not in first.stdout.lower()
+    text = "Refund webhooks are signed with the key in vault path kv/refunds"
+    session(a, "a1", text)
+    second = cli(b, *query, "--json")
+    assert [m["statement"] for m in json.loads(second.stdout)] == [text]
+    assert "team: project payments, pulled from the team store just now" in second.stderr
+    server.stop()
+    third = cli(b, *query)
+    assert third.stdout.splitlines()[0].split(" [")[0] == text  # the last pulled copy
+    assert "the team store was not reached" in third.stderr and "as last pulled at" in third.stderr
+
+
 # -- outcome gating ---------------------------------------------------------------------------------------
 
 

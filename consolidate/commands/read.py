@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from ._common import add_json, count_1_to, open_store
 
@@ -12,9 +13,14 @@ def cmd_recall(args) -> int:
     from ..retrieval import check_options, recall
 
     check_options(args.query, args.k, args.min_similarity)  # bad input before the store is opened
+    from ..team import recall_line
+
     store = open_store(args, create=False)
+    team_line = recall_line(store)  # a store in a team: pull first, as MCP recall and SessionStart do
     result = recall(store, args.query, k=args.k, min_similarity=args.min_similarity, include_quarantined=args.all)
     hits = result.memories
+    if team_line:
+        print("team: " + terminal_safe(team_line), file=sys.stderr)
     if args.json:
         print(json.dumps([memory_json(h) for h in hits], ensure_ascii=False))
         return 0
