@@ -112,6 +112,8 @@ def render_block(store, rows: list[dict[str, Any]], newline: str = "\n") -> str:
     for r in rows:
         m = r["metadata"]
         meta = {"id": r["id"], "fields": _fields(m)}
+        if m.get("last_confirmed"):
+            meta["confirmed"] = m["last_confirmed"]  # the exact date; the suffix shows its month
         lines.append(f"- **{m.get('type') or 'fact'}**: {' '.join(r['document'].split())} {suffix(m)} "
                      + _meta_comment(meta))
     if not rows:
@@ -155,10 +157,13 @@ def _read(path: Path) -> str | None:
 
 
 def export(store, path: str | os.PathLike, limit: int = EXPORT_LIMIT) -> dict[str, Any]:
-    """Write the block into ``path`` (created when missing); returns ``{"path", "exported",
-    "left_out": {...}, "changed": bool}``. Raises BadInput for a malformed block or a file that is
-    not UTF-8 text (nothing written)."""
+    """Write the block into ``path`` (created when missing, in a folder that exists); returns
+    ``{"path", "exported", "left_out": {...}, "changed": bool}``. Raises BadInput for a missing
+    folder, a malformed block or a file that is not UTF-8 text (nothing written)."""
     path = Path(path)
+    if not path.parent.is_dir():  # a mistyped folder is refused, not created (nothing written)
+        raise BadInput(f"no such folder: {path.parent} (export writes {path.name} into an existing folder;"
+                       " create it first)", path=str(path))
     rows, left_out = exportable(store, limit)
     text = _read(path)
     newline = "\r\n" if text and "\r\n" in text else "\n"
@@ -187,32 +192,78 @@ def _write(path: Path, text: str) -> None:
 
 # -- import ---------------------------------------------------------------------------------------
 
-def parse_block(text: str) -> list[dict[str, Any]]:
-    """The entries of the block in ``text``: ``{"type", "statement", "id", "fields"}`` each.
-    Raises BadInput when ``text`` has no block (or a malformed one)."""
+def parse_block(text: str, name: str = "the file") -> list[dict[str, Any]]:
+    """The entries of the block in ``text``: ``{"type", "statement", "id", "fields", "confirmed"}``
+    each (``confirmed``: the date the memory was last confirmed, from the entry's marker, else the
+    month of its suffix as that month's first day, else None).
+
+    Strict, all or nothing, as a JSONL import: a line of the block that starts an entry (``- ``) but
+    is not ``- **TYPE**: statement [suffix] <!-- consolidate {...} -->`` with a known TYPE, a marker
+    that is cut or not JSON, or a suffix date that is not a date raises InvalidImportLine naming the
+    file (``name``) and its line; nothing is imported then. Raises BadInput when ``text`` has no
+    block (or a malformed one)."""
+    from .errors import InvalidImportLine
     from .memory_types import TYPES
 
     where = _find_block(text)
     if where is None:
         raise BadInput("no consolidate block in the file (written by `consolidate export`)")
+    first = text.count("\n", 0, where[0]) + 1
     out = []
-    for line in text[where[0]:where[1]].splitlines():
+    for i, line in enumerate(text[where[0]:where[1]].splitlines()):
+        if not line.startswith("- "):
+            continue
+
+        def bad(why: str, lineno: int = first + i) -> InvalidImportLine:
+            return InvalidImportLine(f"{name}:{lineno}: {why}; nothing was imported", path=name, line=lineno)
+
         m = _ENTRY.match(line)
         if not m:
-            continue
-        meta: dict[str, Any] = {}
+            raise bad("not an entry (`- **TYPE**: statement`, as `consolidate export` writes them)")
+        if m.group("type") not in TYPES:
+            raise bad(f"unknown type {m.group('type')!r} (known: {', '.join(TYPES)})")
+        statement = m.group("statement").strip()
+        if "<!--" in statement or "-->" in statement:
+            raise bad("a cut or malformed `<!-- consolidate {...} -->` marker (mend it or delete it)")
+        meta: Any = {}
         if m.group("meta"):
             try:
                 meta = json.loads(m.group("meta"))
             except ValueError:
-                meta = {}
+                meta = None
+            if not isinstance(meta, dict):
+                raise bad("its `<!-- consolidate {...} -->` marker is not a JSON object")
         fields = meta.get("fields")
         fields = fields if isinstance(fields, dict) else {}
-        type_ = m.group("type") if m.group("type") in TYPES else None
-        out.append({"type": type_, "statement": m.group("statement").strip(),
+        confirmed = _confirmed(meta.get("confirmed"), m.group("suffix"))
+        if confirmed is False:
+            raise bad(f"its date is not a date ({meta.get('confirmed') or m.group('suffix')!r}: use 2026-07 or"
+                      " 2026-07-14)")
+        out.append({"type": m.group("type"), "statement": statement,
                     "id": meta.get("id") if isinstance(meta.get("id"), str) else None,
-                    "fields": {str(k): str(v) for k, v in fields.items()}})
+                    "fields": {str(k): str(v) for k, v in fields.items()}, "confirmed": confirmed})
     return out
+
+
+def _confirmed(marker: Any, suffix: str | None):
+    """The date an exported entry was last confirmed (ISO ``YYYY-MM-DD``): the marker's
+    ``confirmed`` date, else the suffix's month (``[high, user-stated, 2026-07]``) as its first
+    day; None when the entry names none; False when what it names is not a date (months are 1-12:
+    the suffix's month is the month, never shifted)."""
+    import datetime as _dt
+
+    if isinstance(marker, str) and marker.strip():
+        try:
+            return _dt.date.fromisoformat(marker.strip()[:10]).isoformat()
+        except ValueError:
+            return False
+    last = (suffix or "").split(",")[-1].strip()
+    if not re.fullmatch(r"\d{4}-\d{1,2}", last):
+        return None
+    year, month = (int(x) for x in last.split("-"))
+    if not 1 <= month <= 12:
+        return False
+    return _dt.date(year, month, 1).isoformat()
 
 
 def _git(folder: Path, *args: str) -> str | None:
@@ -259,10 +310,11 @@ def import_block(store, path: str | os.PathLike, rev: str | None = None) -> dict
     docstring); returns ``{"session_id", "notes", "known", "already_imported": bool, "origin"}``.
     The caller consolidates the session (``run_queue``) or leaves it to a worker."""
     text, origin = read_source(path, rev)
-    entries = parse_block(text)
+    entries = parse_block(text, origin["file"])
     digest = hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()[:16]
     sid = f"agents-md-{digest}"
-    result: dict[str, Any] = {"session_id": sid, "notes": 0, "known": 0, "already_imported": False, "origin": origin}
+    result: dict[str, Any] = {"session_id": sid, "notes": 0, "known": 0, "already_imported": False,
+                              "origin": origin, "secret": []}
     if store.sessions.session_end(sid) is not None:
         result["already_imported"] = True
         return result
@@ -284,7 +336,11 @@ def import_block(store, path: str | os.PathLike, rev: str | None = None) -> dict
             metadata["author"] = origin["author"]
         if e["id"]:
             metadata["exported_id"] = e["id"]
-        store.sessions.add_note(sid, e["statement"], flag=True, kind=e["type"], metadata=metadata)
+        if e["confirmed"]:
+            metadata["confirmed"] = e["confirmed"]  # kept as the memory's last_confirmed (stages/provenance.py)
+        note_id = store.sessions.add_note(sid, e["statement"], flag=True, kind=e["type"], metadata=metadata)
+        if getattr(note_id, "notice", None):
+            result["secret"].append(note_id.notice)
         result["notes"] += 1
     if result["notes"]:
         store.sessions.end(sid, "success", f"imported from {where}")

@@ -18,9 +18,11 @@ one place, for the hook and for this import):
   tool calls, failed tool calls as tool errors) and harvested the same way.
 - A **PATH** is a transcript file or a folder searched for both kinds.
 
-Idempotent per transcript: the ledger ``imports/transcripts.jsonl`` in the store records each
-transcript's SHA-256 digest and the transcript entries it gave notes from; a second run imports
-nothing (``unchanged``), and a transcript that grew since (a resumed session) gives only its new
+Idempotent per transcript, wherever it lies: the ledger ``imports/transcripts.jsonl`` in the store
+records each transcript's SHA-256 digest and the transcript entries it gave notes from; a second run
+imports nothing (``unchanged``), a copy of an imported transcript at another path nothing
+(``duplicate``: same digest; a copy that changed gives only entries not harvested before, since a
+Claude Code transcript's session is the ``sessionId`` its entries hold, not its file name), and a transcript that grew since (a resumed session) gives only its new
 entries. A session the store's hooks know (its SessionStart or its end recorded) is skipped: the
 hooks harvest it at its end, or recover it at the next SessionStart; and the entries an import
 harvested are recorded in the hooks' own ``harvested`` table, so resuming that session later never
@@ -61,7 +63,8 @@ class Transcript:
 @dataclass
 class ImportResult:
     """What :func:`import_transcripts` did: per transcript ``{"path", "agent", "session_id",
-    "status": imported|unchanged|no-new-entries|empty|skipped-hooked|unreadable, "notes"}``."""
+    "status": imported|unchanged|duplicate|no-new-entries|empty|skipped-hooked|unreadable, "notes"}``
+    (``duplicate``: the same content as a transcript imported from another path, ``same_as``)."""
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     sessions: list[str] = field(default_factory=list)
@@ -92,7 +95,7 @@ def claude_code_transcripts(project: Path, environ: dict[str, str] | None = None
     """The Claude Code transcripts of ``project``, oldest first (by modification time)."""
     folder = claude_home(environ) / "projects" / claude_slug(project)
     files = sorted(folder.glob("*.jsonl"), key=_mtime) if folder.is_dir() else []
-    return [Transcript(p, "claude-code", p.stem) for p in files if p.is_file()]
+    return [Transcript(p, "claude-code", claude_session_id(p)) for p in files if p.is_file()]
 
 
 def gemini_project_folders(project: Path, home: Path | None = None) -> list[Path]:
@@ -136,7 +139,7 @@ def in_path(path: Path) -> list[Transcript]:
     out = []
     for p in files:
         agent = "gemini-cli" if _looks_gemini(p) else "claude-code"
-        out.append(Transcript(p, agent, _gemini_session_id(p) if agent == "gemini-cli" else p.stem))
+        out.append(Transcript(p, agent, _gemini_session_id(p) if agent == "gemini-cli" else claude_session_id(p)))
     return out
 
 
@@ -156,6 +159,27 @@ def _looks_gemini(path: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(first, dict) and "sessionId" in first and "projectHash" in first
+
+
+def claude_session_id(path: Path, max_lines: int = 200) -> str:
+    """The session id a Claude Code transcript holds (the ``sessionId`` of its first entries), else
+    its file name's stem: a transcript copied or renamed is still the same session (its entries the
+    same, already harvested)."""
+    try:
+        with open(path, "rb") as f:
+            for _ in range(max_lines):
+                line = f.readline(1_000_000)
+                if not line:
+                    break
+                try:
+                    sid = json.loads(line).get("sessionId")
+                except (ValueError, AttributeError):
+                    continue
+                if isinstance(sid, str) and sid.strip():
+                    return sid.strip()
+    except OSError:
+        pass
+    return path.stem
 
 
 def _gemini_session_id(path: Path) -> str:
@@ -345,6 +369,7 @@ def import_transcripts(store, transcripts: list[Transcript], *, progress: bool |
 
     result = ImportResult()
     ledger = _ledger(store)
+    by_digest = {row["digest"]: path for path, row in ledger.items() if row.get("digest")}
     for t in tqdm(transcripts, desc="transcripts", unit="file", disable=(not progress) if progress is not None else None,
                   leave=False):
         key = str(t.path.resolve())
@@ -359,9 +384,14 @@ def import_transcripts(store, transcripts: list[Transcript], *, progress: bool |
         if seen is not None and seen["digest"] == d:
             row["status"] = "unchanged"
             continue
+        if seen is None and d in by_digest:  # the same transcript at another path (a copy): imported already
+            row["status"] = "duplicate"
+            row["same_as"] = by_digest[d]
+            continue
         if seen is None and _hooked(store, t.session_id):
             row["status"] = "skipped-hooked"  # the hooks saw this very session: they harvest it at its end
             _record(store, {"path": key, "digest": d, "session_id": t.session_id, "keys": [], "skipped": "hooked"})
+            by_digest[d] = key
             continue
         notes = harvest_file(t)
         old_keys = (seen["keys"] if seen else set()) | _harvested_keys(store, t.session_id)
@@ -379,4 +409,5 @@ def import_transcripts(store, transcripts: list[Transcript], *, progress: bool |
         row["status"] = "imported" if fresh else ("no-new-entries" if seen else "empty")
         _record(store, {"path": key, "digest": d, "session_id": sid, "agent": t.agent,
                         "keys": [n["key"] for n in fresh], "notes": len(fresh)})
+        by_digest[d] = key
     return result

@@ -75,6 +75,8 @@ def cmd_import_agents_md(args) -> int:
     if res["already_imported"]:
         print(f"{where}: this block was imported before (session {res['session_id']}); nothing to do")
         return 0
+    for notice in res.get("secret", []):
+        print(f"secret: {notice}", file=sys.stderr)
     if not res["notes"]:
         print(f"{where}: nothing new ({res['known']} memories already in the store)")
         return 0
@@ -93,7 +95,9 @@ def cmd_import_agents_md(args) -> int:
         return 0
     s = summary(plan)
     print(f"  -> {s['written_durable']} durable, {s['written_quarantined']} quarantined,"
-          f" {s['reconfirmed']} re-confirmed, {s['rejected']} rejected (run {plan.run_id})")
+          f" {s['reconfirmed']} re-confirmed, {s['rejected']} rejected"
+          + (f", {s['notes_blocked']} blocked (secret material)" if s.get("notes_blocked") else "")
+          + f" (run {plan.run_id})")
     from ..deferral import EXIT_PARTIAL
 
     return EXIT_PARTIAL if plan.partial else 0

@@ -38,7 +38,10 @@ def cmd_import_transcripts(args) -> int:
         print(json.dumps({"transcripts": res.rows, "sessions": res.sessions}, ensure_ascii=False))
     else:
         print(f"{len(found)} transcripts: {res.count('imported')} imported ({res.notes} notes),"
-              f" {res.count('unchanged')} unchanged since the last import, {res.count('no-new-entries')} with no new"
+              f" {res.count('unchanged')} unchanged since the last import,"
+              + (f" {res.count('duplicate')} copies of a transcript imported from another path,"
+                 if res.count("duplicate") else "")
+              + f" {res.count('no-new-entries')} with no new"
               f" entries, {res.count('skipped-hooked')} already consolidated by the hooks,"
               f" {res.count('empty') + res.count('unreadable')} empty or unreadable")
     if not res.sessions:

@@ -33,7 +33,7 @@ def run(plan, ctx):
             c.outcome, c.outcome_reason = "rejected", f"{c.memory_id} was deleted (tombstone): never written again"
             plan.decide("candidate.rejected", note_ids=c.note_ids, reason=c.outcome_reason, memory_id=c.memory_id)
             continue
-        c.last_confirmed = now.date().isoformat()
+        c.last_confirmed = _confirmed(plan, c) or now.date().isoformat()
         links = {k: c.provenance[k] for k in ("supersedes", "disputes", "updates", "type_inferred", "fields_missing", "external")
                  if c.provenance.get(k)}
         c.provenance = {
@@ -50,6 +50,25 @@ def run(plan, ctx):
                 u.edges.append([c.memory_id, "disputes"])
     anchor(plan, ctx)
     return plan
+
+
+def _confirmed(plan, c) -> str | None:
+    """The date a memory imported from an AGENTS.md block was last confirmed where it came from
+    (its notes' ``confirmed`` metadata, consolidate/export_md.py), never later than today; None for
+    every other note (last confirmed: today)."""
+    dates = []
+    for nid in c.note_ids:
+        try:
+            value = plan.note(nid).metadata.get("confirmed")
+        except (KeyError, ValueError, AttributeError):
+            return None
+        if not (isinstance(value, str) and len(value) == 10 and value[4] == "-" and value[7] == "-"):
+            return None
+        dates.append(value)
+    if not dates:
+        return None
+    today = _dt.datetime.fromtimestamp(plan.started_at, _dt.timezone.utc).date().isoformat()
+    return min(max(dates), today)
 
 
 def anchor(plan, ctx) -> None:
