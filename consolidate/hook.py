@@ -177,21 +177,29 @@ def recalled_context(store_path: Path, max_chars: int = CONTEXT_MAX_CHARS) -> st
     memories pass the context guard again as they are printed (consolidate/context_guard.py: none
     worded as an order or running remote code), under the notice that they are notes, not
     instructions."""
+    from .context_count import memory_lines, recount
+
     parts = []
+    counts = None
     for name in ("core.md", "context.md"):
         try:
             text = (store_path / "memory" / name).read_text(encoding="utf-8").strip()
             if name == "context.md":
+                written = memory_lines(text)
                 text = _checked_context(store_path, text)
+                counts = {"stale": max(0, written - memory_lines(text))}
         except (OSError, UnicodeDecodeError):
             continue
         if text and name == "context.md":
             text = _guarded(text)
+            counts["before_cut"] = memory_lines(text)
         if text:
             parts.append(text)
     out = "\n\n".join(parts)
     if len(out) > max_chars:
-        out = out[: max_chars - 40].rsplit("\n", 1)[0] + "\n[… more in consolidate recall]"
+        out = out[: max_chars - 120].rsplit("\n", 1)[0] + "\n[… more in consolidate recall]"
+    if counts is not None:  # the header counts what is printed, and says what was left out
+        out = recount(out, **counts)
     return out
 
 
