@@ -91,12 +91,17 @@ def _store_with_memory_written_at(path, when: float):
     return prov
 
 
-def _batch(store_path, tz_name, since, script):
+def _batch(store_path, tz_name, since, script, *extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONSOLIDATE_")}
     env["TZ"] = tz_name
     return subprocess.run([sys.executable, "-m", "consolidate", "batch", "--store", str(store_path), "--embedding",
                            "hash", "--rejudge", "--prompt-version", "scripted", "--judge", f"scripted:{script}",
-                           "--since", since], capture_output=True, text=True, env=env, timeout=120)
+                           "--since", since, *extra], capture_output=True, text=True, env=env, timeout=120)
+
+
+def _considered(out) -> int:
+    """How many entries ``batch --rejudge --json`` says it considered."""
+    return json.loads(out.stdout)["rejudged"]["considered"]
 
 
 def test_sydney_morning_is_selected_by_its_local_date(tmp_path):
@@ -111,9 +116,9 @@ def test_sydney_morning_is_selected_by_its_local_date(tmp_path):
                                     ("Australia/Sydney", "2026-07-02", 0), ("UTC", "2026-07-01", 0),
                                     ("UTC", "2026-06-30", 1), ("Australia/Sydney", "2026-07-01T08:29+10:00", 1),
                                     ("Australia/Sydney", "2026-07-01T08:31+10:00", 0)]:
-        out = _batch(tmp_path / ".memofs", zone, since, script)
+        out = _batch(tmp_path / ".memofs", zone, since, script, "--json")
         assert out.returncode == 0, out.stderr
-        assert f"'considered': {considered}" in out.stdout, (zone, since, out.stdout)
+        assert _considered(out) == considered, (zone, since, out.stdout)
 
 
 @pytest.mark.parametrize("since", ["next blursday", "2026-13-45", "01/07/2026"])
@@ -136,7 +141,24 @@ def test_last_week_selects_what_was_written_this_week(tmp_path):
     _store_with_memory_written_at(tmp_path / ".memofs", time.time() - 3 * 86400)
     script = tmp_path / "s.json"
     script.write_text("{}")
-    out = _batch(tmp_path / ".memofs", "Europe/Berlin", "last-week", script)
-    assert out.returncode == 0 and "'considered': 1" in out.stdout
-    out = _batch(tmp_path / ".memofs", "Europe/Berlin", "yesterday", script)
-    assert out.returncode == 0 and "'considered': 0" in out.stdout
+    out = _batch(tmp_path / ".memofs", "Europe/Berlin", "last-week", script, "--json")
+    assert out.returncode == 0 and _considered(out) == 1
+    out = _batch(tmp_path / ".memofs", "Europe/Berlin", "yesterday", script, "--json")
+    assert out.returncode == 0 and _considered(out) == 0
+    out = _batch(tmp_path / ".memofs", "Europe/Berlin", "yesterday", script)  # for people: words, not a dict
+    assert out.returncode == 0 and ", re-judged 0 entries considered" in out.stdout and "{" not in out.stdout
+
+
+def test_batch_rejudge_prints_a_readable_summary(tmp_path):
+    """`batch --rejudge` printed a raw Python dict ({'considered': 1, 'kept': 1, ...})."""
+    _store_with_memory_written_at(tmp_path / ".memofs", SYDNEY_MORNING)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"Database": {"verdict": "keep", "statement": "Database migrations run before the"
+                                               " app starts, never after", "type": "fact",
+                                               "evidence": "observed-success", "confidence": "high", "reason": "r"}}))
+    out = _batch(tmp_path / ".memofs", "UTC", "2026-06-01", script)
+    assert out.returncode == 0, out.stderr
+    assert "re-judged 1 entry considered (1 kept, 0 dropped, 0 left unjudged)" in out.stdout, out.stdout
+    assert "{" not in out.stdout and "'" not in out.stdout
+    data = json.loads(_batch(tmp_path / ".memofs", "UTC", "2026-06-01", script, "--json").stdout)
+    assert data["rejudged"]["considered"] == 1 and isinstance(data["sessions"], list)

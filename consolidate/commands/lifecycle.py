@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import os
 import sys
 from pathlib import Path
@@ -130,18 +132,21 @@ def cmd_batch(args) -> int:
 
     line = no_judge_line(store, args.judge) if store.sessions.sessions() else None  # notes that may need one
     if line:
-        print(line, flush=True)
+        print(line, flush=True, file=sys.stderr if args.json else sys.stdout)
     r = run_batch(store, concurrency=args.concurrency, judges=args.judge, time_box=args.time_box,
                   orphan_age=args.orphan_age * 3600, rejudge=args.rejudge, since=since,
                   prompt_version=args.prompt_version, drifted=args.drifted)
     errors = [s for s in r.sessions if "error" in s]
     partial = [s for s in r.sessions if s.get("partial")]
+    if args.json:
+        print(json.dumps(_batch_json(r), ensure_ascii=False, default=str))
+        return 130 if r.interrupted else (1 if errors else 0)
     print(("PARTIAL " if partial else "")
           + f"batch: {len(r.sessions)} sessions ({len(errors)} errors), {len(r.orphans_ended)} orphans ended,"
           f" {r.expired} quarantined entries expired, {r.decayed} decayed"
-          + (f", re-judged {r.rejudged}" if args.rejudge and not args.drifted else "")
+          + (f", re-judged {_rejudged(r.rejudged)}" if args.rejudge and not args.drifted else "")
           + (f", {r.drift.get('drifted', 0)} drifted and {r.drift.get('stale', 0)} stale (code anchors)" if r.drift else "")
-          + (f", re-judged drifted {r.rejudged_drifted}" if args.rejudge and args.drifted else "")
+          + (f", re-judged drifted {_rejudged(r.rejudged_drifted)}" if args.rejudge and args.drifted else "")
           + f" in {r.seconds:.1f} s"
           + (f"; {sum(s['waiting'] for s in partial)} notes of {len(partial)} sessions wait for a judge"
              " (`consolidate status`, `consolidate judges`)" if partial else ""))
@@ -153,6 +158,22 @@ def cmd_batch(args) -> int:
               + f"; {r.left_in_queue} session ends left in the queue; run `consolidate batch` again", file=sys.stderr)
         return 130
     return 1 if errors else 0
+
+
+def _rejudged(counts: dict) -> str:
+    """A re-judge's counts in words: ``3 entries considered: 1 kept, 1 dropped, 1 left unjudged``."""
+    n = counts.get("considered", 0)
+    parts = [f"{counts.get(k, 0)} {word}" for k, word in (("kept", "kept"), ("dropped", "dropped"),
+                                                           ("unjudged", "left unjudged")) if k in counts]
+    parts += [f"{v} {k}" for k, v in counts.items() if k not in ("considered", "kept", "dropped", "unjudged")]
+    return f"{n} {'entry' if n == 1 else 'entries'} considered" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def _batch_json(r) -> dict:
+    """``batch --json``: what the batch did, for machines (the fields of consolidate.batch's result)."""
+    import dataclasses
+
+    return dataclasses.asdict(r) if dataclasses.is_dataclass(r) else dict(vars(r))
 
 
 def register_batch(sub, common) -> None:
@@ -172,4 +193,5 @@ def register_batch(sub, common) -> None:
     s.add_argument("--prompt-version", help="with --rejudge: only entries written under this prompt version")
     s.add_argument("--drifted", action="store_true",
                    help="with --rejudge: re-judge the memories whose anchored code changed instead")
+    s.add_argument("--json", action="store_true", help="print what the batch did as one JSON object")
     s.set_defaults(func=cmd_batch)
