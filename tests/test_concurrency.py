@@ -115,3 +115,62 @@ def test_undo_restores_superseded_entry(tmp_path):
     undo_run(store, plan.run_id)
     after = dump(store)
     assert after["chroma"] == before["chroma"] and after["nodes"] == before["nodes"] and after["edges"] == before["edges"]
+
+
+def test_the_store_lock_waits_while_writers_ahead_make_progress(store):
+    """The cause of test_eight_processes_eight_sessions' flakes under load: eight runs queued on one
+    store, each waiting at most 60 s in all, so under load the last waiter gave up (StoreLocked)
+    while the runs ahead of it were all progressing. The wait now starts again each time the lock
+    changes hands: twelve holders of 0.3 s each, waited for by every thread with a 3 s bound (more
+    than 3 s in all), all get it."""
+    import threading
+    import time
+
+    from consolidate.errors import StoreLocked
+
+    got, failed = [], []
+
+    def writer(i):
+        try:
+            with store.lock(timeout=3.0):
+                got.append(i)
+                time.sleep(0.3)
+        except StoreLocked as exc:
+            failed.append(str(exc))
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failed and sorted(got) == list(range(12))
+
+
+def test_the_store_lock_gives_up_on_a_holder_that_does_not_let_go(store):
+    import threading
+    import time
+
+    from consolidate.errors import StoreLocked
+
+    taken, release = threading.Event(), threading.Event()
+
+    def stuck():
+        with store.lock():
+            taken.set()
+            release.wait(30)
+
+    t = threading.Thread(target=stuck)
+    t.start()
+    try:
+        assert taken.wait(30)
+        started = time.monotonic()
+        with pytest.raises(StoreLocked, match="held 0.5 s by one process"):
+            with store.lock(timeout=0.5):
+                pass
+        assert time.monotonic() - started < 25  # a hang guard, not a timing claim
+        with pytest.raises(StoreLocked):
+            with store.lock(timeout=0):
+                pass
+    finally:
+        release.set()
+        t.join()
