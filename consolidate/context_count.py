@@ -33,15 +33,16 @@ def recount(text: str, *, stale: int = 0, before_cut: int | None = None) -> str:
     at = next((i for i, line in enumerate(lines) if _HEADER.match(line)), None)
     if at is None:
         return text
-    marks = [i for i, line in enumerate(lines) if _HELD.match(line)]
-    if len(marks) > 1:  # held back when the run wrote the file and again now: one line, one count
+    held = [(i, int(m.group("n"))) for i, m in ((i, _HELD.match(line)) for i, line in enumerate(lines)) if m]
+    if len(held) > 1:  # held back when the run wrote the file and again now: one line, one count
         from .context_guard import held_back_line
 
-        total = sum(int(_HELD.match(lines[i]).group("n")) for i in marks)
-        lines[marks[0]] = held_back_line(total)
-        lines = [line for i, line in enumerate(lines) if i not in marks[1:]]
+        lines[held[0][0]] = held_back_line(sum(n for _, n in held))
+        drop = {i for i, _ in held[1:]}
+        lines = [line for i, line in enumerate(lines) if i not in drop]
     shown = sum(1 for line in lines[at + 1:] if line.startswith("- "))
-    scope = _HEADER.match(lines[at]).group("scope")
+    header = _HEADER.match(lines[at])
+    scope = header.group("scope") if header else ""
     cut = max(0, before_cut - shown) if before_cut is not None else 0
     why = [f"{stale} left out: the code they name is gone" if stale else "",
            f"{cut} more cut to fit" if cut else ""]

@@ -180,7 +180,7 @@ def recalled_context(store_path: Path, max_chars: int = CONTEXT_MAX_CHARS) -> st
     from .context_count import memory_lines, recount
 
     parts = []
-    counts = None
+    counts: dict[str, int] | None = None
     for name in ("core.md", "context.md"):
         try:
             text = (store_path / "memory" / name).read_text(encoding="utf-8").strip()
@@ -192,7 +192,8 @@ def recalled_context(store_path: Path, max_chars: int = CONTEXT_MAX_CHARS) -> st
             continue
         if text and name == "context.md":
             text = _guarded(text)
-            counts["before_cut"] = memory_lines(text)
+            if counts is not None:
+                counts["before_cut"] = memory_lines(text)
         if text:
             parts.append(text)
     out = "\n\n".join(parts)

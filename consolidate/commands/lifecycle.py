@@ -173,7 +173,7 @@ def _batch_json(r) -> dict:
     """``batch --json``: what the batch did, for machines (the fields of consolidate.batch's result)."""
     import dataclasses
 
-    return dataclasses.asdict(r) if dataclasses.is_dataclass(r) else dict(vars(r))
+    return dataclasses.asdict(r) if dataclasses.is_dataclass(r) and not isinstance(r, type) else dict(vars(r))
 
 
 def register_batch(sub, common) -> None:
