@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import team
+from . import interruptible, team
 from .errors import ConfigError, ConsolidateError, EmbeddingMismatch, TeamError, TeamTimeout
 from .faults import crash_point, pause_point
 
@@ -81,8 +81,7 @@ def bounded(fn, seconds: float | None, what: str):
 
     t = threading.Thread(target=target, daemon=True, name=f"team-{what}")
     t.start()
-    t.join(seconds)
-    if t.is_alive():
+    if not interruptible.join(t, seconds):  # Ctrl-C heard at once, not after the server's answer
         raise TeamTimeout(f"the team store did not answer the {what} within {seconds:g} s")
     if "error" in box:
         raise box["error"]

@@ -14,6 +14,7 @@ import threading
 import time
 from typing import Any
 
+from consolidate import interruptible
 from consolidate.errors import CassetteMiss, JudgeError, JudgeOutputInvalid, JudgeTimeout
 from consolidate.settings import REASK
 
@@ -129,7 +130,12 @@ def _spread(run: list, max_notes: int, max_chars: int, per_call: int) -> list[li
 
 def _call_with_deadline(judge, batch, context, timeout: float | None):
     """Run ``judge.judge`` in a daemon thread and stop waiting ``GRACE_SECONDS`` after its time box:
-    a judge that ignores its timeout cannot hold the run (the thread is abandoned)."""
+    a judge that ignores its timeout cannot hold the run (the thread is abandoned).
+
+    The wait hears Ctrl-C at once (consolidate.interruptible: one join for the whole time box made
+    the run wait for the judge's answer first). On Ctrl-C (any exception while waiting) the judge's
+    process is ended too: a judge with a ``cancel()`` method (the CLI judge: its process group) is
+    asked to stop."""
     if timeout is None:
         return judge.judge(batch, context, None)
     box: dict[str, Any] = {}
@@ -141,8 +147,14 @@ def _call_with_deadline(judge, batch, context, timeout: float | None):
             box["error"] = exc
 
     t = threading.Thread(target=target, daemon=True, name=f"judge-{judge.name}")
-    t.start()
-    t.join(timeout + GRACE_SECONDS)
+    try:
+        t.start()
+        interruptible.join(t, timeout + GRACE_SECONDS)
+    except BaseException:
+        cancel = getattr(judge, "cancel", None)
+        if callable(cancel):
+            cancel()
+        raise
     if t.is_alive():
         raise JudgeTimeout(f"{judge.name}: no answer within {timeout:.1f} s", judge=judge.name, seconds=timeout)
     if "error" in box:
@@ -288,6 +300,11 @@ class _CompareAdapter:
 
     def judge(self, batch, context, timeout):
         return self._judge.compare(batch, context, timeout)
+
+    def cancel(self) -> None:
+        cancel = getattr(self._judge, "cancel", None)
+        if callable(cancel):
+            cancel()
 
 
 def compare_pairs(chain: "JudgeChain", pairs: list[Pair], context: JudgeContext,

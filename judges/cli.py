@@ -277,6 +277,7 @@ class CLIJudge(BaseJudge):
         self.calls = 0
         self.last_call: dict[str, Any] = {}
         self.last_pgid: int | None = None
+        self._running: subprocess.Popen | None = None  # the call's process while it runs (cancel)
         #: record/replay (``judges.cli_cassette``): from CONSOLIDATE_RECORD / CONSOLIDATE_CASSETTE unless given
         self.cassette = cassette if cassette is not None else cli_cassette.from_env(preset, self.model)
 
@@ -392,6 +393,7 @@ class CLIJudge(BaseJudge):
             raise JudgeUnavailable(f"{self.name}: cannot start {argv[0]}: {exc.strerror or exc}", judge=self.name) from None
         self.calls += 1
         self.last_pgid = proc.pid  # start_new_session: the child leads its own group
+        self._running = proc
         try:
             out, err = proc.communicate(prompt, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -402,6 +404,8 @@ class CLIJudge(BaseJudge):
         except BaseException:
             self._kill_group(proc)
             raise
+        finally:
+            self._running = None
         seconds = round(time.monotonic() - started, 3)
         self.last_call = {"seconds": seconds, "exit_code": proc.returncode}
         if proc.returncode != 0:
@@ -423,9 +427,34 @@ class CLIJudge(BaseJudge):
         self.last_call.update({"parsed_from": where, **meta})
         return raw
 
+    def cancel(self) -> None:
+        """End the call in progress, if any, with its process group (SIGTERM, then SIGKILL after
+        ``kill_grace`` s): the chain calls it on Ctrl-C while it waits for this judge, so no model
+        CLI goes on running (and costing) after the run stopped."""
+        proc = self._running
+        if proc is not None and proc.returncode is None:
+            self._end_group(proc)  # the call's own thread then sees its end and reaps the process
+
     def _kill_group(self, proc: subprocess.Popen) -> None:
         """SIGTERM the child's process group, SIGKILL it after ``kill_grace`` seconds (at once if the
         leader has exited), reap the child, and wait briefly until the group is empty."""
+        pgid = proc.pid
+        self._end_group(proc)
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                if stream:
+                    stream.close()
+            except OSError:
+                pass
+        # Grandchildren were killed too; they are zombies until init reaps them. Give it a moment.
+        end = time.monotonic() + 0.5
+        while _group_alive(pgid) and time.monotonic() < end:
+            time.sleep(0.02)
+
+    def _end_group(self, proc: subprocess.Popen) -> None:
+        """SIGTERM the child's process group, SIGKILL it after ``kill_grace`` seconds (at once if the
+        leader has exited); does not reap."""
         pgid = proc.pid
         try:
             os.killpg(pgid, signal.SIGTERM)
@@ -438,14 +467,3 @@ class CLIJudge(BaseJudge):
             os.killpg(pgid, signal.SIGKILL)  # the leader is at most a zombie here: the group id is still ours
         except ProcessLookupError:
             pass
-        proc.wait()
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            try:
-                if stream:
-                    stream.close()
-            except OSError:
-                pass
-        # Grandchildren were killed too; they are zombies until init reaps them. Give it a moment.
-        end = time.monotonic() + 0.5
-        while _group_alive(pgid) and time.monotonic() < end:
-            time.sleep(0.02)
