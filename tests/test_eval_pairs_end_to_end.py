@@ -123,9 +123,9 @@ def test_prompt_version_is_selectable(monkeypatch):
         CLIJudge(fake("answer.py"))
 
 
-@pytest.mark.parametrize("version", ["judge-v2", "judge-v5", "judge-v7"])
+@pytest.mark.parametrize("version", ["judge-v2", "judge-v5", "judge-v7", "judge-v8"])
 def test_judge_prompt_names_no_labeled_note(version):
-    """judge-v2, judge-v5 and judge-v7 hold general rules only: no run of six words of any labeled real note (when
+    """judge-v2, judge-v5, judge-v7 and judge-v8 hold general rules only: no run of six words of any labeled real note (when
     ../shared is there) and no project name of the label set."""
     from conftest import SHARED
 

@@ -101,7 +101,7 @@ def register(sub, common) -> None:
                                       " relation duplicate|updates|contradicts|unrelated, optional also, category")
     add_limit(s, 10**9, None, "only the first N labeled notes (or pairs, with --pairs)")
     s.add_argument("--project", default="default", help="project name given to the judge as context")
-    s.add_argument("--prompt-version", help="judge prompt version (judge-v1, judge-v2, judge-v5, judge-v7; default:"
+    s.add_argument("--prompt-version", help="judge prompt version (judge-v1, judge-v2, judge-v5, judge-v7, judge-v8; default:"
                                             " $CONSOLIDATE_PROMPT_VERSION, else judge-v1)")
     add_time_box(s, None)
     s.add_argument("--as-run", action="store_true",
