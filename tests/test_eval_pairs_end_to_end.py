@@ -275,6 +275,6 @@ def test_batch_rejudge_moves_a_store_between_prompt_versions(tmp_path):
     cli("judge-v1", "run")
     assert versions() == ["judge-v1", "judge-v1"]
     out = cli("judge-v2", "batch", "--rejudge", "--prompt-version", "judge-v1")
-    assert "'kept': 2" in out and versions() == ["judge-v2", "judge-v2"]
+    assert "(2 kept, 0 dropped" in out and versions() == ["judge-v2", "judge-v2"]
     cli("judge-v1", "batch", "--rejudge", "--prompt-version", "judge-v2")
     assert versions() == ["judge-v1", "judge-v1"]
