@@ -52,7 +52,8 @@ def build_parser(modules: tuple[str, ...] = MODULES) -> argparse.ArgumentParser:
                                 epilog=exit_codes_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"consolidate {__version__}")
     p.add_argument("--env-file", metavar="FILE", help="read CONSOLIDATE_* settings (store, Chroma URL, project,"
-                   " embedding, judges) from a .env file; a missing or unreadable FILE is an error (exit 2)")
+                   " embedding, judges, ...) from a .env file; a missing or unreadable FILE, a line that is not"
+                   " KEY=VALUE or a bad value is an error naming the line (exit 2)")
     p.add_argument("--env-file-if-exists", metavar="FILE", help="the same, but a missing FILE sets nothing (the"
                    " Gemini CLI extension's .env, written once a setting is saved)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -125,9 +126,9 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"consolidate hook: --env-file {args.env_file}: No such file or directory;"
                           " going on without it", file=sys.stderr)
                 else:
-                    load_env_file(args.env_file)
+                    load_env_file(args.env_file, check=args.command != "hook")
             if getattr(args, "env_file_if_exists", None):
-                load_env_file(args.env_file_if_exists, missing_ok=True)
+                load_env_file(args.env_file_if_exists, missing_ok=True, check=args.command != "hook")
         except ConsolidateError as exc:
             if args.command == "hook":  # refused as the hook refuses (exit 1: shown, the agent goes on)
                 from .commands.lifecycle import HOOK_REFUSED

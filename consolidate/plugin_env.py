@@ -51,11 +51,17 @@ def apply(environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
 
 
 def load_env_file(path: str | os.PathLike, environ: MutableMapping[str, str] | None = None, *,
-                  missing_ok: bool = False) -> dict[str, str]:
-    """Set the ``CONSOLIDATE_<KEY>`` variables of a ``.env`` file (the Gemini CLI extension's
-    settings) that hold a value; other variables in it are ignored. Returns what it set. Raises
-    ConfigError (one line) when the file is missing (unless ``missing_ok``: the extension's file
-    exists only once a setting was saved), is not a file, or cannot be read as UTF-8 text."""
+                  missing_ok: bool = False, check: bool = True) -> dict[str, str]:
+    """Set the ``CONSOLIDATE_*`` variables of a ``.env`` file (the Gemini CLI extension's settings)
+    that hold a value: every variable declared in consolidate/settings.py but the ones consolidate
+    sets for its own child processes; other variables in it are ignored (as the environment's). Returns
+    what it set. Raises ConfigError (one line) when the file is missing (unless ``missing_ok``: the
+    extension's file exists only once a setting was saved), is not a file, or cannot be read as UTF-8
+    text; with ``check`` also, naming the file and the line (1-based), for a line that is not
+    ``KEY=VALUE`` (a comment or a blank line is fine) and for a value its setting cannot parse, as a
+    bad value in the environment is refused (``--env-file F line 3: CONSOLIDATE_TIME_BOX='abc': not a
+    number (seconds)``); nothing is set then. Without ``check`` (the hook, which never fails an agent
+    over a setting) such a line is skipped and a bad value set as it is, for the worker to report."""
     from .errors import ConfigError
 
     env = os.environ if environ is None else environ
@@ -63,17 +69,53 @@ def load_env_file(path: str | os.PathLike, environ: MutableMapping[str, str] | N
         return {}
     try:
         with open(path, encoding="utf-8") as f:
-            f.read()  # readable, UTF-8, and a file (a folder raises IsADirectoryError)
+            text = f.read()  # readable, UTF-8, and a file (a folder raises IsADirectoryError)
+        lines = _key_lines(path, text, check)  # before python-dotenv logs a line it cannot parse
         from dotenv import dotenv_values
 
         values = dotenv_values(path)
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
         raise ConfigError(f"--env-file {os.fspath(path)}: {why}", path=os.fspath(path)) from None
+    from .settings import ALL
+
+    known = {s.name: s for s in ALL if s.audience != "internal"}
     done = {}
-    wanted = {"CONSOLIDATE_" + k.upper() for k in KEYS}
     for name, raw in values.items():
         value = _value(raw)
-        if name in wanted and value:
-            env[name] = done[name] = value
+        setting = known.get(name)
+        if setting is None or value is None:
+            continue
+        if check:
+            try:
+                setting.get({name: value})
+            except ConfigError as exc:
+                raise ConfigError(f"--env-file {os.fspath(path)} line {lines.get(name, '?')}: {exc}",
+                                  path=os.fspath(path), line=lines.get(name), variable=name) from None
+        done[name] = value
+    env.update(done)
     return done
+
+
+def _key_lines(path: str | os.PathLike, text: str, check: bool) -> dict[str, int]:
+    """``{variable: the 1-based line setting it last}`` of the env file's ``text``. With ``check``,
+    ConfigError naming the line for one that is not ``KEY=VALUE`` (python-dotenv's parser)."""
+    import io
+
+    from dotenv.parser import parse_stream
+
+    from .errors import ConfigError
+
+    lines: dict[str, int] = {}
+    for binding in parse_stream(io.StringIO(text)):
+        original = binding.original.string
+        # the statement's own line: the parser counts the blank lines before it as its start
+        line = binding.original.line + original[:len(original) - len(original.lstrip())].count("\n")
+        if binding.key is not None and binding.value is not None:
+            lines[binding.key] = line
+        elif check and (binding.error or binding.key is not None):
+            shown = original.strip().splitlines()[0] if original.strip() else original
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            raise ConfigError(f"--env-file {os.fspath(path)} line {line}: not a KEY=VALUE line: {shown!r}",
+                              path=os.fspath(path), line=line)
+    return lines

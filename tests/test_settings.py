@@ -204,3 +204,78 @@ def test_the_extension_reads_its_env_file_only_if_it_exists():
     ext = json.loads((ROOT / "gemini-extension.json").read_text(encoding="utf-8"))
     assert "--env-file-if-exists" in hooks and '"--env-file "' not in hooks
     assert ext["mcpServers"]["consolidate"]["args"][0] == "--env-file-if-exists"
+
+
+# -- a bad value inside --env-file (issue 20 item 4: it was ignored, exit 0) ---------------------------
+
+ENV_FILE_BAD = [("CONSOLIDATE_TIME_BOX", "abc"),           # a number
+                ("CONSOLIDATE_WAIT_DAYS", "-1"),           # a number that must be positive
+                ("CONSOLIDATE_QUARANTINE_TTL_DAYS", "7 days"),  # a duration with its unit written
+                ("CONSOLIDATE_TEAM_PULL_SECONDS", "0"),    # a duration of nothing
+                ("CONSOLIDATE_REASK", "yes")]              # one of a few values (0 or 1)
+
+
+@pytest.mark.parametrize("option", ["--env-file", "--env-file-if-exists"])
+@pytest.mark.parametrize("name, value", ENV_FILE_BAD)
+def test_a_bad_value_in_an_env_file_fails_as_in_the_environment_naming_file_and_line(
+        tmp_path, monkeypatch, capsys, option, name, value):
+    monkeypatch.chdir(tmp_path)
+    for s in settings.ALL:
+        monkeypatch.delenv(s.name, raising=False)
+    monkeypatch.setenv(name, value)
+    assert main(["status"]) == 2
+    from_environment = capsys.readouterr().err
+    assert from_environment.startswith(f"error: {name}=") and from_environment.count("\n") == 1
+    monkeypatch.delenv(name)
+    env_file = tmp_path / "settings.env"
+    env_file.write_text(f"# consolidate\nCONSOLIDATE_PROJECT=demo\n\n{name}={value}\n", encoding="utf-8")
+    assert main([option, str(env_file), "status"]) == 2
+    err = capsys.readouterr().err
+    assert err == from_environment.replace("error: ", f"error: --env-file {env_file} line 4: ", 1)
+    assert "CONSOLIDATE_PROJECT" not in os.environ  # nothing of a refused file is set
+
+
+@pytest.mark.parametrize("line", ["not a setting", "CONSOLIDATE_STORE", "CONSOLIDATE_STORE='unclosed",
+                                  "= value without a name"])
+def test_an_env_file_line_that_is_not_key_value_is_an_error_naming_it(tmp_path, monkeypatch, capsys, line):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CONSOLIDATE_PROJECT", raising=False)
+    env_file = tmp_path / "settings.env"
+    env_file.write_text(f"CONSOLIDATE_PROJECT=demo\n# a comment\n\n{line}\nCONSOLIDATE_TIME_BOX=30\n",
+                        encoding="utf-8")
+    assert main(["--env-file", str(env_file), "status"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --env-file {env_file} line 4: not a KEY=VALUE line: ") and err.count("\n") == 1
+    assert line.split("=")[0].strip() in err
+    assert "CONSOLIDATE_PROJECT" not in os.environ
+
+
+def test_an_env_file_sets_every_declared_setting_and_ignores_the_rest(tmp_path):
+    from consolidate.plugin_env import load_env_file
+
+    env_file = tmp_path / "settings.env"
+    env_file.write_text("export CONSOLIDATE_TIME_BOX=30\nCONSOLIDATE_REASK=0\nCONSOLIDATE_JUDGE_CHILD=1\n"
+                        "OTHER=x\nCONSOLIDATE_NOT_A_SETTING=1\nCONSOLIDATE_WAIT_DAYS=\n", encoding="utf-8")
+    environ: dict[str, str] = {}
+    assert load_env_file(env_file, environ) == {"CONSOLIDATE_TIME_BOX": "30", "CONSOLIDATE_REASK": "0"}
+    assert environ == {"CONSOLIDATE_TIME_BOX": "30", "CONSOLIDATE_REASK": "0"}
+    assert settings.TIME_BOX.get(environ) == 30.0 and settings.REASK.get(environ) is False
+
+
+def test_the_hook_with_a_bad_value_in_its_env_file_still_queues_the_session_end(tmp_path):
+    """As with a bad value in the environment, the hook never fails the agent over a setting: the end
+    is queued and the worker it starts reports the value (exit 2 there)."""
+    env_file = tmp_path / "settings.env"
+    env_file.write_text("CONSOLIDATE_TIME_BOX=abc\nnot a setting\n", encoding="utf-8")
+    payload = json.dumps({"session_id": "s1", "hook_event_name": "SessionEnd", "cwd": str(tmp_path)})
+    out = subprocess.run([sys.executable, "-m", "consolidate", "--env-file", str(env_file), "hook", "--no-worker"],
+                         input=payload, cwd=tmp_path, capture_output=True, text=True, env=_env(), timeout=120)
+    assert out.returncode == 0
+    from consolidate.store import Store
+
+    store = Store(tmp_path / ".memofs", embedding="hash", create=False)
+    assert [p["session_id"] for p in store.sessions.pending()] == ["s1"]
+    worker = subprocess.run([sys.executable, "-m", "consolidate", "--env-file", str(env_file), "worker",
+                             "--store", str(store.path), "--embedding", "hash"],
+                            capture_output=True, text=True, env=_env(), timeout=120)
+    assert worker.returncode == 2 and worker.stderr.startswith(f"error: --env-file {env_file} line 2: ")
