@@ -1,8 +1,9 @@
 """``consolidate batch``: re-consolidation of a whole store.
 
-In order: replay an unfinished journal; end orphaned sessions (notes older than ``orphan_age``
-seconds with no session end) with outcome ``success``; drain every pending session end, with up to
-``concurrency`` sessions judged at once (their judge calls run concurrently; the read-check-write
+In order: end orphaned sessions (notes older than ``orphan_age`` seconds with no session end) with
+outcome ``success``; drain the queue (consolidate.pipeline.drain: an unfinished journal replayed
+first, the team pulled first and pushed after on a team store, then every pending session end), with
+up to ``concurrency`` sessions judged at once (their judge calls run concurrently; the read-check-write
 section of each run is serialised by the store lock); expire quarantine past its TTL; apply decay;
 with ``rejudge``, re-run the judge over entries written under other prompt versions (with
 ``drifted`` too: over the entries whose anchored code changed, consolidate.anchors). A progress bar
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import sys
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -102,8 +102,7 @@ def run_batch(store, *, concurrency: int = 4, judges: list[str] | None = None, c
     ``rejudge`` and ``drifted``, the drifted ones are re-judged (``rejudged_drifted``) instead of
     the entries of other prompt versions."""
     from .maintenance import apply_updates, new_plan, plan_decay
-    from .pipeline import run_claimed
-    from .journal import recover
+    from .pipeline import drain
     from .plan import run_summary as summary
     from .stages.purge import expire_quarantine
 
@@ -114,49 +113,31 @@ def run_batch(store, *, concurrency: int = 4, judges: list[str] | None = None, c
         since = parse_user_date(since, what="--since date")
     started = time.perf_counter()
     result = BatchResult()
-    recover(store)  # a run a crash left in the journal is finished first
     result.orphans_ended = end_orphans(store, orphan_age, now)
     from .deferral import requeue_ready
 
     result.requeued_waiting = requeue_ready(store, judges=judges, chain_factory=chain_factory, now=now)
-    pending = store.sessions.pending()
-    update, postfix, close = _progress(len(pending), out)
+    update, postfix, close = _progress(len(store.sessions.pending()), out)
 
-    def one(row):
-        plan = run_claimed(store, row["session_id"], judges=judges, chain_factory=chain_factory, time_box=time_box)
-        if plan is None:
-            return {"session_id": row["session_id"], "skipped": "held by another process"}
-        return {"session_id": plan.session_id, "run_id": plan.run_id, **summary(plan)}
+    def done(taken) -> None:
+        sid = taken.row["session_id"]
+        if taken.error is not None:
+            res = {"session_id": sid, "error": f"{type(taken.error).__name__}: {taken.error}"}
+        elif taken.plan is None:
+            res = {"session_id": sid, "skipped": "held by another process"}
+        else:
+            res = {"session_id": taken.plan.session_id, "run_id": taken.plan.run_id, **summary(taken.plan)}
+        result.sessions.append(res)
+        update(1)
+        postfix(f"{res['session_id']}: " + ("error" if "error" in res else res.get("skipped") or
+                                            f"{res.get('written_durable', 0)} durable"))
 
-    pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="batch")
-    futures: dict[Any, Any] = {}
-    queue = list(pending)
-    try:
-        while queue or futures:
-            while queue and len(futures) < max(1, concurrency):
-                row = queue.pop(0)
-                futures[pool.submit(one, row)] = row
-            done, _ = wait(list(futures), return_when=FIRST_COMPLETED)
-            for f in done:
-                row = futures.pop(f)
-                try:
-                    res = f.result()
-                except Exception as exc:  # one session's error does not stop the batch
-                    res = {"session_id": row["session_id"], "error": f"{type(exc).__name__}: {exc}"}
-                result.sessions.append(res)
-                update(1)
-                postfix(f"{res['session_id']}: " + ("error" if "error" in res else res.get("skipped") or
-                                                    f"{res.get('written_durable', 0)} durable"))
+    try:  # a run a crash left in the journal is finished first (by the drain)
+        drain(store, concurrency=max(1, concurrency), keep_going=True, on_done=done, judges=judges,
+              chain_factory=chain_factory, time_box=time_box)
     except KeyboardInterrupt:
         result.interrupted = True
-        queue.clear()
-        for f in list(futures):  # the running sessions finish their journaled apply
-            try:
-                result.sessions.append(f.result())
-            except BaseException as exc:
-                result.sessions.append({"session_id": futures[f]["session_id"], "error": repr(exc)})
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
         close()
     result.left_in_queue = len(store.sessions.pending())
     if result.interrupted:

@@ -135,7 +135,8 @@ def _run_stage(stage: Stage, plan: Plan, ctx: RunContext) -> None:
     plan.stage_seconds[stage.name] = round(time.perf_counter() - t, 6)
 
 
-def run_queue(store: Store, *, session_id: str | None = None, stale_after: float = 600.0, **kwargs) -> list[Plan]:
+def run_queue(store: Store, *, session_id: str | None = None, stale_after: float = 600.0, rounds: bool = False,
+              on_done: Callable[[Taken], None] | None = None, **kwargs) -> list[Plan]:
     """Run every pending session end, oldest first (only ``session_id``'s when given); returns the
     plans. Each session end is claimed first, so two processes never consolidate the same session;
     one claimed by a process that died (or longer ago than ``stale_after`` seconds) is taken over.
@@ -143,36 +144,12 @@ def run_queue(store: Store, *, session_id: str | None = None, stale_after: float
     can answer now or a waiting note is past its bound (consolidate/deferral.py), so this run judges
     exactly their waiting notes. Without a ``chain_factory`` the sessions of one call share one judge
     chain, so a judge that failed is skipped for the rest of the call (the circuit breaker), not
-    tried again, time box after time box, for every waiting session. Keyword arguments go to
-    :func:`run_session`; a dry run claims nothing."""
-    plans = []
+    tried again, time box after time box, for every waiting session. The sessions are taken by
+    :func:`drain` (``rounds`` and ``on_done`` are its own: the worker drains until the queue stays
+    empty). Keyword arguments go to :func:`run_session`; a dry run claims nothing."""
     kwargs = _share_chain(store, kwargs)
-    team = _team_mode(store, kwargs)
     _requeue_waiting(store, session_id, kwargs)
-    if not kwargs.get("dry_run"):
-        from .journal import recover
-
-        recover(store, kwargs.get("lock_timeout", LOCK_TIMEOUT))  # a crashed run first: never consolidated twice
-    rows = store.sessions.pending(session_id)
-    if team and rows:
-        from .team import pull_before_run
-
-        pull_before_run(store)  # the team's memories before any contradiction check (bounded)
-    if kwargs.get("dry_run"):
-        rows = sorted(rows + _partial_rows(store, session_id), key=lambda r: (r["ended_at"], r["session_id"]))
-    for row in rows:
-        if kwargs.get("dry_run"):
-            if row in store.sessions.queued(row["session_id"]) or row in store.sessions.partial():
-                plans.append(run_session(store, row["session_id"], outcome=row["outcome"], reason=row["reason"], **kwargs))
-            continue
-        plan = run_claimed(store, row["session_id"], stale_after=stale_after, **kwargs)
-        if plan is not None:
-            plans.append(plan)
-    if team:
-        from .team import push_after_run
-
-        push_after_run(store)  # failures stay in the outbox for the next run or `consolidate sync`
-    return plans
+    return drain(store, session_id=session_id, stale_after=stale_after, rounds=rounds, on_done=on_done, **kwargs)
 
 
 def run_claimed(store: Store, session_id: str, *, stale_after: float = 600.0, **kwargs) -> Plan | None:
@@ -186,19 +163,143 @@ def run_claimed(store: Store, session_id: str, *, stale_after: float = 600.0, **
         return run_session(store, row["session_id"], outcome=row["outcome"], reason=row["reason"], **kwargs)
 
 
-def drain(store: Store, *, on_plan: Callable[[Plan], None] | None = None, **kwargs) -> list[Plan]:
-    """:func:`run_queue` again until a round consolidates nothing or the queue is empty, so session
-    ends queued while it ran are taken too (the worker); ``on_plan(plan)`` is called for each plan
-    as its round ends. Returns every plan. Keyword arguments go to :func:`run_queue`."""
-    done: list[Plan] = []
+@dataclass
+class Taken:
+    """One session end :func:`drain` took from the queue: its queue ``row`` (``session_id``,
+    ``outcome``, ``reason``, ``ended_at``), the ``plan`` of its run (None when another live process
+    holds it), or the ``error`` its run raised (only with ``keep_going``)."""
+
+    row: dict
+    plan: Plan | None = None
+    error: BaseException | None = None
+
+
+def drain(store: Store, *, session_id: str | None = None, concurrency: int | None = None, rounds: bool = False,
+          keep_going: bool = False, on_done: Callable[[Taken], None] | None = None, stale_after: float = 600.0,
+          **kwargs) -> list[Plan]:
+    """The queue drain every consolidation of queued session ends goes through (``run``, the worker,
+    ``batch``): a run a crash left in the journal is finished first (never consolidated twice), the
+    team's memories are pulled before the first run (a store in a team) and the outbox pushed after,
+    and every pending session end (only ``session_id``'s when given), oldest first, is claimed, run
+    and released by :func:`run_claimed` with ``kwargs`` (:func:`run_session`'s). ``on_done(Taken)``
+    is called as each one finishes. Returns the plans of the runs (the session ends another process
+    held are left out).
+
+    ``concurrency``: None runs one session at a time in this thread (the worker: one model in
+    memory); ``n`` >= 1 runs up to ``n`` at once in a pool of threads (``batch``: their judge calls
+    overlap, the read-check-write section of each is serialised by the store lock), and Ctrl-C there
+    stops taking new session ends, lets the running ones finish their (journaled) apply and then
+    raises KeyboardInterrupt; the rest stay in the queue. ``rounds``: drain again until a round
+    consolidates nothing or the queue is empty (session ends queued meanwhile). An exception in a
+    run propagates (the session end back in the queue), after the running ones finished; with
+    ``keep_going`` it is reported as ``Taken.error`` and the drain goes on. A dry run claims
+    nothing and shows what the queued and partial session ends would do."""
+    dry_run = bool(kwargs.get("dry_run"))
+    if not dry_run:
+        from .journal import recover
+
+        recover(store, kwargs.get("lock_timeout", LOCK_TIMEOUT))
+    team = _team_mode(store, kwargs)
+    pulled = False
+    plans: list[Plan] = []
     while True:
-        plans = run_queue(store, **kwargs)
-        for plan in plans:
-            if on_plan is not None:
-                on_plan(plan)
-        done += plans
-        if not plans or not store.sessions.pending():
-            return done
+        rows = store.sessions.pending(session_id)
+        if team and rows and not pulled:
+            from .team import pull_before_run
+
+            pull_before_run(store)  # the team's memories before any contradiction check (bounded)
+            pulled = True
+        if dry_run:
+            rows = sorted(rows + _partial_rows(store, session_id), key=lambda r: (r["ended_at"], r["session_id"]))
+            for row in rows:
+                if row in store.sessions.queued(row["session_id"]) or row in store.sessions.partial():
+                    plans.append(run_session(store, row["session_id"], outcome=row["outcome"], reason=row["reason"],
+                                             **kwargs))
+            return plans
+
+        def one(row: dict) -> Taken:
+            return Taken(row, run_claimed(store, row["session_id"], stale_after=stale_after, **kwargs))
+
+        if concurrency is None:
+            taken = _take_here(rows, one, keep_going, on_done)
+        else:
+            taken = _take_in_threads(rows, one, concurrency, keep_going, on_done)
+        round_plans = [t.plan for t in taken if t.plan is not None]
+        plans += round_plans
+        if not rounds or not round_plans or not store.sessions.pending(session_id):
+            break
+    if team:
+        from .team import push_after_run
+
+        push_after_run(store)  # failures stay in the outbox for the next run or `consolidate sync`
+    return plans
+
+
+def _finished(taken: Taken, out: list[Taken], on_done: Callable[[Taken], None] | None) -> None:
+    out.append(taken)
+    if on_done is not None:
+        on_done(taken)
+
+
+def _take_here(rows: list[dict], one: Callable[[dict], Taken], keep_going: bool,
+               on_done: Callable[[Taken], None] | None) -> list[Taken]:
+    """:func:`drain`'s rows one after another in this thread."""
+    out: list[Taken] = []
+    for row in rows:
+        try:
+            taken = one(row)
+        except Exception as exc:
+            if not keep_going:
+                raise
+            taken = Taken(row, error=exc)
+        _finished(taken, out, on_done)
+    return out
+
+
+def _take_in_threads(rows: list[dict], one: Callable[[dict], Taken], concurrency: int, keep_going: bool,
+                     on_done: Callable[[Taken], None] | None) -> list[Taken]:
+    """:func:`drain`'s rows, up to ``concurrency`` at once in a pool of threads."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    width = max(1, concurrency)
+    out: list[Taken] = []
+    queue = list(rows)
+    futures: dict = {}
+    failed: BaseException | None = None
+    pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="drain")
+
+    def collect(future, row) -> None:
+        nonlocal failed
+        try:
+            taken = future.result()
+        except Exception as exc:  # one session's error: reported, or raised once the running ones finished
+            if not keep_going:
+                failed = failed or exc
+                return
+            taken = Taken(row, error=exc)
+        _finished(taken, out, on_done)
+
+    try:
+        while (queue and failed is None) or futures:
+            while queue and failed is None and len(futures) < width:
+                row = queue.pop(0)
+                futures[pool.submit(one, row)] = row
+            done, _ = wait(list(futures), return_when=FIRST_COMPLETED)
+            for f in done:
+                collect(f, futures.pop(f))
+    except KeyboardInterrupt:
+        queue.clear()
+        for f, row in list(futures.items()):  # the running sessions finish their journaled apply
+            try:
+                collect(f, row)
+            except BaseException as exc:  # noqa: BLE001 - reported, the interruption goes on
+                _finished(Taken(row, error=exc), out, on_done)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    if failed is not None:
+        raise failed
+    return out
 
 
 def _team_mode(store, kwargs: dict) -> bool:

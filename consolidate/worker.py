@@ -29,7 +29,7 @@ def run_worker(store, *, time_box: float | None = None, judges: list[str] | None
     another worker holds the lock)."""
     import filelock
 
-    from .pipeline import drain
+    from .pipeline import run_queue
     from .plan import run_summary as summary
 
     out = out or sys.stdout
@@ -41,13 +41,16 @@ def run_worker(store, *, time_box: float | None = None, judges: list[str] | None
         print(_stamp(), "another worker is draining this store; leaving the queue to it", file=out, flush=True)
         return 0
 
-    def say(plan) -> None:
+    def say(taken) -> None:
+        plan = taken.plan
+        if plan is None:
+            return
         print(_stamp(), f"session {plan.session_id} ({plan.outcome}) run {plan.run_id}:", summary(plan),
               file=out, flush=True)
 
     try:
         # one thread, one session at a time: the model's memory goes before the index loads
-        return len(drain(store, judges=judges, time_box=time_box, on_plan=say, release_model=True))
+        return len(run_queue(store, rounds=True, judges=judges, time_box=time_box, on_done=say, release_model=True))
     finally:
         lock.release()
 

@@ -3,7 +3,9 @@ the atomic file write, the store's JSONL reader, the queue claim and the journal
 
 import json
 import os
+import re
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -97,6 +99,112 @@ def test_run_claimed_puts_the_session_back_on_an_error(store, monkeypatch):
     plan = run_claimed(store, "s1", chain_factory=lambda: JudgeChain([ScriptedJudge()]))
     assert plan is not None and plan.finished
     assert run_claimed(store, "s1") is None  # done: nothing to claim
+
+
+# -- one queue drain (issue 20 item 4) ------------------------------------------------------------
+
+PACKAGE = Path(__file__).resolve().parents[1] / "consolidate"
+
+
+def _sources():
+    return {p.relative_to(PACKAGE).as_posix(): p.read_text(encoding="utf-8") for p in PACKAGE.rglob("*.py")}
+
+
+def test_the_queue_is_drained_in_one_place():
+    """run, the worker and batch take queued session ends through consolidate.pipeline.drain: the
+    claim/run/release (run_claimed), the pool of threads and the journal replay before a drain are
+    written there only."""
+    src = _sources()
+    assert sorted(n for n, t in src.items() if "run_claimed(" in t) == ["pipeline.py"]
+    assert sorted(n for n, t in src.items() if "ThreadPoolExecutor(" in t and "drain" in t) == ["pipeline.py"]
+    assert sorted(n for n, t in src.items() if re.search(r"(?<!def )\brecover\(store", t)) == ["doctor.py", "pipeline.py"]
+    assert "drain(" in src["batch.py"] and "run_queue(" in src["worker.py"]
+    assert "finish_pending" not in src["batch.py"] + src["worker.py"]
+
+
+def _queue(store, *sids):
+    for sid in sids:
+        store.sessions.add_note(sid, f"Service {sid} listens on port 8080", flag=True)
+        store.sessions.end(sid, "success")
+
+
+@pytest.mark.parametrize("concurrency", [None, 1, 3])
+def test_drain_takes_every_pending_end_in_order_and_reports_each(store, concurrency):
+    from consolidate.pipeline import drain
+
+    _queue(store, "a", "b", "c", "d")
+    seen = []
+    plans = drain(store, concurrency=concurrency, on_done=seen.append,
+                  chain_factory=lambda: JudgeChain([ScriptedJudge()]))
+    assert sorted(p.session_id for p in plans) == ["a", "b", "c", "d"] and all(p.finished for p in plans)
+    assert sorted(t.row["session_id"] for t in seen) == ["a", "b", "c", "d"]
+    assert all(t.error is None and t.plan is not None for t in seen)
+    if concurrency is None:  # one at a time in this thread: oldest first
+        assert [p.session_id for p in plans] == ["a", "b", "c", "d"]
+    assert store.sessions.pending() == []
+
+
+@pytest.mark.parametrize("concurrency", [None, 2])
+def test_drain_keep_going_reports_an_error_and_goes_on_else_raises(store, monkeypatch, concurrency):
+    from consolidate.pipeline import drain
+    from consolidate.stages import judge as judge_stage
+
+    real = judge_stage.run
+
+    def flaky(plan, ctx):
+        if plan.session_id == "b":
+            raise RuntimeError("judge stage broke")
+        return real(plan, ctx)
+
+    monkeypatch.setattr("consolidate.stages.judge.run", flaky)
+    _queue(store, "a", "b", "c")
+    store.sessions.add_note("a", "a maybe")  # every session reaches the judge stage
+    store.sessions.add_note("b", "a maybe")
+    store.sessions.add_note("c", "a maybe")
+    seen = []
+    plans = drain(store, concurrency=concurrency, keep_going=True, on_done=seen.append,
+                  chain_factory=lambda: JudgeChain([ScriptedJudge()]))
+    assert sorted(p.session_id for p in plans) == ["a", "c"]
+    [bad] = [t for t in seen if t.error is not None]
+    assert bad.row["session_id"] == "b" and isinstance(bad.error, RuntimeError) and bad.plan is None
+    assert [r["session_id"] for r in store.sessions.queued()] == ["b"]  # released, not lost
+    with pytest.raises(RuntimeError):
+        drain(store, concurrency=concurrency, chain_factory=lambda: JudgeChain([ScriptedJudge()]))
+    assert [r["session_id"] for r in store.sessions.queued()] == ["b"]
+
+
+def test_drain_rounds_take_ends_queued_meanwhile(store):
+    from consolidate.pipeline import drain
+
+    _queue(store, "a")
+
+    def queue_another(taken):
+        if taken.row["session_id"] == "a":
+            _queue(store, "late")
+
+    one_round = drain(store, on_done=queue_another, chain_factory=lambda: JudgeChain([ScriptedJudge()]))
+    assert [p.session_id for p in one_round] == ["a"] and [r["session_id"] for r in store.sessions.queued()] == ["late"]
+    _queue(store, "b")
+    rounds = drain(store, rounds=True, on_done=lambda t: t.row["session_id"] == "b" and _queue(store, "later"),
+                   chain_factory=lambda: JudgeChain([ScriptedJudge()]))
+    assert [p.session_id for p in rounds] == ["late", "b", "later"] and store.sessions.pending() == []
+
+
+def test_drain_replays_a_crashed_run_first_and_a_held_end_is_reported(store, monkeypatch):
+    from consolidate.pipeline import drain
+
+    calls = []
+    real = journal.recover
+    monkeypatch.setattr(journal, "recover", lambda *a, **k: calls.append("recover") or real(*a, **k))
+    _queue(store, "a")
+    assert store.sessions.claim("a") is not None  # this process holds it: claimable again by it
+    monkeypatch.setattr(type(store.sessions), "claim", lambda self, sid, **k: None)  # another live process
+    seen = []
+    assert drain(store, on_done=seen.append, chain_factory=lambda: JudgeChain([ScriptedJudge()])) == []
+    assert calls == ["recover"] and [(t.row["session_id"], t.plan, t.error) for t in seen] == [("a", None, None)]
+    calls.clear()
+    drain(store, dry_run=True, chain_factory=lambda: JudgeChain([ScriptedJudge()]))
+    assert calls == []  # a dry run replays nothing
 
 
 # -- journal replay -------------------------------------------------------------------------------
