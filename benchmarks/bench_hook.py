@@ -12,7 +12,12 @@ slowest imports and a check that no heavy module (chromadb, litellm, instructor,
 numpy, pydantic, networkx) is imported. When the goal is missed, the hook's steps are timed one
 by one in a fresh interpreter.
 
-    python benchmarks/bench_hook.py [--runs 15]
+With ``--against DIR`` (another checkout of the project, e.g. ``git worktree add /tmp/base main``)
+the SessionEnd and the fast SessionStart hooks of both are timed side by side, interleaved, each
+through ``python -m consolidate`` with ``PYTHONPATH`` set to its checkout and on its own store, with
+the ratio of their medians: a change on the hook path measured against the code before it.
+
+    python benchmarks/bench_hook.py [--runs 15] [--against DIR]
 """
 
 from __future__ import annotations
@@ -103,6 +108,8 @@ def wait_for_worker(store: Path, timeout: float = 60.0) -> None:
 
 def main() -> int:
     ap = parser(__doc__, 15, "timed runs per case")
+    ap.add_argument("--against", metavar="DIR", type=Path,
+                    help="another checkout: its hooks timed side by side with this one's")
     args = ap.parse_args()
     runs = args.runs
     check_venv()
@@ -205,10 +212,62 @@ def main() -> int:
     else:
         print(f"GOAL no heavy import on the hook path ({', '.join(HEAVY)}): MET{also}")
     wait_for_worker(store)
+    if args.against:
+        side_by_side(args.against, runs, tmp)
     shutil.rmtree(tmp, ignore_errors=True)
     ok = goal_line("hook latency", ratio, 1.5, what='of python -c "import sqlite3, json"')
     ok_start = goal_line("SessionStart hook latency", start_ratio, 1.5, what='of python -c "import sqlite3, json"')
     return 0 if ok and ok_start and not heavy else 1
+
+
+#: Writes the start file of the store ``argv[1]`` with the code of the checkout on PYTHONPATH.
+WRITE_START_FILE = "import sys; from consolidate.fast_start import write; sys.exit(0 if write(sys.argv[1]) else 1)"
+
+
+def side_by_side(other: Path, runs: int, tmp: Path) -> None:
+    """``--against``: SessionEnd and fast SessionStart of this checkout and ``other``, interleaved."""
+    import compileall
+
+    trees = {"this checkout": Path(__file__).resolve().parents[1], "--against": other.resolve()}
+    cases: dict = {}
+    starts = {}
+    ids = itertools.count()
+    for label, tree in trees.items():
+        if not (tree / "consolidate" / "__init__.py").exists():
+            raise SystemExit(f"--against {other}: no consolidate package there")
+        compileall.compile_dir(str(tree / "consolidate"), quiet=1)
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        st = tmp / ("side-this" if label == "this checkout" else "side-against")
+        argv = [PYTHON, "-m", "consolidate", "hook"]
+        run_cmd([*argv, "--no-worker", "--store", str(st)], stdin=payload("warm", str(tmp)), env=env)
+        write_context_files(st)
+        run_cmd([PYTHON, "-c", WRITE_START_FILE, str(st)], env=env)  # stamped with that checkout's code
+        starts[label] = st / "memory" / START_FILE
+
+        def end(argv=argv, st=st, env=env):
+            return run_cmd([*argv, "--no-worker", "--store", str(st)], stdin=payload(f"s{next(ids)}", str(tmp)), env=env)
+
+        def start(argv=argv, st=st, env=env):
+            sid = f"start{next(ids)}"
+            took = run_cmd([*argv, "--store", str(st)], env=env, stdin=json.dumps(
+                {"session_id": sid, "hook_event_name": "SessionStart", "source": "startup", "cwd": str(tmp)}).encode())
+            run_cmd([*argv, "--no-worker", "--store", str(st)], stdin=payload(sid, str(tmp)), env=env)
+            return took
+
+        cases[f"{label}: hook --no-worker (SessionEnd)"] = end
+        cases[f"{label}: hook (SessionStart, start file)"] = start
+    written = {label: p.stat().st_mtime_ns for label, p in starts.items()}
+    res = interleaved(cases, runs, warmup=2)
+    print(f"\nSide by side with --against {other} ({runs} interleaved rounds; python -m consolidate,"
+          " PYTHONPATH each checkout's)")
+    for name, xs in res.items():
+        print(f"  {name:<75} {spread(xs)}")
+    for what in ("hook --no-worker (SessionEnd)", "hook (SessionStart, start file)"):
+        this, against = median(res[f"this checkout: {what}"]), median(res[f"--against: {what}"])
+        print(f"  {what}: this checkout / --against = {this / against:.3f} (medians)")
+    for label, p in starts.items():
+        if p.stat().st_mtime_ns != written[label]:
+            print(f"  note: {label}'s start file was written again: its SessionStarts took the full path")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ An agent CLI (Claude Code, Gemini CLI) names its session (``session_id`` in ever
 never tells its MCP servers that name. So:
 
 1. The SessionStart hook records the agent's session in the store (table ``agent_sessions`` of
-   ``sessions.sqlite3``): its id, the agent, the time, and the hook's nearest ancestor processes
+   ``sessions.sqlite3``, its statements in consolidate.session_tables): its id, the agent, the time, and the hook's nearest ancestor processes
    (the agent CLI is one of them: it runs the hook, directly or through a shell).
 2. The MCP server (a child of the same agent CLI) resolves a tool call without ``session_id`` to the
    **current session** of the store: among the recorded sessions that are still open (no session end
@@ -22,7 +22,6 @@ Only the standard library: this runs in the hook's fast path.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -37,17 +36,6 @@ MAX_ANCESTORS = 16
 MATCH_DEPTH = 3
 #: A recorded session older than this (seconds since its SessionStart) is never current.
 MAX_AGE = 7 * 86400.0
-
-_TABLE = """
-CREATE TABLE IF NOT EXISTS agent_sessions (
-    session_id TEXT PRIMARY KEY,
-    agent TEXT,
-    started_at REAL NOT NULL,
-    ancestors TEXT NOT NULL DEFAULT '[]',
-    cwd TEXT
-);
-"""
-
 
 def ancestors(pid: int | None = None, limit: int = MAX_ANCESTORS) -> list[int]:
     """The ancestor process ids of ``pid`` (default: this process), nearest first, without pid 1
@@ -73,10 +61,6 @@ def ancestors(pid: int | None = None, limit: int = MAX_ANCESTORS) -> list[int]:
     return out
 
 
-def _ensure(db) -> None:
-    db.executescript(_TABLE)
-
-
 def record_start(tier, session_id: str, *, agent: str | None = None, cwd: str | None = None,
                  pids: list[int] | None = None, now: float | None = None) -> None:
     """Record that the agent session ``session_id`` started (or resumed) now, under the processes
@@ -90,28 +74,18 @@ def insert_start(db, session_id: str, *, agent: str | None = None, cwd: str | No
                  pids: list[int] | None = None, now: float | None = None) -> None:
     """:func:`record_start` on the connection ``db`` for a ``session_id`` already checked
     (consolidate.session.check_session_id; the light SessionStart hook checks its plainer rule)."""
-    _ensure(db)
-    now = time.time() if now is None else now
-    db.execute(
-        "INSERT INTO agent_sessions(session_id, agent, started_at, ancestors, cwd) VALUES (?,?,?,?,?)"
-        " ON CONFLICT(session_id) DO UPDATE SET agent=excluded.agent, started_at=excluded.started_at,"
-        " ancestors=excluded.ancestors, cwd=excluded.cwd",
-        (session_id, agent, now, json.dumps(ancestors() if pids is None else pids), cwd),
-    )
+    from .session_tables import record_agent_start
+
+    record_agent_start(db, session_id, agent=agent, started_at=time.time() if now is None else now,
+                       ancestors=ancestors() if pids is None else pids, cwd=cwd)
 
 
 def open_sessions(tier, *, now: float | None = None) -> list[dict[str, Any]]:
     """Recorded agent sessions still open (no session end after their last SessionStart, started
     within MAX_AGE), newest first: ``[{session_id, agent, started_at, ancestors, cwd}]``."""
-    _ensure(tier.db)
-    now = time.time() if now is None else now
-    rows = tier.db.execute(
-        "SELECT a.session_id, a.agent, a.started_at, a.ancestors, a.cwd FROM agent_sessions a"
-        " LEFT JOIN session_ends e ON e.session_id = a.session_id"
-        " WHERE a.started_at >= ? AND (e.session_id IS NULL OR e.ended_at < a.started_at)"
-        " ORDER BY a.started_at DESC", (now - MAX_AGE,)).fetchall()
-    return [dict(session_id=r[0], agent=r[1], started_at=r[2], ancestors=json.loads(r[3] or "[]"), cwd=r[4])
-            for r in rows]
+    from .session_tables import open_agent_sessions
+
+    return open_agent_sessions(tier.db, (time.time() if now is None else now) - MAX_AGE)
 
 
 def current_session(tier, *, pids: list[int] | None = None, now: float | None = None) -> tuple[str | None, str]:

@@ -6,7 +6,8 @@ given in a workspace's ``context/memories.md`` (written at ``session start``, re
 carries it back. That is an echo, not an independent observation: it must never re-confirm the
 memory (raise its confidence, promote it out of quarantine).
 
-So every read path records what it showed in ``sessions.sqlite3`` (table ``shown``): the session it
+So every read path records what it showed in ``sessions.sqlite3`` (table ``shown``, its statements in
+consolidate.session_tables): the session it
 was shown to (the SessionStart hook's session, the MCP server's current session) or none (a CLI or
 Python recall), the time, and the memory texts. The contradiction stage asks :func:`is_echo` before
 counting a keeper that matches an existing memory as a re-confirmation: it is an echo when the
@@ -17,7 +18,6 @@ was being written (from an hour before its first note to its end). Rows older th
 
 from __future__ import annotations
 
-import json
 import re
 import time
 TYPE_CHECKING = False  # typing is not imported at run time: the light SessionStart hook imports this module
@@ -29,15 +29,6 @@ KEEP_SECONDS = 30 * 86400.0
 #: A recall without a session counts for sessions whose notes were written from this long after it.
 UNATTRIBUTED_WINDOW = 3600.0
 
-_TABLE = """
-CREATE TABLE IF NOT EXISTS shown (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    session_id TEXT,
-    shown_at REAL NOT NULL,
-    digests TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS shown_session ON shown(session_id);
-"""
 _SUFFIX = re.compile(r"(?:\s*\[[^\[\]]*\])+\s*$")  # the suffix and any marks after it
 
 
@@ -77,30 +68,19 @@ def record_digests(tier, session_id: str | None, digests: list[str], *, now: flo
     holds its context's digests: consolidate/fast_start.py)."""
     if not digests:
         return
-    db = tier.db
-    db.executescript(_TABLE)
+    from .session_tables import record_shown as record
+
     now = time.time() if now is None else now
-    db.execute("INSERT INTO shown(session_id, shown_at, digests) VALUES (?,?,?)",
-               (session_id, now, json.dumps(digests)))
-    db.execute("DELETE FROM shown WHERE shown_at < ?", (now - KEEP_SECONDS,))
+    record(tier.db, session_id, digests, now, now - KEEP_SECONDS)
 
 
 def shown_to(tier, session_id: str, *, first_note_at: float | None = None, until: float | None = None) -> set[str]:
     """Digests of the memory texts shown to ``session_id``, and of those shown to no session from
     UNATTRIBUTED_WINDOW before ``first_note_at`` up to ``until``."""
-    db = tier.db
-    db.executescript(_TABLE)
-    rows = db.execute("SELECT digests FROM shown WHERE session_id = ?", (session_id,)).fetchall()
-    if first_note_at is not None:
-        rows += db.execute("SELECT digests FROM shown WHERE session_id IS NULL AND shown_at BETWEEN ? AND ?",
-                           (first_note_at - UNATTRIBUTED_WINDOW, until or time.time())).fetchall()
-    out: set[str] = set()
-    for (d,) in rows:
-        try:
-            out.update(json.loads(d))
-        except ValueError:
-            continue
-    return out
+    from .session_tables import shown_digests
+
+    window = None if first_note_at is None else (first_note_at - UNATTRIBUTED_WINDOW, until or time.time())
+    return shown_digests(tier.db, session_id, window)
 
 
 def is_echo(shown: set[str], memory_text: str) -> bool:

@@ -32,8 +32,8 @@ already has an end (a resume: its new part is decided there), and sessions whose
 close-time checkpoint (two fsyncs, most of a SQLite write's cost here) is left to the next
 connection that closes normally; WAL mode keeps every committed write across a process exit.
 
-Only the standard library at module level; the fast SessionStart imports ``fastpath``, ``hook_lifecycle``,
-``agent_session`` and ``echo`` (standard library only, ``typing`` for type checkers only).
+Only the standard library at module level; the fast SessionStart imports ``fastpath``, ``session_tables``,
+``hook_lifecycle``, ``agent_session`` and ``echo`` (standard library only, ``typing`` for type checkers only).
 """
 
 from __future__ import annotations
@@ -185,21 +185,6 @@ def _anchored(store: str) -> list[str]:
 # --- the fast SessionStart ------------------------------------------------------------------------
 
 
-class _Tier:
-    """The part of a SessionTier (consolidate.session) that hook_lifecycle, agent_session and echo
-    read, on one connection. The queue file is folded once, before these reads."""
-
-    def __init__(self, db):
-        self.db = db
-
-    def session_end(self, session_id: str) -> dict | None:
-        r = self.db.execute("SELECT status FROM session_ends WHERE session_id=?", (session_id,)).fetchone()
-        return None if r is None else {"session_id": session_id, "status": r[0]}
-
-    def sessions(self) -> dict[str, int]:
-        return dict(self.db.execute("SELECT session_id, COUNT(*) FROM notes GROUP BY session_id").fetchall())
-
-
 #: Connections a fast SessionStart leaves open for the process exit (see ``fastpath.exit_now``).
 LEFT_OPEN: list = []
 
@@ -208,7 +193,8 @@ def session_start(store: str, sid: str, payload: dict, *, gemini: bool = False) 
     """The SessionStart hook for ``sid`` (a plain session id) on the private store ``store``: print
     the session line and the start file's context and record the session, or raise Fallback (see the
     module docstring). Returns the exit code (0)."""
-    from .fastpath import connect, fold_queue_file
+    from .fastpath import fold_queue_file
+    from .session_tables import LightTier, connect
 
     db_path = os.path.join(store, "sessions.sqlite3")
     if os.path.exists(os.path.join(store, "team.json")) or not os.path.exists(db_path):
@@ -220,7 +206,7 @@ def session_start(store: str, sid: str, payload: dict, *, gemini: bool = False) 
     try:
         from .hook_lifecycle import missed_sessions, session_for_end, session_for_start
 
-        tier = _Tier(conn)
+        tier = LightTier(conn)
         fold_queue_file(conn, store, lambda s: session_for_end(tier, s))
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
         if tier.session_end(sid) is not None or missed_sessions(tier, sid, cwd=cwd):

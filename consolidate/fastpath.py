@@ -25,8 +25,8 @@ Queue file: each record is written as ``"\\n" + JSON + "\\n"`` in one ``write`` 
 ``O_APPEND`` (0600), so concurrent hooks never interleave, and a line cut by a crash (the hook
 killed mid-write) stands alone and is skipped, never glued to the next one. The fold reads from
 the offset it recorded in ``sessions.sqlite3`` (table ``queue_file``: inode and offset), inserts
-every complete record and moves the offset in the same transaction: a fold that dies before its
-commit is redone whole, one that committed is never redone, so each session end reaches the queue
+every complete record and moves the offset in the same transaction (the statements are
+consolidate.session_tables'): a fold that dies before its commit is redone whole, one that committed is never redone, so each session end reaches the queue
 table exactly once. The file is not fsynced (as the SQLite queue with ``synchronous=NORMAL``: a
 killed process loses nothing, a power cut may lose the last ends).
 """
@@ -391,9 +391,6 @@ def fallback_log(store: str, message: str, cause: BaseException | None = None) -
 
 # --- the fold: queue file -> sessions.sqlite3 --------------------------------------------------------
 
-_FOLD_SCHEMA = "CREATE TABLE IF NOT EXISTS queue_file (name TEXT PRIMARY KEY, inode INTEGER NOT NULL, offset INTEGER NOT NULL)"
-
-
 def fold_queue_file(conn, folder: str | os.PathLike, session_for_end=None) -> int:
     """Insert the session ends appended to ``folder``/queue.jsonl since the last fold into the
     ``session_ends`` table of ``conn`` (an autocommit connection to sessions.sqlite3), as
@@ -401,18 +398,17 @@ def fold_queue_file(conn, folder: str | os.PathLike, session_for_end=None) -> in
     session an end event ends (a resumed agent session's open part, as the full hook asks
     consolidate.hook_lifecycle); it is asked before the fold's transaction. A session consolidated
     as a failure is not queued again (as ``end`` refuses it); a malformed record is skipped. Cheap
-    when there is nothing new (a stat and one read of the recorded offset)."""
+    when there is nothing new (a stat and one read of the recorded offset). The statements are
+    consolidate.session_tables' (``queue_file_offset``, ``fold_ends``)."""
+    from .session_tables import fold_ends, queue_file_offset
+
     path = os.path.join(folder, QUEUE_FILE)
     for _attempt in range(5):
         try:
             st = os.stat(path)
         except OSError:
             return 0
-        try:
-            row = conn.execute("SELECT inode, offset FROM queue_file WHERE name=?", (QUEUE_FILE,)).fetchone()
-        except Exception:  # noqa: BLE001 - no table yet
-            conn.execute(_FOLD_SCHEMA)
-            row = None
+        row = queue_file_offset(conn, QUEUE_FILE)
         if row is not None and row[0] == st.st_ino and row[1] >= st.st_size:
             return 0
         start = row[1] if row is not None and row[0] == st.st_ino else 0
@@ -423,32 +419,11 @@ def fold_queue_file(conn, folder: str | os.PathLike, session_for_end=None) -> in
         records = [r for r in (_record(line) for line in data[:end].split(b"\n")) if r is not None]
         if session_for_end is not None:
             records = [(session_for_end(sid), *rest) for sid, *rest in records]
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            now = conn.execute("SELECT inode, offset FROM queue_file WHERE name=?", (QUEUE_FILE,)).fetchone()
-            if (now[1] if now is not None and now[0] == st.st_ino else 0) != start:
-                conn.execute("ROLLBACK")  # another process folded meanwhile: read again from its offset
-                continue
-            n = 0
-            for sid, outcome, reason, ended_at in records:
-                prev = conn.execute("SELECT outcome, status FROM session_ends WHERE session_id=?", (sid,)).fetchone()
-                if prev is not None and prev[0] == "failure" and prev[1] not in ("queued", "running"):
-                    continue  # never re-ended after a failure (SessionTier._refuse_reending_a_failure)
-                conn.execute(
-                    "INSERT INTO session_ends(session_id, outcome, reason, ended_at, status, updated_at)"
-                    " VALUES (?,?,?,?,'queued',?) ON CONFLICT(session_id) DO UPDATE SET outcome=excluded.outcome,"
-                    " reason=excluded.reason, ended_at=excluded.ended_at, status='queued', run_id=NULL, result=NULL,"
-                    " updated_at=excluded.updated_at",
-                    (sid, outcome, reason, ended_at, time.time()))
-                n += 1
-            conn.execute("INSERT INTO queue_file(name, inode, offset) VALUES (?,?,?) ON CONFLICT(name) DO UPDATE"
-                         " SET inode=excluded.inode, offset=excluded.offset", (QUEUE_FILE, st.st_ino, start + end))
-            _crash(CRASH_FOLD)
-            conn.execute("COMMIT")
+        n = fold_ends(conn, QUEUE_FILE, st.st_ino, start, start + end, records, time.time(),
+                      before_commit=lambda: _crash(CRASH_FOLD))
+        if n is not None:
             return n
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+        # another process folded meanwhile: read again from its offset
     return 0
 
 
@@ -471,23 +446,6 @@ def _record(line: bytes):
     return sid, outcome, reason, float(ended_at)
 
 
-def connect(db_path: str):
-    """An autocommit connection to ``sessions.sqlite3`` set up as consolidate.session.SessionTier
-    sets its own (WAL, synchronous NORMAL, secure delete), files created 0600."""
-    import sqlite3
-
-    os.umask(0o077)
-    conn = sqlite3.connect(db_path, timeout=10.0, isolation_level=None)
-    try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA secure_delete=ON")
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
 # --- the idle run ------------------------------------------------------------------------------------
 
 
@@ -502,23 +460,14 @@ def _idle_run(opts: dict) -> int | None:
     journal = os.path.join(store, "journal")
     if os.path.isdir(journal) and any(n.endswith(".json") for n in os.listdir(journal)):
         return None  # a crashed run is replayed first by the full run
+    from .session_tables import connect, finish_idle_end
+
     conn = connect(db_path)
     try:
+
         fold_queue_file(conn, store)
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            row = conn.execute("SELECT outcome, status FROM session_ends WHERE session_id=?", (sid,)).fetchone()
-            notes = conn.execute("SELECT COUNT(*) FROM notes WHERE session_id=?", (sid,)).fetchone()[0]
-            waiting = conn.execute("SELECT COUNT(*) FROM waiting WHERE session_id=?", (sid,)).fetchone()[0]
-            if row is None or row[0] != "success" or row[1] != "queued" or notes or waiting:
-                conn.execute("ROLLBACK")
-                return None
-            conn.execute("UPDATE session_ends SET status='done', run_id=NULL, result=?, updated_at=?, claimed_by=NULL,"
-                         " claimed_at=NULL WHERE session_id=?", (json.dumps({"notes": 0}), time.time(), sid))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+        if not finish_idle_end(conn, sid, time.time()):
+            return None
     finally:
         conn.close()
     run_id = "run-" + os.urandom(6).hex()

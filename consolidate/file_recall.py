@@ -198,31 +198,21 @@ def file_context(store_path: Path, payload: dict[str, Any], *, root: Path | None
     return "\n".join(lines), texts
 
 
-_TABLE = """
-CREATE TABLE IF NOT EXISTS file_recall_shown (
-    session_id TEXT NOT NULL,
-    digest TEXT NOT NULL,
-    shown_at REAL NOT NULL,
-    PRIMARY KEY (session_id, digest)
-);
-"""
-
-
 def _printed(tier, sid: str) -> set[str]:
     """Digests of the memory texts this hook already printed to the session."""
-    tier.db.executescript(_TABLE)
-    return {r[0] for r in tier.db.execute("SELECT digest FROM file_recall_shown WHERE session_id=?", (sid,))}
+    from .session_tables import printed_digests
+
+    return printed_digests(tier.db, sid)
 
 
 def _record_printed(tier, sid: str, texts: list[str]) -> None:
     import time
 
     from .echo import digest
+    from .session_tables import record_printed
 
     now = time.time()
-    tier.db.executemany("INSERT OR IGNORE INTO file_recall_shown(session_id, digest, shown_at) VALUES (?,?,?)",
-                        [(sid, digest(t), now) for t in texts])
-    tier.db.execute("DELETE FROM file_recall_shown WHERE shown_at < ?", (now - 30 * 86400,))
+    record_printed(tier.db, sid, [digest(t) for t in texts], now, now - 30 * 86400)
 
 
 def hook_output(text: str, event: str) -> str:

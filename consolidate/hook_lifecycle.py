@@ -1,7 +1,8 @@
 """The agent session's lifecycle as the hooks see it: harvests never taken twice, resumed sessions,
 sessions whose end never fired.
 
-Tables in ``sessions.sqlite3`` (beside consolidate.agent_session's ``agent_sessions``):
+Tables in ``sessions.sqlite3`` (beside consolidate.agent_session's ``agent_sessions``; their schema and
+statements are consolidate.session_tables'):
 
 - ``hook_sessions(session_id, base_session_id, transcript_path, cwd, source, started_at)``: every
   session a SessionStart hook opened, with its transcript; a resumed session's **segment** names the
@@ -62,33 +63,14 @@ CLAIM_STALE = 60.0
 #: transcript that old is not resumed (agent CLIs delete theirs after some weeks).
 KEEP_SECONDS = 60 * 86400.0
 
-_TABLES = """
-CREATE TABLE IF NOT EXISTS hook_sessions (
-    session_id TEXT PRIMARY KEY,
-    base_session_id TEXT NOT NULL,
-    transcript_path TEXT,
-    cwd TEXT,
-    source TEXT,
-    started_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS hook_sessions_base ON hook_sessions(base_session_id);
-CREATE TABLE IF NOT EXISTS recovered (
-    session_id TEXT PRIMARY KEY,
-    by_session TEXT NOT NULL,
-    recovered_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS harvested (
-    base_session_id TEXT NOT NULL,
-    entry_key TEXT NOT NULL,
-    harvested_at REAL NOT NULL,
-    PRIMARY KEY (base_session_id, entry_key)
-);
-"""
 _MCP_OWN = re.compile(r"^mcp-\d{8}T\d{6}Z-(\d+)$")
 
 
 def ensure(tier) -> None:
-    tier.db.executescript(_TABLES)
+    """Create this module's tables in ``tier``'s database when missing."""
+    from .session_tables import ensure_hook_tables
+
+    ensure_hook_tables(tier.db)
 
 
 def base_of(session_id: str) -> str:
@@ -103,10 +85,10 @@ def _str(payload: dict, key: str) -> str | None:
 
 def open_segment(tier, session_id: str) -> str | None:
     """The newest segment of the agent session ``session_id`` that has no end yet, or None."""
+    from .session_tables import segments
+
     ensure(tier)
-    rows = tier.db.execute("SELECT session_id FROM hook_sessions WHERE base_session_id=? AND session_id!=?"
-                           " ORDER BY started_at DESC", (session_id, session_id)).fetchall()
-    for (seg,) in rows:
+    for seg in segments(tier.db, session_id):
         if tier.session_end(seg) is None:
             return seg
     return None
@@ -116,6 +98,8 @@ def session_for_start(tier, session_id: str, payload: dict, *, now: float | None
     """The session a SessionStart opens: ``session_id`` itself, or for a session whose end is
     already recorded (a resume), its open segment or a new one (``<id>+r<n>``). Records it in
     ``hook_sessions`` with the payload's transcript, cwd and source."""
+    from .session_tables import record_hook_session, segments
+
     ensure(tier)
     now = time.time() if now is None else now
     sid = session_id
@@ -124,16 +108,10 @@ def session_for_start(tier, session_id: str, payload: dict, *, now: float | None
         if segment is not None:
             sid = segment
         else:
-            n = tier.db.execute("SELECT COUNT(*) FROM hook_sessions WHERE base_session_id=? AND session_id!=?",
-                                (session_id, session_id)).fetchone()[0]
-            sid = f"{session_id}{SEGMENT_SEP}{n + 1}"
-    tier.db.execute(
-        "INSERT INTO hook_sessions(session_id, base_session_id, transcript_path, cwd, source, started_at)"
-        " VALUES (?,?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET"
-        " transcript_path=COALESCE(excluded.transcript_path, hook_sessions.transcript_path),"
-        " cwd=COALESCE(excluded.cwd, hook_sessions.cwd), source=excluded.source",
-        (sid, session_id, _str(payload, "transcript_path"), _str(payload, "cwd"),
-         _str(payload, "source") or _str(payload, "trigger"), now))
+            sid = f"{session_id}{SEGMENT_SEP}{len(segments(tier.db, session_id)) + 1}"
+    record_hook_session(tier.db, sid, session_id, transcript_path=_str(payload, "transcript_path"),
+                        cwd=_str(payload, "cwd"), source=_str(payload, "source") or _str(payload, "trigger"),
+                        started_at=now)
     return sid
 
 
@@ -156,9 +134,11 @@ def resumed_part(tier, session_id: str) -> str:
 
 
 def transcript_of(tier, session_id: str) -> str | None:
+    """The transcript the SessionStart of ``session_id`` recorded, or None."""
+    from .session_tables import transcript_path
+
     ensure(tier)
-    r = tier.db.execute("SELECT transcript_path FROM hook_sessions WHERE session_id=?", (session_id,)).fetchone()
-    return r[0] if r else None
+    return transcript_path(tier.db, session_id)
 
 
 def add_harvest(tier, session_id: str, transcript_path: Any, *, since_compaction: bool = False,
@@ -168,6 +148,7 @@ def add_harvest(tier, session_id: str, transcript_path: Any, *, since_compaction
     and the notes are written in one transaction (two hooks at once never add an entry twice).
     ``log`` (a callable taking one line) gets the secret gate's notices."""
     from .harvest import MAX_ENTRIES, harvest_transcript
+    from .session_tables import add_harvested_key, transaction
 
     path = transcript_path if isinstance(transcript_path, str) and transcript_path else transcript_of(tier, session_id)
     notes = harvest_transcript(path, since_compaction=since_compaction, max_entries=max_entries or MAX_ENTRIES)
@@ -177,13 +158,9 @@ def add_harvest(tier, session_id: str, transcript_path: Any, *, since_compaction
     ensure(tier)
     base = base_of(session_id)
     now = time.time()
-    db = tier.db
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(tier.db):
         for note in notes:
-            cur = db.execute("INSERT OR IGNORE INTO harvested(base_session_id, entry_key, harvested_at) VALUES (?,?,?)",
-                             (base, note["key"], now))
-            if cur.rowcount == 0:
+            if not add_harvested_key(tier.db, base, note["key"], now):
                 continue
             note_id = tier.add_note(session_id, note["content"], metadata=note["metadata"])
             if log is not None and getattr(note_id, "notice", None):
@@ -193,21 +170,16 @@ def add_harvest(tier, session_id: str, transcript_path: Any, *, since_compaction
                     f" ({', '.join(note['metadata']['secret_removed'])}): kept with the secret removed")
             kind = note["metadata"].get("entry_type", "other")
             counts[kind] = counts.get(kind, 0) + 1
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
     prune(tier, now=now)
     return counts
 
 
 def prune(tier, *, now: float | None = None) -> None:
     """Delete the rows older than :data:`KEEP_SECONDS` from this module's tables."""
+    from .session_tables import prune_hook_tables
+
     ensure(tier)
-    cutoff = (time.time() if now is None else now) - KEEP_SECONDS
-    tier.db.execute("DELETE FROM harvested WHERE harvested_at < ?", (cutoff,))
-    tier.db.execute("DELETE FROM hook_sessions WHERE started_at < ?", (cutoff,))
-    tier.db.execute("DELETE FROM recovered WHERE recovered_at < ?", (cutoff,))
+    prune_hook_tables(tier.db, (time.time() if now is None else now) - KEEP_SECONDS)
 
 
 def _alive(pid: int) -> bool:
@@ -263,16 +235,15 @@ def recover_missed(tier, current_session: str, *, cwd: str | None = None, outcom
     """Recover up to :data:`MAX_RECOVERED` sessions whose end never fired (see the module
     docstring): harvest (``harvest``) then queue each end. Returns ``[{"session_id", "notes",
     "harvested"}]``."""
+    from .session_tables import agent_started_at, claim_recovery
+
     ensure(tier)
     out = []
     for sid in missed_sessions(tier, current_session, cwd=cwd, pids=pids, now=now)[:MAX_RECOVERED]:
-        # claim the recovery first: two SessionStarts at once recover a session once
-        cur = tier.db.execute("INSERT INTO recovered(session_id, by_session, recovered_at) VALUES (?,?,?)"
-                              " ON CONFLICT(session_id) DO UPDATE SET by_session=excluded.by_session,"
-                              " recovered_at=excluded.recovered_at WHERE recovered.recovered_at < ?",
-                              (sid, current_session, time.time(),
-                               max(_started_at(tier, sid), time.time() - CLAIM_STALE)))
-        if cur.rowcount == 0:
+        # claim the recovery first: two SessionStarts at once recover a session once; a claim older than
+        # the session's last start is stale (the session was resumed after an earlier recovery)
+        if not claim_recovery(tier.db, sid, current_session, time.time(),
+                              max(agent_started_at(tier.db, sid), time.time() - CLAIM_STALE)):
             continue  # another SessionStart is recovering it
         harvested = {}
         if harvest:
@@ -291,13 +262,6 @@ def recover_missed(tier, current_session: str, *, cwd: str | None = None, outcom
     return out
 
 
-def _started_at(tier, session_id: str) -> float:
-    """When the session last started (0 when not recorded): a claim older than that is stale (the
-    session was resumed after an earlier recovery)."""
-    r = tier.db.execute("SELECT started_at FROM agent_sessions WHERE session_id=?", (session_id,)).fetchone()
-    return float(r[0]) if r else 0.0
-
-
 def summary(counts: dict[str, int]) -> str:
     """``3 notes harvested (user_prompt 1, assistant 1, tool_error 1)``."""
     total = sum(counts.values())
@@ -308,16 +272,18 @@ def summary(counts: dict[str, int]) -> str:
 
 def started(tier, base_session_id: str) -> bool:
     """Whether a SessionStart hook recorded a part of the agent session ``base_session_id``."""
+    from .session_tables import hook_session_started
+
     ensure(tier)
-    return tier.db.execute("SELECT 1 FROM hook_sessions WHERE base_session_id=? LIMIT 1",
-                           (base_session_id,)).fetchone() is not None
+    return hook_session_started(tier.db, base_session_id)
 
 
 def harvested_keys(tier, base_session_id: str) -> set[str]:
     """The transcript entry keys harvested for the agent session ``base_session_id``."""
+    from .session_tables import harvested_keys as keys
+
     ensure(tier)
-    return {k for (k,) in tier.db.execute("SELECT entry_key FROM harvested WHERE base_session_id=?",
-                                          (base_session_id,))}
+    return keys(tier.db, base_session_id)
 
 
 def mark_harvested(tier, base_session_id: str, keys: list[str], *, now: float | None = None) -> None:
@@ -325,13 +291,6 @@ def mark_harvested(tier, base_session_id: str, keys: list[str], *, now: float | 
     kept): resuming that session later never harvests them again."""
     if not keys:
         return
-    now = time.time() if now is None else now
-    db = tier.db
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        db.executemany("INSERT OR IGNORE INTO harvested(base_session_id, entry_key, harvested_at) VALUES (?,?,?)",
-                       [(base_session_id, k, now) for k in keys])
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
+    from .session_tables import mark_harvested as mark
+
+    mark(tier.db, base_session_id, keys, time.time() if now is None else now)

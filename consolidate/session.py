@@ -2,7 +2,9 @@
 
 The file is ``sessions.sqlite3`` in the store folder, in WAL mode (readers never block the writer),
 with a 10 s busy timeout so that concurrent hooks wait instead of failing. Only the standard library
-is imported here: this module is on the session-end fast path.
+is imported here: this module is on the session-end fast path. The tables beside these three (the
+hooks', the echo records', the queue file's) and the statements the light entry point runs are
+consolidate.session_tables'.
 
 Tables:
 - ``notes(id, session_id, content, flag, kind, created_at, expires_at, metadata)``; times are Unix
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 if TYPE_CHECKING:
     from .plan import Note
 
+from . import session_tables
 from .errors import BadInput, EmptyNote, StoreCorrupt, UnknownSession
 
 #: Largest note accepted, in characters (1 MB of ASCII). A working note past this is almost surely a
@@ -399,11 +402,9 @@ class SessionTier:
         if conn is None:
             try:
                 conn = sqlite3.connect(str(self.path), timeout=10.0, isolation_level=None)
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                # Deleted notes may hold secrets (the secret gate blocks them from the long-term store,
-                # not from the scratch tier): overwrite their pages instead of leaving them on disk.
-                conn.execute("PRAGMA secure_delete=ON")
+                # WAL, and secure_delete: deleted notes may hold secrets (the secret gate blocks them from
+                # the long-term store, not from the scratch tier); their pages are overwritten
+                session_tables.set_up(conn)
                 conn.executescript(_SCHEMA)
             except sqlite3.DatabaseError as exc:
                 raise StoreCorrupt(f"{self.path} is not a usable SQLite database ({exc}); `consolidate doctor`"
@@ -675,7 +676,7 @@ class SessionTier:
 
     def sessions(self) -> dict[str, int]:
         """Every session with notes: ``{session_id: note count}``."""
-        return dict(self.db.execute("SELECT session_id, COUNT(*) FROM notes GROUP BY session_id").fetchall())
+        return session_tables.note_counts(self.db)
 
     # -- session ends (the queue) -----------------------------------------------------------------
 
@@ -702,27 +703,19 @@ class SessionTier:
         would be stranded. Raises BadInput naming what to do (a new session id); a failure whose
         end is still queued may still be replaced, and takes notes. The note, import, MCP ``note``,
         workspace and hook harvest paths all write through here."""
-        r = self.db.execute("SELECT outcome, status FROM session_ends WHERE session_id=?", (sid,)).fetchone()
-        if r is not None and r[0] == "failure" and r[1] not in ("queued", "running"):
+        if session_tables.failure_consolidated(self.db, sid):
             raise BadInput(f"session {sid} ended in failure and was consolidated as one: a note written to it would"
                            " never be consolidated; write it to a new session id", session_id=sid)
 
     def _refuse_reending_a_failure(self, sid: str) -> None:
         """A session consolidated as a failure is never ended again (its notes must never be
         promoted by any path: batch's orphan sweep, a later hook, a hand-typed end). Raises BadInput."""
-        r = self.db.execute("SELECT outcome, status FROM session_ends WHERE session_id=?", (sid,)).fetchone()
-        if r is not None and r[0] == "failure" and r[1] not in ("queued", "running"):
+        if session_tables.failure_consolidated(self.db, sid):
             raise BadInput(f"session {sid} ended in failure and was consolidated as one: its notes are never"
                            " promoted; use a new session id", session_id=sid)
 
     def _record_end(self, sid: str, outcome: str, reason: str | None, now: float) -> None:
-        self.db.execute(
-            "INSERT INTO session_ends(session_id, outcome, reason, ended_at, status, updated_at)"
-            " VALUES (?,?,?,?,'queued',?) ON CONFLICT(session_id) DO UPDATE SET outcome=excluded.outcome,"
-            " reason=excluded.reason, ended_at=excluded.ended_at, status='queued', run_id=NULL, result=NULL,"
-            " updated_at=excluded.updated_at",
-            (sid, outcome, reason, now, now),
-        )
+        session_tables.record_end(self.db, sid, outcome, reason, now, now)
 
     def queued(self, session_id: str | None = None) -> list[dict[str, Any]]:
         """Queued session ends (not yet taken by a run), oldest first (only ``session_id``'s when given)."""
@@ -742,14 +735,7 @@ class SessionTier:
     def session_end(self, session_id: str) -> dict[str, Any] | None:
         """The session-end row of ``session_id`` (any status), or None."""
         self.fold_queue_file()
-        r = self.db.execute(
-            "SELECT session_id, outcome, reason, ended_at, status, run_id, result FROM session_ends WHERE session_id=?",
-            (session_id,),
-        ).fetchone()
-        if r is None:
-            return None
-        return dict(session_id=r[0], outcome=r[1], reason=r[2], ended_at=r[3], status=r[4], run_id=r[5],
-                    result=json.loads(r[6]) if r[6] else None)
+        return session_tables.session_end(self.db, session_id)
 
     def claim(self, session_id: str, *, stale_after: float = 600.0, now: float | None = None) -> dict[str, Any] | None:
         """Atomically take a queued session end for this process; returns the row, or None when it
@@ -844,18 +830,6 @@ class SessionTier:
             raise UnknownSession(f"unknown session {session_id!r}: it has no notes and no session end",
                                  session_id=session_id)
 
-    def _transaction(self):
-        db = self.db
-
-        class _Tx:  # inside a transaction already (the hook's harvest): part of it
-            def __enter__(self):
-                self.outer = db.in_transaction
-                if not self.outer:
-                    db.execute("BEGIN IMMEDIATE")
-
-            def __exit__(self, exc_type, *_):
-                if not self.outer:
-                    db.execute("ROLLBACK" if exc_type else "COMMIT")
-                return False
-
-        return _Tx()
+    def _transaction(self) -> session_tables.transaction:
+        """A write transaction; inside one already (the hook's harvest), part of it."""
+        return session_tables.transaction(self.db)

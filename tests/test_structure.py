@@ -122,6 +122,32 @@ def test_the_queue_is_drained_in_one_place():
     assert "finish_pending" not in src["batch.py"] + src["worker.py"]
 
 
+#: What SQL on the session database looks like in the source: a statement, a cursor call, a connection.
+SQL = re.compile(r"\bexecute(?:many|script)?\(|\b(?:SELECT|INSERT|UPDATE|DELETE FROM|CREATE (?:TABLE|INDEX)|PRAGMA)\s"
+                 r"|sqlite3\.connect\(")
+SESSION_TIER = ["session.py", "session_tables.py"]
+
+
+def test_sql_is_only_in_the_session_tier():
+    """Every table of sessions.sqlite3 has one owner: SessionTier (consolidate/session.py) or
+    consolidate/session_tables.py; no other module of the package holds a statement or opens a
+    connection (the hooks, echo, file recall, the light entry point call their functions)."""
+    hits = {name: [line.strip() for line in text.splitlines() if SQL.search(line)] for name, text in _sources().items()}
+    outside = {name: lines[:3] for name, lines in hits.items() if lines and name not in SESSION_TIER}
+    assert outside == {}
+    assert all(len(hits[name]) > 10 for name in SESSION_TIER)  # the pattern finds the tier's own statements
+
+
+def test_the_session_tables_module_imports_only_the_standard_library_lightly():
+    """The light hooks import consolidate.session_tables: json at module level, nothing of the package."""
+    import ast
+
+    tree = ast.parse((PACKAGE / "session_tables.py").read_text(encoding="utf-8"))
+    top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    names = sorted(a.name for n in top for a in n.names)
+    assert names == ["annotations", "json"]
+
+
 def _queue(store, *sids):
     for sid in sids:
         store.sessions.add_note(sid, f"Service {sid} listens on port 8080", flag=True)
