@@ -216,6 +216,34 @@ def test_drain_rounds_take_ends_queued_meanwhile(store):
     assert [p.session_id for p in rounds] == ["late", "b", "later"] and store.sessions.pending() == []
 
 
+@pytest.mark.parametrize("how", ["run_queue", "batch", "worker"])
+def test_every_drain_pulls_before_and_pushes_after_on_a_team_store(store, monkeypatch, how):
+    """The README: every run pulls the team's changes before its contradiction check (batch did not)."""
+    import consolidate.team as team
+
+    calls = []
+    monkeypatch.setattr(team, "pull_before_run", lambda st: calls.append(("pull", len(st.sessions.pending()))))
+    monkeypatch.setattr(team, "push_after_run", lambda st: calls.append(("push", len(st.sessions.pending()))))
+    monkeypatch.setattr("consolidate.pipeline._team_mode", lambda st, kwargs: True)  # as with a team.json
+    _queue(store, "a", "b")
+    factory = lambda: JudgeChain([ScriptedJudge()])  # noqa: E731
+    if how == "run_queue":
+        from consolidate.pipeline import run_queue
+
+        run_queue(store, chain_factory=factory)
+    elif how == "batch":
+        from consolidate.batch import run_batch
+
+        monkeypatch.setattr(type(store), "has_longterm", property(lambda self: False))  # the drain only
+        run_batch(store, concurrency=2, chain_factory=factory, out=open(os.devnull, "w"))
+    else:
+        from consolidate.worker import run_worker
+
+        monkeypatch.setattr("judges.registry.build_chain", lambda *a, **k: factory())
+        run_worker(store, out=open(os.devnull, "w"))
+    assert calls == [("pull", 2), ("push", 0)]
+
+
 def test_drain_replays_a_crashed_run_first_and_a_held_end_is_reported(store, monkeypatch):
     from consolidate.pipeline import drain
 
