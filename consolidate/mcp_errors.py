@@ -6,6 +6,9 @@ pydantic's docs (four lines for one bad field). :class:`OneLineErrorServer` answ
 instead, like every other tool error of this server (``consolidate.errors``): ``Error executing tool
 recall: bad argument k: Input should be a valid integer, unable to parse string as an integer``.
 The rejected values are left out (they are the caller's data; a note may be long or secret).
+
+A call of a tool the server does not have is a protocol error, as the MCP specification's tools page
+shows it (``-32602``, ``Unknown tool: NAME``, with the tool names in ``data``), not a tool result.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 from pydantic import ValidationError
 
 
@@ -32,6 +37,9 @@ class OneLineErrorServer(MCPServer):
     """An MCPServer whose argument-validation errors are one line (see the module docstring)."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        names = [t.name for t in await self.list_tools()]
+        if name not in names:
+            raise MCPError(INVALID_PARAMS, f"Unknown tool: {name}", {"tools": sorted(names)})
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:

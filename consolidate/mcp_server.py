@@ -450,5 +450,9 @@ def register_forget(server: MCPServer, backend: StoreThread) -> None:
 
 
 def serve(store: Store | Callable[[], Store] | None = None, *, judges: list[str] | None = None) -> None:
-    """Run the server over stdio until the client closes it; ``judges`` go to the workers it starts."""
-    build_server(store, judges=judges).run("stdio")
+    """Run the server over stdio until the client closes its stdin and every request read has its
+    reply (consolidate.mcp_stdio, which also answers lines that are no JSON-RPC message); ``judges``
+    go to the workers it starts."""
+    from .mcp_stdio import serve_stdio
+
+    anyio.run(serve_stdio, build_server(store, judges=judges))
