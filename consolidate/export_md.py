@@ -26,7 +26,8 @@ memory is a statement by a person on the team), note metadata ``source: user`` a
 ``imported_from: FILE@COMMIT`` (with the commit's author), then consolidated as usual (secret gate,
 write policy, contradiction check, tombstones: a memory the user forgot is brought back only as the
 tombstone rules allow). The same block imported twice is one session: the second import does
-nothing. An entry whose id and statement are already in the store is left out (it came from this
+nothing, unless every run of that session was undone (``consolidate undo``; consolidate/undone_imports.py):
+then it is imported again. An entry whose id and statement are already in the store is left out (it came from this
 store, or was imported before: an echo confirms nothing).
 """
 
@@ -305,6 +306,17 @@ def read_source(path: str | os.PathLike, rev: str | None = None) -> tuple[str, d
     return text, origin
 
 
+def _import_undone(store, sid: str) -> bool:
+    """Whether the block's session was consolidated and every run of it undone (``consolidate undo``):
+    the block is then imported again (consolidate/undone_imports.py); queued or partly run, it is not."""
+    end = store.sessions.session_end(sid)
+    if end is None or end["status"] in ("queued", "running", "partial"):
+        return False
+    from .undone_imports import all_undone
+
+    return all_undone(store, sid)
+
+
 def import_block(store, path: str | os.PathLike, rev: str | None = None) -> dict[str, Any]:
     """Queue the block of ``path`` (at ``rev``) as the notes of one session (see the module
     docstring); returns ``{"session_id", "notes", "known", "already_imported": bool, "origin"}``.
@@ -315,7 +327,7 @@ def import_block(store, path: str | os.PathLike, rev: str | None = None) -> dict
     sid = f"agents-md-{digest}"
     result: dict[str, Any] = {"session_id": sid, "notes": 0, "known": 0, "already_imported": False,
                               "origin": origin, "secret": []}
-    if store.sessions.session_end(sid) is not None:
+    if store.sessions.session_end(sid) is not None and not _import_undone(store, sid):
         result["already_imported"] = True
         return result
     from .stages.provenance import memory_id

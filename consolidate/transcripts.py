@@ -26,7 +26,9 @@ Claude Code transcript's session is the ``sessionId`` its entries hold, not its 
 entries. A session the store's hooks know (its SessionStart or its end recorded) is skipped: the
 hooks harvest it at its end, or recover it at the next SessionStart; and the entries an import
 harvested are recorded in the hooks' own ``harvested`` table, so resuming that session later never
-harvests them twice. Each imported transcript is one session ``transcript-<agent>-<session
+harvests them twice. The entries whose run ``consolidate undo`` undid are imported again by the next
+import (consolidate/undone_imports.py; each ledger row carries the time it was written, so the run
+that took its notes is known). Each imported transcript is one session ``transcript-<agent>-<session
 id>``, ended ``success`` and consolidated as usual (judge, write policy, secret gate) unless
 ``--no-run`` leaves it to a worker. A progress bar (tqdm, already a dependency) runs on a terminal.
 """
@@ -302,24 +304,59 @@ def harvest_file(t: Transcript) -> list[dict[str, Any]]:
     return notes
 
 
-def _ledger(store) -> dict[str, dict[str, Any]]:
-    """``{absolute transcript path: {"digest", "keys": set, "session_id"}}`` from the ledger."""
+def _ledger(store) -> tuple[dict[str, dict[str, Any]], dict[str, set[str]]]:
+    """``({absolute transcript path: {"digest", "keys": set, "session_id", "reopened"}}, {agent session id: keys})``
+    from the ledger. A row whose notes were consolidated by a run that ``consolidate undo`` undid
+    (consolidate/undone_imports.py) counts as never imported: its path is left out when no other row
+    names it (``reopened`` when other rows do: the file is read again though unchanged), and its entry
+    keys are given in the second map (by the transcript's agent session), so the hooks' harvest table
+    does not hold them back either."""
     from .jsonl import read_lines
+    from .undone_imports import session_runs, undone_at
 
+    rows = [r for r in read_lines(store.sub(*LEDGER)) if isinstance(r.get("path"), str)]
+    runs: dict[str, list] = {}
     out: dict[str, dict[str, Any]] = {}
-    for row in read_lines(store.sub(*LEDGER)):
-        if not isinstance(row.get("path"), str):
-            continue
-        cur = out.setdefault(row["path"], {"digest": None, "keys": set(), "session_id": None})
+    undone_keys: dict[str, set[str]] = {}
+    reopened: dict[str, set[str]] = {}
+    for row in rows:
+        sid = row.get("session_id")
+        if row.get("keys") and isinstance(sid, str):
+            if sid not in runs:
+                runs[sid] = session_runs(store, sid)
+            if undone_at(runs[sid], row.get("ts")):
+                undone_keys.setdefault(_agent_session(row), set()).update(row["keys"])
+                reopened.setdefault(row["path"], set()).update(row["keys"])
+                continue
+        cur = out.setdefault(row["path"], {"digest": None, "keys": set(), "session_id": None, "reopened": False})
         cur["digest"] = row.get("digest")
         cur["keys"] |= set(row.get("keys") or ())
-        cur["session_id"] = row.get("session_id") or cur["session_id"]
-    return out
+        cur["session_id"] = sid or cur["session_id"]
+    for path, cur in out.items():  # a key imported again after the undo is held back again
+        for keys in undone_keys.values():
+            keys -= cur["keys"]
+        cur["reopened"] = bool(reopened.get(path, set()) - cur["keys"])  # not unchanged: entries to take again
+    return out, undone_keys
+
+
+def _agent_session(row: dict[str, Any]) -> str:
+    """The agent session a ledger row's transcript belongs to (rows written before it was recorded:
+    from the import session ``transcript-<agent>-<session id>``)."""
+    if isinstance(row.get("agent_session"), str):
+        return row["agent_session"]
+    sid = str(row.get("session_id") or "")
+    for agent in ("claude-code", "gemini-cli"):
+        if sid.startswith(f"transcript-{agent}-"):
+            return sid[len(f"transcript-{agent}-"):]
+    return sid
 
 
 def _record(store, row: dict[str, Any]) -> None:
+    import time
+
     from .private import private_file
 
+    row = {**row, "ts": time.time()}  # which run took its notes (an undone one: imported again)
     path = store.sub(*LEDGER)
     path.parent.mkdir(parents=True, exist_ok=True)
     with private_file(path, "a") as f:
@@ -368,7 +405,7 @@ def import_transcripts(store, transcripts: list[Transcript], *, progress: bool |
     from tqdm import tqdm
 
     result = ImportResult()
-    ledger = _ledger(store)
+    ledger, undone_keys = _ledger(store)
     by_digest = {row["digest"]: path for path, row in ledger.items() if row.get("digest")}
     for t in tqdm(transcripts, desc="transcripts", unit="file", disable=(not progress) if progress is not None else None,
                   leave=False):
@@ -381,7 +418,7 @@ def import_transcripts(store, transcripts: list[Transcript], *, progress: bool |
             row["status"] = "unreadable"
             continue
         seen = ledger.get(key)
-        if seen is not None and seen["digest"] == d:
+        if seen is not None and seen["digest"] == d and not seen["reopened"]:
             row["status"] = "unchanged"
             continue
         if seen is None and d in by_digest:  # the same transcript at another path (a copy): imported already
@@ -394,7 +431,8 @@ def import_transcripts(store, transcripts: list[Transcript], *, progress: bool |
             by_digest[d] = key
             continue
         notes = harvest_file(t)
-        old_keys = (seen["keys"] if seen else set()) | _harvested_keys(store, t.session_id)
+        old_keys = (seen["keys"] if seen else set()) | (_harvested_keys(store, t.session_id)
+                                                        - undone_keys.get(t.session_id, set()))
         fresh = [n for n in notes if n["key"] not in old_keys]
         sid = session_for(t)
         row["session_id"] = sid
@@ -407,7 +445,7 @@ def import_transcripts(store, transcripts: list[Transcript], *, progress: bool |
             result.sessions.append(sid)
         row["notes"] = len(fresh)
         row["status"] = "imported" if fresh else ("no-new-entries" if seen else "empty")
-        _record(store, {"path": key, "digest": d, "session_id": sid, "agent": t.agent,
+        _record(store, {"path": key, "digest": d, "session_id": sid, "agent": t.agent, "agent_session": t.session_id,
                         "keys": [n["key"] for n in fresh], "notes": len(fresh)})
         by_digest[d] = key
     return result
