@@ -26,8 +26,8 @@ memory is a statement by a person on the team), note metadata ``source: user`` a
 ``imported_from: FILE@COMMIT`` (with the commit's author), then consolidated as usual (secret gate,
 write policy, contradiction check, tombstones: a memory the user forgot is brought back only as the
 tombstone rules allow). The same block imported twice is one session: the second import does
-nothing, unless every run of that session was undone (``consolidate undo``; consolidate/undone_imports.py):
-then it is imported again. An entry whose id and statement are already in the store is left out (it came from this
+nothing, unless the last run of that session was undone (``consolidate undo``;
+consolidate/undone_imports.py): then it is imported again. An entry whose id and statement are already in the store is left out (it came from this
 store, or was imported before: an echo confirms nothing).
 """
 
@@ -307,14 +307,15 @@ def read_source(path: str | os.PathLike, rev: str | None = None) -> tuple[str, d
 
 
 def _import_undone(store, sid: str) -> bool:
-    """Whether the block's session was consolidated and every run of it undone (``consolidate undo``):
-    the block is then imported again (consolidate/undone_imports.py); queued or partly run, it is not."""
+    """Whether the block's session was consolidated and its last run undone (``consolidate undo``):
+    the block is then imported again (consolidate/undone_imports.py; entries a run not undone keeps
+    in the store are left out as known); queued or partly run, it is not."""
     end = store.sessions.session_end(sid)
     if end is None or end["status"] in ("queued", "running", "partial"):
         return False
-    from .undone_imports import all_undone
+    from .undone_imports import last_run_undone
 
-    return all_undone(store, sid)
+    return last_run_undone(store, end)
 
 
 def import_block(store, path: str | os.PathLike, rev: str | None = None) -> dict[str, Any]:

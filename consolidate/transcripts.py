@@ -312,19 +312,17 @@ def _ledger(store) -> tuple[dict[str, dict[str, Any]], dict[str, set[str]]]:
     keys are given in the second map (by the transcript's agent session), so the hooks' harvest table
     does not hold them back either."""
     from .jsonl import read_lines
-    from .undone_imports import session_runs, undone_at
+    from .undone_imports import runs_by_session, undone_at
 
     rows = [r for r in read_lines(store.sub(*LEDGER)) if isinstance(r.get("path"), str)]
-    runs: dict[str, list] = {}
+    runs = runs_by_session(store) if any(r.get("keys") for r in rows) else {}
     out: dict[str, dict[str, Any]] = {}
     undone_keys: dict[str, set[str]] = {}
     reopened: dict[str, set[str]] = {}
     for row in rows:
         sid = row.get("session_id")
         if row.get("keys") and isinstance(sid, str):
-            if sid not in runs:
-                runs[sid] = session_runs(store, sid)
-            if undone_at(runs[sid], row.get("ts")):
+            if undone_at(runs.get(sid, []), row.get("ts")):
                 undone_keys.setdefault(_agent_session(row), set()).update(row["keys"])
                 reopened.setdefault(row["path"], set()).update(row["keys"])
                 continue

@@ -5,8 +5,9 @@
 and ``import-transcripts`` keeps a ledger of the transcripts (and entries) it imported. Neither knew of
 undo: after ``consolidate undo RUN_ID`` of the import's run the memories were gone, yet the same block
 or transcript was refused as already imported. Here both ask the undo records (consolidate/snapshots.py)
-which of a session's runs were undone. Read-only: nothing is written at undo time, so an undo of a
-run of any other kind, an interrupted undo finished later, and a team's undo need nothing more.
+whether the run that took a session's notes was undone. Read-only: nothing is written at undo time,
+so an undo of a run of any other kind, an interrupted undo finished later, and a team's undo need
+nothing more.
 """
 
 from __future__ import annotations
@@ -14,20 +15,31 @@ from __future__ import annotations
 from typing import Any
 
 
-def session_runs(store, session_id: str) -> list[dict[str, Any]]:
-    """The runs with an undo record that consolidated ``session_id``, oldest first (snapshots.list_runs
-    rows: ``run_id``, ``started_at`` in Unix seconds, ``undone``)."""
+def last_run_undone(store, end: dict[str, Any] | None) -> bool:
+    """Whether the run named in the session end ``end`` (the session's last run) has an undo record
+    marked undone. A session re-imported after an undo has a newer run, so a block comes back once;
+    a run that wrote nothing has no record and could not be undone (False)."""
+    run_id = (end or {}).get("run_id")
+    if not run_id:
+        return False
+    from .errors import ConsolidateError
+    from .snapshots import load
+
+    try:
+        return bool(load(store, run_id).get("undone"))
+    except ConsolidateError:  # no record (nothing written), or a damaged one: `consolidate doctor` says so
+        return False
+
+
+def runs_by_session(store) -> dict[str, list[dict[str, Any]]]:
+    """``{session id: its runs with an undo record, oldest first}`` (snapshots.list_runs rows:
+    ``run_id``, ``started_at`` in Unix seconds, ``undone``); one pass over the records."""
     from .snapshots import list_runs
 
-    return sorted((r for r in list_runs(store) if r["session_id"] == session_id), key=lambda r: r["started_at"])
-
-
-def all_undone(store, session_id: str) -> bool:
-    """Whether ``session_id`` was consolidated by at least one run with an undo record and every such
-    run was undone: what the session brought into memory is gone (a run that wrote nothing has no
-    record and could not be undone)."""
-    runs = session_runs(store, session_id)
-    return bool(runs) and all(r["undone"] for r in runs)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in sorted(list_runs(store), key=lambda r: r["started_at"]):
+        out.setdefault(r["session_id"], []).append(r)
+    return out
 
 
 def undone_at(runs: list[dict[str, Any]], ts: float | None) -> bool:
