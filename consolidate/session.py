@@ -95,7 +95,7 @@ def parse_ttl(value: str | int | float | None) -> float | None:
     else:
         m = _TTL_RE.match(str(value))
         if not m:
-            raise BadInput(f"bad TTL {value!r}: use a number with s, m, h, d or w (e.g. 20m)", value=value)
+            raise BadInput(f"bad TTL {value!r}: use a positive number with s, m, h, d or w (e.g. 20m)", value=value)
         seconds = float(m.group(1)) * _TTL_UNITS[m.group(2)]
     if seconds <= 0:
         raise BadInput(f"bad TTL {value!r}: it must be positive", value=value)

@@ -18,7 +18,10 @@ def cli(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("CONSOLIDATE_JUDGES", "rules")
 
     def run(*argv):
-        code = main(list(argv))
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:  # a usage error (argparse, one line): the console script's exit code
+            code = exc.code
         out, err = capsys.readouterr()
         return code, out, err
 

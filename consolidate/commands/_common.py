@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 #: The default judge chain in words: the same in every --help and in the README (judges.registry
 #: builds it; tests/test_docs_consistency.py keeps the three in step).
 DEFAULT_CHAIN_TEXT = "the first agent CLI on PATH (claude, llm, ollama, codex), then api, then noop"
@@ -35,38 +37,116 @@ def open_store(args, create: bool = True, writes: bool | None = None):
     return store
 
 
-def positive_float(text: str, unit: str = "seconds") -> float:
-    """argparse type: a number (of ``unit``) greater than 0."""
+# -- types of the options that take a number, a duration or a date ----------------------------------
+
+#: The argparse types of the options whose value is a number, a duration or a date. Such a value may
+#: begin with a dash (``--ttl -5m``, ``--time-box -1e3``, ``--min-similarity -inf``, ``--since -3d``):
+#: argparse takes it for an option (only ``-5`` and ``-.5`` pass as negative numbers) and says
+#: ``expected one argument``; consolidate.commands._parser hands it to the type instead, whose one
+#: line names the option and the allowed form. Every type below is registered here.
+VALUE_TYPES: set = set()
+
+
+def value_type(fn):
+    """Register ``fn`` in :data:`VALUE_TYPES` (an argparse type of a number, duration or date)."""
+    VALUE_TYPES.add(fn)
+    return fn
+
+
+def _positive(text: str, unit: str) -> float:
     import argparse
 
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of {unit}, got {text!r}")
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of {unit} (such as 30 or 2.5), got {text!r}")
     return value
 
 
+@value_type
+def positive_float(text: str, unit: str = "seconds") -> float:
+    """argparse type: a number (of ``unit``) greater than 0."""
+    return _positive(text, unit)
+
+
+@value_type
 def positive_hours(text: str) -> float:
     """argparse type: a number of hours greater than 0."""
-    return positive_float(text, "hours")
+    return _positive(text, "hours")
 
 
+@value_type
+def positive_days(text: str) -> float:
+    """argparse type: a number of days greater than 0."""
+    return _positive(text, "days")
+
+
+@functools.cache
 def count_1_to(limit: int):
-    """argparse type: an integer from 1 to ``limit``."""
+    """argparse type: an integer from 1 to ``limit`` (one function per limit)."""
     import argparse
 
+    @value_type
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+            raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {limit}, got {text!r}") from None
         if not 1 <= value <= limit:
             raise argparse.ArgumentTypeError(f"must be from 1 to {limit}, got {value}")
         return value
 
     return parse
+
+
+@value_type
+def duration(text: str) -> str:
+    """argparse type of ``--ttl``: a positive duration, a number with ``s``, ``m``, ``h``, ``d`` or ``w``
+    (``20m``, ``2h``, ``1d``; a bare number is seconds), at most 10 years; returns the text (the
+    session tier parses it again, as it does the MCP ``ttl`` and a JSONL import's)."""
+    import argparse
+
+    from ..errors import BadInput
+    from ..session import parse_ttl
+
+    try:
+        parse_ttl(text)
+    except BadInput as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+@value_type
+def similarity(text: str) -> float:
+    """argparse type of ``--min-similarity``: a cosine similarity, a number from -1 to 1
+    (consolidate.retrieval.check_options, shared with MCP ``recall``)."""
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not -1 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a number from -1 to 1 (such as 0.2 or -0.1), got {text!r}")
+    return value
+
+
+@value_type
+def user_date(text: str) -> str:
+    """argparse type of a date option (``--since``): a date consolidate.dates.parse_user_date reads
+    (2026-07-01, yesterday, last-week, '3 days ago'); returns the text (the command reads it then)."""
+    import argparse
+
+    from ..dates import parse_user_date
+    from ..errors import BadInput
+
+    try:
+        parse_user_date(text, what="date")
+    except BadInput as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def read_text_arg(text: str) -> str:

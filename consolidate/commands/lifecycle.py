@@ -177,7 +177,7 @@ def _batch_json(r) -> dict:
 
 
 def register_batch(sub, common) -> None:
-    from ._common import count_1_to, positive_hours
+    from ._common import count_1_to, positive_hours, user_date
 
     s = sub.add_parser("batch", parents=[common],
                        help="drain the queue and orphaned sessions, expire quarantine, decay, optionally re-judge")
@@ -187,7 +187,7 @@ def register_batch(sub, common) -> None:
     s.add_argument("--orphan-age", type=positive_hours, default=24.0,
                    help="hours after its last note a session without an end counts as orphaned (default 24)")
     s.add_argument("--rejudge", action="store_true", help="re-judge entries written under other prompt versions")
-    s.add_argument("--since",
+    s.add_argument("--since", type=user_date,
                    help="with --rejudge: only entries written on or after this date, local time"
                         " (2026-07-01, 2026-07-01T08:30+10:00, yesterday, last-week, '3 days ago')")
     s.add_argument("--prompt-version", help="with --rejudge: only entries written under this prompt version")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ._common import add_json, count_1_to, open_store
+from ._common import add_json, count_1_to, open_store, similarity
 
 
 def cmd_recall(args) -> int:
@@ -141,7 +141,7 @@ def register(sub, common) -> None:
     s = sub.add_parser("recall", parents=[common], help="semantic search over active memories")
     s.add_argument("query", help="what to look for, in words (at most 4,000 characters)")
     s.add_argument("-k", type=count_1_to(1000), default=5, help="how many memories (1 to 1000, default 5)")
-    s.add_argument("--min-similarity", type=float, default=0.2,
+    s.add_argument("--min-similarity", type=similarity, default=0.2,
                    help="leave out memories less similar than this (cosine, -1 to 1, default 0.2)")
     s.add_argument("--all", "--include-quarantined", dest="all", action="store_true",
                    help="include quarantined and disputed entries")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from ..deferral import EXIT_PARTIAL
-from ._common import add_dry_run, add_json, add_judge, add_session, add_time_box, open_store, positive_float
+from ._common import add_dry_run, add_json, add_judge, add_session, add_time_box, open_store, positive_days
 
 
 def cmd_run(args) -> int:
@@ -128,7 +128,7 @@ def register(sub, common) -> None:
     add_dry_run(s, "print the plan, write nothing")
     add_judge(s, "judge spec (api:MODEL, cli:PRESET, rules, noop, ...)")
     add_time_box(s, 120.0)
-    s.add_argument("--wait-days", type=lambda t: positive_float(t, "days"), default=None,
+    s.add_argument("--wait-days", type=positive_days, default=None,
                    help="days a note no judge answered waits for one (default $CONSOLIDATE_WAIT_DAYS or 7)")
     add_json(s)
     s.set_defaults(func=cmd_run)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ._common import add_outcome, add_session, open_store, read_text_arg
+from ._common import add_outcome, add_session, duration, open_store, read_text_arg
 
 
 def cmd_note(args) -> int:
@@ -103,7 +103,7 @@ def register(sub, common) -> None:
     add_session(s, required=True)
     s.add_argument("text", help="the note; - reads it from standard input")
     s.add_argument("--flag", action="store_true", help="a keeper: promoted without a judge")
-    s.add_argument("--ttl", help="expire the note after this long (20m, 2h, 1d)")
+    s.add_argument("--ttl", type=duration, help="expire the note after this long (20m, 2h, 1d)")
     s.add_argument("--kind", help="decision, constraint, preference, recipe, failure or fact")
     s.set_defaults(func=cmd_note)
     s = sub.add_parser("import", parents=[common], help="import a JSONL file of notes (one per line, `content` required)")
