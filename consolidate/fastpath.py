@@ -18,8 +18,10 @@ Anything else, or any doubt (a store folder that is missing or not private, a re
 id the gate would need to look at, a run left in the journal, an unknown option), returns None and
 the full command line handles it: the fast path never decides what the full one would decide
 differently. Standard library only; nothing of the package is imported here but
-``consolidate.settings`` (the environment variables; ``os`` only); fast_start, for a SessionStart,
-imports hook_lifecycle, agent_session and echo: standard library only too.
+``consolidate.settings`` (the environment variables; ``os`` only) and, for the SQLite work of the
+fold and the idle run, ``consolidate.session_tables``; fast_start, for a SessionStart, imports
+hook_lifecycle, agent_session and echo: standard library only too. The session-end hook opens no
+database and imports neither.
 
 Queue file: each record is written as ``"\\n" + JSON + "\\n"`` in one ``write`` to a file opened
 ``O_APPEND`` (0600), so concurrent hooks never interleave, and a line cut by a crash (the hook
