@@ -244,3 +244,28 @@ def test_compare_prompt_versions():
     assert "updates" in v2 and "updates" not in v1  # v1 is kept for provenance, unchanged
     assert compare_model("contradiction-v1") is Relations and compare_model("contradiction-v2") is CompareAnswer
     assert APIJudge(model="x").compare_prompt_version == CLIJudge("claude").compare_prompt_version == "contradiction-v2"
+
+
+def test_keepers_of_one_run_typed_differently_are_compared(minilm_store):
+    """The same rule kept from two notes of one run and typed twice (the failure that taught it and
+    the constraint it gave) reaches the compare prompt as one pair with both types and is folded into
+    one memory; a keeper far from both (below CROSS_TYPE_SIMILARITY) is not sent (issue 19: curators
+    graded every duplicate of two 20-session end-to-end runs as such a cross-type pair)."""
+    store = minilm_store
+    seen = []
+
+    def relation(pair):
+        seen.append(pair)
+        return "duplicate"
+
+    judge = ScriptedJudge(relations=relation)
+    store.sessions.add_note("one", "Never install home-manager with nix-env in the Dockerfile: the imperative install"
+                            " clashed with the declarative one", flag=True, kind="failure")
+    store.sessions.add_note("one", "home-manager is managed only declaratively in home.nix and is never installed with"
+                            " nix-env in the Dockerfile", flag=True, kind="constraint")
+    store.sessions.add_note("one", "The CI cache key includes the hash of the lockfile", flag=True, kind="fact")
+    store.sessions.end("one", "success")
+    [plan] = run_queue(store, chain_factory=lambda: JudgeChain([judge]))
+    assert [p.type for p in seen] == ["constraint / failure"]
+    assert len(active_docs(store)) == 2 and "The CI cache key includes the hash of the lockfile" in active_docs(store)
+    assert any(e["event"] == "candidate.duplicate" for e in plan.events)
