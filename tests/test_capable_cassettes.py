@@ -1,8 +1,8 @@
 """Capable-model cassettes (issue 19 item 2), replayed offline through the CLI judge's record/replay
 (judges/cli_cassette.py): the eval over ../shared/data/labels with judge-v1, judge-v2, judge-v5,
 judge-v7 and judge-v8, the judge regression set and the injection set, the contradiction set
-(tests/labels/contradiction-realnotes.jsonl), and the real-notes end-to-end run (judge-v1, judge-v2 and
-judge-v5, each with the contradiction check's compare prompts answered).
+(tests/labels/contradiction-realnotes.jsonl), and the real-notes end-to-end run (judge-v1, judge-v2,
+judge-v5 and judge-v8, each with the contradiction check's compare prompts answered).
 
 How they were made (also written in each cassette's ``model`` and ``how``): no capable model is
 reachable from the machines this project is built on, so every prompt was captured exactly
@@ -36,6 +36,7 @@ PAIRS = REPO / "tests" / "labels" / "contradiction-realnotes.jsonl"
 MODEL = "capable model answered via judgelab helper, 2026-11-30"
 E2E = "e2e-realnotes-judge-v2-capable"
 E2E_V5 = "e2e-realnotes-judge-v5-capable"
+E2E_V8 = "e2e-realnotes-judge-v8-capable"
 
 #: The prompt templates these cassettes cover (read by tests/test_prompt_regression.py's meta-test).
 PROMPT_CASSETTES = {
@@ -48,7 +49,7 @@ PROMPT_CASSETTES = {
     "judge-v7": ("eval-realnotes-judge-v7-capable.yaml", "eval-regression-judge-v7-capable.yaml",
                  "injection-judge-v7-capable.yaml"),
     "judge-v8": ("eval-realnotes-judge-v8-capable.yaml", "eval-regression-judge-v8-capable.yaml",
-                 "injection-judge-v8-capable.yaml"),
+                 "injection-judge-v8-capable.yaml", "e2e-realnotes-judge-v8-capable.yaml"),
     "contradiction-v2": ("contradiction-realnotes-capable.yaml",),
 }
 
@@ -89,7 +90,7 @@ def needs_shared():
                                   "injection-judge-v5-capable", "eval-realnotes-judge-v7-capable",
                                   "eval-regression-judge-v7-capable", "injection-judge-v7-capable",
                                   "eval-realnotes-judge-v8-capable", "eval-regression-judge-v8-capable",
-                                  "injection-judge-v8-capable", E2E_V5])
+                                  "injection-judge-v8-capable", E2E_V5, E2E_V8])
 def test_cassette_names_the_model_and_keeps_no_prompt(name):
     text = (CASSETTES / f"{name}.yaml").read_text(encoding="utf-8")
     data = yaml.safe_load(text)
@@ -205,7 +206,7 @@ QUESTIONS = [
 #: A task-list or status line: what no memory may be.
 _STATUS = __import__("re").compile(r"^\s*(?:[-*]\s*)?(?:\[[ xX]\]|✅|❌|TODO\b|Next:|Task \d|Done:|Status:)")
 #: The end-to-end cassettes the user-facing checks run on (prompt version -> cassette).
-E2E_RUNS = {"judge-v2": E2E, "judge-v5": E2E_V5}
+E2E_RUNS = {"judge-v2": E2E, "judge-v5": E2E_V5, "judge-v8": E2E_V8}
 _RUNS: dict[str, tuple[dict, Path]] = {}
 
 
@@ -273,6 +274,24 @@ def test_end_to_end_judge_v5_with_its_compare_answers(tmp_path_factory):
     assert f["keeps_folded_as_duplicates"] > 0
     others = [expected(name)["figures"]["gold_keepers_active"] for name in (E2E, "e2e-realnotes-judge-v1-capable")]
     assert f["gold_keepers_active"] > max(others)
+
+
+@pytest.mark.realnotes
+def test_end_to_end_judge_v8_against_v5(tmp_path_factory):
+    """judge-v8 end to end on the same 20 sessions, with its own compare answers (37 judge and 20
+    compare prompts; the cross-type compare on): both goals of the labeled figures are met, at least
+    80 % of gold keepers active after one session (17 of 20, judge-v5 18) and at most 5 % of active
+    memories from labeled drops (0 of 17, judge-v5 5 of 23). What it costs: more of its keeps are
+    quarantined (its answers call more of them inferred at medium confidence), so the share of keeps
+    active or folded is below judge-v5's."""
+    report, _ = e2e_run("judge-v8", tmp_path_factory)
+    assert strip(report) == expected(E2E_V8)
+    f, v5 = report["figures"], expected(E2E_V5)["figures"]
+    assert f["sessions"] == 20 and f["gold_keepers"] == 20 and f["compare_calls"] > 0
+    assert f["gold_keepers_active_share"] >= 0.8 and f["labeled_drops_active_share"] <= 0.05
+    assert f["labeled_drops_active"] < v5["labeled_drops_active"]
+    assert f["keeps_folded_as_duplicates"] > 0
+    assert report["not_written"]["quarantined: low-confidence single observation"] == f["written"]["quarantined"]
 
 
 @pytest.mark.realnotes
