@@ -2,7 +2,8 @@
 (judges/cli_cassette.py): the eval over ../shared/data/labels with judge-v1, judge-v2, judge-v5,
 judge-v7 and judge-v8, the judge regression set and the injection set, the contradiction set
 (tests/labels/contradiction-realnotes.jsonl), and the real-notes end-to-end run (judge-v1, judge-v2,
-judge-v5 and judge-v8, each with the contradiction check's compare prompts answered).
+judge-v5 and judge-v8 over the 20 sessions with the fewest notes, judge-v1 and judge-v5 over all 41,
+each with the contradiction check's compare prompts answered).
 
 How they were made (also written in each cassette's ``model`` and ``how``): no capable model is
 reachable from the machines this project is built on, so every prompt was captured exactly
@@ -41,10 +42,12 @@ E2E_V8 = "e2e-realnotes-judge-v8-capable"
 #: The prompt templates these cassettes cover (read by tests/test_prompt_regression.py's meta-test).
 PROMPT_CASSETTES = {
     "judge-v1": ("eval-realnotes-judge-v1-capable.yaml", "e2e-realnotes-judge-v1-capable.yaml",
+                 "e2e-all-realnotes-judge-v1-capable.yaml",
                  "eval-regression-judge-v1-capable.yaml", "injection-judge-v1-capable.yaml"),
     "judge-v2": ("eval-realnotes-judge-v2-capable.yaml", "e2e-realnotes-judge-v2-capable.yaml",
                  "eval-regression-judge-v2-capable.yaml", "injection-judge-v2-capable.yaml"),
     "judge-v5": ("eval-realnotes-judge-v5-capable.yaml", "e2e-realnotes-judge-v5-capable.yaml",
+                 "e2e-all-realnotes-judge-v5-capable.yaml",
                  "eval-regression-judge-v5-capable.yaml", "injection-judge-v5-capable.yaml"),
     "judge-v7": ("eval-realnotes-judge-v7-capable.yaml", "eval-regression-judge-v7-capable.yaml",
                  "injection-judge-v7-capable.yaml"),
@@ -90,7 +93,8 @@ def needs_shared():
                                   "injection-judge-v5-capable", "eval-realnotes-judge-v7-capable",
                                   "eval-regression-judge-v7-capable", "injection-judge-v7-capable",
                                   "eval-realnotes-judge-v8-capable", "eval-regression-judge-v8-capable",
-                                  "injection-judge-v8-capable", E2E_V5, E2E_V8])
+                                  "injection-judge-v8-capable", E2E_V5, E2E_V8,
+                                  "e2e-all-realnotes-judge-v1-capable", "e2e-all-realnotes-judge-v5-capable"])
 def test_cassette_names_the_model_and_keeps_no_prompt(name):
     text = (CASSETTES / f"{name}.yaml").read_text(encoding="utf-8")
     data = yaml.safe_load(text)
@@ -274,6 +278,45 @@ def test_end_to_end_judge_v5_with_its_compare_answers(tmp_path_factory):
     assert f["keeps_folded_as_duplicates"] > 0
     others = [expected(name)["figures"]["gold_keepers_active"] for name in (E2E, "e2e-realnotes-judge-v1-capable")]
     assert f["gold_keepers_active"] > max(others)
+
+
+#: Reasons of the contradiction check for a keep not written active (the rest are the write policy's).
+_CONTRADICTION_REASONS = ("duplicate:", "rejected: replaced in the same run", "rejected: superseded in the same run",
+                          "rejected: contradicts")
+
+
+def _write_policy_demotions(report: dict) -> dict[str, int]:
+    """The keeps the write policy rejected, quarantined or made transient, by its reason."""
+    return {why: n for why, n in report["not_written"].items() if not why.startswith(_CONTRADICTION_REASONS)}
+
+
+@pytest.mark.realnotes
+def test_end_to_end_all_41_sessions_judge_v1_and_v5():
+    """All 41 labeled sessions (5,477 notes, 31 gold keepers), every judge and compare prompt answered
+    by the capable model: judge-v5 leaves at least 80 % of the gold keepers active after one session
+    (judge-v1 under half)."""
+    needs_shared()
+    got = {}
+    for version in ("judge-v1", "judge-v5"):
+        name = f"e2e-all-realnotes-{version}-capable"
+        report = replay(name, "--end-to-end", "--prompt-version", version, "--labels", str(LABELS))
+        assert strip(report) == expected(name)
+        got[version] = report["figures"]
+    v1, v5 = got["judge-v1"], got["judge-v5"]
+    assert v5["sessions"] == v1["sessions"] == 41 and v5["gold_keepers"] == 31
+    assert v5["gold_keepers_active_share"] >= 0.8 > 0.5 > v1["gold_keepers_active_share"]
+
+
+@pytest.mark.parametrize("name", [E2E_V5, "e2e-all-realnotes-judge-v5-capable"])
+def test_write_policy_accepts_judge_v5_keeps(name):
+    """What the write policy does to a capable model's keeps end to end (issue 19 item 4): at least 95 %
+    of judge-v5's keeps pass it unchanged; the one rule that demoted any is the quarantine of a
+    low-confidence single observation (an inferred keep the judge did not call high). The contradiction
+    check's folds and same-run updates are counted apart."""
+    report = expected(name)
+    demoted = _write_policy_demotions(report)
+    assert set(demoted) == {"quarantined: low-confidence single observation"}
+    assert 1 - sum(demoted.values()) / report["figures"]["judge_keeps"] >= 0.95
 
 
 @pytest.mark.realnotes
