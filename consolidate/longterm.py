@@ -391,9 +391,11 @@ class LongTerm:
 
     def upsert(self, records: list[dict[str, Any]]) -> None:
         """Write memories: each record has ``id``, ``document``, ``metadata``, ``embedding``.
-        Upsert by deterministic id: a replay overwrites, never duplicates."""
+        Upsert by deterministic id: a replay overwrites, never duplicates; an id given twice is
+        written once, with its last record (Chroma refuses a write naming an id twice)."""
         if not records:
             return
+        records = list({r["id"]: r for r in records}.values())
 
         def write(collection):
             for i in range(0, len(records), 1000):
@@ -405,11 +407,14 @@ class LongTerm:
 
     def delete(self, ids: list[str]) -> None:
         """Remove memories from the recall index (missing ids are not an error: replay)."""
+        ids = list(dict.fromkeys(ids))
         if ids:
             self._write(lambda collection: collection.delete(ids=ids))
 
     def get(self, ids: list[str]) -> dict[str, dict[str, Any]]:
-        """``{id: {"document", "metadata"}}`` for the ids that exist."""
+        """``{id: {"document", "metadata"}}`` for the ids that exist (an id given twice is read once:
+        Chroma refuses a ``get`` naming an id twice, DuplicateIDError)."""
+        ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
         res = self._read(lambda collection: collection.get(ids=ids, include=["documents", "metadatas"]))
@@ -475,7 +480,9 @@ class LongTerm:
         return self._read(lambda collection: collection.count())
 
     def get_with_embeddings(self, ids: list[str]) -> dict[str, dict[str, Any]]:
-        """``{id: {"document", "metadata", "embedding"}}`` for the ids that exist (undo records)."""
+        """``{id: {"document", "metadata", "embedding"}}`` for the ids that exist (undo records; an
+        id given twice is read once)."""
+        ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
         res = self._read(lambda collection: collection.get(ids=ids, include=["documents", "metadatas", "embeddings"]))

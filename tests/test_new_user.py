@@ -261,9 +261,13 @@ def read_only_store(tmp_path):
 
 
 def _snapshot(folder):
-    """Every file's bytes (SQLite's shared-memory and WAL files, which a reader may create, left out)."""
+    """Every file's bytes, left out: SQLite's shared-memory and WAL files, which a reader may create,
+    and the store lock's holder record (consolidate.locking.HOLDER_FILE: who holds the lock, rewritten
+    by every command that takes it, data of the lock, not of the store)."""
+    from consolidate.locking import HOLDER_FILE
+
     return {str(p.relative_to(folder)): p.read_bytes() if p.is_file() else b"" for p in sorted(folder.rglob("*"))
-            if not p.name.endswith(("-shm", "-wal"))}
+            if not p.name.endswith(("-shm", "-wal")) and p.name != HOLDER_FILE}
 
 
 def test_mcp_starts_read_only_on_a_read_only_store(read_only_store):

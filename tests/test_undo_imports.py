@@ -200,3 +200,31 @@ def test_after_undo_a_copy_is_imported_once(tmp_path):
     out = _import(st, t)
     assert "0 imported" in out and "1 copies of a transcript imported from another path" in out, out
     assert len(_memories(st)) == 2
+
+
+def test_an_exported_block_imports_into_a_store_with_memories_and_again_after_undo(tmp_path):
+    """New-user review: a block written by ``export`` (entries carry their memory ids) failed to import
+    into any store that already held memories (exit 4, DuplicateIDError from the recall index: the
+    exported id and the id this store gives the statement were asked for twice when equal), so an
+    export could not come back to its own store, go to a teammate's, or be imported again after undo."""
+    src, other = tmp_path / "a" / ".memofs", tmp_path / "b" / ".memofs"
+    seed = tmp_path / "seed.md"
+    seed.write_text(_block(SQLITE, REGION, PNPM))
+    _ok(src, "import", "--agents-md", str(seed))
+    exported = tmp_path / "AGENTS.md"
+    _ok(src, "export", "--file", str(exported))
+    assert "id" in exported.read_text()  # the markers name the memories
+    out = _ok(src, "import", "--agents-md", str(exported))  # back into its own store: all known
+    assert _memories(src) == {SQLITE[1], REGION[1], PNPM[1]}, out
+    other_block = tmp_path / "other.md"
+    other_block.write_text(_block(("fact", "Nightly backups run at 02:00 UTC")))
+    _ok(other, "import", "--agents-md", str(other_block))
+    for project in (None, "elsewhere"):
+        extra = ("--project", project) if project else ()
+        out = _ok(other, *extra, "import", "--agents-md", str(exported))
+        assert "imported 3 memories" in out or "imported before" in out, out
+    assert {SQLITE[1], REGION[1], PNPM[1]} <= _memories(other)
+    newest = _runs(other, "agents-md-")[0]
+    _ok(other, "undo", newest["run_id"])
+    assert "imported 3 memories" in _ok(other, "import", "--agents-md", str(exported))
+    assert _memories(other) == {"Nightly backups run at 02:00 UTC", SQLITE[1], REGION[1], PNPM[1]}

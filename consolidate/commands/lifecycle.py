@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from ..settings import STORE
-from ._common import add_judge, add_outcome, add_session, add_time_box, open_store
+from ._common import add_json, add_judge, add_outcome, add_session, add_time_box, open_store
 
 
 def cmd_hook(args) -> int:
@@ -193,5 +193,5 @@ def register_batch(sub, common) -> None:
     s.add_argument("--prompt-version", help="with --rejudge: only entries written under this prompt version")
     s.add_argument("--drifted", action="store_true",
                    help="with --rejudge: re-judge the memories whose anchored code changed instead")
-    s.add_argument("--json", action="store_true", help="print what the batch did as one JSON object")
+    add_json(s, "print what the batch did as one JSON object")
     s.set_defaults(func=cmd_batch)
