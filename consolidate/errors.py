@@ -85,7 +85,16 @@ class PathRefused(BadInput):
 
 
 class ConfigError(BadInput):
-    """A setting names something that does not exist (a judge, an embedding function)."""
+    """A setting names something that does not exist (a judge, an embedding function), or a value of
+    a setting or a line of an ``--env-file`` cannot be parsed. Its one line passes the secret gate
+    (consolidate/secrets.py ``redact``) whatever built it: a value echoed in it never shows a secret,
+    only the redacted preview (consolidate/settings.py ``shown_value`` hides the whole value of a
+    ``secret`` setting before that)."""
+
+    def __str__(self) -> str:
+        from .secrets import redact  # here: an error path; secrets imports detect-secrets
+
+        return redact(super().__str__())
 
 
 class UnknownSession(ConsolidateError):

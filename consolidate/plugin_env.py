@@ -114,8 +114,30 @@ def _key_lines(path: str | os.PathLike, text: str, check: bool) -> dict[str, int
         if binding.key is not None and binding.value is not None:
             lines[binding.key] = line
         elif check and (binding.error or binding.key is not None):
-            shown = original.strip().splitlines()[0] if original.strip() else original
-            shown = shown if len(shown) <= 80 else shown[:77] + "..."
-            raise ConfigError(f"--env-file {os.fspath(path)} line {line}: not a KEY=VALUE line: {shown!r}",
+            first = original.strip().splitlines()[0] if original.strip() else original
+            raise ConfigError(f"--env-file {os.fspath(path)} line {line}: not a KEY=VALUE line: {_shown_line(first)}",
                               path=os.fspath(path), line=line)
     return lines
+
+
+#: A name whose value is a secret however it is written (an API key, a token, a password): a malformed
+#: line starting with it shows the name only. Words of the names providers and tools use for them.
+SECRET_NAME_WORDS = r"(?i)key|token|secret|passw|pwd|credential|auth|cookie|session"
+
+
+def _shown_line(first: str) -> str:
+    """How a malformed env-file line is echoed: quoted and passed through the secret gate
+    (consolidate/settings.py ``shown_value``); a line starting with the name of a ``secret`` setting or
+    a secret-like name (``OPENAI_API_KEY: sk-...``, an unterminated ``CONSOLIDATE_TEAM_TOKEN="...``)
+    shows that name and the length of the rest, none of its characters."""
+    import re  # here, not at the top: an error path, and this module runs before every command
+
+    from .settings import ALL, shown_value
+
+    m = re.match(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)", first)
+    name = m.group(1) if m else ""
+    secret_names = {s.name for s in ALL if s.unit == "secret"}
+    if name and (name in secret_names or re.search(SECRET_NAME_WORDS, name)):
+        rest = first[m.end():] if m else ""
+        return f"{name!r} and a value hidden ({shown_value(rest, secret=True)})"
+    return repr(shown_value(first))

@@ -5,7 +5,9 @@ by tests/test_docs_consistency.py).
 
 A value that cannot be parsed raises :class:`consolidate.errors.ConfigError` (exit 2 on the command
 line) in one line that names the variable and the value, e.g. ``CONSOLIDATE_WAIT_DAYS='abc': not a
-number (days)``; it is never replaced by the default in silence. The command line checks every
+number (days)``; it is never replaced by the default in silence. The value is shown through the
+secret gate (:func:`shown_value`): a secret in it appears only as its redacted preview, and the value
+of a ``secret`` setting (an API key, a team token) never appears. The command line checks every
 variable once before a command runs (:func:`check_all`), so a bad value is reported whatever the
 command, except by ``hook``, which never fails an agent: it queues the session end and the worker
 reports the bad value in ``logs/worker.log``.
@@ -78,11 +80,30 @@ class Setting(_Generic[T]):
         except ValueError as exc:
             from .errors import ConfigError
 
-            shown = text if len(text) <= 80 else text[:77] + "..."
+            shown = self.shown(text)
             raise ConfigError(f"{self.name}={shown!r}: {exc}", variable=self.name, value=shown) from None
+
+    def shown(self, text: str) -> str:
+        """How ``text``, a value of this variable, may appear in an error message or a log line:
+        :func:`shown_value` of it, hidden whole when the setting's ``unit`` is ``"secret"``."""
+        return shown_value(text, secret=self.unit == "secret")
 
     def __repr__(self) -> str:
         return f"Setting({self.name})"
+
+
+def shown_value(text: str, *, secret: bool = False, limit: int = 80) -> str:
+    """``text`` (a setting's value, a line of an env file) as an error message may echo it: with
+    ``secret`` none of it (``<secret, N chars>``); else every finding of the project's secret gate
+    replaced by its redacted preview (consolidate/secrets.py ``redact``: kind, length, at most a
+    provider prefix), then cut to ``limit`` characters (``...`` ending a cut one). The gate is
+    imported here only: an error path, not the hook's fast path."""
+    if secret:
+        return f"<secret, {len(text)} chars>"
+    from .secrets import redact
+
+    text = redact(text)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _show(value: object) -> str:
