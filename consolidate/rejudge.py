@@ -77,6 +77,19 @@ def _judge_rows(store, plan, chain, rows, time_box: float | None, counts: dict[s
             plan.updates.append(MemoryUpdate(row["id"], "update", fields, event="memory.rejudged", reason=reason))
 
 
+def prompt_versions(store) -> dict[str, int]:
+    """How many active or quarantined judge-written entries of ``store`` each prompt version wrote
+    (``{version: count}``, most first; '' for entries written before versions were recorded): what a
+    ``--prompt-version`` filter of ``batch --rejudge`` can select."""
+    counts: dict[str, int] = {}
+    for row in store.longterm().with_status("active", "quarantined", documents=False):
+        m = row["metadata"] or {}
+        if str(m.get("source", "")).startswith("judge:"):
+            pv = m.get("prompt_version") or ""
+            counts[pv] = counts.get(pv, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
 def plan_rejudge(store, plan, *, judges=None, chain_factory=None, since=None, prompt_version=None,
                  time_box: float | None = 120.0) -> dict[str, int]:
     """Add re-judging updates to ``plan``; returns counts ``{considered, kept, dropped, unjudged}``."""

@@ -278,3 +278,9 @@ def test_batch_rejudge_moves_a_store_between_prompt_versions(tmp_path):
     assert "(2 kept, 0 dropped" in out and versions() == ["judge-v2", "judge-v2"]
     cli("judge-v1", "batch", "--rejudge", "--prompt-version", "judge-v2")
     assert versions() == ["judge-v1", "judge-v1"]
+    # a filter naming no version of this store (a typo) says which versions are here, changes nothing
+    done = subprocess.run([sys.executable, "-m", "consolidate", "batch", "--rejudge", "--prompt-version", "judge-v99",
+                           "--store", str(path), "--judge", judge], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0 and "0 entries considered" in done.stdout, done.stderr
+    assert "no judge-written entry of this store was written under prompt version 'judge-v99'" in done.stderr
+    assert "versions here: judge-v1 (2)" in done.stderr and versions() == ["judge-v1", "judge-v1"]

@@ -138,6 +138,7 @@ def cmd_batch(args) -> int:
                   prompt_version=args.prompt_version, drifted=args.drifted)
     errors = [s for s in r.sessions if "error" in s]
     partial = [s for s in r.sessions if s.get("partial")]
+    _say_unmatched_prompt_version(args, store, r)
     if args.json:
         print(json.dumps(_batch_json(r), ensure_ascii=False, default=str))
         return 130 if r.interrupted else (1 if errors else 0)
@@ -158,6 +159,20 @@ def cmd_batch(args) -> int:
               + f"; {r.left_in_queue} session ends left in the queue; run `consolidate batch` again", file=sys.stderr)
         return 130
     return 1 if errors else 0
+
+
+def _say_unmatched_prompt_version(args, store, r) -> None:
+    """``batch --rejudge --prompt-version V`` that selected nothing: say which versions the store's
+    entries were written under (a typo such as ``judge-v99`` otherwise reads as a store with nothing
+    to re-judge)."""
+    if not (args.rejudge and not args.drifted and args.prompt_version and not (r.rejudged or {}).get("considered")):
+        return
+    from ..rejudge import prompt_versions
+
+    found = prompt_versions(store) if store.has_longterm else {}
+    listed = ", ".join(f"{v or 'unrecorded'} ({n})" for v, n in found.items()) or "none"
+    print(f"note: no judge-written entry of this store was written under prompt version {args.prompt_version!r};"
+          f" versions here: {listed}", file=sys.stderr)
 
 
 def _rejudged(counts: dict) -> str:

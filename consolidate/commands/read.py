@@ -145,7 +145,7 @@ def register(sub, common) -> None:
                    help="leave out memories less similar than this (cosine, -1 to 1, default 0.2)")
     s.add_argument("--all", "--include-quarantined", dest="all", action="store_true",
                    help="include quarantined and disputed entries")
-    add_json(s)
+    add_json(s, "print the memories as one JSON list, an object per memory")
     s.set_defaults(func=cmd_recall)
     s = sub.add_parser("status", parents=[common], help="counts by status and tier, queue, last run")
     add_json(s)
