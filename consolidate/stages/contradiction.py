@@ -6,8 +6,9 @@ from two notes is often typed twice) and with the existing same-type, same-scope
 neighbours, nearest first, with cosine similarity at least CANDIDATE_SIMILARITY):
 
 - the same statement (:func:`same_memory`: equal after normalisation, or similarity >=
-  DUPLICATE_SIMILARITY with the same numbers and negations and every differing part of the two
-  whole texts as similar, so two long notes differing only at the end are not) is a duplicate: the existing entry is re-confirmed (last_confirmed today; confidence one step up when seen
+  DUPLICATE_SIMILARITY with the same numbers in the same order, the same negations and every
+  differing part of the two whole texts as similar, so two long notes differing only at the end are
+  not, nor "port 8080 to 3000" and "port 3000 to 8080") is a duplicate: the existing entry is re-confirmed (last_confirmed today; confidence one step up when seen
   in another session; a quarantined entry seen in another session is promoted to active and its
   evidence upgraded) and nothing new is written;
 - the other candidates go to the judge chain's compare prompt (every judge kind that has a
@@ -72,10 +73,21 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 _NEGATION = re.compile(r"\b(?:not|never|no|don't|doesn't|isn't|aren't|without|instead|cannot|can't|won't)\b", re.IGNORECASE)
 
 
+def same_numbers(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` carry the same numbers in the same order (the sequence of
+    :data:`_NUMBER` matches, compared as written). Order matters: "forwards port 8080 to port 3000" and
+    "forwards port 3000 to port 8080", "upgrade from 3.11 to 3.12" and "from 3.12 to 3.11", "timeout
+    30 s, retry 60 s" and "timeout 60 s, retry 30 s" hold the same numbers but say different things,
+    and MiniLM scores such swaps 0.99 alike. A true restatement with its numbers reordered is then
+    left to the judge's compare prompt (or, with no judge, written as its own memory): a possible
+    duplicate, never a lost fact."""
+    return _NUMBER.findall(a) == _NUMBER.findall(b)
+
+
 def same_memory(a: str, b: str, similarity: float, embed=None) -> bool:
     """Whether two statements are the same memory without asking a judge: equal after
-    normalisation, or at least DUPLICATE_SIMILARITY similar AND carrying the same numbers and the same
-    negations (embeddings score "timeout is 30 s" and "timeout is 60 s" at 0.97: a contradiction, not
+    normalisation, or at least DUPLICATE_SIMILARITY similar AND carrying the same numbers in the same
+    order (:func:`same_numbers`) and the same negations (embeddings score "timeout is 30 s" and "timeout is 60 s" at 0.97: a contradiction, not
     a re-confirmation) AND, given ``embed`` (texts -> unit vectors), every part where the two texts
     differ is itself at least DUPLICATE_SIMILARITY similar (:func:`differing_regions`, compared
     whole-text by words): two long notes that share a preamble and differ at the end ("... deployed
@@ -83,7 +95,7 @@ def same_memory(a: str, b: str, similarity: float, embed=None) -> bool:
     the shared text dominates a pooled vector, but their differing ends do not match."""
     if normalize(a) == normalize(b):
         return True
-    if not (similarity >= DUPLICATE_SIMILARITY and sorted(_NUMBER.findall(a)) == sorted(_NUMBER.findall(b))
+    if not (similarity >= DUPLICATE_SIMILARITY and same_numbers(a, b)
             and sorted(m.lower() for m in _NEGATION.findall(a)) == sorted(m.lower() for m in _NEGATION.findall(b))):
         return False
     if embed is None:
