@@ -60,7 +60,9 @@ def load_env_file(path: str | os.PathLike, environ: MutableMapping[str, str] | N
     text; with ``check`` also, naming the file and the line (1-based), for a line that is not
     ``KEY=VALUE`` (a comment or a blank line is fine) and for a value its setting cannot parse, as a
     bad value in the environment is refused (``--env-file F line 3: CONSOLIDATE_TIME_BOX='abc': not a
-    number (seconds)``); nothing is set then. Without ``check`` (the hook, which never fails an agent
+    number (seconds)``), and for a value holding a ``${...}`` placeholder (values are taken as
+    written: python-dotenv's expansion is off, so ``${UNSET}/x`` never becomes ``/x``); nothing is
+    set then. Without ``check`` (the hook, which never fails an agent
     over a setting) such a line is skipped and a bad value set as it is, for the worker to report."""
     from .errors import ConfigError
 
@@ -73,7 +75,7 @@ def load_env_file(path: str | os.PathLike, environ: MutableMapping[str, str] | N
         lines = _key_lines(path, text, check)  # before python-dotenv logs a line it cannot parse
         from dotenv import dotenv_values
 
-        values = dotenv_values(path)
+        values = dotenv_values(path, interpolate=False)  # as written: the environment expands nothing either
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
         raise ConfigError(f"--env-file {os.fspath(path)}: {why}", path=os.fspath(path)) from None
@@ -82,8 +84,12 @@ def load_env_file(path: str | os.PathLike, environ: MutableMapping[str, str] | N
     known = {s.name: s for s in ALL if s.audience != "internal"}
     done = {}
     for name, raw in values.items():
-        value = _value(raw)
         setting = known.get(name)
+        if check and setting is not None and raw and "${" in raw:
+            raise ConfigError(f"--env-file {os.fspath(path)} line {lines.get(name, '?')}: {name} holds a ${{...}}"
+                              " placeholder; values are taken as written, write the value itself",
+                              path=os.fspath(path), line=lines.get(name), variable=name)
+        value = _value(raw)
         if setting is None or value is None:
             continue
         if check:

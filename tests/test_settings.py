@@ -279,3 +279,25 @@ def test_the_hook_with_a_bad_value_in_its_env_file_still_queues_the_session_end(
                              "--store", str(store.path), "--embedding", "hash"],
                             capture_output=True, text=True, env=_env(), timeout=120)
     assert worker.returncode == 2 and worker.stderr.startswith(f"error: --env-file {env_file} line 2: ")
+
+
+@pytest.mark.parametrize("value", ["${NOPE_UNDEFINED}/st", "a${NOPE}b", "${HOME}/memory", "${extensionPath}/.memofs"])
+def test_an_env_file_value_is_taken_as_written_a_placeholder_is_an_error(tmp_path, monkeypatch, capsys, value):
+    """New-user review: python-dotenv expanded ``${...}`` in an env file (an unset name to '', so
+    ``${NOPE}/st`` put the store at /st), while the same value in the environment is not expanded.
+    Values are taken as written; a placeholder is one line naming the file, line and variable, and
+    nothing of the file is set. The hook (no check) treats it as not set, as a plugin's unfilled option."""
+    monkeypatch.chdir(tmp_path)
+    for s in settings.ALL:
+        monkeypatch.delenv(s.name, raising=False)
+    env_file = tmp_path / "settings.env"
+    env_file.write_text(f"CONSOLIDATE_PROJECT=demo\nCONSOLIDATE_STORE={value}\n", encoding="utf-8")
+    assert main(["--env-file", str(env_file), "status"]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"error: --env-file {env_file} line 2: CONSOLIDATE_STORE holds a ${{...}} placeholder;"
+                   " values are taken as written, write the value itself\n")
+    assert "CONSOLIDATE_PROJECT" not in os.environ and "CONSOLIDATE_STORE" not in os.environ
+    from consolidate.plugin_env import load_env_file
+
+    environ: dict[str, str] = {}
+    assert load_env_file(env_file, environ, check=False) == {"CONSOLIDATE_PROJECT": "demo"} == environ
