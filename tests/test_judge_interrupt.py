@@ -38,8 +38,11 @@ def test_ctrl_c_delivered_to_the_judges_thread_stops_the_wait_at_once():
                 return []
 
         def hit():
-            time.sleep(0.5)
-            judge_thread = next(t for t in threading.enumerate() if t.name == "judge-slow")
+            judge_thread = None
+            while judge_thread is None:  # under load the judge's thread may start late: wait for it
+                time.sleep(0.1)
+                judge_thread = next((t for t in threading.enumerate() if t.name == "judge-slow"), None)
+            time.sleep(0.3)  # let the main thread block in its wait
             signal.pthread_kill(judge_thread.ident, signal.SIGINT)  # not the main thread
 
         threading.Thread(target=hit, daemon=True).start()
