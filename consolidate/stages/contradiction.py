@@ -84,10 +84,25 @@ def same_numbers(a: str, b: str) -> bool:
     return _NUMBER.findall(a) == _NUMBER.findall(b)
 
 
+def swapped(a: str, b: str) -> bool:
+    """Whether ``b`` is ``a`` with words exchanged in place (case-folded words of equal count, and
+    every word that differs maps to another that differs back: x <-> y): "run the tests before the
+    linter" / "run the linter before the tests", "forwards staging traffic to production" /
+    "production traffic to staging" (MiniLM: 0.991 and 0.996). A swap says a different thing as
+    often as the same, so it is never folded without a judge. A rewording that moves a phrase ("in
+    dev, the proxy ..." / "the proxy ... in dev") is no swap."""
+    wa, wb = _UNITS.findall(a.casefold()), _UNITS.findall(b.casefold())
+    if len(wa) != len(wb) or wa == wb:
+        return False
+    pairs = {(x, y) for x, y in zip(wa, wb) if x != y}
+    forward = dict(pairs)
+    return len(forward) == len(pairs) and all(forward.get(y) == x for x, y in pairs)
+
+
 def same_memory(a: str, b: str, similarity: float, embed=None) -> bool:
     """Whether two statements are the same memory without asking a judge: equal after
     normalisation, or at least DUPLICATE_SIMILARITY similar AND carrying the same numbers in the same
-    order (:func:`same_numbers`) and the same negations (embeddings score "timeout is 30 s" and "timeout is 60 s" at 0.97: a contradiction, not
+    order (:func:`same_numbers`), not two words exchanged (:func:`swapped`), and the same negations (embeddings score "timeout is 30 s" and "timeout is 60 s" at 0.97: a contradiction, not
     a re-confirmation) AND, given ``embed`` (texts -> unit vectors), every part where the two texts
     differ is itself at least DUPLICATE_SIMILARITY similar (:func:`differing_regions`, compared
     whole-text by words): two long notes that share a preamble and differ at the end ("... deployed
@@ -95,7 +110,7 @@ def same_memory(a: str, b: str, similarity: float, embed=None) -> bool:
     the shared text dominates a pooled vector, but their differing ends do not match."""
     if normalize(a) == normalize(b):
         return True
-    if not (similarity >= DUPLICATE_SIMILARITY and same_numbers(a, b)
+    if not (similarity >= DUPLICATE_SIMILARITY and same_numbers(a, b) and not swapped(a, b)
             and sorted(m.lower() for m in _NEGATION.findall(a)) == sorted(m.lower() for m in _NEGATION.findall(b))):
         return False
     if embed is None:
