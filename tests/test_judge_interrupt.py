@@ -19,10 +19,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+#: A shell that starts the test suite in the background leaves SIGINT ignored, and Python installs no
+#: Ctrl-C handler then (both tests failed in a backgrounded full run): the child gets the handler a
+#: terminal gives it, as tests/test_batch.py does.
+_HANDLER = "import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+
+
 def _run(code: str, timeout: float = 120) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONSOLIDATE_")}
     env["PYTHONPATH"] = str(ROOT)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", _HANDLER + textwrap.dedent(code)], capture_output=True, text=True,
                           env=env, timeout=timeout)
 
 
