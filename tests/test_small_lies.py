@@ -93,7 +93,11 @@ def test_ctrl_c_during_run_says_which_sessions_were_applied(tmp_path):
     judge = f"cli:template:{sys.executable} {FAKE / 'gated.py'}"
     proc = subprocess.Popen([sys.executable, "-m", "consolidate", "run", "--store", str(st), "--embedding", "hash",
                              "--judge", judge, "--time-box", "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=_env(FAKE_GATE_DIR=str(gate)))
+                            text=True, env=_env(FAKE_GATE_DIR=str(gate)),
+                            # a suite started in the background leaves SIGINT ignored, inherited by the run
+                            # (it then never sees the Ctrl-C: failed so in backgrounded full runs); a terminal's
+                            # default, as tests/test_batch.py and tests/test_judge_interrupt.py give theirs
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     probe = Store(st, embedding="hash")
     try:
         deadline = time.monotonic() + 240
