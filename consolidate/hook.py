@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .context_budget import CONTEXT_MAX_CHARS  # the SessionStart bound: one budget, core.md and the memories
 from .fast_start import session_line  # noqa: F401 - one wording for the full and the light SessionStart
 from .settings import JUDGE_CHILD
 
@@ -35,8 +36,6 @@ CHILD_GUARD = JUDGE_CHILD.name
 #: stdin bounds: at most this many bytes, waiting at most this many seconds in total.
 STDIN_MAX_BYTES = 1_000_000
 STDIN_TIMEOUT = 0.5
-#: SessionStart output bound, in characters.
-CONTEXT_MAX_CHARS = 8_000
 END_EVENTS = {"sessionend", "stop"}
 START_EVENTS = {"sessionstart"}
 #: Claude Code's PreToolUse and Gemini CLI's BeforeTool: recall about the file a tool reads or edits.
@@ -173,35 +172,38 @@ def _add_harvest(tier, sid: str, transcript_path: Any, store_path: Path | None =
 
 
 def recalled_context(store_path: Path, max_chars: int = CONTEXT_MAX_CHARS) -> str:
-    """``memory/core.md`` then ``memory/context.md`` (written by each run), cut to ``max_chars``. The
-    memories pass the context guard again as they are printed (consolidate/context_guard.py: none
-    worded as an order or running remote code), under the notice that they are notes, not
-    instructions."""
+    """``memory/core.md`` then ``memory/context.md`` (written by each run), within ``max_chars``:
+    one budget shared by both, a share of it kept for the memories, and a first line saying what
+    was cut (consolidate/context_budget.py). The memories pass the context guard again as they are
+    printed (consolidate/context_guard.py: none worded as an order or running remote code), under
+    the notice that they are notes, not instructions; their header counts what is printed
+    (consolidate/context_count.py)."""
+    from .context_budget import fit
     from .context_count import memory_lines, recount
 
-    parts = []
-    counts: dict[str, int] | None = None
-    for name in ("core.md", "context.md"):
-        try:
-            text = (store_path / "memory" / name).read_text(encoding="utf-8").strip()
-            if name == "context.md":
-                written = memory_lines(text)
-                text = _checked_context(store_path, text)
-                counts = {"stale": max(0, written - memory_lines(text))}
-        except (OSError, UnicodeDecodeError):
-            continue
-        if text and name == "context.md":
-            text = _guarded(text)
-            if counts is not None:
-                counts["before_cut"] = memory_lines(text)
-        if text:
-            parts.append(text)
-    out = "\n\n".join(parts)
-    if len(out) > max_chars:
-        out = out[: max_chars - 120].rsplit("\n", 1)[0] + "\n[… more in consolidate recall]"
-    if counts is not None:  # the header counts what is printed, and says what was left out
-        out = recount(out, **counts)
-    return out
+    try:
+        core = (store_path / "memory" / "core.md").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        core = ""
+    context, stale = "", 0
+    try:
+        text = (store_path / "memory" / "context.md").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    if text:
+        written = memory_lines(text)
+        text = _checked_context(store_path, text)
+        stale = max(0, written - memory_lines(text))
+        context = _guarded(text) if text else ""
+    fitted = fit(core, context, max_chars, reserve=HEADER_RESERVE if context else 0)
+    if not context:
+        return fitted.text()
+    # the header counts what is printed, and says what was left out
+    return fitted.text(recount(fitted.memories, stale=stale, before_cut=memory_lines(context)))
+
+
+#: Characters the memories' header may grow by when it says what was left out (context_count.recount).
+HEADER_RESERVE = 120
 
 
 def _guarded(context: str) -> str:
