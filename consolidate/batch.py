@@ -38,6 +38,8 @@ class BatchResult:
     seconds: float = 0.0
     #: partial session ends queued again to judge their waiting notes (consolidate/deferral.py)
     requeued_waiting: list[str] = field(default_factory=list)
+    #: what the drain said around its runs (consolidate.report.drain_notices): a crash replay, a failed team push
+    notices: list[str] = field(default_factory=list)
 
 
 def end_orphans(store, orphan_age: float = ORPHAN_AGE, now: float | None = None) -> list[str]:
@@ -133,8 +135,11 @@ def run_batch(store, *, concurrency: int = 4, judges: list[str] | None = None, c
                                             f"{res.get('written_durable', 0)} durable"))
 
     try:  # a run a crash left in the journal is finished first (by the drain)
-        drain(store, concurrency=max(1, concurrency), keep_going=True, on_done=done, judges=judges,
-              chain_factory=chain_factory, time_box=time_box)
+        drained = drain(store, concurrency=max(1, concurrency), keep_going=True, on_done=done, judges=judges,
+                        chain_factory=chain_factory, time_box=time_box)
+        from .report import drain_notices
+
+        result.notices = drain_notices(drained)
     except KeyboardInterrupt:
         result.interrupted = True
     finally:

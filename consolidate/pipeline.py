@@ -83,9 +83,11 @@ def run_session(store: Store, session_id: str, *, outcome: str = "success", reas
                 deadline=time.time() + time_box if time_box else None, started_at=ctx.now)
     _run_stage(stages.COUNT, plan, ctx)
     if (plan.note_count == 0 and outcome != "failure") or outcome == "aborted":
-        if not dry_run:
-            store.sessions.finish(session_id, "done" if outcome != "aborted" else "aborted", None,
-                                  {"notes": plan.note_count})
+        if not dry_run:  # a run of its own (listed by `consolidate runs`, undone as one that wrote nothing)
+            from .plan import run_summary
+
+            store.sessions.finish(session_id, "done" if outcome != "aborted" else "aborted", plan.run_id,
+                                  run_summary(plan))
         plan.finished = True
         return plan
     if outcome == "failure":
@@ -136,7 +138,7 @@ def _run_stage(stage: Stage, plan: Plan, ctx: RunContext) -> None:
 
 
 def run_queue(store: Store, *, session_id: str | None = None, stale_after: float = 600.0, rounds: bool = False,
-              on_done: Callable[[Taken], None] | None = None, **kwargs) -> list[Plan]:
+              on_done: Callable[[Taken], None] | None = None, **kwargs) -> "Drained":
     """Run every pending session end, oldest first (only ``session_id``'s when given); returns the
     plans. Each session end is claimed first, so two processes never consolidate the same session;
     one claimed by a process that died (or longer ago than ``stale_after`` seconds) is taken over.
@@ -176,14 +178,15 @@ class Taken:
 
 def drain(store: Store, *, session_id: str | None = None, concurrency: int | None = None, rounds: bool = False,
           keep_going: bool = False, on_done: Callable[[Taken], None] | None = None, stale_after: float = 600.0,
-          **kwargs) -> list[Plan]:
+          **kwargs) -> "Drained":
     """The queue drain every consolidation of queued session ends goes through (``run``, the worker,
     ``batch``): a run a crash left in the journal is finished first (never consolidated twice), the
     team's memories are pulled before the first run (a store in a team) and the outbox pushed after,
     and every pending session end (only ``session_id``'s when given), oldest first, is claimed, run
     and released by :func:`run_claimed` with ``kwargs`` (:func:`run_session`'s). ``on_done(Taken)``
     is called as each one finishes. Returns the plans of the runs (the session ends another process
-    held are left out).
+    held are left out) as a :class:`Drained`, which also holds the runs it finished after a crash
+    and the team push's result.
 
     ``concurrency``: None runs one session at a time in this thread (the worker: one model in
     memory); ``n`` >= 1 runs up to ``n`` at once in a pool of threads (``batch``: their judge calls
@@ -195,13 +198,13 @@ def drain(store: Store, *, session_id: str | None = None, concurrency: int | Non
     ``keep_going`` it is reported as ``Taken.error`` and the drain goes on. A dry run claims
     nothing and shows what the queued and partial session ends would do."""
     dry_run = bool(kwargs.get("dry_run"))
+    plans = Drained()
     if not dry_run:
         from .journal import recover
 
-        recover(store, kwargs.get("lock_timeout", LOCK_TIMEOUT))
+        plans.replayed = _replayed(store, recover(store, kwargs.get("lock_timeout", LOCK_TIMEOUT)))
     team = _team_mode(store, kwargs)
     pulled = False
-    plans: list[Plan] = []
     while True:
         rows = store.sessions.pending(session_id)
         if team and rows and not pulled:
@@ -225,14 +228,36 @@ def drain(store: Store, *, session_id: str | None = None, concurrency: int | Non
         else:
             taken = _take_in_threads(rows, one, concurrency, keep_going, on_done)
         round_plans = [t.plan for t in taken if t.plan is not None]
-        plans += round_plans
+        plans.extend(round_plans)
         if not rounds or not round_plans or not store.sessions.pending(session_id):
             break
     if team:
         from .team import push_after_run
 
-        push_after_run(store)  # failures stay in the outbox for the next run or `consolidate sync`
+        plans.team_push = push_after_run(store)  # failures stay in the outbox for the next run or `consolidate sync`
     return plans
+
+
+class Drained(list):
+    """The plans of one :func:`drain` (a list of :class:`Plan`), with what happened around them:
+    ``replayed``, the runs a crash had left in the journal that the drain finished first
+    (``{"run_id", "session_id", "result"}``, ``result`` the run's summary); ``team_push``, the
+    result of the push after the runs (``{"ok": False, "error", ...}`` when it failed; None: no
+    push). ``consolidate.report.drain_notices`` says them."""
+
+    def __init__(self, plans=()):
+        super().__init__(plans)
+        self.replayed: list[dict] = []
+        self.team_push: dict | None = None
+
+
+def _replayed(store, run_ids: list[str]) -> list[dict]:
+    """The session and summary of each run a crash left in the journal, now finished."""
+    if not run_ids:
+        return []
+    ends = {e["run_id"]: e for e in store.sessions.last_runs(10_000) if e.get("run_id") in run_ids}
+    return [{"run_id": r, "session_id": (ends.get(r) or {}).get("session_id", "?"),
+             "result": (ends.get(r) or {}).get("result")} for r in run_ids]
 
 
 def _finished(taken: Taken, out: list[Taken], on_done: Callable[[Taken], None] | None) -> None:

@@ -242,11 +242,22 @@ def run_summary(plan) -> dict:
         "written_durable": sum(1 for c in writes if c.tier == "durable" and c.status == "active"),
         "written_quarantined": sum(1 for c in writes if c.tier == "durable" and c.status == "quarantined"),
         "written_transient": sum(1 for c in writes if c.tier == "transient"),
+        "written_disputed": sum(1 for c in writes if c.tier == "durable" and c.status == "disputed"),
         "rejected": sum(1 for c in plan.candidates if c.outcome == "rejected"),
         "reconfirmed": len(plan.reconfirmations),
         "judges": plan.judges_used,
         **_partial_summary(plan),
+        **_judge_problems(plan),
     }
+
+
+def _judge_problems(plan) -> dict:
+    """``judge_problems``: the answers the judge chain ignored (``judge.output_problems`` events:
+    verdicts for ids not in the batch, second or invalid answers), ``"judge: problem"``, at most 20;
+    ``judge_problems_total`` their count. Empty for a run without any."""
+    problems = [f"{e.get('judge')}: {p}" for e in plan.events if e["event"] == "judge.output_problems"
+                for p in e.get("problems") or []]
+    return {"judge_problems": problems[:20], "judge_problems_total": len(problems)} if problems else {}
 
 
 def _partial_summary(plan) -> dict:

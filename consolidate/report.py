@@ -117,3 +117,68 @@ def render_plan(plan: Plan, *, show_notes: bool = True, width: int = 90) -> str:
         for c in audit:
             out.append(f"    ~ {c.type:<10} {shorten(c.statement, width)} ({c.source})")
     return "\n".join(out)
+
+
+def run_notices(summary: dict | None) -> list[str]:
+    """What a run did that its count line does not show, one line each, from its summary
+    (:func:`consolidate.plan.run_summary`, as the run, the queue row and the event log keep it):
+    judge answers the chain ignored (verdicts for note ids not in the batch, second answers,
+    invalid ones), disputed memories it wrote, and that it was finished after a crash. The one
+    owner of these lines: ``run``, ``batch``, the worker's log, ``runs`` and ``status`` print them
+    (MCP ``session_read`` returns the summary itself). ``[]`` for a run with none."""
+    s = summary or {}
+    out = []
+    problems = s.get("judge_problems") or []
+    if problems:
+        more = s.get("judge_problems_total", len(problems)) - len(problems)
+        out.append(f"judge answers ignored ({len(problems) + max(0, more)}): "
+                   + "; ".join(shorten(p, 120) for p in problems[:5])
+                   + (f"; and {len(problems) - 5 + max(0, more)} more (event log: judge.output_problems)"
+                      if len(problems) + max(0, more) > 5 else ""))
+    if s.get("written_disputed"):
+        n = s["written_disputed"]
+        out.append(f"{n} disputed {'memory' if n == 1 else 'memories'} written: contradicted by an existing memory"
+                   " with equal evidence, both are recalled marked [disputed] until `consolidate resolve`"
+                   " (`consolidate disputes` lists them)")
+    if s.get("replayed"):
+        out.append("finished after a crash: the run was interrupted, its journal replayed (nothing twice)")
+    return out
+
+
+def drain_notices(drained) -> list[str]:
+    """What a drain of the queue did around its runs (:class:`consolidate.pipeline.Drained`), one
+    line each: the interrupted runs it finished first (a crash left them in the journal) and a team
+    push that failed (its writes wait in the outbox). ``run``, ``batch`` and the worker's log print
+    these; ``[]`` when there is nothing to say."""
+    out = []
+    for r in getattr(drained, "replayed", None) or []:
+        out.append(f"finished the interrupted run {r['run_id']} of session {r['session_id']}"
+                   f" (a crash stopped it; its journal was replayed): {count_line(r.get('result'))}")
+    push = getattr(drained, "team_push", None)
+    if push and not push.get("ok", True):
+        out.append(f"team: {shorten(push.get('error') or 'push failed', 300)}; `consolidate sync` retries"
+                   " (the next run does too)")
+    return out
+
+
+def count_line(summary: dict | None) -> str:
+    """A run's counts in words: ``1 durable, 0 quarantined, 0 transient, 0 re-confirmed``."""
+    s = summary or {}
+    return (f"{s.get('written_durable', 0)} durable, {s.get('written_quarantined', 0)} quarantined,"
+            f" {s.get('written_transient', 0)} transient, {s.get('reconfirmed', 0)} re-confirmed"
+            + (f", {s['written_disputed']} disputed" if s.get("written_disputed") else ""))
+
+
+def consolidated_line(session_id: str, end: dict) -> str:
+    """The line for a session end a run already took (``run --session``, ``end``): its status, run
+    and counts, from the queue row (``consolidate.session.Sessions.session_end``)."""
+    status = end.get("status")
+    result = end.get("result")
+    if isinstance(result, str):
+        try:
+            result = json.loads(result)
+        except ValueError:
+            result = None
+    run = f", run {end['run_id']}" if end.get("run_id") else ""
+    return (f"session {session_id} was already consolidated ({end.get('outcome')}, {status}{run}): "
+            f"{count_line(result)}; nothing queued (`consolidate runs` lists it)")

@@ -695,6 +695,8 @@ class SessionTier:
         now = time.time() if now is None else now
         with self._transaction():
             self._refuse_reending_a_failure(sid)
+            if outcome == "failure":
+                self._refuse_failing_a_consolidated_success(sid)
             self._record_end(sid, outcome, reason, now)
 
     def refuse_notes_to_a_failure(self, sid: str) -> None:
@@ -713,6 +715,21 @@ class SessionTier:
         if session_tables.failure_consolidated(self.db, sid):
             raise BadInput(f"session {sid} ended in failure and was consolidated as one: its notes are never"
                            " promoted; use a new session id", session_id=sid)
+
+    def _refuse_failing_a_consolidated_success(self, sid: str) -> None:
+        """A session consolidated as a success with no note written since cannot be ended as a
+        failure: its keepers are already memories, and a failure run would have nothing to keep back
+        (it would only record a ``session.failed`` for notes that are gone). Raises BadInput naming
+        the run and what to do (``consolidate undo`` reverts its memories). A session with notes
+        written since may fail: those notes are kept back."""
+        r = self.db.execute("SELECT outcome, status, run_id FROM session_ends WHERE session_id=?", (sid,)).fetchone()
+        if r is None or r[0] != "success" or r[1] in ("queued", "running") or self.count(sid):
+            return
+        run = f" (run {r[2]})" if r[2] else ""
+        undo = f"`consolidate undo {r[2]}` reverts its memories" if r[2] else "its run wrote nothing"
+        raise BadInput(f"session {sid} was already consolidated as a success{run} and has no notes since: a failure"
+                       f" now changes nothing ({undo}); a session that failed later takes a new session id",
+                       session_id=sid)
 
     def _record_end(self, sid: str, outcome: str, reason: str | None, now: float) -> None:
         session_tables.record_end(self.db, sid, outcome, reason, now, now)

@@ -20,10 +20,17 @@ from .store import write_json_atomic
 
 
 def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
-    """Revert ``run_id``; returns counts ``{removed, restored}``. Raises BadInput for an unknown
-    run or one already undone."""
+    """Revert ``run_id``; returns counts ``{removed, restored}`` (and ``nothing_written: True`` for a
+    run that wrote nothing: no notes, every note dropped, a failure; its undo only records itself).
+    Raises BadInput for an unknown run or one already undone."""
     private_umask()  # the store stays private whatever the umask (consolidate/private.py)
-    record = snapshots.load(store, run_id)
+    try:
+        record = snapshots.load(store, run_id)
+    except BadInput:
+        end = _run_without_record(store, run_id)
+        if end is None:
+            raise
+        return _undo_nothing_written(store, run_id, end, lock_timeout)
     if record.get("undone"):
         raise BadInput(f"run {run_id} was already undone")
     with store.lock(lock_timeout):
@@ -67,6 +74,29 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
 
         push_after_run(store)  # failures wait in the outbox for the next run or `consolidate sync`
     return {"removed": len(added), "restored": len(before)}
+
+
+def _run_without_record(store, run_id: str) -> dict | None:
+    """The queue row of a run that wrote nothing to the index (no notes, every note dropped, a
+    failure, notes left waiting), so has no undo record; None for a run the queue does not know."""
+    if not store.exists or not store.sub("sessions.sqlite3").exists():
+        return None
+    return next((e for e in store.sessions.last_runs(10**6) if e.get("run_id") == run_id), None)
+
+
+def _undo_nothing_written(store, run_id: str, end: dict, lock_timeout: float) -> dict:
+    """Undo a run that wrote nothing: there is nothing to revert, so the undo only records itself
+    (a ``run.undone`` event and an undo record marked undone, so ``runs`` shows it undone and a
+    second undo is refused like any other). Returns ``{removed: 0, restored: 0}``."""
+    with store.lock(lock_timeout):
+        ts = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        event_log.append(store, [{"ts": ts, "event": "run.undone", "run_id": run_id, "session_id": end["session_id"],
+                                  "removed": 0, "restored": 0}])
+        write_json_atomic(snapshots.path_of(store, run_id), {
+            "run_id": run_id, "session_id": end["session_id"], "outcome": end.get("outcome"),
+            "started_at": end.get("finished_at") or 0.0, "added": [], "before": {}, "tombstoned": [], "graph": None,
+            "waiting": int((end.get("result") or {}).get("waiting") or 0), "undone": ts})
+    return {"removed": 0, "restored": 0, "nothing_written": True}
 
 
 def _reverse_graph(store, diff: dict | None, loaded=None) -> dict | None:

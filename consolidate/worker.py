@@ -31,6 +31,7 @@ def run_worker(store, *, time_box: float | None = None, judges: list[str] | None
 
     from .pipeline import run_queue
     from .plan import run_summary as summary
+    from .report import drain_notices, run_notices
 
     out = out or sys.stdout
     time_box = time_box or time_box_from_env()
@@ -47,10 +48,15 @@ def run_worker(store, *, time_box: float | None = None, judges: list[str] | None
             return
         print(_stamp(), f"session {plan.session_id} ({plan.outcome}) run {plan.run_id}:", summary(plan),
               file=out, flush=True)
+        for line in run_notices(summary(plan)):
+            print(_stamp(), f"session {plan.session_id}: {line}", file=out, flush=True)
 
     try:
         # one thread, one session at a time: the model's memory goes before the index loads
-        return len(run_queue(store, rounds=True, judges=judges, time_box=time_box, on_done=say, release_model=True))
+        plans = run_queue(store, rounds=True, judges=judges, time_box=time_box, on_done=say, release_model=True)
+        for line in drain_notices(plans):  # a crash replay, a failed team push
+            print(_stamp(), line, file=out, flush=True)
+        return len(plans)
     finally:
         lock.release()
 

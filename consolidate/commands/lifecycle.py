@@ -151,6 +151,13 @@ def cmd_batch(args) -> int:
           + f" in {r.seconds:.1f} s"
           + (f"; {sum(s['waiting'] for s in partial)} notes of {len(partial)} sessions wait for a judge"
              " (`consolidate status`, `consolidate judges`)" if partial else ""))
+    from ..report import run_notices
+
+    for s in r.sessions:  # judge answers ignored, disputed memories written: per session
+        for line in run_notices(s):
+            print(f"  {s['session_id']}: {line}")
+    for line in r.notices:  # a crash replay, a failed team push
+        print(f"  {line}")
     for s in errors:
         print(f"  {s['session_id']}: {s['error']}", file=sys.stderr)
     if r.interrupted:

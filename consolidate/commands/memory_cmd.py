@@ -104,13 +104,18 @@ def cmd_runs(args) -> int:
     if not rows:
         print("no runs")
     from ..dates import display
+    from ..report import run_notices
 
+    results = {e["run_id"]: e.get("result") for e in store.sessions.last_runs(10_000) if e.get("run_id")} \
+        if rows else {}
     for r in rows[: args.limit]:
         when = display(r["started_at"])
         print(f"{r['run_id']}  {when}  {r['session_id']:<30} {r['outcome'] or '':<11} +{r['added']} added,"
               f" {r['changed']} changed" + ("  (undone)" if r["undone"] else "")
               + (f"  PARTIAL: {r['waiting']} notes left waiting for a judge" if r.get("partial") else "")
-              + ("  (nothing written: no undo record)" if r.get("undo_record") is False else ""))
+              + ("  (nothing written)" if r.get("undo_record") is False else ""))
+        for line in run_notices(results.get(r["run_id"])):  # the last run of each session: its queue row
+            print(f"    ! {line}")
     return 0
 
 
@@ -119,6 +124,10 @@ def cmd_undo(args) -> int:
 
     store = open_store(args, create=False, writes=True)
     counts = undo_run(store, args.run_id)
+    if counts.get("nothing_written"):
+        print(f"undid {args.run_id}: it wrote nothing to the recall index (a session without notes, every note"
+              " dropped or a failure), so nothing was reverted; `consolidate runs` shows it undone")
+        return 0
     print(f"undid {args.run_id}: removed {counts['removed']} entries, restored {counts['restored']}")
     return 0
 

@@ -122,6 +122,10 @@ def cmd_status(args) -> int:
         print(f"last run: {last['run_id'] or '-'} session {last['session_id']} ({last['status']}): "
               + json.dumps(last["result"] or {}) + ("  (undone by `consolidate undo`)" if last.get("undone") else "")
               + partial)
+        from ..report import run_notices
+
+        for line in run_notices(last["result"]):
+            print(f"  ! {line}")
     return damaged.exit_code if damaged else 0
 
 

@@ -8,6 +8,7 @@ answer, the first line of output says so and names ``consolidate judges``."""
 from __future__ import annotations
 
 import json
+import sys
 
 from ..deferral import EXIT_PARTIAL
 from ._common import add_dry_run, add_json, add_judge, add_session, add_time_box, open_store, positive_days
@@ -36,14 +37,25 @@ def cmd_run(args) -> int:
     if args.session:
         store.sessions.require_known(args.session)
         if not store.sessions.pending(args.session) and not _partial(store, args.session):
+            end = store.sessions.session_end(args.session)
+            if end is not None:  # consolidated already (by the worker, another run, batch): say so, with its run
+                from ..report import consolidated_line
+
+                since = store.sessions.count(args.session)
+                print(consolidated_line(args.session, end)
+                      + (f"; {since} note(s) written since wait for its next end (consolidate end --session"
+                         f" {args.session})" if since else ""))
+                return 0
             from ..errors import BadInput
 
             raise BadInput(f"session {args.session} has no queued session end; end it first"
                            f" (consolidate end --session {args.session} --outcome success)")
         if not args.dry_run:
             store.sessions.requeue_partial(args.session)  # asked for by name: its waiting notes are tried now
-    idle = bool(args.session) and store.sessions.count(args.session) == 0  # no note needs a judge
-    if (store.sessions.pending(args.session) or _partial(store, args.session)) and not idle:
+    pending = store.sessions.pending(args.session)
+    # no note needs a judge: every queued session end is of a session without notes
+    idle = not any(store.sessions.count(r["session_id"]) for r in pending)
+    if _partial(store, args.session) or (pending and not idle):
         _say_when_no_judge(store, args)
     import time
 
@@ -55,7 +67,18 @@ def cmd_run(args) -> int:
         if args.dry_run:
             raise
         return _interrupted(store, started, args.session)
+    from ..report import count_line, drain_notices, run_notices
+
+    notices = drain_notices(plans)
+    for line in notices:  # a crash replay, a failed team push: said whatever else the run did
+        print(line, file=sys.stderr if args.json else sys.stdout)
     if not plans:
+        if args.session and not args.dry_run and store.sessions.pending(args.session):
+            print(f"session {args.session} is being consolidated by another process (the worker);"
+                  " `consolidate status` shows its run when it is done")
+            return 0
+        if plans.replayed:
+            return 0
         waiting = store.sessions.waiting() if not args.dry_run else {}
         if waiting:
             from ..deferral import iso
@@ -73,18 +96,20 @@ def cmd_run(args) -> int:
         if args.json:
             print(json.dumps(plan.to_dict() if args.dry_run else {"session_id": plan.session_id, "run_id": plan.run_id,
                                                                   "summary": summary(plan)}, default=str))
+            for line in [] if args.dry_run else run_notices(summary(plan)):
+                print(f"{plan.session_id}: {line}", file=sys.stderr)
             continue
         print(render_plan(plan))
         s = summary(plan)
         if args.dry_run:
             print("  (dry run: nothing written)" + (f"; {s['waiting']} note(s) would wait for a judge" if s["partial"] else ""))
         else:
-            print(f"  -> {'PARTIAL: ' if s['partial'] else ''}{s['written_durable']} durable,"
-                  f" {s['written_quarantined']} quarantined, {s['written_transient']} transient,"
-                  f" {s['reconfirmed']} re-confirmed;"
+            print(f"  -> {'PARTIAL: ' if s['partial'] else ''}{count_line(s)};"
                   + (f" {s['waiting']} note(s) wait for a judge (until {s['waiting_until']} at the latest;"
                      f" exit {EXIT_PARTIAL});" if s["partial"] else "")
                   + f" judges: {', '.join(s['judges']) or 'none'}")
+            for line in run_notices(s):
+                print(f"  ! {line}")
     if not args.dry_run and any(p.partial for p in plans):
         return EXIT_PARTIAL
     return 0

@@ -70,13 +70,16 @@ def cmd_end(args) -> int:
     _require_known_for_end(store, sid)
     store = open_store(args, create=False, writes=True)  # known: opened for writing (private, not read-only)
     before = store.sessions.session_end(sid)
-    store.sessions.end(args.session, args.outcome, args.reason)
+    if before and before["status"] not in ("queued", "running") and before["outcome"] == args.outcome \
+            and store.sessions.count(sid) == 0:  # ended and consolidated as so already: nothing is queued
+        from ..report import consolidated_line
+
+        print(consolidated_line(sid, before))
+        return 0
+    store.sessions.end(args.session, args.outcome, args.reason)  # BadInput: a failure after a consolidated success
     n = store.sessions.count(args.session.strip())
     if before and before["status"] in ("queued", "running") and before["outcome"] != args.outcome:
         print(f"note: replaces the queued outcome {before['outcome']} with {args.outcome}", file=sys.stderr)
-    elif before and before["status"] not in ("queued", "running") and n == 0:
-        print(f"note: session {args.session} was already consolidated ({before['status']}); nothing new to do",
-              file=sys.stderr)
     print(f"session {args.session} ended ({args.outcome}, {n} notes); queued for `consolidate run`")
     return 0
 

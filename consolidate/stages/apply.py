@@ -216,8 +216,9 @@ def _one_step(step, plan, store, writes, durable, touches_index, replayed) -> No
         context_md.write(store, plan.scope, touched=_touched_ids(plan, durable), run_id=plan.run_id)
     elif step == "session_rows":
         _session_rows(plan, store)
-    elif step == "queue":
-        store.sessions.finish(plan.session_id, _queue_status(plan), plan.run_id, summary(plan))
+    elif step == "queue":  # a replayed run says so in its summary (consolidate.report.run_notices)
+        store.sessions.finish(plan.session_id, _queue_status(plan), plan.run_id,
+                              {**summary(plan), **({"replayed": True} if replayed else {})})
 
 
 def _chroma(plan, store, durable) -> None:
