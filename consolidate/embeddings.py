@@ -541,6 +541,30 @@ def embedding_id(name: str | None) -> str | None:
     return None
 
 
+def known_dimension(name: str | None) -> int | None:
+    """The vector length of the embedding function called ``name`` (or with that ``id``), known
+    without building it: ``minilm`` 384, ``hash`` 256, ``hash-N`` N; None for a ``chroma:<name>``
+    function (its length is found by embedding a probe) or a name it does not know."""
+    key = embedding_id(name) or (name or "")
+    if key == MiniLMOnnx.id:
+        return MiniLMOnnx.dimension
+    if key.startswith("hash-") and key[5:].isdigit():
+        return int(key[5:])
+    return None
+
+
+def mismatch_message(where: str, built: str | None, built_dimension: int | None, wanted: str | None,
+                     wanted_dimension: int | None, fix: str) -> str:
+    """The one line of every refusal of an embedding function (consolidate.errors.EmbeddingMismatch):
+    ``store X was built with embedding A (dimension 256), not B (dimension 384); <fix>``. ``where``
+    names the store (``store /p/.memofs``, ``the team store URL``); a dimension not known says so."""
+
+    def dim(d: int | None) -> str:
+        return f"dimension {d}" if d else "dimension not known until it is built"
+
+    return f"{where} was built with embedding {built} ({dim(built_dimension)}), not {wanted} ({dim(wanted_dimension)}); {fix}"
+
+
 def get_embedding_function(name: str | None = None) -> EmbeddingFunction:
     """The embedding function called ``name``.
 

@@ -259,10 +259,15 @@ class LongTerm:
             collection = self._index.current(store)
         # the collection remembers its embedding too: a lost manifest cannot let another one in
         built = (collection.metadata or {}).get("embedding")
-        if built and built != self.ef.id:
+        built_dimension = (collection.metadata or {}).get("dimension")
+        if built and (built != self.ef.id or (isinstance(built_dimension, int) and built_dimension != self.ef.dimension)):
+            from .embeddings import known_dimension, mismatch_message
+
             raise EmbeddingMismatch(
-                f"store {store.path} was built with embedding {built}, not {self.ef.id}; use that embedding"
-                f" (CONSOLIDATE_EMBEDDING) or a new store", path=str(store.path), expected=built, found=self.ef.id)
+                mismatch_message(f"store {store.path}", built, (collection.metadata or {}).get("dimension")
+                                 or known_dimension(built), self.ef.id, self.ef.dimension,
+                                 "use that embedding (CONSOLIDATE_EMBEDDING) or a new store"),
+                path=str(store.path), expected=built, found=self.ef.id)
         if store.writable or store.chroma_url:
             store.check_embedding(self.ef.id, self.ef.dimension)
 

@@ -252,9 +252,11 @@ class Store:
         wanted = embedding_id(self._embedding)
         emb = (self.read_manifest() or {}).get("embedding") or {}
         if wanted and emb.get("id") and emb["id"] != wanted:
+            from .embeddings import known_dimension, mismatch_message
+
             raise EmbeddingMismatch(
-                f"store {self.path} was built with embedding {emb['id']} (dimension {emb.get('dimension')}),"
-                f" not {wanted}; use that embedding (CONSOLIDATE_EMBEDDING) or a new store",
+                mismatch_message(f"store {self.path}", emb["id"], emb.get("dimension"), wanted,
+                                 known_dimension(wanted), "use that embedding (CONSOLIDATE_EMBEDDING) or a new store"),
                 path=str(self.path), expected=emb["id"], found=wanted)
 
     def check_embedding(self, embedding_id: str, dimension: int) -> None:
@@ -278,10 +280,11 @@ class Store:
             return
         emb = manifest.get("embedding") or {}
         if emb.get("id") != embedding_id or emb.get("dimension") != dimension:
+            from .embeddings import mismatch_message
+
             raise EmbeddingMismatch(
-                f"store {self.path} was built with embedding {emb.get('id')} (dimension {emb.get('dimension')}),"
-                f" not {embedding_id} (dimension {dimension}); use that embedding"
-                f" (CONSOLIDATE_EMBEDDING) or a new store",
+                mismatch_message(f"store {self.path}", emb.get("id"), emb.get("dimension"), embedding_id, dimension,
+                                 "use that embedding (CONSOLIDATE_EMBEDDING) or a new store"),
                 path=str(self.path), expected=emb.get("id"), found=embedding_id,
             )
 

@@ -143,9 +143,12 @@ class TeamClient:
         col = self.collection(MEMORIES, {"embedding": ef.id, "dimension": ef.dimension})
         built = (col.metadata or {}).get("embedding")
         if built and built != ef.id:
-            raise EmbeddingMismatch(f"the team store {self.cfg.url} (project {self.cfg.project}) was built with"
-                                    f" embedding {built}, this store uses {ef.id}; use {built} (--embedding) for this store",
-                                    path=self.cfg.url, expected=built, found=ef.id)
+            from .embeddings import known_dimension, mismatch_message
+
+            raise EmbeddingMismatch(mismatch_message(
+                f"the team store {self.cfg.url} (project {self.cfg.project})", built,
+                (col.metadata or {}).get("dimension") or known_dimension(built), ef.id, ef.dimension,
+                f"use {built} (--embedding) for this store"), path=self.cfg.url, expected=built, found=ef.id)
         return col
 
 
