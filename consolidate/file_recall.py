@@ -221,12 +221,17 @@ def hook_output(text: str, event: str) -> str:
     return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}, ensure_ascii=False)
 
 
-def run(store_path: Path, sid: str | None, payload: dict[str, Any]) -> str:
+def run(store_path: Path, sid: str | None, payload: dict[str, Any], *, record: bool = True) -> str:
     """The PreToolUse/BeforeTool hook: the JSON to print ('' when nothing is to be said). Records
-    what it shows for the session. Never raises."""
+    what it shows for the session; ``record`` False (a read-only store) reads only: the session tier
+    is not opened, so a memory already shown this session may be shown again. Never raises."""
     try:
         if not tool_paths(payload) or not (store_path / "graph").exists():
             return ""
+        if not record:
+            text, _ = file_context(store_path, payload, shown=set())
+            name = payload.get("hook_event_name")
+            return hook_output(text, name if isinstance(name, str) else "PreToolUse") if text else ""
         from .echo import record_shown
         from .session import SessionTier
 

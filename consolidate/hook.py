@@ -245,6 +245,8 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
         return 0, ""
     name = event_name(payload)
     sid = session_id_of(payload)
+    if read_only(store_path):
+        return 0, _on_read_only(store_path, name, sid, payload)
     try:
         if name in START_EVENTS:
             header = team_context_header(store_path)  # team mode: a bounded fresh pull first
@@ -301,6 +303,47 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
     except Exception as exc:  # the hook never fails the agent
         log(store_path, f"error on {name} session={sid}: {type(exc).__name__}: {exc}")
     return 0, ""
+
+
+def read_only(store_path: Path) -> bool:
+    """Whether the store folder exists and this process cannot write it (a read-only mount or
+    folder; ``access(2)`` answers EROFS for root too)."""
+    return store_path.is_dir() and not os.access(store_path, os.W_OK)
+
+
+#: What each hook event could not do on a read-only store (the one line it gives).
+_NOT_DONE = {"sessionstart": "session {sid} was not recorded (its MCP notes need session_id, and nothing can be"
+                             " written to the store)",
+             "sessionend": "the end of session {sid} was not queued (it is not consolidated)",
+             "stop": "the end of session {sid} was not queued (it is not consolidated)",
+             "precompact": "nothing was harvested for session {sid} before the compaction",
+             "pretooluse": "what session {sid} was shown about the file is not recorded (it may be shown again)",
+             "beforetool": "what session {sid} was shown about the file is not recorded (it may be shown again)"}
+
+
+def _on_read_only(store_path: Path, name: str, sid: str | None, payload: dict[str, Any]) -> str:
+    """Every hook event on a read-only store: what can be read is still given (SessionStart's
+    context, a tool event's memories about the file), nothing is written, and the event gives one
+    line saying what was not done (stderr and the fallback log, consolidate.fastpath.fallback_log;
+    the README's "one line to stderr"). Returns the stdout text. Never raises."""
+    from .fastpath import fallback_log
+
+    text = ""
+    try:
+        if name in START_EVENTS:
+            text = recalled_context(store_path)
+            if sid:
+                why = f"StoreReadOnly: the store {store_path} is read-only"
+                text = session_line(sid, why) + ("\n\n" + text if text else "")
+        elif name in TOOL_EVENTS:
+            from .file_recall import run as file_recall
+
+            text = file_recall(store_path, sid, payload, record=False)
+    except Exception:  # noqa: BLE001 - the hook never fails the agent
+        pass
+    what = _NOT_DONE.get(name, "{event} session={sid}: nothing was recorded").format(sid=sid or "?", event=name or "?")
+    fallback_log(str(store_path), f"the store is read-only: {what}")
+    return text
 
 
 def team_context_header(store_path: Path) -> str:
