@@ -275,6 +275,11 @@ def memorability_problem(statement: str) -> str | None:
         return "a bare path"
     if _TASK_LINE.match(s):
         return "a task-list or status line"
+    from .session import MAX_STATEMENT_CHARS, statement_length
+
+    if len(s) > MAX_STATEMENT_CHARS and statement_length(s) > MAX_STATEMENT_CHARS:
+        return (f"too long for a memory ({statement_length(s):,} characters; a statement is at most"
+                f" {MAX_STATEMENT_CHARS:,})")
     words, length = measure(s)
     if length < MIN_STATEMENT_CHARS or words < MIN_STATEMENT_WORDS and not _CMD.search(s):
         return f"too short to stand alone ({len(s)} characters, about {words:.1f} words)"

@@ -40,6 +40,11 @@ from .errors import BadInput, EmptyNote, StoreCorrupt, UnknownSession
 #: Largest note accepted, in characters (1 MB of ASCII). A working note past this is almost surely a
 #: pasted file or log; it is refused with a clear error rather than stored.
 MAX_NOTE_CHARS = 1_000_000
+#: Characters of a memory's statement, at most: a flagged note (kept as it is written) longer than
+#: this is refused when it is written (:func:`check_content`), and a judge's statement longer than
+#: this is rejected by the write policy (consolidate.memory_types.memorability_problem). A memory is
+#: one fact, recalled into an agent's context with others: 2,000 characters is about 300 words.
+MAX_STATEMENT_CHARS = 2_000
 
 OUTCOMES = ("success", "failure", "aborted")
 MAX_TTL_SECONDS = 10 * 365 * 86400.0
@@ -159,9 +164,19 @@ def _check_text(text: str, what: str) -> None:
         raise BadInput(f"{what} is not valid UTF-8 text (undecodable byte or lone surrogate at character {exc.start})") from None
 
 
-def check_content(content: str, session_id: str) -> str:
+def statement_length(text: str) -> int:
+    """Characters of ``text`` as a memory's statement: stripped, in Unicode NFC (a letter with its
+    accent counts once, however it was typed)."""
+    import unicodedata
+
+    return len(unicodedata.normalize("NFC", text.strip()))
+
+
+def check_content(content: str, session_id: str, *, flag: bool = False) -> str:
     """Validate a note's content: BadInput when it is not text, empty (whitespace or invisible
-    characters only), past MAX_NOTE_CHARS, or holds NUL or invalid UTF-8."""
+    characters only), past MAX_NOTE_CHARS (past MAX_STATEMENT_CHARS for a ``flag``-ged note, which
+    becomes a memory as it is written), or holds NUL or invalid UTF-8. Every writer of notes checks
+    here: ``note``, ``import``, MCP ``note``, the workspace's extract and the hook's harvest."""
     if not isinstance(content, str):
         raise BadInput(f"note content must be text, got {type(content).__name__}", session_id=session_id)
     if not content.strip().strip(_INVISIBLE).strip():
@@ -171,6 +186,11 @@ def check_content(content: str, session_id: str) -> str:
             f"note is {len(content):,} characters; the limit is {MAX_NOTE_CHARS:,}",
             session_id=session_id,
         )
+    if flag and len(content) > MAX_STATEMENT_CHARS and statement_length(content) > MAX_STATEMENT_CHARS:
+        raise BadInput(
+            f"flagged note is {statement_length(content):,} characters; a memory's statement is at most"
+            f" {MAX_STATEMENT_CHARS:,} (a flagged note is kept as it is written): shorten it to the one fact to"
+            " remember, or write it without the flag for a judge to condense", session_id=session_id)
     _check_text(content, "note content")
     return content
 
@@ -483,7 +503,7 @@ class SessionTier:
 
         Raises BadInput (EmptyNote for an empty note)."""
         sid = check_session_id(session_id)
-        check_content(content, sid)
+        check_content(content, sid, flag=bool(flag))
         kind = check_kind(kind)
         seconds = parse_ttl(ttl)
         now = time.time() if now is None else now
@@ -527,9 +547,9 @@ class SessionTier:
                 raise bad("no session id: pass --session or give a `session_id` field")
             try:
                 sid = check_session_id(sid)
-                check_content(content, sid)
-                ttl = parse_ttl(obj.get("ttl")) if obj.get("ttl") is not None else None
                 flag = check_flag(obj.get("flag"))
+                check_content(content, sid, flag=flag)
+                ttl = parse_ttl(obj.get("ttl")) if obj.get("ttl") is not None else None
                 kind = check_kind(obj.get("kind"))
                 meta = {k: v for k, v in obj.items() if k not in _KNOWN_IMPORT_FIELDS}
                 _check_text(json.dumps(meta, ensure_ascii=False), "a metadata field")

@@ -497,7 +497,11 @@ class Workspace:
                 if findings:
                     redact_files.add(it.file)
                 continue
-            check_content(it.content, self.session_id)
+            try:
+                check_content(it.content, self.session_id, flag=flag)
+            except BadInput as exc:
+                raise BadInput(f"{it.file} line {it.line}: {exc}; nothing was extracted",
+                               session_id=self.session_id) from None
             keep.append(it)
         for rel in sorted(redact_files):  # the secret does not stay in the store either
             p = self.root / rel
