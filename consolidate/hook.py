@@ -342,7 +342,7 @@ def _on_read_only(store_path: Path, name: str, sid: str | None, payload: dict[st
     except Exception:  # noqa: BLE001 - the hook never fails the agent
         pass
     what = _NOT_DONE.get(name, "{event} session={sid}: nothing was recorded").format(sid=sid or "?", event=name or "?")
-    fallback_log(str(store_path), f"the store is read-only: {what}")
+    fallback_log(str(store_path), f"error: the store is read-only: {what}")
     return text
 
 

@@ -98,6 +98,10 @@ def cmd_import_agents_md(args) -> int:
           f" {s['reconfirmed']} re-confirmed, {s['rejected']} rejected"
           + (f", {s['notes_blocked']} blocked (secret material)" if s.get("notes_blocked") else "")
           + f" (run {plan.run_id})")
+    from ..report import drain_notices, run_notices
+
+    for line in run_notices(s) + drain_notices(plans):
+        print(f"  ! {line}")
     from ..deferral import EXIT_PARTIAL
 
     return EXIT_PARTIAL if plan.partial else 0

@@ -56,16 +56,24 @@ def cmd_import_transcripts(args) -> int:
 
     partial = False
     totals = {"written_durable": 0, "written_quarantined": 0, "reconfirmed": 0, "waiting": 0}
+    from ..report import drain_notices, run_notices
+
+    notices: list[str] = []
     for sid in res.sessions:
-        for plan in run_queue(store, session_id=sid, judges=args.judge):
+        plans = run_queue(store, session_id=sid, judges=args.judge)
+        for plan in plans:
             s = summary(plan)
             for k in totals:
                 totals[k] += s.get(k, 0)
             partial = partial or plan.partial
+            notices += [f"{sid}: {line}" for line in run_notices(s)]
+        notices += drain_notices(plans)
     line = (f"consolidated {len(res.sessions)} sessions: {totals['written_durable']} durable,"
             f" {totals['written_quarantined']} quarantined, {totals['reconfirmed']} re-confirmed"
             + (f"; {totals['waiting']} notes wait for a judge (exit {EXIT_PARTIAL})" if partial else ""))
     print(line, file=sys.stderr if args.json else sys.stdout)
+    for notice in notices:  # judge answers ignored, disputed memories, a crash replay, a failed team push
+        print(f"  ! {notice}", file=sys.stderr if args.json else sys.stdout)
     return EXIT_PARTIAL if partial else 0
 
 
