@@ -42,9 +42,11 @@ from .errors import BadInput, EmptyNote, StoreCorrupt, UnknownSession
 MAX_NOTE_CHARS = 1_000_000
 #: Characters of a memory's statement, at most: a flagged note (kept as it is written) longer than
 #: this is refused when it is written (:func:`check_content`), and a judge's statement longer than
-#: this is rejected by the write policy (consolidate.memory_types.memorability_problem). A memory is
-#: one fact, recalled into an agent's context with others: 2,000 characters is about 300 words.
-MAX_STATEMENT_CHARS = 2_000
+#: this is rejected by the write policy (consolidate.memory_types.memorability_problem). About 1,500
+#: words: above the longest memories the write policy keeps by design (a 9,175-character flagged
+#: runbook and 2,000-character decisions, tests/test_text_policy.py); the 1,000,000 of a note is
+#: scratch for a judge to condense, not a memory.
+MAX_STATEMENT_CHARS = 10_000
 
 OUTCOMES = ("success", "failure", "aborted")
 MAX_TTL_SECONDS = 10 * 365 * 86400.0

@@ -4,7 +4,7 @@ failed team push are said by ``run`` (and ``runs``, ``status``, ``batch``, the w
 embedding refused for its dimension names both; ``run --session`` of a session already consolidated
 says so; ``end --outcome failure`` after a consolidated success refuses; runs of sessions without
 notes are listed and can be undone; a read-only store gives one line at every hook event; a flagged
-note longer than a memory's statement is refused by every writer."""
+note longer than a memory's statement (10,000 characters) is refused by every writer."""
 
 from __future__ import annotations
 
@@ -312,7 +312,7 @@ def test_a_read_only_store_gives_one_line_at_every_hook_event(tmp_path, event, s
 # -- a flagged note longer than a memory's statement ------------------------------------------------------------
 
 
-LONG = "The deploy script needs the staging credentials file; " * 40  # 2,200 characters
+LONG = "The deploy script needs the staging credentials file; " * 200  # 11,000 characters
 
 
 def test_a_long_flagged_note_is_refused_by_note_and_import_and_kept_unflagged(tmp_path):
@@ -320,7 +320,7 @@ def test_a_long_flagged_note_is_refused_by_note_and_import_and_kept_unflagged(tm
     out = cli(st_, "note", "--session", "s1", "--flag", LONG)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr == (f"error: flagged note is {len(LONG.strip()):,} characters; a memory's statement is at most"
-                          " 2,000 (a flagged note is kept as it is written): shorten it to the one fact to remember,"
+                          " 10,000 (a flagged note is kept as it is written): shorten it to the one fact to remember,"
                           " or write it without the flag for a judge to condense\n")
     assert cli(st_, "note", "--session", "s1", LONG).returncode == 0  # unflagged: the judge condenses it
     lines = tmp_path / "notes.jsonl"
@@ -347,7 +347,7 @@ def test_a_long_flagged_note_is_refused_by_the_mcp_note_tool(tmp_path):
     result = anyio.run(main)
     assert result.is_error
     text = result.content[0].text
-    assert "\n" not in text and "a memory's statement is at most 2,000" in text, text
+    assert "\n" not in text and "a memory's statement is at most 10,000" in text, text
     assert s.sessions.count("m1") == 0
 
 
@@ -382,7 +382,7 @@ def test_a_judge_statement_longer_than_a_memory_is_rejected_with_its_reason(tmp_
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=40),
-       st.integers(min_value=1900, max_value=2100))
+       st.integers(min_value=9900, max_value=10100))
 def test_the_limit_counts_characters_as_written_in_nfc(unit, target):
     """Any script, composed or decomposed: a flagged note is refused exactly when its NFC length
     (stripped) passes the limit; the same letters typed decomposed count as many as composed."""
