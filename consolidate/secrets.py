@@ -890,7 +890,7 @@ def _detect_secrets() -> _DetectSecrets:
 # --------------------------------------------------------------------------------------------
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-_P_PRIVATE_KEY, _P_JWT, _P_PROVIDER, _P_VENDOR, _P_CONNECTION, _P_HEADER, _P_ASSIGNMENT = range(7)
+_P_PRIVATE_KEY, _P_JWT, _P_PROVIDER, _P_VENDOR, _P_CONNECTION, _P_HEADER, _P_ASSIGNMENT, _P_KEY_MATERIAL = range(8)
 
 
 def scan(text: str) -> list[Finding]:
@@ -939,8 +939,18 @@ def scan(text: str) -> list[Finding]:
     candidates.extend(_userinfo_pairs(text))
     if not low.isascii():
         candidates.extend(_cjk_set_password(text))
+    # key material with no keyword beside it (consolidate/key_material.py): last, every rule above wins
+    for start, end in _key_material().find(text, [(c.start, c.end) for c in candidates]):
+        add(_Candidate(_P_KEY_MATERIAL, _key_material().KIND, start, end))
 
     return _resolve(text, candidates)
+
+
+@functools.cache
+def _key_material():
+    from . import key_material
+
+    return key_material
 
 
 def _resolve(text: str, candidates: list[_Candidate]) -> list[Finding]:

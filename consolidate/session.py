@@ -297,9 +297,9 @@ _PASSWORD_WORD = re.compile(
 def _worth_scanning(text: str) -> bool:
     """False for text in which the gate can find nothing, so that writing an ordinary note costs no
     import of the gate (its rule libraries take 0.2-0.7 s to import): every value the gate reports is
-    a run of 6+ non-space characters holding a letter and a digit or symbol, or of 12+ holding upper-
-    and lower-case letters (consolidate.secrets: ``_value_is_secret``, provider keys, PEM bodies,
-    URLs with a password). tests/test_secret_write_gate.py checks it on the whole secret corpus. The
+    a run of 6+ non-space characters holding a letter and a digit or symbol, of 12+ holding upper-
+    and lower-case letters, or of 24+ capitals (base32 key material; consolidate.secrets:
+    ``_value_is_secret``, provider keys, PEM bodies, URLs with a password, consolidate/key_material.py). tests/test_secret_write_gate.py checks it on the whole secret corpus. The
     consolidation's gate scans every note again, whatever this says. A text with a password-named word
     (:data:`_PASSWORD_WORD`) is always scanned: any value given to one is a password."""
     from .charkinds import char_kinds
@@ -312,7 +312,7 @@ def _worth_scanning(text: str) -> bool:
         if n < 6:
             continue
         kinds = char_kinds(token)
-        if (kinds.alpha and kinds.other) or (n >= 12 and kinds.upper and kinds.lower):
+        if (kinds.alpha and kinds.other) or (n >= 12 and kinds.upper and kinds.lower) or (n >= 24 and kinds.upper):
             return True
     return False
 

@@ -143,6 +143,12 @@ def _pem_encrypted(g: _Gen):
     return block, lines
 
 
+def _pem_tail(g: _Gen):
+    """The last two lines of a PEM body, pasted without the armour: a full line and a short one."""
+    _, lines = g.pem("RSA " + _PK, 1190)
+    return "\n".join(lines[-2:]), lines[-2:]
+
+
 def _pem_legacy_encrypted(g: _Gen):
     _, lines = g.pem("X", 600)
     dek = g.rand(32, HEX).upper()
@@ -171,6 +177,8 @@ _WORDS_TR = "ayçiçeği gökkuşağı kelebek papatya kaplumbağa karanfil".spl
 _WORDS_CS = "slunečnice duha motýl jabloň želva pampeliška".split()
 _WORDS_HE = "חמנייה קשת פרפר צבעוני שושנה".split()
 _WORDS_HI = "सूरजमुखी इंद्रधनुष तितली कछुआ".split()
+
+_GREETINGS = ("hello from the staging box", "build finished without errors", "Grüße aus dem Testlauf")
 
 #: kind -> generator; a generator returns the value, or (text, secrets) when the text inserted
 #: differs from what must not survive (PEM keys: the armour stays, the body lines must go).
@@ -230,6 +238,13 @@ SECRET_KINDS: dict[str, Callable[[_Gen], object]] = {
     "hex128": lambda g: g.rand(128, HEX),
     "uuid": lambda g: str(uuid.UUID(int=g.rng.getrandbits(128))),
     "b64_44": lambda g: base64.b64encode(g.rng.randbytes(32)).decode(),
+    # key material standing alone (consolidate/key_material.py): a PEM body line, a key's last two lines,
+    # base32 and base64url keys, the body of an OpenSSH private key
+    "pem_line": lambda g: g.rng.choice(g.pem("RSA " + _PK, 1190)[1][1:-1]),
+    "pem_tail": _pem_tail,
+    "b32_key": lambda g: base64.b32encode(g.rng.randbytes(20)).decode(),
+    "b64url_key": lambda g: base64.urlsafe_b64encode(g.rng.randbytes(32)).decode().rstrip("="),
+    "openssh_body": lambda g: base64.b64encode(b"openssh-key-v1\x00" + g.rng.randbytes(40)).decode(),
     "django": lambda g: "django-insecure-" + g.rand(50, string.ascii_lowercase + string.digits + "!@#%^&*(-_=+)"),
     "basic_auth": lambda g: base64.b64encode(("deploy:" + g.password()).encode()).decode(),
     # Provider formats the gate knows only from gitleaks' rule set (issue 14, item 5): each value in
@@ -315,6 +330,7 @@ VALUE_KINDS: dict[str, Callable[[_Gen], str]] = {
     "key_id": lambda g: "key_" + g.rand(16, LOWER_DIGITS),
     "sentry_dsn": lambda g: "https://" + g.rand(32, HEX) + "@o" + g.digits(6) + ".ingest.sentry.io/" + g.digits(7),
     "jwt_header": lambda g: "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9",
+    "b64_text": lambda g: base64.b64encode(g.rng.choice(_GREETINGS).encode()).decode(),
 }
 
 
