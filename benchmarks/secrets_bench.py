@@ -29,6 +29,7 @@ Goals (issue 4): recall 100 %, false positives at most 1 %, at least 2,000 notes
 from __future__ import annotations
 
 import argparse
+import base64
 import glob
 import json
 import os
@@ -142,6 +143,43 @@ def realnotes(shared: Path) -> list[dict]:
     return notes
 
 
+#: Key material standing alone (issue 29 item 2): encodings of random bytes, and the sizes in bytes
+KEY_ENCODINGS = {
+    "base64": lambda b: base64.b64encode(b).decode(),
+    "base64url": lambda b: base64.urlsafe_b64encode(b).decode().rstrip("="),
+    "hex": lambda b: b.hex(),
+    "base32": lambda b: base64.b32encode(b).decode(),
+}
+KEY_SIZES = (16, 20, 24, 32, 48, 64, 128, 300)
+
+
+def key_material_table(samples: int) -> None:
+    """Recall of the gate on random keys standing alone (no keyword, alone in a note), by encoding
+    and size, and the highest word score (consolidate/key_material.py, ``_word_score``) of the
+    base64/base32 keys next to the floor from which a run reads as words."""
+    import random
+
+    from consolidate import key_material
+
+    rng = random.Random(29)
+    print(f"\nkey material standing alone ({samples} random keys per cell, alone in a note): recall, "
+          "and for base64/base64url/base32 the highest word score / the floor")
+    print(f"{'bytes':>8}" + "".join(f"{enc:>24}" for enc in KEY_ENCODINGS))
+    for size in KEY_SIZES:
+        cells = []
+        for enc, encode in KEY_ENCODINGS.items():
+            keys = [encode(rng.randbytes(size)) for _ in range(samples)]
+            found = sum(any(f.start == 0 and f.end == len(k) for f in scan(k)) for k in keys)
+            cell = pct(found / samples).strip()
+            if enc != "hex":
+                cores = [k.rstrip("=") for k in keys]
+                top = max(key_material._word_score(c) for c in cores)
+                floor = key_material._word_floor(len(cores[0]), upper_only=enc == "base32")
+                cell += f" {top:.2f}/{floor:.2f}"
+            cells.append(cell)
+        print(f"{size:>8}" + "".join(f"{c:>24}" for c in cells))
+
+
 def pct(x: float) -> str:
     return f"{100 * x:6.2f} %"
 
@@ -156,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--before", action="append", help="commit of a gate to compare with, repeatable"
                     f" (default {' and '.join(BEFORE_REVS)})")
     ap.add_argument("--wall", action="store_true", help="time with the wall clock instead of CPU time")
+    ap.add_argument("--key-samples", type=int, default=2000,
+                    help="random keys per encoding and size in the key-material table; default 2000")
     args = ap.parse_args(argv)
     if args.wall:
         global CLOCK
@@ -283,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
                   + ", ".join(f"{k} {v}" for k, v in types.most_common()) + ")")
     else:
         print(f"\nreal notes: none under {args.shared / 'data/realnotes/sessions'}; skipped")
+
+    key_material_table(args.key_samples)
 
     met = o_recall >= GOAL_RECALL and o_fp <= GOAL_FP and our_speed >= GOAL_SPEED
     print(

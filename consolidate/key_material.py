@@ -14,8 +14,7 @@ a ``data:`` URI. It is key material when, by its alphabet:
 alphabet                key material when
 ======================  =====================================================================
 hex (one case)          32+ digits (128 bits), letters and digits, entropy >= 3.0 bits/char,
-                        and no word about hashes or commits near it (:data:`_HASH_CONTEXT`:
-                        commit, sha, hash, digest, checksum, uuid, id, revision, trace, ...)
+                        and not named as a hash, a commit or an id (see below)
 base32 (``A-Z2-7``)     24+ characters, upper case only, not English in capitals
 base64 / base64url      20+ characters with upper and lower case, or 32+ of one case with
                         digits (base64 of 15+ bytes); entropy >= 3.5 bits/char; not words
@@ -25,20 +24,32 @@ base64 / base64url      20+ characters with upper and lower case, or 32+ of one 
 and symbols (``getUserById2Factor`` -> get User By Id Factor), are scored by how many of their
 adjacent letter pairs are common English bigrams (:data:`_COMMON_BIGRAMS`, 351 pairs). An identifier,
 a CamelCase word or a path scores 0.6-1.0; random base64 scores below the length's floor
-(:func:`_word_floor`: measured on 50,000 random strings per length, none of them above it, see
-benchmarks/secrets_bench.py and tests/test_key_material.py).
+(:func:`_word_floor`, set above the highest score of 50,000 random keys per length and encoding from
+27 characters on, 1 in 50,000 at or above it at 20-24;
+``python benchmarks/secrets_bench.py`` prints the highest scores and the recall by encoding and
+length again). Words glued into an identifier (:func:`_identifier_shaped`: ``TropykusErc20Handler``,
+few segments of 3+ letters) and paths of words (:func:`_path_shaped`) pass too.
 
-What is not key material, by rule (each one tested): git SHAs, content hashes and UUIDs referred to
-as such (a hex run with a word of :data:`_HASH_CONTEXT` within :data:`_CONTEXT_BEFORE` characters
-before it or :data:`_CONTEXT_AFTER` after it; a UUID has dashes and is never a hex run of 32); a digest
-with its algorithm (``sha256:...``, ``sha512-...`` SRI, CSP ``'sha256-...'``); an Ethereum address
-(``0x`` + 40 hex); object ids with a documented prefix (:data:`_ID_PREFIXES`: ``msg_01...``,
-``chatcmpl-...``, ``toolu_...``, ``cus_...``); IPFS CIDs; an SSH public key body (its base64 decodes to a
-public key type: ``AAAAC3NzaC1lZDI1NTE5...``) and base64 inside a public PEM block (``CERTIFICATE``,
-``PUBLIC KEY``); alphabets and counting sequences (``ABCDEFGHIJKLMNOPQRSTUVWXYZ234567``); file paths,
-URLs, identifiers in code, version strings (dots split them) and long CamelCase words. A hex run
-with no such word beside it is blocked: a 32/40/64-digit hex value alone is how many services issue
-keys (Twilio, Mailgun, webhook secrets), and a note about a commit names it.
+What is not key material, by rule (each one tested in tests/test_key_material.py):
+
+* git SHAs, content hashes and ids named as such: a hex run with a word of :data:`_HASH_CONTEXT`
+  (commit, sha256, hash, digest, checksum, uuid, id, revision, trace, fixed in, коммит, 提交, ...)
+  within :data:`_CONTEXT_BEFORE` characters before it, unless a word naming a secret
+  (:data:`_KEY_WORDS`: key, secret, token, ...) is nearer ("Deploy key <hex>" is a key; "key id
+  <hex>", "cache key is the content hash <hex>" are not), or, with no such word before it, within
+  :data:`_CONTEXT_AFTER` characters after it. A hex run with no such word is blocked: a 32/40/64-digit
+  hex value alone is how many services issue keys (Twilio, Mailgun, webhook secrets), and a note
+  about a commit or a file names it;
+* UUIDs and other hex groups joined by dashes; an Ethereum address (``0x`` + 40 hex); a base58 run
+  (Solana, Bitcoin) named as an address, program or account (:data:`_ADDRESS_CONTEXT`);
+* a digest with its algorithm (``sha256:...``, ``SHA256:<base64>``, ``sha512-...`` SRI, CSP
+  ``'sha256-...'``); object ids with a documented prefix (:data:`_ID_PREFIXES`: ``msg_01...``,
+  ``chatcmpl-...``, ``toolu_...``, ``cus_...``); IPFS CIDs;
+* an SSH public key body (its base64 decodes to a public key type: ``AAAAC3NzaC1lZDI1NTE5...``) and
+  base64 inside a public PEM block (``CERTIFICATE``, ``PUBLIC KEY``); base64 of printable text (a JWT
+  header ``eyJhbGciOi...``), except ``user:password``;
+* alphabets and counting sequences (``ABCDEFGHIJKLMNOPQRSTUVWXYZ234567``), file paths, URLs, ``data:``
+  URIs, identifiers in code, version strings (dots split them) and long CamelCase words.
 
 A key wrapped across lines (PEM, MIME at 64 or 76 characters) is one finding: runs separated only by
 line breaks, quotes and ``\\n`` escapes are joined, and a short last line (``...Ow==``) after a full
@@ -148,13 +159,15 @@ def _word_score(value: str) -> float:
 
 
 def _word_floor(n: int, upper_only: bool) -> float:
-    """The word score from which a run of ``n`` characters reads as words. Measured on 50,000 random
-    strings per length and encoding, the highest scores: base64/base64url 0.68 at 20-22 characters,
-    0.58-0.65 at 27-32, 0.53 at 43, 0.49 at 64, 0.42 at 86; base32 (upper case, long segments) 0.87 at 24,
-    0.77 at 32, 0.69 at 52. Identifiers, CamelCase words and paths score 0.6-1.0."""
+    """The word score from which a run of ``n`` characters reads as words. The highest scores of 50,000
+    random keys per length and encoding (benchmarks/secrets_bench.py prints them again): base64 and
+    base64url 0.74 at 20-24 characters (1 in 50,000 at or above the floor there), 0.65 at 27, 0.61 at 32,
+    0.57 at 38-43, 0.51 at 54, 0.49 at 64, 0.46 at 86, 0.35 at 267; base32 (capitals: long segments)
+    0.88 at 24-29, 0.81 at 32, 0.72-0.76 at 39-52, 0.67 at 64, 0.61 at 103. Identifiers, CamelCase
+    words and paths score 0.6-1.0."""
     if upper_only:
-        return 0.9 if n < 32 else 0.8 if n < 52 else 0.72
-    return 0.7 if n < 27 else 0.66 if n < 40 else 0.58 if n < 64 else 0.5
+        return 0.9 if n < 32 else 0.85 if n < 52 else 0.8 if n < 80 else 0.72
+    return 0.7 if n < 27 else 0.66 if n < 40 else 0.58 if n < 90 else 0.5
 
 
 def _reads_as_words(value: str, upper_only: bool = False) -> bool:
@@ -179,20 +192,20 @@ def _ssh_public_blob(value: str) -> bool:
     return head[4:].startswith(_SSH_PUBLIC_TYPES)
 
 
-# Words that name a secret: nearer to a hex run than any word of _HASH_CONTEXT, they make it a key
-# ("Deploy key <hex>"; but "key id <hex>", "the key's sha256 is <hex>" name an id and a hash)
-_KEY_WORDS = re.compile(r"(?i)(?<![a-z])(?:key|keys|secret|token|password|passphrase|passwort|credential|private|apikey"
-                        r"|ключ|секрет|пароль|密钥|秘钥|私钥|鍵|キー|シークレット|키|비밀)")
+# Words that name a secret: nearer to a hex run than any hash word, they make it a key ("Deploy key
+# <hex>"); "key id <hex>", "the key's sha256 is <hex>", "cache key is the content hash <hex>" name an
+# id and hashes (the hash word is the nearer one)
+_KEY_WORDS = re.compile(r"(?i)(?<![a-z])(?:key|keys|secret|secrets|token|tokens|password|passphrase|passwort|credentials?"
+                        r"|private|apikey)(?![a-z])|ключ|секрет|пароль|密钥|秘钥|私钥|鍵|キー|シークレット|키|비밀")
 
 
 def _has_context(words: re.Pattern[str], text: str, start: int, end: int) -> bool:
     """Whether a word of ``words`` occurs within :data:`_CONTEXT_BEFORE` characters before
-    ``text[start:end]`` or :data:`_CONTEXT_AFTER` after it, and no word naming a secret
-    (:data:`_KEY_WORDS`) stands between it and the run."""
+    ``text[start:end]`` with no word naming a secret (:data:`_KEY_WORDS`) nearer to it, or, with no
+    such word before it, within :data:`_CONTEXT_AFTER` characters after it."""
     lo = max(0, start - _CONTEXT_BEFORE)
-    before = text[lo:start]
-    context = [m.end() for m in words.finditer(before)]
-    keys = [m.end() for m in _KEY_WORDS.finditer(before)]
+    context = [m.end() for m in words.finditer(text, lo, start)]
+    keys = [m.end() for m in _KEY_WORDS.finditer(text, lo, start)]
     if context and (not keys or context[-1] >= keys[-1]):
         return True
     return not keys and words.search(text, end, end + _CONTEXT_AFTER) is not None
@@ -304,14 +317,15 @@ def _encoded_text(run: str) -> bool:
 
 def find(text: str, found: Iterable[tuple[int, int]] = ()) -> Iterator[tuple[int, int]]:
     """The spans ``(start, end)`` of key material standing alone in ``text`` (see the module docs),
-    sorted, one per key (a key wrapped across lines is one span). A run overlapping a span of
-    ``found`` (what the gate's other rules found: they win an overlap) is not judged again."""
+    sorted, one per key (a key wrapped across lines is one span). A run inside a span of ``found``
+    (what the gate's other rules found) is not judged again; a run holding one is (a provider
+    pattern matched by chance inside a long random run: the run is the key)."""
     spans: list[tuple[int, int]] = []
     public: list[tuple[int, int]] | None = None
     taken = sorted(found)
     for m in _RUN.finditer(text):
         start, end = m.span()
-        if taken and any(a < end and start < b for a, b in taken):
+        if taken and any(a <= start and end <= b for a, b in taken):
             continue
         chunk = _chunk(text, start, end)
         if "://" in chunk or "data:" in chunk or "base64," in chunk:

@@ -49,6 +49,11 @@ kind                            source
 ``credential-pair``             ``user:password``, ``user / password`` or ``user/Passw0rd!`` on a
                                 line about logging in or a database (RFC 7617's user-pass, written
                                 in prose), and ``user=app, VALUE`` on a credentials line
+``key-material``                a base64/base64url/hex/base32 run with no keyword beside it (a PEM
+                                body line, an account key), the last resort: every rule above wins
+                                an overlap (consolidate/key_material.py: lengths, entropy, the
+                                word test, and what passes: commit SHAs, hashes and ids named as
+                                such, UUIDs, digests, SSH public keys, paths, identifiers)
 ==============================  ===============================================================
 
 A value explicitly given to a password-named word (``password = letmein``, ``the root password is
@@ -74,9 +79,10 @@ with a masked token, unless the token is a template slot (``<token>``, ``${HOOK}
 What is deliberately *not* a secret (see :func:`_is_placeholder` and :func:`_value_is_secret`):
 empty values, placeholders (``<API_KEY>``, ``${API_KEY}``, ``$TOKEN``, ``xxxx``, ``sk-...``,
 ``your-key-here``, ``changeme``, ``<REDACTED_SECRET kind=...>``), references to where a secret
-lives (``os.environ["API_KEY"]``, paths such as ``~/.ssh/id_rsa``), and bare hashes, commit SHAs
-and UUIDs: detect-secrets' high-entropy plugins are not used because they flag exactly those.
-A hex string or UUID *is* a secret when it is assigned to a secret-named variable.
+lives (``os.environ["API_KEY"]``, paths such as ``~/.ssh/id_rsa``), and hashes, commit SHAs and
+ids named as such, and UUIDs: detect-secrets' high-entropy plugins are not used because they flag
+exactly those (consolidate/key_material.py tells a key standing alone from them). A hex string or
+UUID *is* a secret when it is assigned to a secret-named variable.
 
 detect-secrets is imported lazily, on the first call to :func:`scan` (importing it costs
 ~0.1-0.2 s because it pulls in ``requests``). Only class attributes of its plugins are used (their
@@ -940,8 +946,11 @@ def scan(text: str) -> list[Finding]:
     if not low.isascii():
         candidates.extend(_cjk_set_password(text))
     # key material with no keyword beside it (consolidate/key_material.py): last, every rule above wins
-    for start, end in _key_material().find(text, [(c.start, c.end) for c in candidates]):
-        add(_Candidate(_P_KEY_MATERIAL, _key_material().KIND, start, end))
+    keys = list(_key_material().find(text, [(c.start, c.end) for c in candidates]))
+    if keys:  # a run of key material holding a rule's match by chance: the whole run is the key
+        candidates = [c for c in candidates if not any(a <= c.start and c.end <= b and (a, b) != (c.start, c.end)
+                                                       for a, b in keys)]
+        candidates.extend(_Candidate(_P_KEY_MATERIAL, _key_material().KIND, a, b) for a, b in keys)
 
     return _resolve(text, candidates)
 
