@@ -114,7 +114,9 @@ def check(store, repair: bool = False) -> list[Finding]:
     if journal.has_pending(store):
         f = Finding("journal/", "an interrupted run is waiting to be replayed")
         if repair:
-            journal.recover(store)
+            done = journal.recover(store)
+            if done:  # which runs were finished, as `run` says it (consolidate.report.drain_notices)
+                f.problem = f"an interrupted run was waiting to be replayed: finished {', '.join(done)}"
             f.repaired = True
         found.append(f)
     if store.has_longterm and not any(x.where.startswith(("graph/", "manifest")) and not x.repaired for x in found):

@@ -338,6 +338,9 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
             if end is not None:
                 end = {k: (_iso(v) if k == "ended_at" else v) for k, v in end.items()
                        if k in ("outcome", "reason", "ended_at", "status", "run_id", "result")}
+                from .report import run_notices
+
+                end["notices"] = run_notices(end.get("result"))  # the run report's own lines, as `run` says them
             return {"session_id": sid, "count": len(notes), "notes": notes, "end": end,
                     "workspace": read_part(s, sid, None)}
 

@@ -429,3 +429,36 @@ def test_a_failed_team_push_is_said_by_run_batch_and_the_worker_log(tmp_path):
         subprocess.run([EXE, "worker", "--store", str(a), "--embedding", "hash", "--judge", "rules"], stdout=f,
                        stderr=subprocess.STDOUT, env=_env(**fast), timeout=300)
     assert " team: push failed, 3 waiting in the outbox" in log.read_text()
+
+
+def test_mcp_session_read_says_the_run_report_lines(tmp_path):
+    import anyio
+    from mcp import Client
+
+    from consolidate.mcp_server import build_server
+    from consolidate.pipeline import run_queue
+    from judges.chain import JudgeChain
+    from judges.scripted import ScriptedJudge
+
+    s = Store(tmp_path / ".memofs", embedding="hash")
+    s.sessions.add_note("m1", "remember the db port is 5433")
+    s.sessions.end("m1", "success")
+    unknown = ScriptedJudge(handler=lambda batch, context: [{"id": "n9", "verdict": "drop", "reason": "x"}])
+    run_queue(s, chain_factory=lambda: JudgeChain([unknown]))
+
+    async def main():
+        async with Client(build_server(s, spawn=None)) as client:
+            return await client.call_tool("session_read", {"session_id": "m1"})
+
+    end = anyio.run(main).structured_content["end"]
+    assert end["result"]["judge_problems"] == ["scripted: verdict for unknown id 'n9' ignored"]
+    assert end["notices"] == ["judge answers ignored (1): scripted: verdict for unknown id 'n9' ignored"]
+
+
+def test_doctor_repair_names_the_interrupted_run_it_finished(tmp_path):
+    st_ = tmp_path / ".memofs"
+    _session(st_, "s1", "The staging db listens on port 5433")
+    assert cli(st_, "run", "--judge", "rules", env={"CONSOLIDATE_CRASH_AT": "apply:journal"}).returncode == -9
+    out = cli(st_, "doctor", "--repair")
+    run_id = Store(st_, create=False).sessions.session_end("s1")["run_id"]
+    assert f"journal/: an interrupted run was waiting to be replayed: finished {run_id} [repaired]" in out.stdout
