@@ -198,3 +198,55 @@ def render(scope: str, lines: list[str]) -> str:
 def _neg(date: str | None) -> str:
     """Sort key putting later ISO dates first."""
     return "".join(chr(0x10FFFF - ord(c)) for c in (date or ""))
+
+
+def differences(store, limit: int = CONTEXT_MEMORIES) -> str | None:
+    """What is wrong with ``memory/context.md`` and ``memory/context.top.json`` against the recall
+    index (doctor), or None: the file must show a true top (every memory it shows live in its
+    scope; as many as ``limit`` or every one; none left out ranking better than the weakest shown,
+    so ties may be shown either way), each line as the memory's record renders now. Reads the top
+    ``limit`` + 1 of the index (one confidence level at a time) and the shown memories by id."""
+    from collections import Counter
+
+    from .anchors import read_section
+    from .longterm import RECALLED
+    from .report import render_memory
+
+    lt = store.longterm()
+    top = read_top(store)
+    scope = top.get("scope") if top and isinstance(top.get("scope"), str) else store.project
+    stale = read_section(store.path)["stale"]
+    best = _top_by_scan(lt, scope, limit + 1, stale)
+    try:
+        text = path_of(store).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = None
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    if top is None or not isinstance(top.get("ids"), list):
+        if not best and text is None:
+            return None  # no memory to show, and no file
+        return f"{'context.top.json is missing or unreadable' if top is None else 'context.top.json has no ids'};" \
+               f" the recall index's top holds {min(limit, len(best))} memories"
+    shown = [str(i) for i in top["ids"][: int(top.get("limit") or limit)]]
+    rows = lt.get(shown)
+    gone = [i for i in shown if i not in rows or i in stale
+            or (rows[i]["metadata"] or {}).get("status") not in RECALLED
+            or (rows[i]["metadata"] or {}).get("tier") != "durable"
+            or (rows[i]["metadata"] or {}).get("scope") != scope]
+    kept = [i for i in shown if i not in gone]
+    worst = max((_rank({"metadata": rows[i]["metadata"]}) for i in kept), default=None)
+    better = [r["id"] for r in best if r["id"] not in kept and (worst is None or _rank(r) < worst)]
+    short = max(0, min(limit, len(best)) - len(kept)) if len(best) <= limit else max(0, limit - len(kept))
+    expected = render(scope, ["- " + render_memory(rows[i]["document"], rows[i]["metadata"]) for i in shown
+                              if i in rows])
+    parts = []
+    if gone:
+        parts.append(f"shows {len(gone)} memories the recall index does not hold live")
+    if better or short:
+        parts.append(f"leaves out {max(len(better), short)} of the top {min(limit, len(best))}")
+    if text is None:
+        parts.append("is missing")
+    elif not gone and Counter(text.splitlines()) != Counter(expected.splitlines()):
+        parts.append("does not match the memories it lists (cut or edited)")
+    return "; ".join(parts) if parts else None

@@ -1,13 +1,16 @@
 """``consolidate doctor [--repair]``: check a store and repair what can be repaired safely.
 
 Checks, in order: the manifest; the session database (not a SQLite database: repair moves it aside
-to ``sessions.sqlite3.corrupt``; SQLite's ``integrity_check`` failing needs a person); an unfinished
-journal (repair: replay it); the recall index against the memories the graph and the event log hold
-(missing, empty, incomplete or not readable: repair: move a corrupt one aside to ``chroma.corrupt``,
-then rebuild it from them, consolidate/reindex.py); corrupt lines in the event log and the graph files (repair: move them to
-``<file>.corrupt`` beside it, keep the rest); leftover temporary files (repair: remove); memories in
-the recall index missing from the graph (repair: add them); claims held by dead processes (repair:
-put the session end back in the queue). Nothing is deleted without a copy.
+to ``sessions.sqlite3.corrupt``; SQLite's ``integrity_check`` failing needs a person); leftover
+temporary files (repair: remove); corrupt lines in the event log and the graph files (repair: move
+them to ``<file>.corrupt`` beside it, keep the rest); an unfinished journal (repair: replay it);
+then every derived file against the event log, the source of truth (consolidate/crosscheck.py):
+the event log itself against the undo records (lines lost: repair appends recovered events from
+the graph and the recall index), the graph, the recall index (a corrupt one is moved aside to
+``chroma.corrupt``; rebuilt from the log, consolidate/reindex.py), ``memory/notes.md`` and the
+context files, each difference counted (missing, extra, stale entries; repair rebuilds the file from
+the log); claims held by dead processes (repair: put the session end back in the queue). Nothing
+is deleted without a copy.
 """
 
 from __future__ import annotations
@@ -119,14 +122,14 @@ def check(store, repair: bool = False) -> list[Finding]:
                 f.problem = f"an interrupted run was waiting to be replayed: finished {', '.join(done)}"
             f.repaired = True
         found.append(f)
-    if store.has_longterm and not any(x.where.startswith(("graph/", "manifest")) and not x.repaired for x in found):
+    if not any(x.where.startswith(("manifest", "journal/")) and not x.repaired for x in found):
+        # every derived file against the event log (consolidate/crosscheck.py); not while a run
+        # waits in the journal (its lines are half written) or the log's own lines are bad
+        from . import crosscheck
         from .reindex import allow_missing
 
         with allow_missing(store):
-            index = _check_index(store, repair)
-            found += index
-            if not any(not x.repaired for x in index):
-                found += _index_vs_graph(store, repair)
+            found += crosscheck.check(store, repair)
     for sid, pid in (store.sessions.dead_claims() if sessions_ok else ()):
         f = Finding(f"queue:{sid}", f"claimed by process {pid}, which is gone")
         if repair:
@@ -221,98 +224,6 @@ def _move_aside(path: Path, companions: tuple[str, ...] = ()) -> Path:
         if extra.exists():
             extra.rename(aside.with_name(aside.name + suffix))
     return aside
-
-
-def _check_index(store, repair: bool) -> list[Finding]:
-    """The recall index against the memories the graph holds (consolidate/reindex.py): an index that
-    cannot be opened (a corrupt ``chroma.sqlite3``) is moved aside by ``--repair`` and rebuilt; a
-    missing or incomplete one is rebuilt from the graph and the event log."""
-    from . import reindex
-    from .errors import EmbeddingMismatch, StoreError
-
-    folder = store.sub("chroma")
-    embedded = not store.chroma_url
-    try:
-        live = reindex.live_memories(store)
-    except ConsolidateError:
-        return []  # the graph's own finding comes first
-    if embedded and not folder.exists():
-        if not live:
-            return []
-        f = Finding("chroma/", f"the recall index is missing; the graph and the event log hold"
-                               f" {_memories(len(live))} (recall finds none until it is rebuilt)")
-        return [_rebuilt(store, f, repair)]
-    try:
-        missing = reindex.missing_from_index(store, live)
-    except EmbeddingMismatch as exc:
-        return [Finding("chroma/", str(exc), repairable=False)]
-    except StoreError as exc:
-        if not embedded:
-            return [Finding(store.chroma_url, str(exc), repairable=False)]
-        cause = getattr(exc, "cause", None) or str(exc)
-        f = Finding("chroma/", f"the recall index cannot be opened ({cause}); --repair moves it to chroma.corrupt"
-                               f" and rebuilds it from the graph and the event log ({_memories(len(live))})")
-        if repair:
-            from .longterm import close_all
-
-            close_all()
-            aside = _move_aside(folder)
-            f.problem += f" (moved to {aside.name})"
-            return [_rebuilt(store, f, repair)]
-        return [f]
-    if not missing:
-        return []
-    what = "is empty" if len(missing) == len(live) else f"lacks {len(missing)} of them"
-    f = Finding("chroma/", f"the graph and the event log hold {_memories(len(live))}; the recall index {what}")
-    return [_rebuilt(store, f, repair)]
-
-
-def _memories(n: int) -> str:
-    return f"{n} memory" if n == 1 else f"{n} memories"
-
-
-def _rebuilt(store, f: Finding, repair: bool) -> Finding:
-    """``f`` repaired by rebuilding the index (its counts added to the line) when ``repair``."""
-    if repair:
-        from .reindex import rebuild
-
-        done = rebuild(store)
-        f.problem += f"; rebuilt {_memories(done['rebuilt'])}"
-        if done["graph_only"]:
-            f.problem += (f" ({done['graph_only']} from the graph alone: no event describes them, so their evidence"
-                          " and confidence are best effort)")
-        f.repaired = True
-    return f
-
-
-def _index_vs_graph(store, repair: bool) -> list[Finding]:
-    from . import graph
-    from .plan import Candidate
-
-    rows = store.longterm().all()
-    folder = store.sub("graph")
-    g = graph.load(folder)
-    missing = [r for r in rows if r["metadata"].get("tier") == "durable" and r["id"] not in g]
-    if not missing:
-        return []
-    f = Finding("graph/", f"{len(missing)} memories of the recall index have no graph node")
-    if repair:
-        for r in missing:
-            m = r["metadata"]
-            prov = json.loads(m.get("provenance") or "{}")
-            c = Candidate(note_ids=prov.get("note_ids", []), statement=r["document"], type=m.get("type", "fact"),
-                          source=m.get("source", "unknown"), evidence=m.get("evidence", "inferred"),
-                          confidence=m.get("confidence", "low"), reason=prov.get("reason", ""),
-                          fields=json.loads(m.get("fields") or "{}"), status=m.get("status", "active"),
-                          memory_id=r["id"], provenance={"session_id": m.get("session_id", "unknown"),
-                                                         "run_id": m.get("run_id", "unknown")})
-            graph.add_memory(g, c, m.get("scope") or store.project)
-        from . import snapshots
-
-        snapshots.settle_graph_appends(store)  # the rewrite moves the lines undo records point to
-        graph.save(g, folder)
-        f.repaired = True
-    return [f]
 
 
 def exit_code(findings: list[Finding]) -> int:

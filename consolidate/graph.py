@@ -72,8 +72,10 @@ LINE_FIELDS: dict[str, dict[str, tuple[tuple, bool]]] = {"nodes.jsonl": {"id": (
                                "key": (("string", "integer", "null"), False)}}
 
 
-def load(folder: Path):
-    """The graph stored in ``folder`` (empty when absent). Raises StoreCorrupt for a bad line."""
+def load(folder: Path, strict: bool = True):
+    """The graph stored in ``folder`` (empty when absent). Raises StoreCorrupt for a bad line;
+    with ``strict`` False a bad line is skipped instead (doctor compares what the files hold with
+    the event log before their bad lines are moved aside)."""
     import networkx as nx
 
     g = nx.MultiDiGraph()
@@ -90,13 +92,20 @@ def load(folder: Path):
                 except ValueError:
                     if not line.endswith("\n") and not f.read(1):
                         break  # the last line, cut by a crash during an append: the next append removes it
+                    if not strict:
+                        continue
                     raise StoreCorrupt(f"{path}:{lineno} is not JSON; the graph file is corrupt"
                                        " (`consolidate doctor --repair` moves bad lines aside)",
                                        path=str(path), line=lineno) from None
                 from .json_check import check_fields
 
-                check_fields(obj, f"{path}:{lineno}", LINE_FIELDS[name],
-                             fix="`consolidate doctor --repair` moves bad lines aside")
+                try:
+                    check_fields(obj, f"{path}:{lineno}", LINE_FIELDS[name],
+                                 fix="`consolidate doctor --repair` moves bad lines aside")
+                except StoreCorrupt:
+                    if strict:
+                        raise
+                    continue
                 only_if = obj.pop(IF, None)
                 if only_if is not None and only_if not in g:
                     continue

@@ -87,3 +87,145 @@ def mark_run_undone(store, run_id: str, label: str) -> int:
             marked += 1
     write_text_atomic(path, "\n".join(lines) + "\n")
     return marked
+
+
+def entry_line(e: dict) -> str:
+    """The entry of one ``memory.written`` event (consolidate/event_log.py), without its ``- ``:
+    ``**type**: statement [confidence, evidence] (source)``, as :func:`append_run` writes it."""
+    tag = e.get("type") or "fact"
+    if e.get("tier") != "durable":
+        tag = f"{tag}, transient"
+    if e.get("status") not in (None, "active"):
+        tag += f", {e.get('status')}"
+    return f"**{tag}**: {e.get('statement')} [{e.get('confidence')}, {e.get('evidence')}] ({e.get('source')})"
+
+
+def _core(line: str) -> str | None:
+    """The entry of an entry line (struck through or not), or None for another line."""
+    if line.startswith("- ~~**"):
+        end = line.rfind("~~ (")
+        return line[4:end] if end > 4 else None
+    if line.startswith("- **"):
+        return line[2:]
+    return None
+
+
+def _blocks(text: str) -> tuple[list[str], list[tuple[str | None, list[str]]]]:
+    """``(lines before the first block, [(run id or None, the block's lines, heading first)])``."""
+    import re
+
+    marker = re.compile(r"<!-- (\S+) -->")
+    head: list[str] = []
+    blocks: list[tuple[str | None, list[str]]] = []
+    for line in text.splitlines():
+        if line.startswith("## "):
+            m = marker.search(line)
+            blocks.append((m.group(1) if m else None, [line]))
+        elif blocks:
+            blocks[-1][1].append(line)
+        else:
+            head.append(line)
+    return head, blocks
+
+
+def _expected(hist) -> dict[str, list[str]]:
+    """``{run id: [entries]}`` the event log says ``notes.md`` holds (runs every event of which has
+    its statement: older events did not log it)."""
+    out = {}
+    for rid, block in hist.blocks.items():
+        if all(isinstance(e.get("statement"), str) for e in block["writes"]):
+            out[rid] = [entry_line(e) for e in block["writes"]]
+    return out
+
+
+def differences(store, hist, whole: bool = True) -> tuple[int, int] | None:
+    """``(missing, extra)`` entry lines of ``memory/notes.md`` against the event log's writes
+    (``hist``: consolidate.crosscheck.History), None when they agree. ``whole``: the log describes
+    every run (not a team store), so an entry of a run it does not name is extra."""
+    from collections import Counter
+
+    try:
+        text = path_of(store).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    except (OSError, UnicodeDecodeError):
+        text = "\0"
+    _, blocks = _blocks(text)
+    present: dict[str | None, Counter] = {}
+    for rid, lines in blocks:
+        present.setdefault(rid, Counter()).update(c for c in map(_core, lines[1:]) if c is not None)
+    expected = _expected(hist)
+    missing = extra = 0
+    for rid, entries in expected.items():
+        want, have = Counter(entries), present.get(rid, Counter())
+        missing += sum((want - have).values())
+        extra += sum((have - want).values())
+    for rid, have in present.items():
+        if rid not in expected and (rid not in hist.blocks and rid not in hist.runs) and whole:
+            extra += sum(have.values())
+    if text == "\0":
+        missing = max(missing, 1)
+    return (missing, extra) if missing or extra else None
+
+
+def rebuild(store, hist, whole: bool = True) -> str:
+    """Write ``memory/notes.md`` again from the event log (``hist``): each run's block, in log order,
+    keeps the lines it holds that the log describes (their marks included) and gets back the lines
+    it lacks (struck through when the memory was forgotten or its run undone); blocks the log does
+    not describe are kept unless ``whole`` and no event names their run. The old file is kept as
+    ``notes.md.corrupt``; returns that name."""
+    from collections import Counter
+
+    from .atomic import write_text_atomic
+    from .dates import display
+
+    path = path_of(store)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    except (OSError, UnicodeDecodeError):
+        text = path.read_bytes().decode("utf-8", "replace")
+    aside = path.with_name(path.name + ".corrupt")
+    from .private import private_file
+
+    with private_file(aside, "w") as f:
+        f.write(text)
+    _, blocks = _blocks(text)
+    old = {rid: lines for rid, lines in blocks if rid is not None}
+    expected = _expected(hist)
+    out = ["# What graduated", ""]
+    for rid, block in hist.blocks.items():
+        entries = expected.get(rid)
+        lines = old.pop(rid, None)
+        if entries is None:  # the log cannot say what the block held: kept as it is
+            if lines:
+                out += [lines[0], "", *[x for x in lines[1:] if x.strip()], ""]
+            continue
+        heading = lines[0] if lines else f"## {display(block['ts'])} · session {block['session_id']} <!-- {rid} -->"
+        if block["undone"] and "(undone " not in heading:
+            heading += f" (undone {str(block['undone'])[:10]} by consolidate undo)"
+        want = Counter(entries)
+        kept = []
+        for line in (lines or [])[1:]:
+            core = _core(line)
+            if core is not None and want[core] > 0:
+                want[core] -= 1
+                kept.append(line)
+        for entry in entries:
+            if want[entry] <= 0:
+                continue
+            want[entry] -= 1
+            statement = entry[entry.index(": ") + 2:entry.rindex(" [")]
+            if block["undone"]:
+                kept.append(f"- ~~{entry}~~ (undone {str(block['undone'])[:10]} by consolidate undo)")
+            elif statement in hist.struck:
+                kept.append(f"- ~~{entry}~~ ({hist.struck[statement]})")
+            else:
+                kept.append(f"- {entry}")
+        out += [heading, "", *kept, ""]
+    for rid, lines in blocks:
+        if rid in old and not (whole and rid not in hist.runs):
+            out += [lines[0], "", *[x for x in lines[1:] if x.strip()], ""]
+    write_text_atomic(path, "\n".join(out) + "\n")
+    return aside.name

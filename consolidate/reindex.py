@@ -77,75 +77,14 @@ def missing_index_error(store, count_in_index: int):
                         memories=len(live))
 
 
-def _events(store):
-    """Every event of the log that is a JSON object, in order (bad lines are doctor's finding; a log
-    that cannot be read is left to doctor too)."""
-    from . import event_log
-
-    try:
-        yield from event_log.read(store)
-    except OSError:
-        return
-
-
-def _day(ts: Any) -> str:
-    return ts[:10] if isinstance(ts, str) and len(ts) >= 10 else _dt.date.today().isoformat()
-
-
 def _from_events(store, wanted: set[str]) -> dict[str, dict[str, Any]]:
     """``{id: {"metadata", "statement" (or None), "fields" (or None)}}`` replayed from the event log
-    for the ids in ``wanted``: the last ``memory.written`` (durable), then updates, re-confirmations
-    and undos in order."""
-    from . import snapshots
+    (consolidate.crosscheck.replay) for the live ids in ``wanted``: the last ``memory.written``
+    (durable), then updates, re-confirmations and undos in order."""
+    from .crosscheck import replay
 
-    state: dict[str, dict[str, Any]] = {}
-    for e in _events(store):
-        mid, kind = e.get("memory_id"), e.get("event")
-        if not isinstance(mid, str) or mid not in wanted:
-            continue
-        if kind == "memory.written":
-            if e.get("tier") != "durable":
-                continue
-            prov = {"session_id": e.get("session_id"), "run_id": e.get("run_id"), "date": e.get("ts"),
-                    "evidence": e.get("evidence"), "source": e.get("source"),
-                    "prompt_version": e.get("prompt_version"), "reason": e.get("reason", ""),
-                    "note_ids": e.get("note_ids") or [], **(e.get("links") or {})}
-            fields = e.get("fields") if isinstance(e.get("fields"), dict) else None
-            meta = {"type": e.get("type"), "status": e.get("status"), "tier": "durable",
-                    "evidence": e.get("evidence"), "confidence": e.get("confidence"),
-                    "last_confirmed": _day(e.get("ts")), "session_id": e.get("session_id") or "unknown",
-                    "run_id": e.get("run_id") or "unknown", "source": e.get("source") or "unknown",
-                    "prompt_version": e.get("prompt_version") or "",
-                    "provenance": json.dumps(prov, ensure_ascii=False),
-                    "fields": json.dumps(fields or {}, ensure_ascii=False)}
-            if prov.get("fields_missing"):
-                meta["fields_missing"] = ",".join(prov["fields_missing"])
-            state[mid] = {"metadata": meta, "statement": e.get("statement"), "fields": fields}
-        elif mid not in state:
-            continue
-        elif kind == "memory.reconfirmed":
-            m = state[mid]["metadata"]
-            for key in ("confidence", "status"):
-                if isinstance(e.get(key), str):
-                    m[key] = e[key]
-            m["last_confirmed"] = _day(e.get("ts"))
-        elif kind == "memory.undone":
-            if e.get("action") == "removed":
-                state.pop(mid, None)
-            elif e.get("action") == "restored":
-                try:
-                    before = (snapshots.load(store, e.get("run_id") or "").get("before") or {}).get(mid)
-                except Exception:  # noqa: BLE001 - a lost undo record: keep what the log says
-                    before = None
-                if isinstance(before, dict) and isinstance(before.get("metadata"), dict):
-                    state[mid] = {"metadata": dict(before["metadata"]), "statement": before.get("document"),
-                                  "fields": None}
-        elif e.get("action") == "update" and isinstance(e.get("changes"), dict):
-            state[mid]["metadata"].update({k: v for k, v in e["changes"].items()
-                                           if isinstance(v, (str, int, float, bool))})
-        elif e.get("action") in ("archive", "tombstone"):
-            state.pop(mid, None)
-    return state
+    return {m: {"metadata": dict(s["metadata"]), "statement": s["statement"], "fields": s["fields"]}
+            for m, s in replay(store).live().items() if m in wanted}
 
 
 def _full_statements(store) -> list[str]:
@@ -237,11 +176,13 @@ class allow_missing:
         return False
 
 
-def rebuild(store, ids: list[str] | None = None) -> dict[str, int]:
+def rebuild(store, ids: list[str] | None = None, live: dict[str, dict[str, Any]] | None = None) -> dict[str, int]:
     """Upsert the live memories missing from the recall index (or ``ids``), embedded again with the
-    store's embedding function, under the store lock. Returns ``{"rebuilt", "graph_only"}``."""
+    store's embedding function, under the store lock. ``live``: ``{id: node attributes}`` of the
+    memories the index must hold (default: the graph's, :func:`live_memories`; doctor gives the
+    event log's, consolidate/crosscheck.py). Returns ``{"rebuilt", "graph_only"}``."""
     with allow_missing(store), store.lock():
-        live = live_memories(store)
+        live = live_memories(store) if live is None else live
         wanted = missing_from_index(store, live) if ids is None else [i for i in ids if i in live]
         if not wanted:
             return {"rebuilt": 0, "graph_only": 0}
