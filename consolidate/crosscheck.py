@@ -57,6 +57,10 @@ class History:
     runs: set[str] = field(default_factory=set)
     blocks: dict[str, dict[str, Any]] = field(default_factory=dict)
     struck: dict[str, str] = field(default_factory=dict)
+    undone: set[str] = field(default_factory=set)
+    #: runs some of whose lines the log lost (doctor recovered events of them): notes.md is the
+    #: whole source for their blocks
+    partial: set[str] = field(default_factory=set)
 
     def live(self) -> dict[str, dict[str, Any]]:
         """The memories the recall index must hold: ``{id: state}``."""
@@ -113,6 +117,8 @@ def replay(store, events=None) -> History:
         rid, mid, kind = e.get("run_id"), e.get("memory_id"), e.get("event")
         if isinstance(rid, str):
             h.runs.add(rid)
+            if e.get("recovered") == RECOVERED:
+                h.partial.add(rid)
         if kind == "memory.written" and isinstance(mid, str):
             if isinstance(rid, str) and not e.get("recovered"):
                 block = h.blocks.setdefault(rid, {"ts": e.get("ts"), "session_id": e.get("session_id"),
@@ -121,13 +127,20 @@ def replay(store, events=None) -> History:
             if e.get("tier") == "durable":
                 h.memories[mid] = _written(e)
             continue
-        if kind == "run.undone" and isinstance(rid, str) and rid in h.blocks:
-            h.blocks[rid]["undone"] = e.get("ts")
+        if kind == "run.undone" and isinstance(rid, str):
+            h.undone.add(rid)
+            for state in h.memories.values():  # the undo took the run's derived_from edges away
+                if any(r == rid for _, r in state.get("confirmed") or []):
+                    state["confirmed"] = [(sid, r) for sid, r in state["confirmed"] if r != rid]
+            if rid in h.blocks:
+                h.blocks[rid]["undone"] = e.get("ts")
         if not isinstance(mid, str) or mid not in h.memories:
             continue
         state = h.memories[mid]
         m = state["metadata"]
         if kind == "memory.reconfirmed":
+            if isinstance(e.get("session_id"), str):
+                state.setdefault("confirmed", []).append((e["session_id"], rid))
             for key in ("confidence", "status"):
                 if isinstance(e.get(key), str):
                     m[key] = e[key]
@@ -168,8 +181,10 @@ def _undo_records(store) -> dict[str, dict[str, Any]]:
         except (OSError, ValueError):
             continue
         if isinstance(data, dict) and isinstance(data.get("run_id"), str):
-            ids = set(data.get("added") or []) | set(data.get("before") or {})
-            out[data["run_id"]] = {"ids": {i for i in ids if isinstance(i, str)}, "undone": bool(data.get("undone"))}
+            added = [i for i in data.get("added") or [] if isinstance(i, str)]
+            before = [i for i in data.get("before") or {} if isinstance(i, str)]
+            out[data["run_id"]] = {"ids": set(added) | set(before), "added": added, "before": before,
+                                   "undone": data.get("undone") or None, "session_id": data.get("session_id")}
     return out
 
 
@@ -309,11 +324,27 @@ def _check_log(store, hist: History, nodes: dict, rows: dict, repair: bool):
         rec = _archived(store, mid)
         if rec is not None and rec.get("archived_by") in records and rec.get("archived_by") not in hist.runs:
             lost_changes[mid] = rec
-    if not (lost_runs or lost or lost_changes):
+    # an undo the log lost: its undo record says undone
+    lost_undos = sorted(rid for rid, r in records.items() if r["undone"] and rid not in hist.undone)
+    if lost_runs or lost_undos:  # the derived files saw changes the log lost: theirs are the later state
+        from .reindex import LIVE
+
+        for mid, s in hist.memories.items():
+            row, node = rows.get(mid), nodes.get(mid) or {}
+            if mid in lost_changes or s["removed"]:
+                continue
+            if row is not None and ((row["metadata"].get("status"), row["metadata"].get("type"))
+                                    != (s["status"], s["type"])):
+                lost_changes[mid] = {"metadata": row["metadata"], "archived_by": row["metadata"].get("run_id"),
+                                     "action": "update"}
+            elif row is None and s["status"] in LIVE and node.get("status") and node["status"] not in LIVE:
+                lost_changes[mid] = {"metadata": {"status": node["status"]}, "archived_by": None}
+    if not (lost_runs or lost or lost_changes or lost_undos):
         return None, hist
     parts = [(len(lost_runs), f"lacks {len(lost_runs)} run(s) the undo records name"),
+             (len(lost_undos), f"{len(lost_undos)} undo(s) the undo records name"),
              (len(lost), f"{_memories(len(lost))} the graph and the recall index hold have no event"),
-             (len(lost_changes), f"{len(lost_changes)} removal(s) the archive holds are not in it")]
+             (len(lost_changes), f"{len(lost_changes)} later change(s) of memories (their removal, status or type) are not in it")]
     f = Finding("events/memory-events.jsonl", "the event log is damaged (lines lost or cut): " + _counts(parts)
                 + "; the graph and the recall index are the whole source for those")
     if not repair:
@@ -325,10 +356,20 @@ def _check_log(store, hist: History, nodes: dict, rows: dict, repair: bool):
     for mid in lost:
         lines.append(_recovered_event(store, mid, rows.get(mid), nodes.get(mid), now))
     for mid, rec in lost_changes.items():
-        status = rec["metadata"].get("status") or "archived"
+        changes = {"status": rec["metadata"].get("status") or "archived"}
+        if rec.get("action") == "update":
+            changes.update({k: rec["metadata"][k] for k in ("type", "confidence") if rec["metadata"].get(k)})
         lines.append({"ts": now, "event": "memory.updated", "memory_id": mid, "run_id": rec.get("archived_by"),
-                      "action": "archive", "changes": {"status": status}, "reason": rec.get("archived_reason") or "",
-                      "recovered": RECOVERED})
+                      "action": rec.get("action") or "archive", "changes": changes,
+                      "reason": rec.get("archived_reason") or "", "recovered": RECOVERED})
+    for rid in lost_undos:
+        r, ts = records[rid], str(records[rid]["undone"])
+        lines += [{"ts": ts, "event": "memory.undone", "run_id": rid, "memory_id": i, "action": "removed",
+                   "recovered": RECOVERED} for i in r["added"]]
+        lines += [{"ts": ts, "event": "memory.undone", "run_id": rid, "memory_id": i, "action": "restored",
+                   "recovered": RECOVERED} for i in r["before"]]
+        lines.append({"ts": ts, "event": "run.undone", "run_id": rid, "session_id": r["session_id"],
+                      "removed": len(r["added"]), "restored": len(r["before"]), "recovered": RECOVERED})
     event_log.append(store, lines)
     f.problem += f"; appended {len(lines)} recovered event(s)"
     f.repaired = True
@@ -366,11 +407,20 @@ def _expected_edges(mid: str, s: dict[str, Any]) -> list[tuple[str, str, str, di
     from .graph import extract_entities
 
     out = [(mid, "session:" + s["session_id"], "derived_from", {"kind": "session"})]
+    out += [(mid, "session:" + sid, "derived_from", {"kind": "session"}) for sid, _ in s.get("confirmed") or []]
     if s["statement"]:
         text = s["statement"] + " " + " ".join(str(v) for v in (s["fields"] or {}).values())
         for name, kind in extract_entities(text):
             out.append((mid, "entity:" + name, "mentions", {"kind": "entity", "entity_kind": kind, "name": name}))
     return out
+
+
+def _edge_run(s: dict[str, Any], session: str) -> str:
+    """The run of a memory's ``derived_from`` edge to ``session``: a re-confirming run's, else the writing run's."""
+    for sid, rid in s.get("confirmed") or []:
+        if "session:" + sid == session and rid:
+            return rid
+    return s["run_id"]
 
 
 def _check_graph(store, hist: History, g, nodes: dict, rows: dict, team: bool, repair: bool):
@@ -421,6 +471,9 @@ def _check_graph(store, hist: History, g, nodes: dict, rows: dict, team: bool, r
         for e in new_edges:
             e = dict(e)
             g.add_edge(e.pop("source"), e.pop("target"), key=e.pop("key"), **e)
+    if missing:  # the edges a later run added (re-confirmations) of the nodes put back
+        lost_edges = [e for m in missing if expected[m]["session_id"] != "unknown"
+                      for e in _expected_edges(m, expected[m]) if not g.has_edge(e[0], e[1], key=e[2])] + lost_edges
     for m in stale:
         g.nodes[m]["status"] = expected[m]["status"]
     for m in undone:
@@ -428,7 +481,8 @@ def _check_graph(store, hist: History, g, nodes: dict, rows: dict, team: bool, r
     for u, v, k, attrs in lost_edges:
         if v not in g:
             g.add_node(v, **attrs)
-        g.add_edge(u, v, key=k, kind=k, **({"run_id": expected[u]["run_id"]} if k == "derived_from" else {}))
+        if not g.has_edge(u, v, key=k):
+            g.add_edge(u, v, key=k, kind=k, **({"run_id": _edge_run(expected[u], v)} if k == "derived_from" else {}))
     if extra:
         with private_file(store.sub("graph", "nodes.jsonl.corrupt"), "a") as out:
             for m in extra:

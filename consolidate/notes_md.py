@@ -133,7 +133,7 @@ def _expected(hist) -> dict[str, list[str]]:
     its statement: older events did not log it)."""
     out = {}
     for rid, block in hist.blocks.items():
-        if all(isinstance(e.get("statement"), str) for e in block["writes"]):
+        if rid not in hist.partial and all(isinstance(e.get("statement"), str) for e in block["writes"]):
             out[rid] = [entry_line(e) for e in block["writes"]]
     return out
 
