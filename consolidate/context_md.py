@@ -214,7 +214,7 @@ def differences(store, limit: int = CONTEXT_MEMORIES) -> str | None:
 
     lt = store.longterm()
     top = read_top(store)
-    scope = top.get("scope") if top and isinstance(top.get("scope"), str) else store.project
+    scope: str = top["scope"] if top and isinstance(top.get("scope"), str) else str(store.project)
     stale = read_section(store.path)["stale"]
     best = _top_by_scan(lt, scope, limit + 1, stale)
     try:

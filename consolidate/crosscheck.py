@@ -352,7 +352,8 @@ def _check_log(store, hist: History, nodes: dict, rows: dict, repair: bool):
     from . import event_log
 
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    lines = [{"ts": now, "event": "run.recovered", "run_id": rid, "recovered": RECOVERED} for rid in lost_runs]
+    lines: list[dict[str, Any]] = [{"ts": now, "event": "run.recovered", "run_id": rid, "recovered": RECOVERED}
+                                   for rid in lost_runs]
     for mid in lost:
         lines.append(_recovered_event(store, mid, rows.get(mid), nodes.get(mid), now))
     for mid, rec in lost_changes.items():
@@ -603,7 +604,8 @@ def _check_context(store, repair: bool):
     f = Finding("memory/context.md", problem)
     if repair:
         top = context_md.read_top(store) or {}
-        context_md.write(store, top.get("scope") if isinstance(top.get("scope"), str) else store.project)
+        scope = top.get("scope")
+        context_md.write(store, scope if isinstance(scope, str) else str(store.project))
         f.problem += "; written again from the recall index"
         f.repaired = True
     return f

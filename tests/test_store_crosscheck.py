@@ -103,15 +103,17 @@ def built(tmp_path_factory):
     """The store of 254 live memories, built by the installed command, and its state."""
     tmp = tmp_path_factory.mktemp("crosscheck")
     folder = tmp / ".memofs"
-    _run(folder, SESSIONS, tmp)
-    _run(folder, EXTRA, tmp)
+    _run(folder, {**SESSIONS, **EXTRA}, tmp)  # one `consolidate run`: a run per queued session
     before = state(folder)
     victim = sorted(before["index"])[7]
     out = _consolidate(folder, "forget", victim, "--reason", "wrong")
     assert out.returncode == 0, out.stderr
     _run(folder, UNDONE, tmp)
-    runs = json.loads(_consolidate(folder, "runs", "--json").stdout)
-    last = max((r for r in runs if r.get("added")), key=lambda r: r["started_at"])
+    from consolidate import Store, snapshots
+
+    s = Store(folder, create=False)
+    last = max((r for r in snapshots.list_runs(s) if r["added"]), key=lambda r: r["started_at"])
+    s.close()
     assert _consolidate(folder, "undo", last["run_id"]).returncode == 0
     after = state(folder)
     assert len(after["index"]) == 254, len(after["index"])
