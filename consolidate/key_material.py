@@ -75,6 +75,7 @@ MIN_ONE_CASE = 32  # base64 run with digits but letters of one case only
 ENTROPY_MIN_HEX = 3.0
 ENTROPY_MIN_B64 = 3.5  # random base64 of 20 characters: lowest of 20,000 is 3.38, 0.01 % under 3.41
 ENTROPY_MIN_B32 = 3.0
+IDENTIFIER_WORD_SCORE = 0.4  # the word score an identifier of few long segments still needs
 
 # A run: the base64/base64url/hex/base32 alphabet and padding, not glued to a larger token
 _RUN = re.compile(
@@ -287,10 +288,12 @@ _WORD_PART = re.compile(r"[A-Za-z][a-z]*\d*|[A-Z0-9]{1,6}|[a-z]+(?:[-_][a-z0-9]+
 
 def _identifier_shaped(value: str) -> bool:
     """Words glued into an identifier (``TropykusErc20Handler``, ``text-green-400``): letters in at most
-    one segment per five characters, every one of 3+ letters. Random base64 of 20+ characters cuts
-    into many short segments."""
+    one segment per five characters, every one of 3+ letters, and a word score of at least
+    :data:`IDENTIFIER_WORD_SCORE` (``text-green-400/yellow-400/blue-400``: 0.45). Random base64 of 20+
+    characters cuts into many short segments, and those it leaves long are not words."""
     segments = _SEGMENT.findall(value)
-    return bool(segments) and len(segments) <= max(2, len(value) // 5) and all(len(s) >= 3 for s in segments)
+    return (bool(segments) and len(segments) <= max(2, len(value) // 5) and all(len(s) >= 3 for s in segments)
+            and _word_score(value) >= IDENTIFIER_WORD_SCORE)
 
 
 def _path_shaped(value: str) -> bool:
