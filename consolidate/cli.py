@@ -146,6 +146,10 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except ConsolidateError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        if args.command == "worker":  # status and the next SessionStart say workers are failing
+            from .commands.lifecycle import worker_failed
+
+            worker_failed(args, exc)
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -155,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # disk full, permission denied, read-only store: one line, the store's exit code
         where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
         print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
+        if args.command == "worker":
+            from .commands.lifecycle import worker_failed
+
+            worker_failed(args, exc)
         return StoreError.exit_code
 
 

@@ -33,7 +33,7 @@ close-time checkpoint (two fsyncs, most of a SQLite write's cost here) is left t
 connection that closes normally; WAL mode keeps every committed write across a process exit.
 
 Only the standard library at module level; the fast SessionStart imports ``fastpath``, ``session_tables``,
-``hook_lifecycle``, ``agent_session`` and ``echo`` (standard library only, ``typing`` for type checkers only).
+``hook_lifecycle``, ``agent_session``, ``echo`` and ``worker_health`` (the line saying workers are failing) (standard library only, ``typing`` for type checkers only).
 """
 
 from __future__ import annotations
@@ -220,7 +220,11 @@ def session_start(store: str, sid: str, payload: dict, *, gemini: bool = False) 
     except BaseException:
         conn.close()
         raise
+    from .worker_health import start_line
+
+    warning = start_line(store, conn)  # workers failing, ends piling up: read at every start
     LEFT_OPEN.append(conn)
-    text = session_line(sid) + ("\n\n" + start["text"] if start["text"] else "")
+    context = (warning + "\n\n" + start["text"] if start["text"] else warning) if warning else start["text"]
+    text = session_line(sid) + ("\n\n" + context if context else "")
     sys.stdout.write((gemini_output(text) if gemini else text) + "\n")
     return 0

@@ -253,6 +253,11 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
             text = recalled_context(store_path)
             if header:
                 text = header + ("\n\n" + text if text else "")
+            from .worker_health import start_line
+
+            warning = start_line(store_path)  # workers failing, ends piling up (consolidate/worker_health.py)
+            if warning:
+                text = warning + ("\n\n" + text if text else "")
             if sid:
                 sid = _session_for_start(store_path, sid, payload)
                 unrecorded = _record_start(store_path, sid, payload, agent, shown=text)

@@ -176,6 +176,38 @@ def mcp_command(agent: str, config: dict[str, Any]) -> str:
     return f"claude mcp add consolidate -- {server}"
 
 
+def check_command(command: str, *, default_store: Path | None = None,
+                  project_dir: str | os.PathLike | None = None) -> None:
+    """Check the hook command about to be written as the hook will run it, so that a setting the
+    worker would refuse is refused here instead (exit 2 or 4, one line, nothing written): its
+    arguments parsed by the real ``consolidate hook`` parser, then its store options and judge
+    chain checked as ``run`` checks them (consolidate/option_check.py; no model is built or
+    called). ``default_store``: the store the hook uses when the command names none (a project
+    install: the project's ``.memofs``; a user install: None, any project's).
+
+    Raises BadInput when the parser refuses the arguments; ConfigError, StorePathError or
+    EmbeddingMismatch from the option check."""
+    import contextlib
+    import io
+
+    from .cli import build_parser
+    from .option_check import check_options
+
+    tokens = shlex.split(command)
+    argv = tokens[tokens.index("hook"):]
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            args = build_parser(("lifecycle",)).parse_args(argv)
+    except SystemExit:
+        line = " ".join(said.getvalue().split()) or "its arguments are refused"
+        raise BadInput(f"the hook command would not run: {line}; nothing was written") from None
+    store = getattr(args, "store", None) or default_store
+    check_options(store=store, chroma_url=getattr(args, "chroma_url", None) or settings.CHROMA_URL.get(),
+                  embedding=getattr(args, "embedding", None) or settings.EMBEDDING.get(), judges=args.judge,
+                  project_dir=project_dir)
+
+
 def is_our_command(command: Any) -> bool:
     """True for a command that runs ``consolidate hook`` (any path to it, ``-m consolidate`` too)."""
     if not isinstance(command, str):
@@ -282,6 +314,8 @@ def install(agent: str, scope: str = "project", *, dry_run: bool = False, store:
     config = hook_config(store=store, chroma_url=chroma_url, project=project, embedding=embedding, judges=judges,
                          environ=environ)
     command = hook_command(harvest=harvest, output="gemini" if agent == "gemini-cli" else None, config=config)
+    check_command(command, default_store=Path(cwd or os.getcwd()) / ".memofs" if scope == "project" else None,
+                  project_dir=cwd)
     result = InstallResult(agent=spec.key, path=path, command=command, config=config,
                            mcp_command=mcp_command(spec.key, config))
 

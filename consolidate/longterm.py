@@ -16,9 +16,8 @@ import os
 import threading
 import time
 from typing import Any
-from urllib.parse import urlparse
 
-from .errors import ConfigError, ConsolidateError, EmbeddingMismatch, StoreCorrupt, StoreError
+from .errors import ConsolidateError, EmbeddingMismatch, StoreCorrupt, StoreError
 
 COLLECTION = "memories"
 
@@ -32,12 +31,11 @@ def _client(store, path=None):
 
     settings = Settings(anonymized_telemetry=False)
     if store.chroma_url:
-        u = urlparse(store.chroma_url)
-        if u.scheme not in ("http", "https") or not u.hostname:
-            raise ConfigError(f"bad Chroma URL {store.chroma_url!r}: use http://HOST:PORT")
+        from .option_check import check_chroma_url
+
+        host, port, tls = check_chroma_url(store.chroma_url)
         try:
-            return chromadb.HttpClient(host=u.hostname, port=u.port or (443 if u.scheme == "https" else 8000),
-                                       ssl=u.scheme == "https", settings=settings)
+            return chromadb.HttpClient(host=host, port=port, ssl=tls, settings=settings)
         except Exception as exc:
             raise StoreError(f"cannot reach the Chroma server at {store.chroma_url}: {_one_line(exc)}",
                              path=store.chroma_url) from None

@@ -26,7 +26,8 @@ def time_box_from_env(default: float = DEFAULT_TIME_BOX) -> float:
 
 def run_worker(store, *, time_box: float | None = None, judges: list[str] | None = None, out=None) -> int:
     """Drain the queue under the worker lock; returns the number of sessions consolidated (0 when
-    another worker holds the lock)."""
+    another worker holds the lock). A worker that drained the queue is recorded as a good run in
+    ``logs/worker.status.json`` (consolidate/worker_health.py)."""
     import filelock
 
     from .pipeline import run_queue
@@ -56,9 +57,13 @@ def run_worker(store, *, time_box: float | None = None, judges: list[str] | None
         plans = run_queue(store, rounds=True, judges=judges, time_box=time_box, on_done=say, release_model=True)
         for line in drain_notices(plans):  # a crash replay, a failed team push
             print(_stamp(), line, file=out, flush=True)
-        return len(plans)
+        done = len(plans)
     finally:
         lock.release()
+    from .worker_health import record
+
+    record(store.path)  # a good run (a failed one is recorded by `consolidate worker`: commands/lifecycle.py)
+    return done
 
 
 def _stamp() -> str:

@@ -79,6 +79,16 @@ def load(spec: str) -> BaseJudge:
     return as_judge(cls(arg or None), name=name)
 
 
+def check_specs(specs: list[str]) -> list[str]:
+    """Check a judge chain without calling a model: every spec names a registered judge and the
+    judge can be built (an unknown ``cli:`` preset, an empty template or a prompt version with no
+    template is refused there). Returns ``specs``; raises ConfigError (one line) for the first
+    that fails. ``run`` and ``install-hook`` check the chain with it (consolidate.option_check)."""
+    for spec in specs:
+        load(spec)
+    return specs
+
+
 def select_prompt_version(version: str) -> str:
     """Make ``version`` the judge prompt of the judges built from now on in this process (it sets
     ``$CONSOLIDATE_PROMPT_VERSION``, which the API and CLI judges read when they are built:

@@ -89,13 +89,40 @@ def hook_refusal(args, payload: dict) -> str | None:
 
 
 def cmd_worker(args) -> int:
+    """Drain the queue. A worker that fails is recorded (consolidate/worker_health.py): here for an
+    unexpected error, by the CLI's error path for a ConsolidateError (:func:`worker_failed`), so that
+    ``status`` and the next SessionStart say so."""
+    from ..errors import ConsolidateError
     from ..worker import run_worker
 
-    store = open_store(args, create=False, writes=True)
-    if not store.exists:
-        return 0
-    run_worker(store, time_box=args.time_box, judges=args.judge)
+    try:
+        store = open_store(args, create=False, writes=True)
+        if not store.exists:
+            return 0
+        run_worker(store, time_box=args.time_box, judges=args.judge)
+    except (ConsolidateError, OSError):
+        raise  # recorded by the CLI's error path, which prints them
+    except Exception as exc:
+        worker_failed(args, exc)
+        raise
     return 0
+
+
+def worker_failed(args, exc: BaseException) -> None:
+    """Record that this ``consolidate worker`` failed with ``exc`` in its store (the store option,
+    else ``$CONSOLIDATE_STORE``, else ``./.memofs``). Never raises."""
+    from ..worker_health import record
+
+    try:
+        from ..store import resolve_store_path
+
+        path = resolve_store_path(getattr(args, "store", None))
+    except Exception:  # noqa: BLE001
+        return
+    if path.is_dir():
+        from ..errors import ConsolidateError
+
+        record(path, str(exc) if isinstance(exc, ConsolidateError) and str(exc) else f"{type(exc).__name__}: {exc}")
 
 
 def register(sub, common) -> None:

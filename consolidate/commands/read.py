@@ -83,6 +83,13 @@ def cmd_status(args) -> int:
             status["memories_error"] = str(exc)
         status["anchors"] = _anchor_counts(store)
     status["waiting"] = _waiting_status(store)
+    from ..worker_health import health_line, queue_state, read as worker_status
+
+    queue = queue_state(store.sessions.db)  # queued or running ends (the queue file folded above)
+    oldest = queue["oldest_age_seconds"]
+    status["queue"] = {"count": queue["count"], "oldest_age_seconds": round(oldest, 1) if oldest is not None else None}
+    status["worker"] = worker_status(store.path)  # logs/worker.status.json: failures since the last good run
+    warning = health_line(status["worker"], queue, status_hint=False)
     from ..team import status as team_status
 
     status["team"] = team_status(store)
@@ -104,7 +111,12 @@ def cmd_status(args) -> int:
     if anchored.get("anchored"):
         print(f"anchored to code: {anchored['anchored']} memories; {anchored['drifted']} drifted"
               f" (queued for `consolidate batch --rejudge --drifted`), {anchored['stale']} stale (file gone)")
-    print(f"queued session ends: {len(queued)}" + (f" ({', '.join(status['queued'][:10])})" if queued else ""))
+    from ..worker_health import age
+
+    print(f"queued session ends: {len(queued)}" + (f" ({', '.join(status['queued'][:10])})" if queued else "")
+          + (f"; the oldest ended {age(oldest)} ago" if oldest is not None else ""))
+    if warning:
+        print(warning.removeprefix("consolidate: "))
     swn = status["sessions_with_notes"]
     print(f"sessions with notes: {len(swn)}" + (f" ({sum(swn.values())} notes)" if swn else ""))
     if status["team"]:

@@ -17,14 +17,10 @@ from ._common import add_dry_run, add_json, add_judge, add_session, add_time_box
 def cmd_run(args) -> int:
     from ..pipeline import run_queue
 
-    if args.judge:
-        from judges.registry import chain_specs, installed
-        from ..errors import ConfigError
+    if args.judge:  # refused before the store is opened: the check install-hook makes (consolidate/option_check.py)
+        from judges.registry import chain_specs, check_specs
 
-        for spec in chain_specs(args.judge):
-            name = spec.partition(":")[0].strip()
-            if name not in installed():
-                raise ConfigError(f"unknown judge {name!r}; installed: {', '.join(sorted(installed()))}", judge=name)
+        check_specs(chain_specs(args.judge))
     store = open_store(args, create=False, writes=not args.dry_run)
     if not store.exists:  # nothing can be queued: a run (dry or not) never creates a store
         if args.session:
