@@ -118,6 +118,28 @@ def note_counts(db: sqlite3.Connection) -> dict[str, int]:
     return dict(db.execute("SELECT session_id, COUNT(*) FROM notes GROUP BY session_id").fetchall())
 
 
+def queue_counts(db: sqlite3.Connection) -> tuple[int, float | None, float | None]:
+    """``(session ends waiting: queued or running, ended_at of the oldest of them, updated_at of the
+    last session end a run finished)``, Unix seconds; ``(0, None, None)`` when the table is not
+    there yet (consolidate/worker_health.py)."""
+    try:
+        n, oldest = db.execute("SELECT COUNT(*), MIN(ended_at) FROM session_ends"
+                               " WHERE status IN ('queued', 'running')").fetchone()
+        (done,) = db.execute("SELECT MAX(updated_at) FROM session_ends"
+                             " WHERE status NOT IN ('queued', 'running')").fetchone()
+    except Exception:  # noqa: BLE001 - a store that never queued an end
+        return 0, None, None
+    return int(n or 0), (float(oldest) if n and oldest is not None else None), (float(done) if done is not None else None)
+
+
+def connect_read_only(db_path: str) -> sqlite3.Connection:
+    """A read-only connection to an existing ``sessions.sqlite3`` (1 s busy timeout). Raises
+    sqlite3.Error when it cannot be opened."""
+    import sqlite3
+
+    return sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=1.0)
+
+
 def finish_idle_end(db: sqlite3.Connection, session_id: str, now: float) -> bool:
     """The idle run (consolidate.fastpath): in one transaction, mark the queued ``success`` end of a
     session with no notes and none waiting ``done`` (result ``{"notes": 0}``) as a run would; False,

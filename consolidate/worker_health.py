@@ -10,7 +10,8 @@ ends waiting in the queue (queued or running) and the age of the oldest, on a SQ
 caller has open. :func:`health_line` turns both into the one line ``status`` and the next
 SessionStart print when workers are failing or ends are piling up ('' when all is well).
 
-Only the standard library: the light SessionStart path (consolidate/fast_start.py) reads it.
+Only the standard library and consolidate.session_tables (which owns the SQL): the light SessionStart
+path (consolidate/fast_start.py) reads it.
 """
 
 from __future__ import annotations
@@ -69,16 +70,12 @@ def queue_state(conn, *, now: float | None = None) -> dict:
     """The queue on the session tier's connection ``conn``: ``{"count": session ends waiting (queued
     or running), "oldest_age_seconds": age of the oldest or None, "last_done": Unix time a run last
     finished a session end, or None}`` (all 0/None when the table is not there yet)."""
-    try:
-        n, oldest = conn.execute("SELECT COUNT(*), MIN(ended_at) FROM session_ends"
-                                 " WHERE status IN ('queued', 'running')").fetchone()
-        (done,) = conn.execute("SELECT MAX(updated_at) FROM session_ends"
-                               " WHERE status NOT IN ('queued', 'running')").fetchone()
-    except Exception:  # noqa: BLE001 - a store that never queued an end
-        return {"count": 0, "oldest_age_seconds": None, "last_done": None}
+    from .session_tables import queue_counts
+
+    n, oldest, done = queue_counts(conn)
     now = time.time() if now is None else now
-    return {"count": int(n or 0), "oldest_age_seconds": max(0.0, now - float(oldest)) if n and oldest is not None
-            else None, "last_done": float(done) if done is not None else None}
+    return {"count": n, "oldest_age_seconds": max(0.0, now - oldest) if oldest is not None else None,
+            "last_done": done}
 
 
 def health_line(status: dict, queue: dict, *, status_hint: bool = True) -> str:
@@ -118,12 +115,12 @@ def start_line(store_path, conn=None) -> str:
         status = read(store_path)
         own = None
         if conn is None:
-            import sqlite3
+            from .session_tables import connect_read_only
 
             db = os.path.join(str(store_path), "sessions.sqlite3")
             if not os.path.exists(db):
                 return ""
-            own = conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1.0)
+            own = conn = connect_read_only(db)
         try:
             queue = queue_state(conn)
         finally:
