@@ -55,6 +55,10 @@ class Agent:
     folder: str
     hooks: tuple[HookSpec, ...]
     project_notes: tuple[str, ...] = ()  # printed after a project-scope install
+    #: the JSON file (in ``folder``) holding the hooks
+    settings_file: str = "settings.json"
+    #: ``(table, key)`` of a feature flag in ``folder/config.toml`` that must be true for hooks to run
+    toml_flag: tuple[str, str] | None = None
 
 
 AGENTS: dict[str, Agent] = {
@@ -81,6 +85,18 @@ AGENTS: dict[str, Agent] = {
         ),
         project_notes=("Gemini CLI runs a project's hooks only when the folder is trusted.",),
     ),
+    # https://developers.openai.com/codex/hooks : hooks.json beside config.toml (project .codex/ or
+    # ~/.codex/), the shape and seconds of Claude Code's; the payload has session_id, cwd,
+    # transcript_path, hook_event_name (SessionStart with source startup|resume|clear, Stop after each
+    # turn: no SessionEnd event). SessionStart's plain stdout is added to the model's context. Hooks
+    # need `[features] codex_hooks = true` in versions before they were on by default (`hooks` is the
+    # newer name of the flag; both are read).
+    "codex": Agent(
+        key="codex", label="Codex CLI", folder=".codex", settings_file="hooks.json",
+        toml_flag=("features", "codex_hooks"),
+        hooks=(HookSpec("Stop", 5), HookSpec("SessionStart", 10)),
+        project_notes=("Codex reads a project's .codex/ only when the project is trusted.",),
+    ),
 }
 
 
@@ -94,6 +110,7 @@ class InstallResult:
     config: dict[str, Any] = field(default_factory=dict)  # what the hook will use (see hook_config)
     mcp_command: str = ""  # how to add the MCP server with the same store options
     backup: Path | None = None
+    other_backups: list[Path] = field(default_factory=list)  # Codex: config.toml's
     written: bool = False
     warnings: list[str] = field(default_factory=list)
 
@@ -173,6 +190,8 @@ def mcp_command(agent: str, config: dict[str, Any]) -> str:
     server = shlex.join(consolidate_argv() + ["mcp"] + config_argv(config))
     if agent == "gemini-cli":
         return f"gemini mcp add consolidate {server}"
+    if agent == "codex":
+        return f"codex mcp add consolidate -- {server}"
     return f"claude mcp add consolidate -- {server}"
 
 
@@ -225,12 +244,13 @@ def is_our_command(command: Any) -> bool:
 
 
 def settings_path(agent: str, scope: str = "project", *, cwd: str | os.PathLike | None = None) -> Path:
-    """``<cwd>/.claude/settings.json`` (project) or ``$HOME/.claude/settings.json`` (user)."""
+    """``<cwd>/.claude/settings.json`` (project) or ``$HOME/.claude/settings.json`` (user);
+    ``.codex/hooks.json`` for Codex."""
     spec = _agent(agent)
     if scope not in SCOPES:
         raise BadInput(f"unknown scope {scope!r}: use project or user")
     base = Path(cwd or os.getcwd()) if scope == "project" else Path.home()
-    return base / spec.folder / "settings.json"
+    return base / spec.folder / spec.settings_file
 
 
 def merge_hooks(data: dict[str, Any], agent: str, command: str, *, where: str = "settings",
@@ -310,6 +330,9 @@ def install(agent: str, scope: str = "project", *, dry_run: bool = False, store:
 
     Raises BadInput when the existing file cannot be read, is not valid JSON or not a JSON object."""
     spec = _agent(agent)
+    if harvest and agent == "codex":
+        raise BadInput("--harvest reads Claude Code's transcripts, not Codex's: install the Codex hooks without it"
+                       " (the agent writes notes with the MCP `note` tool)")
     path = settings_path(agent, scope, cwd=cwd)
     config = hook_config(store=store, chroma_url=chroma_url, project=project, embedding=embedding, judges=judges,
                          environ=environ)
@@ -345,23 +368,76 @@ def install(agent: str, scope: str = "project", *, dry_run: bool = False, store:
                                    " Gemini CLI will not run them until you enable them")
     if scope == "project":
         result.warnings.extend(spec.project_notes)
+    toml_change = _toml_flag_change(path.parent / "config.toml", spec.toml_flag, result) if spec.toml_flag else None
     if not result.changed:
         return result
 
-    new_text = json.dumps(data, indent=_indent_of(old_text), ensure_ascii=False) + "\n"
-    label = str(path)
-    result.diff = "".join(difflib.unified_diff(
-        (old_text or "").splitlines(keepends=True), new_text.splitlines(keepends=True),
-        fromfile=label if old_text is not None else "/dev/null", tofile=label))
+    changes = []
+    if result.actions and any(not a.startswith("enabled ") for a in result.actions):
+        changes.append((path, old_text, json.dumps(data, indent=_indent_of(old_text), ensure_ascii=False) + "\n"))
+    if toml_change is not None:
+        changes.append(toml_change)
+    result.diff = "".join("".join(difflib.unified_diff(
+        (old or "").splitlines(keepends=True), new.splitlines(keepends=True),
+        fromfile=str(where) if old is not None else "/dev/null", tofile=str(where))) for where, old, new in changes)
     if dry_run:
         return result
-    target = path.resolve() if path.is_symlink() else path  # keep a dotfiles symlink a symlink
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if old_text is not None:
-        result.backup = _backup(target, now)
-    _write_atomic(target, new_text)
+    for where, old, new in changes:
+        target = where.resolve() if where.is_symlink() else where  # keep a dotfiles symlink a symlink
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if old is not None:
+            backup = _backup(target, now)
+            if where == path:
+                result.backup = backup
+            else:
+                result.other_backups.append(backup)
+        _write_atomic(target, new)
     result.written = True
     return result
+
+
+def _toml_flag_change(path: Path, flag: tuple[str, str], result: InstallResult) -> tuple[Path, str | None, str] | None:
+    """The change of the agent's ``config.toml`` that turns its hooks feature flag on (Codex:
+    ``[features] codex_hooks = true``), with every other setting, comment and layout kept (tomlkit):
+    ``(path, old text or None, new text)``, or None when the flag (or its newer name ``hooks``) is
+    already true; a flag set to false is left as the user set it, with a warning. Appends
+    ``"enabled TABLE.KEY"`` to ``result.actions`` when there is a change.
+
+    Raises BadInput when the file cannot be read or is not valid TOML (nothing is changed)."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    table, key = flag
+    old_text = None
+    if path.exists():
+        try:
+            old_text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInput(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}; nothing was changed",
+                           path=str(path)) from None
+    try:
+        doc = tomlkit.parse(old_text or "")
+    except TOMLKitError as exc:
+        raise BadInput(f"{path} is not valid TOML ({' '.join(str(exc).split())}); fix it or move it away;"
+                       " nothing was changed", path=str(path)) from None
+    section = doc.get(table)
+    if section is not None and not isinstance(section, dict):
+        raise BadInput(f"{path}: `{table}` is not a table; fix it by hand; nothing was changed", path=str(path))
+    names = (key, "hooks")
+    values = {n: section.get(n) for n in names} if section is not None else {}
+    if any(v is True for v in values.values()):
+        return None
+    off = [n for n, v in values.items() if v is False]
+    if off:
+        result.warnings.append(f"{table}.{off[0]} is false in {path}: Codex will not run the hooks until you set it"
+                               " to true")
+        return None
+    if section is None:
+        section = tomlkit.table()
+        doc[table] = section
+    section[key] = True
+    result.actions.append(f"enabled {table}.{key}")
+    return path, old_text, tomlkit.dumps(doc)
 
 
 def _agent(agent: str) -> Agent:

@@ -23,10 +23,13 @@ def cmd_install_hook(args) -> int:
     else:
         sys.stdout.write(res.diff if res.diff.endswith("\n") else res.diff + "\n")
         what = ", ".join(res.actions)
+        where = str(res.path) + (f" and {res.path.parent / 'config.toml'}"
+                                 if any(a.startswith("enabled ") for a in res.actions) else "")
         if res.written:
-            print(f"{label}: {what} in {res.path}" + (f" (backup: {res.backup})" if res.backup else ""))
+            backups = [str(b) for b in ([res.backup] if res.backup else []) + res.other_backups]
+            print(f"{label}: {what} in {where}" + (f" (backup: {', '.join(backups)})" if backups else ""))
         else:
-            print(f"dry run: {label}: would have {what} in {res.path}; nothing written")
+            print(f"dry run: {label}: would have {what} in {where}; nothing written")
     print(describe_config(res.config, harvest=args.harvest))
     from .team_cmd import install_note
 
@@ -57,12 +60,13 @@ def register(sub, common) -> None:
     from ._common import add_dry_run, add_judge
 
     s = sub.add_parser("install-hook", help="add our SessionStart/SessionEnd hooks to an agent CLI's settings.json")
-    s.add_argument("agent", choices=["claude-code", "gemini-cli"], help="the agent CLI whose settings get the hooks")
+    s.add_argument("agent", choices=["claude-code", "gemini-cli", "codex"],
+                   help="the agent CLI whose settings get the hooks")
     where = s.add_mutually_exclusive_group()
     where.add_argument("--project", dest="scope", action="store_const", const="project",
-                       help="./.claude/settings.json or ./.gemini/settings.json (default)")
+                       help="./.claude/settings.json, ./.gemini/settings.json or ./.codex/hooks.json (default)")
     where.add_argument("--user", dest="scope", action="store_const", const="user",
-                       help="~/.claude/settings.json or ~/.gemini/settings.json")
+                       help="~/.claude/settings.json, ~/.gemini/settings.json or ~/.codex/hooks.json")
     add_dry_run(s, "print the change, write nothing")
     s.add_argument("--store", help="store folder for the hook (default: the session's cwd/.memofs)")
     s.add_argument("--harvest", action="store_true",
