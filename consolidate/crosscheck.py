@@ -61,6 +61,8 @@ class History:
     #: runs some of whose lines the log lost (doctor recovered events of them): notes.md is the
     #: whole source for their blocks
     partial: set[str] = field(default_factory=set)
+    #: ``(memory id, event name)`` of every removal the log holds, undone ones included
+    removals: set[tuple[str, str]] = field(default_factory=set)
 
     def live(self) -> dict[str, dict[str, Any]]:
         """The memories the recall index must hold: ``{id: state}``."""
@@ -158,10 +160,14 @@ def replay(store, events=None) -> History:
                     if isinstance(before.get("document"), str):
                         state["statement"] = before["document"]
                 state["removed"] = False
+                state.pop("removal", None)
         elif isinstance(e.get("changes"), dict) and e.get("action") in ("update", "archive", "tombstone"):
             m.update({k: v for k, v in e["changes"].items() if isinstance(v, (str, int, float, bool))})
             if e["action"] != "update":
                 m["status"] = e["changes"].get("status") if isinstance(e["changes"].get("status"), str) else "archived"
+                h.removals.add((mid, "tombstone" if e["action"] == "tombstone" else str(kind)))
+                state["removal"] = {"event": kind, "action": e["action"], "run_id": rid, "ts": e.get("ts"),
+                                    "reason": e.get("reason") or "", "status": m["status"]}
                 if kind in ("memory.forgotten", "memory.declined") and state["statement"]:
                     h.struck[state["statement"]] = f"{m['status']} {_day(e.get('ts'))}: {e.get('reason') or ''}"
         state["status"] = m.get("status") or state["status"]
@@ -262,11 +268,15 @@ def check(store, repair: bool) -> list:
             found.append(f)
         elif opened is not None:
             found.append(opened)
-    # 4. memory/notes.md
+    # 4. the tombstones and the forgotten statements (archive/)
+    f = _check_tombstones(store, hist, team, repair)
+    if f is not None:
+        found.append(f)
+    # 5. memory/notes.md
     f = _check_notes(store, hist, team, repair)
     if f is not None:
         found.append(f)
-    # 5. the context files, from an index that is whole
+    # 6. the context files, from an index that is whole
     if readable and store.has_longterm and all(x.repaired for x in found if x.where.startswith("chroma")):
         f = _check_context(store, repair)
         if f is not None:
@@ -608,4 +618,67 @@ def _check_context(store, repair: bool):
         context_md.write(store, scope if isinstance(scope, str) else str(store.project))
         f.problem += "; written again from the recall index"
         f.repaired = True
+    return f
+
+
+def _check_tombstones(store, hist: History, team: bool, repair: bool):
+    """``archive/tombstones.jsonl`` (ids never written again: ``memory.tombstoned``) and
+    ``archive/forgotten.jsonl`` (statements a session may not bring back: ``memory.forgotten``,
+    ``memory.declined``) against the log's removals that no undo reversed."""
+    from . import archive, forget
+    from .doctor import Finding
+    from .private import private_file
+
+    def removed_by(*kinds, action=None):
+        return {m: s for m, s in hist.memories.items() if (s.get("removal") or {}).get("status") == s["status"]
+                and ((s["removal"]["event"] in kinds) if kinds else s["removal"]["action"] == action)}
+
+    want_dead = removed_by(action="tombstone")
+    want_forgotten = removed_by("memory.forgotten", "memory.declined")
+    dead = archive.tombstones(store)
+    forgotten = {row.get("id") for row in forget.tombstones(store)}
+    lack_dead = sorted(set(want_dead) - dead)
+    lack_forgotten = sorted(m for m in want_forgotten if m not in forgotten and want_forgotten[m]["statement"])
+    # extra: a line for a memory the log holds and never removed that way (a restated memory keeps
+    # its forgotten line: it was forgotten once)
+    extra_dead = sorted(m for m in dead - set(want_dead) if m in hist.memories
+                        and (m, "tombstone") not in hist.removals) if not team else []
+    extra_forgotten = sorted(m for m in forgotten - set(want_forgotten) if isinstance(m, str) and m in hist.memories
+                             and not {(m, "memory.forgotten"), (m, "memory.declined")} & hist.removals) \
+        if not team else []
+    if not (lack_dead or lack_forgotten or extra_dead or extra_forgotten):
+        return None
+    parts = [(len(lack_dead), f"tombstones.jsonl lacks {len(lack_dead)} tombstone(s) the log laid"),
+             (len(extra_dead), f"tombstones.jsonl holds {len(extra_dead)} the log lifted or never laid"),
+             (len(lack_forgotten), f"forgotten.jsonl lacks {len(lack_forgotten)} forgotten memory(ies) (a session"
+                                   " could write them again)"),
+             (len(extra_forgotten), f"forgotten.jsonl holds {len(extra_forgotten)} the log does not say are forgotten")]
+    f = Finding("archive/", _counts(parts))
+    if not repair:
+        return f
+    for m in lack_dead:
+        r = want_dead[m]["removal"]
+        archive.tombstone(store, m, r["reason"], r["run_id"] or "doctor")
+    for m in lack_forgotten:
+        s, r = want_forgotten[m], want_forgotten[m]["removal"]
+        forget._append(store, {"id": m, "statement": s["statement"], "type": s["type"], "run_id": r["run_id"],
+                               "reason": r["reason"], "forgotten_at": r["ts"]})
+    for name, ids in (("tombstones.jsonl", extra_dead), ("forgotten.jsonl", extra_forgotten)):
+        if not ids:
+            continue
+        path = store.sub("archive", name)
+        keep = set(ids)
+        with private_file(path.with_name(name + ".corrupt"), "a") as out:
+            for line in path.read_text(encoding="utf-8").splitlines():
+                try:
+                    if json.loads(line).get("id") in keep:
+                        out.write(line + "\n")
+                except (ValueError, AttributeError):
+                    continue
+    archive.lift_tombstones(store, set(extra_dead))
+    if extra_forgotten:
+        forget.lift(store, ids=set(extra_forgotten))
+    f.problem += "; rebuilt from the event log" + (" (the extra lines kept in archive/*.corrupt)"
+                                                   if extra_dead or extra_forgotten else "")
+    f.repaired = True
     return f

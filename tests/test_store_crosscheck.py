@@ -297,3 +297,18 @@ def test_event_log_lines_deleted_in_the_middle(store, capsys):
     folder, before = store
     _lines(folder / "events" / "memory-events.jsonl", lambda lines: lines[:100] + lines[400:])
     _repaired_here(capsys, folder, before, "events/memory-events.jsonl: the event log is damaged")
+
+
+@pytest.mark.parametrize("how", ["forgotten emptied", "tombstone added"])
+def test_archive_lines(store, capsys, how):
+    """``archive/forgotten.jsonl`` lost its line (the forgotten statement could be written again), or
+    ``archive/tombstones.jsonl`` holds a tombstone the log never laid (a live memory refused)."""
+    folder, before = store
+    if how == "forgotten emptied":
+        (folder / "archive" / "forgotten.jsonl").write_text("")
+        expect = "forgotten.jsonl lacks 1"
+    else:
+        with open(folder / "archive" / "tombstones.jsonl", "a") as f:
+            f.write(json.dumps({"id": sorted(before["index"])[0], "reason": "x", "run_id": "run-x"}) + "\n")
+        expect = "tombstones.jsonl holds 1"
+    _repaired_here(capsys, folder, before, "archive/: " + expect)
