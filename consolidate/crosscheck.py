@@ -513,6 +513,8 @@ def _check_index(store, hist: History, nodes: dict, rows: dict | None, team: boo
     from .reindex import LIVE
 
     live = hist.live()
+    if team:  # a sync records changes made on other machines in the graph, not in the local log
+        live = {m: s for m, s in live.items() if (nodes.get(m) or {}).get("status", s["status"]) in LIVE}
     pulled = {m: a for m, a in nodes.items() if team and m not in hist.memories and a.get("status") in LIVE}
     want = set(live) | set(pulled)
     rows = rows or {}
