@@ -27,8 +27,9 @@ start file's text when every stamp still holds, and records the session as the f
 the shown digests (consolidate.echo), on one connection after folding the queue file. It hands the
 event to the full hook (:class:`Fallback`, before writing anything of its own) for a team store, a
 stale or missing start file, a store or session database that does not exist yet, a session that
-already has an end (a resume: its new part is decided there), and sessions whose end never fired
-(recovered there). At exit the connection is left to the operating system (``exit_now``): SQLite's
+already has an end (a resume: its new part is decided there), sessions whose end never fired
+(recovered there), and a queued session end whose harvest its hook did not finish (a worker is
+started there). At exit the connection is left to the operating system (``exit_now``): SQLite's
 close-time checkpoint (two fsyncs, most of a SQLite write's cost here) is left to the next
 connection that closes normally; WAL mode keeps every committed write across a process exit.
 
@@ -204,13 +205,13 @@ def session_start(store: str, sid: str, payload: dict, *, gemini: bool = False) 
         raise Fallback
     conn = connect(db_path)
     try:
-        from .hook_lifecycle import missed_sessions, session_for_end, session_for_start
+        from .hook_lifecycle import missed_sessions, session_for_end, session_for_start, stranded
 
         tier = LightTier(conn)
         fold_queue_file(conn, store, lambda s: session_for_end(tier, s))
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-        if tier.session_end(sid) is not None or missed_sessions(tier, sid, cwd=cwd):
-            raise Fallback  # a resume, or sessions to recover: the full hook
+        if tier.session_end(sid) is not None or missed_sessions(tier, sid, cwd=cwd) or stranded(tier):
+            raise Fallback  # a resume, sessions to recover, or a harvest a killed hook left: the full hook
         from .agent_session import insert_start
         from .echo import record_digests
 

@@ -81,18 +81,20 @@ _INJECTED_PREFIXES = (
 
 
 def tail_entries(path: str | os.PathLike, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES,
-                 block: int = 65536) -> list[tuple[int, int | None, bytes]]:
+                 block: int = 65536, end: int | None = None) -> list[tuple[int, int | None, bytes]]:
     """``[(byte offset, line number or None, line)]``: the last ``max_entries`` complete non-blank
-    lines of the file, read backwards from its end in ``block``-byte steps, never more than
-    ``max_bytes`` bytes in all. Line numbers (1-based) are known only when the read reached the start
-    of the file. Raises OSError when the file is not a regular file or cannot be read."""
+    lines of the file, read backwards from its end (or from byte ``end``: the file as it was when a
+    hook recorded its size, a later harvest reading what that hook would have read) in
+    ``block``-byte steps, never more than ``max_bytes`` bytes in all. Line numbers (1-based) are
+    known only when the read reached the start of the file. Raises OSError when the file is not a
+    regular file or cannot be read."""
     if not os.path.isfile(path):  # a FIFO or a device would block or never end
         raise OSError(f"not a regular file: {path}")
     chunks: list[bytes] = []
     newlines = 0
     with open(path, "rb") as f:
         f.seek(0, os.SEEK_END)
-        end = pos = f.tell()
+        end = pos = f.tell() if end is None else max(0, min(end, f.tell()))
         while pos > 0 and newlines <= max_entries and end - pos < max_bytes:
             step = min(block, pos, max_bytes - (end - pos))
             pos -= step
@@ -287,13 +289,14 @@ def harvest_lines(lines: list[tuple[int, int | None, bytes]], *, since_compactio
 
 
 def harvest_transcript(path: str | None, *, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES,
-                       since_compaction: bool = False) -> list[dict[str, Any]]:
-    """:func:`harvest_lines` of the bounded tail of the transcript at ``path`` ([] when there is
-    none or it cannot be read), with secrets redacted turn by turn (:func:`redact_secrets`)."""
+                       since_compaction: bool = False, end: int | None = None) -> list[dict[str, Any]]:
+    """:func:`harvest_lines` of the bounded tail of the transcript at ``path`` (up to byte ``end``
+    when given; [] when there is none or it cannot be read), with secrets redacted turn by turn
+    (:func:`redact_secrets`)."""
     if not path:
         return []
     try:
-        lines = tail_entries(path, max_entries, max_bytes)
+        lines = tail_entries(path, max_entries, max_bytes, end=end)
     except OSError:
         return []
     notes = harvest_lines(lines, since_compaction=since_compaction)

@@ -28,6 +28,7 @@ from typing import Any
 
 from .context_budget import CONTEXT_MAX_CHARS  # the SessionStart bound: one budget, core.md and the memories
 from .fast_start import session_line  # noqa: F401 - one wording for the full and the light SessionStart
+from .faults import crash_point
 from .settings import JUDGE_CHILD
 
 #: Environment guard set by our own judge subprocesses (``claude -p`` fires its hooks): a hook that
@@ -46,6 +47,10 @@ HARVEST_MAX_ENTRIES = 400
 HARVEST_MAX_CHARS = 4_000
 #: Harvest memory ceiling: at most this many bytes are read from the end of the transcript.
 HARVEST_MAX_BYTES = 8 * 1024 * 1024
+#: Crash points (consolidate.faults; ``CONSOLIDATE_CRASH_AT``) of an end event and of PreCompact.
+CRASH_END_QUEUED = "hook:end:queued"  # the end and its pending harvest committed, no worker started
+CRASH_END_HARVESTED = "hook:end:harvested"  # the harvest committed, nothing logged
+CRASH_PRECOMPACT_RECORDED = "hook:precompact:recorded"  # the pending harvest committed, not made
 
 
 def read_stdin(stream=None, timeout: float = STDIN_TIMEOUT, max_bytes: int = STDIN_MAX_BYTES) -> bytes:
@@ -119,10 +124,15 @@ def worker_argv(store_path: Path, options: dict[str, Any] | None = None) -> list
 
 
 def spawn_worker(store_path: Path, extra_env: dict[str, str] | None = None,
-                 options: dict[str, Any] | None = None) -> int | None:
+                 options: dict[str, Any] | None = None, after: int | None = None) -> int | None:
     """Start ``consolidate worker`` detached (new process session, stdin closed, output appended to
     ``logs/worker.log``) with the store options and judges in ``options`` (see :func:`worker_argv`);
-    returns its pid, or None when it could not be started."""
+    with ``after`` (a pid: the hook's own), the worker first waits until that process has exited
+    (``CONSOLIDATE_WORKER_AFTER``, bounded). Returns its pid, or None when it could not be started."""
+    if after is not None:
+        from .settings import WORKER_AFTER
+
+        extra_env = {**(extra_env or {}), WORKER_AFTER.name: str(after)}
     folder = store_path / "logs"
     folder.mkdir(parents=True, exist_ok=True)
     from .private import private_file, private_umask
@@ -234,13 +244,19 @@ def _checked_context(store_path: Path, text: str) -> str:
 
 
 def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "success", harvest_notes: bool = False,
-             spawn: bool = True, options: dict[str, Any] | None = None, agent: str | None = None) -> tuple[int, str]:
+             spawn: bool = True, options: dict[str, Any] | None = None, agent: str | None = None,
+             wait_worker: bool = False) -> tuple[int, str]:
     """Handle one hook event; returns (exit code, stdout text). Exit code is always 0.
 
     SessionStart: record the agent session as the store's current one (consolidate.agent_session)
-    and return its id line and the recalled context. An end event (SessionEnd, Stop): queue the
-    session end first, then (``harvest_notes``) add the bounded transcript harvest, then start a
-    worker with ``options`` (store options and judges). PreCompact (``harvest_notes``): harvest only."""
+    and return its id line and the recalled context; start a worker when a session end waits with a
+    harvest its hook did not finish. An end event (SessionEnd, Stop): queue the session end with
+    (``harvest_notes``) its harvest marked pending, in one transaction, then start a worker with
+    ``options`` (store options and judges), then make the bounded transcript harvest and mark it
+    done, in one transaction: killed anywhere, the worker makes the harvest that did not finish,
+    once (consolidate/hook_lifecycle.py). ``wait_worker`` (the ``consolidate hook`` process): the
+    worker waits for this process to exit before it starts its work, so it does not compete with
+    the harvest for the CPU. PreCompact (``harvest_notes``): harvest only, marked pending first."""
     if JUDGE_CHILD.get():
         return 0, ""
     name = event_name(payload)
@@ -283,23 +299,34 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
         tier = SessionTier(store_path / "sessions.sqlite3")
         try:
             if name in END_EVENTS:
-                # queue first: a hook killed at its time budget has still recorded the session end
+                # queue first, with what to harvest (consolidate/hook_lifecycle.py): a hook killed at its
+                # time budget has still recorded the session end, and its harvest is made by the worker
                 reason = payload.get("reason") if isinstance(payload.get("reason"), str) else None
-                from .hook_lifecycle import session_for_end, summary
+                from .hook_lifecycle import end_session, harvest_pending_part, session_for_end, summary
 
                 sid = session_for_end(tier, sid)  # a resumed session's open part
-                tier.end(sid, outcome, reason)
-                harvested = _add_harvest(tier, sid, payload.get("transcript_path"), store_path) if harvest_notes else {}
+                mark = end_session(tier, sid, outcome, reason, transcript_path=payload.get("transcript_path"),
+                                   harvest=harvest_notes, event=name)
+                crash_point(CRASH_END_QUEUED)
+                # the worker now: it survives this hook being killed, and waits for the harvest below
+                pid = spawn_worker(store_path, options=options, after=os.getpid() if wait_worker else None) \
+                    if spawn else None
+                harvested = harvest_pending_part(tier, mark, log=lambda line: log(store_path, line)) \
+                    if mark is not None else {}
+                crash_point(CRASH_END_HARVESTED)
                 tier.close()
-                pid = spawn_worker(store_path, options=options) if spawn else None
                 log(store_path, f"{name} session={sid} queued ({outcome})"
                     + (f", {summary(harvested)}" if harvest_notes else "") + f"; worker pid {pid}")
             elif name == "precompact" and harvest_notes:
-                from .hook_lifecycle import PRECOMPACT_MAX_ENTRIES, session_for_end, summary
+                from .hook_lifecycle import PRECOMPACT_MAX_ENTRIES, harvest_pending_part, record_harvest, session_for_end
+                from .hook_lifecycle import summary
 
                 sid = session_for_end(tier, sid)
-                harvested = _add_harvest(tier, sid, payload.get("transcript_path"), store_path, since_compaction=True,
-                                         max_entries=PRECOMPACT_MAX_ENTRIES)
+                # recorded first: a hook killed before its harvest commits leaves it to the worker at the end
+                mark = record_harvest(tier, sid, payload.get("transcript_path"), part="precompact", event=name,
+                                      since_compaction=True, max_entries=PRECOMPACT_MAX_ENTRIES)
+                crash_point(CRASH_PRECOMPACT_RECORDED)
+                harvested = harvest_pending_part(tier, mark, log=lambda line: log(store_path, line))
                 log(store_path, f"{name} session={sid}: {summary(harvested)} (the part about to be compacted)")
             else:
                 log(store_path, f"{name or 'unknown'} session={sid}: nothing to do")
@@ -414,9 +441,10 @@ def _session_for_start(store_path: Path, sid: str, payload: dict[str, Any]) -> s
 def _recover_missed(store_path: Path, sid: str, payload: dict[str, Any], *, outcome: str, harvest_notes: bool,
                     spawn: bool, options: dict[str, Any] | None) -> None:
     """Queue the ends of the sessions whose end never fired (consolidate/hook_lifecycle.py) and start
-    a worker when one has notes. Never raises."""
+    a worker when one has notes, or when a queued session end waits with a harvest its hook did not
+    finish (the worker makes it). Never raises."""
     try:
-        from .hook_lifecycle import recover_missed
+        from .hook_lifecycle import recover_missed, stranded
         from .session import SessionTier
 
         tier = SessionTier(store_path / "sessions.sqlite3")
@@ -424,12 +452,16 @@ def _recover_missed(store_path: Path, sid: str, payload: dict[str, Any], *, outc
             cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
             recovered = recover_missed(tier, sid, cwd=cwd, outcome=outcome, harvest=harvest_notes,
                                        log=lambda line: log(store_path, line))
+            unfinished = stranded(tier)
         finally:
             tier.close()
         for r in recovered:
             log(store_path, f"sessionstart session={sid}: recovered session {r['session_id']} whose end never fired"
                 f" ({r['notes']} notes, {r['harvested']} harvested), queued ({outcome})")
-        if spawn and any(r["notes"] for r in recovered):
+        if unfinished:
+            log(store_path, f"sessionstart session={sid}: the harvest of {', '.join(unfinished[:5])} did not finish"
+                " (its hook was stopped); " + ("a worker makes it" if spawn else "the next run makes it"))
+        if spawn and (any(r["notes"] or r["harvested"] for r in recovered) or unfinished):
             spawn_worker(store_path, options=options)
     except Exception as exc:  # noqa: BLE001
         log(store_path, f"error recovering missed sessions at session={sid}: {type(exc).__name__}: {exc}")

@@ -142,18 +142,23 @@ def transcript_of(tier, session_id: str) -> str | None:
 
 
 def add_harvest(tier, session_id: str, transcript_path: Any, *, since_compaction: bool = False,
-                log=None, max_entries: int | None = None) -> dict[str, int]:
-    """Harvest the transcript (consolidate/harvest.py) into ``session_id``, skipping every entry
-    block already harvested for its agent session; returns ``{entry_type: notes added}``. The keys
-    and the notes are written in one transaction (two hooks at once never add an entry twice).
+                log=None, max_entries: int | None = None, end: int | None = None,
+                part: str | None = None) -> dict[str, int]:
+    """Harvest the transcript (consolidate/harvest.py; up to byte ``end`` when given) into
+    ``session_id``, skipping every entry block already harvested for its agent session; returns
+    ``{entry_type: notes added}``. The keys, the notes and the end of the pending harvest ``part``
+    (:func:`record_harvest`) are written in one transaction: two processes harvesting at once never
+    add an entry twice, and a process killed before the commit leaves the harvest pending, whole.
     ``log`` (a callable taking one line) gets the secret gate's notices."""
+    from .faults import crash_point
     from .harvest import MAX_ENTRIES, harvest_transcript
-    from .session_tables import add_harvested_key, transaction
+    from .session_tables import add_harvested_key, clear_pending_harvest, transaction
 
     path = transcript_path if isinstance(transcript_path, str) and transcript_path else transcript_of(tier, session_id)
-    notes = harvest_transcript(path, since_compaction=since_compaction, max_entries=max_entries or MAX_ENTRIES)
+    notes = harvest_transcript(path, since_compaction=since_compaction, max_entries=max_entries or MAX_ENTRIES,
+                               end=end)
     counts: dict[str, int] = {}
-    if not notes:
+    if not notes and part is None:
         return counts
     ensure(tier)
     base = base_of(session_id)
@@ -170,8 +175,149 @@ def add_harvest(tier, session_id: str, transcript_path: Any, *, since_compaction
                     f" ({', '.join(note['metadata']['secret_removed'])}): kept with the secret removed")
             kind = note["metadata"].get("entry_type", "other")
             counts[kind] = counts.get(kind, 0) + 1
-    prune(tier, now=now)
+        if part is not None:
+            clear_pending_harvest(tier.db, session_id, part)
+        crash_point(CRASH_HARVEST_COMMIT)
+    if notes:
+        prune(tier, now=now)
     return counts
+
+
+#: Crash point (consolidate.faults): the harvest's notes, keys and done mark written, not committed.
+CRASH_HARVEST_COMMIT = "harvest:commit"
+#: The pending harvest part of a session end (a PreCompact's is ``precompact@<transcript size>``).
+END_PART = "end"
+
+
+def _size(path: str | None) -> int | None:
+    try:
+        return os.stat(path).st_size if path else None
+    except OSError:
+        return None
+
+
+def record_harvest(tier, session_id: str, transcript_path: Any, *, part: str = END_PART, event: str | None = None,
+                   since_compaction: bool = False, max_entries: int | None = None,
+                   now: float | None = None) -> dict[str, Any]:
+    """Record the harvest ``part`` of ``session_id`` as pending (``harvest_pending``) before it is
+    made: the transcript (the payload's, else the one its SessionStart recorded) and its size now,
+    so the harvest made later by another process (:func:`finish_pending`) reads what this one
+    would have read. Returns the mark ``{session_id, part, transcript_path, end_offset,
+    since_compaction, max_entries, event}`` to pass to :func:`harvest_pending_part`. Part of the
+    caller's transaction when there is one."""
+    from .session_tables import record_pending_harvest
+
+    if not tier.db.in_transaction:  # executescript would commit the caller's transaction
+        ensure(tier)
+    path = transcript_path if isinstance(transcript_path, str) and transcript_path else transcript_of(tier, session_id)
+    size = _size(path)
+    if part != END_PART and size is not None:
+        part = f"{part}@{size}"
+    mark = {"session_id": session_id, "part": part, "transcript_path": path, "end_offset": size,
+            "since_compaction": since_compaction, "max_entries": max_entries, "event": event}
+    record_pending_harvest(tier.db, session_id, part, transcript_path=path, end_offset=size,
+                           since_compaction=since_compaction, max_entries=max_entries, event=event,
+                           now=time.time() if now is None else now, pid=os.getpid())
+    return mark
+
+
+def end_session(tier, session_id: str, outcome: str, reason: str | None, *, transcript_path: Any = None,
+                harvest: bool = False, event: str | None = None) -> dict[str, Any] | None:
+    """Queue the session end and, with ``harvest``, record its transcript harvest as pending, in one
+    transaction (the hook's first write: a hook killed after it has left the end and what to
+    harvest). Returns the pending mark (:func:`record_harvest`), or None without ``harvest``.
+    Raises as SessionTier.end (BadInput for a session consolidated as a failure)."""
+    from .session_tables import transaction
+
+    if not harvest:
+        tier.end(session_id, outcome, reason)
+        return None
+    ensure(tier)
+    with transaction(tier.db):
+        mark = record_harvest(tier, session_id, transcript_path, event=event)
+        tier.end(session_id, outcome, reason)
+    return mark
+
+
+def harvest_pending_part(tier, mark: dict[str, Any], *, log=None) -> dict[str, int]:
+    """Make the pending harvest ``mark`` (a row of ``harvest_pending``) and mark it done, in one
+    transaction (:func:`add_harvest`); returns ``{entry_type: notes added}``."""
+    return add_harvest(tier, mark["session_id"], mark["transcript_path"], since_compaction=bool(mark["since_compaction"]),
+                       max_entries=mark["max_entries"], end=mark["end_offset"], part=mark["part"], log=log)
+
+
+#: How long a process finishing the pending harvests waits for the live hook that recorded one to
+#: finish it itself (seconds): a hook is killed at its agent's time budget (Claude Code: about
+#: 1.5 s for SessionEnd, 10 s for PreCompact as we install it).
+HOOK_GRACE = 12.0
+
+
+def finish_pending(tier, session_ids: list[str] | None = None, *, by: str = "the worker", log=None,
+                   wait: float = HOOK_GRACE) -> list[dict[str, Any]]:
+    """Make every harvest a hook recorded and did not finish (of ``session_ids`` only, when given):
+    a hook killed at its time budget after it queued the session end. Each is made once (the
+    entries already harvested are skipped, in the transaction that marks it done), with what it
+    recorded (the transcript up to its size then). A harvest whose recording process still runs
+    (the hook itself, harvesting now) is waited for up to ``wait`` seconds first. A session end
+    already consolidated gets its end queued again when notes were added (they would be stranded
+    otherwise). ``log`` gets one line per harvest made here (``by`` says who made it). Returns
+    ``[{"session_id", "part", "event", "harvested": {entry_type: n}}]``; a harvest that fails is
+    logged and left pending (tried again next time), except for a session consolidated as a failure
+    (it takes no notes: dropped)."""
+    from .errors import BadInput
+    from .session_tables import clear_pending_harvest, pending_harvests
+
+    ensure(tier)
+    out: list[dict[str, Any]] = []
+    deadline = time.monotonic() + wait
+    for mark in pending_harvests(tier.db, session_ids):
+        pid = mark.get("recorded_by") if time.time() - (mark.get("recorded_at") or 0) < wait else None
+        while pid and pid != os.getpid() and _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the hook that recorded it is still harvesting
+            if not any(m["part"] == mark["part"] for m in pending_harvests(tier.db, [mark["session_id"]])):
+                break
+        if not any(m["part"] == mark["part"] for m in pending_harvests(tier.db, [mark["session_id"]])):
+            continue  # the hook finished it
+        sid, what = mark["session_id"], mark.get("event") or mark["part"]
+        try:
+            harvested = harvest_pending_part(tier, mark, log=log)
+        except BadInput as exc:
+            clear_pending_harvest(tier.db, sid, mark["part"])
+            if log is not None:
+                log(f"{what} session={sid}: its hook's harvest did not finish and cannot be made now ({exc}); dropped")
+            continue
+        except Exception as exc:  # noqa: BLE001 - left pending, tried again by the next worker
+            if log is not None:
+                log(f"{what} session={sid}: its hook's harvest did not finish; {by} could not make it either:"
+                    f" {type(exc).__name__}: {exc} (left pending)")
+            continue
+        if harvested:
+            row = tier.session_end(sid)
+            if row is not None and row["status"] not in ("queued", "running"):
+                tier.end(sid, row["outcome"], row["reason"])  # consolidated already: its new notes need a run
+        if log is not None:
+            log(f"{what} session={sid}: its hook's harvest did not finish (the hook was stopped, e.g. at its"
+                f" time budget); made by {by}: {summary(harvested)}")
+        out.append({"session_id": sid, "part": mark["part"], "event": mark.get("event"), "harvested": harvested})
+    return out
+
+
+def finish_agent_session(tier, base_session_id: str, *, by: str, log=None) -> list[dict[str, Any]]:
+    """:func:`finish_pending` for every part (the session and its resumed segments) of the agent
+    session ``base_session_id``."""
+    from .session_tables import segments
+
+    ensure(tier)
+    return finish_pending(tier, [base_session_id, *segments(tier.db, base_session_id)], by=by, log=log)
+
+
+def stranded(tier) -> list[str]:
+    """Sessions whose end waits with a harvest its hook did not finish, and no live process holds
+    it (queued, or claimed by a worker that is gone): a worker must be started to make it."""
+    from .session_tables import stranded_harvests
+
+    return [sid for sid, status, pid in stranded_harvests(tier.db)
+            if status == "queued" or not pid or not _alive(pid)]
 
 
 def prune(tier, *, now: float | None = None) -> None:
@@ -245,19 +391,20 @@ def recover_missed(tier, current_session: str, *, cwd: str | None = None, outcom
         if not claim_recovery(tier.db, sid, current_session, time.time(),
                               max(agent_started_at(tier.db, sid), time.time() - CLAIM_STALE)):
             continue  # another SessionStart is recovering it
-        harvested = {}
-        if harvest:
-            try:
-                harvested = add_harvest(tier, sid, None, log=log)
-            except Exception as exc:  # noqa: BLE001 - the end is queued whatever the harvest does
-                if log is not None:
-                    log(f"recovery harvest session={sid} failed: {type(exc).__name__}: {exc}")
-        try:
-            tier.end(sid, outcome, f"end missed: recovered at the SessionStart of {current_session}")
+        harvested: dict[str, int] = {}
+        try:  # the end and its pending harvest first: a hook killed during the harvest leaves it to the worker
+            mark = end_session(tier, sid, outcome, f"end missed: recovered at the SessionStart of {current_session}",
+                               harvest=harvest, event="recovery")
         except Exception as exc:  # noqa: BLE001 - e.g. a session consolidated as a failure
             if log is not None:
                 log(f"recovery session={sid} not queued: {type(exc).__name__}: {exc}")
             continue
+        if mark is not None:
+            try:
+                harvested = harvest_pending_part(tier, mark, log=log)
+            except Exception as exc:  # noqa: BLE001 - the end is queued and the harvest pending: the worker makes it
+                if log is not None:
+                    log(f"recovery harvest session={sid} failed: {type(exc).__name__}: {exc} (left to the worker)")
         out.append({"session_id": sid, "notes": tier.count(sid), "harvested": sum(harvested.values())})
     return out
 

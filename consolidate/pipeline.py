@@ -162,7 +162,21 @@ def run_claimed(store: Store, session_id: str, *, stale_after: float = 600.0, **
     with store.sessions.claimed(session_id, stale_after=stale_after) as row:
         if row is None:
             return None
+        _finish_harvests(store, row["session_id"])
         return run_session(store, row["session_id"], outcome=row["outcome"], reason=row["reason"], **kwargs)
+
+
+def _finish_harvests(store: Store, session_id: str) -> None:
+    """Make the transcript harvests of ``session_id`` that its hooks recorded and did not finish (a
+    hook killed at its time budget: consolidate/hook_lifecycle.py), before its notes are counted;
+    one line each in ``logs/hook.log``. Never raises: a harvest that fails stays pending, logged."""
+    from .hook import log
+    from .hook_lifecycle import finish_pending
+
+    try:
+        finish_pending(store.sessions, [session_id], log=lambda line: log(store.path, line))
+    except Exception as exc:  # noqa: BLE001 - the notes already there are consolidated anyway
+        log(store.path, f"session={session_id}: its pending harvest could not be checked: {type(exc).__name__}: {exc}")
 
 
 @dataclass

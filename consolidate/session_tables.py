@@ -7,6 +7,10 @@ Tables owned here (each created on first use, ``CREATE ... IF NOT EXISTS``):
 - ``hook_sessions(session_id, base_session_id, transcript_path, cwd, source, started_at)``,
   ``recovered(session_id, by_session, recovered_at)`` and ``harvested(base_session_id, entry_key,
   harvested_at)``: what the hooks saw of an agent session (consolidate.hook_lifecycle says why);
+- ``harvest_pending(session_id, part, transcript_path, end_offset, since_compaction, max_entries,
+  event, recorded_at, recorded_by)``: the transcript harvests a hook recorded (with its session end,
+  or at PreCompact) and did not finish yet (consolidate.hook_lifecycle: a hook killed at its time
+  budget; the worker finishes them);
 - ``agent_sessions(session_id, agent, started_at, ancestors, cwd)``: the SessionStart record that
   tells the MCP server which session is current (consolidate.agent_session);
 - ``shown(id, session_id, shown_at, digests)``: memory texts a read path showed (consolidate.echo);
@@ -142,9 +146,11 @@ def connect_read_only(db_path: str) -> sqlite3.Connection:
 
 def finish_idle_end(db: sqlite3.Connection, session_id: str, now: float) -> bool:
     """The idle run (consolidate.fastpath): in one transaction, mark the queued ``success`` end of a
-    session with no notes and none waiting ``done`` (result ``{"notes": 0}``) as a run would; False,
-    changing nothing, for any other session."""
+    session with no notes, none waiting and no harvest left to finish (``harvest_pending``) ``done``
+    (result ``{"notes": 0}``) as a run would; False, changing nothing, for any other session."""
     with transaction(db):
+        if _harvest_pending(db, session_id):
+            return False  # its hook's harvest did not finish: the full run finishes it first
         row = db.execute("SELECT outcome, status FROM session_ends WHERE session_id=?", (session_id,)).fetchone()
         notes = db.execute("SELECT COUNT(*) FROM notes WHERE session_id=?", (session_id,)).fetchone()[0]
         waiting = db.execute("SELECT COUNT(*) FROM waiting WHERE session_id=?", (session_id,)).fetchone()[0]
@@ -243,11 +249,23 @@ CREATE TABLE IF NOT EXISTS harvested (
     harvested_at REAL NOT NULL,
     PRIMARY KEY (base_session_id, entry_key)
 );
+CREATE TABLE IF NOT EXISTS harvest_pending (
+    session_id TEXT NOT NULL,
+    part TEXT NOT NULL,
+    transcript_path TEXT,
+    end_offset INTEGER,
+    since_compaction INTEGER NOT NULL DEFAULT 0,
+    max_entries INTEGER,
+    event TEXT,
+    recorded_at REAL NOT NULL,
+    recorded_by INTEGER,
+    PRIMARY KEY (session_id, part)
+);
 """
 
 
 def ensure_hook_tables(db: sqlite3.Connection) -> None:
-    """Create ``hook_sessions``, ``recovered`` and ``harvested`` when missing."""
+    """Create ``hook_sessions``, ``recovered``, ``harvested`` and ``harvest_pending`` when missing."""
     db.executescript(_HOOK_TABLES)
 
 
@@ -311,8 +329,64 @@ def claim_recovery(db: sqlite3.Connection, session_id: str, by_session: str, now
     return cur.rowcount > 0
 
 
+def record_pending_harvest(db: sqlite3.Connection, session_id: str, part: str, *, transcript_path: str | None,
+                           end_offset: int | None, since_compaction: bool, max_entries: int | None,
+                           event: str | None, now: float, pid: int) -> None:
+    """Record (or record again) the harvest ``part`` (``end``, ``precompact@<offset>``) of the session
+    as not finished: the transcript at ``transcript_path`` read up to byte ``end_offset``."""
+    db.execute("INSERT INTO harvest_pending(session_id, part, transcript_path, end_offset, since_compaction,"
+               " max_entries, event, recorded_at, recorded_by) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id, part)"
+               " DO UPDATE SET transcript_path=excluded.transcript_path, end_offset=excluded.end_offset,"
+               " since_compaction=excluded.since_compaction, max_entries=excluded.max_entries, event=excluded.event,"
+               " recorded_at=excluded.recorded_at, recorded_by=excluded.recorded_by",
+               (session_id, part, transcript_path, end_offset, int(since_compaction), max_entries, event, now, pid))
+
+
+def pending_harvests(db: sqlite3.Connection, session_ids: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """The harvests not finished (of ``session_ids`` only, when given), oldest first: ``[{session_id,
+    part, transcript_path, end_offset, since_compaction, max_entries, event, recorded_at, recorded_by}]``."""
+    sql = ("SELECT session_id, part, transcript_path, end_offset, since_compaction, max_entries, event, recorded_at,"
+           " recorded_by FROM harvest_pending")
+    args: tuple = ()
+    if session_ids is not None:
+        ids = tuple(session_ids)
+        if not ids:
+            return []
+        sql += f" WHERE session_id IN ({','.join('?' * len(ids))})"
+        args = ids
+    rows = db.execute(sql + " ORDER BY recorded_at, session_id, part", args).fetchall()
+    keys = ("session_id", "part", "transcript_path", "end_offset", "since_compaction", "max_entries", "event",
+            "recorded_at", "recorded_by")
+    return [{**dict(zip(keys, r)), "since_compaction": bool(r[4])} for r in rows]
+
+
+def clear_pending_harvest(db: sqlite3.Connection, session_id: str, part: str) -> None:
+    """The harvest ``part`` of the session is finished."""
+    db.execute("DELETE FROM harvest_pending WHERE session_id=? AND part=?", (session_id, part))
+
+
+def stranded_harvests(db: sqlite3.Connection) -> list[tuple[str, str, int | None]]:
+    """``[(session_id, status, claimed_by)]`` of the session ends queued or running with a harvest
+    not finished (its hook was killed before it finished); [] when the table does not exist yet."""
+    try:
+        rows = db.execute("SELECT DISTINCT p.session_id, e.status, e.claimed_by FROM harvest_pending p JOIN session_ends e"
+                          " ON e.session_id = p.session_id WHERE e.status IN ('queued', 'running')").fetchall()
+    except Exception:  # noqa: BLE001 - no table yet: nothing pending
+        return []
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def _harvest_pending(db: sqlite3.Connection, session_id: str) -> bool:
+    try:
+        return db.execute("SELECT 1 FROM harvest_pending WHERE session_id=? LIMIT 1", (session_id,)).fetchone() is not None
+    except Exception:  # noqa: BLE001 - no table yet
+        return False
+
+
 def prune_hook_tables(db: sqlite3.Connection, before: float) -> None:
-    """Delete the rows of ``harvested``, ``hook_sessions`` and ``recovered`` older than ``before``."""
+    """Delete the rows of ``harvested``, ``hook_sessions``, ``recovered`` and ``harvest_pending`` older
+    than ``before``."""
+    db.execute("DELETE FROM harvest_pending WHERE recorded_at < ?", (before,))
     db.execute("DELETE FROM harvested WHERE harvested_at < ?", (before,))
     db.execute("DELETE FROM hook_sessions WHERE started_at < ?", (before,))
     db.execute("DELETE FROM recovered WHERE recovered_at < ?", (before,))

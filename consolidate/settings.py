@@ -249,6 +249,10 @@ JUDGE_CHILD: Setting[bool] = Setting(
     "CONSOLIDATE_JUDGE_CHILD", any_text_is_on, False,
     "Set by consolidate in a CLI judge's process: hooks there do nothing (no recursion).", unit="set or unset",
     audience="internal")
+WORKER_AFTER: Setting[str | None] = Setting(
+    "CONSOLIDATE_WORKER_AFTER", text, None,
+    "Set by a session-end hook in the worker it starts: the worker waits (at most 15 s) until that hook's"
+    " process has exited.", unit="pid", audience="internal")
 
 
 def by_name(name: str) -> Setting:

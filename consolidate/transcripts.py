@@ -24,7 +24,9 @@ imports nothing (``unchanged``), a copy of an imported transcript at another pat
 (``duplicate``: same digest; a copy that changed gives only entries not harvested before, since a
 Claude Code transcript's session is the ``sessionId`` its entries hold, not its file name), and a transcript that grew since (a resumed session) gives only its new
 entries. A session the store's hooks know (its SessionStart or its end recorded) is skipped: the
-hooks harvest it at its end, or recover it at the next SessionStart; and the entries an import
+hooks harvest it at its end, or recover it at the next SessionStart; a harvest the hooks recorded
+with its end and did not finish (a hook killed at its time budget) is made first, into the hooks'
+session, and counted apart (``hook-harvest-finished``); and the entries an import
 harvested are recorded in the hooks' own ``harvested`` table, so resuming that session later never
 harvests them twice. The entries whose run ``consolidate undo`` undid are imported again by the next
 import (consolidate/undone_imports.py; each ledger row carries the time it was written, so the run
@@ -65,8 +67,10 @@ class Transcript:
 @dataclass
 class ImportResult:
     """What :func:`import_transcripts` did: per transcript ``{"path", "agent", "session_id",
-    "status": imported|unchanged|duplicate|no-new-entries|empty|skipped-hooked|unreadable, "notes"}``
-    (``duplicate``: the same content as a transcript imported from another path, ``same_as``)."""
+    "status": imported|unchanged|duplicate|no-new-entries|empty|skipped-hooked|hook-harvest-finished|unreadable,
+    "notes"}`` (``duplicate``: the same content as a transcript imported from another path, ``same_as``;
+    ``hook-harvest-finished``: the hooks' harvest of the session had not finished, made now into
+    their session, ``notes`` added)."""
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     sessions: list[str] = field(default_factory=list)
@@ -374,6 +378,29 @@ def _hooked(store, session_id: str) -> bool:
     return started(store.sessions, session_id)
 
 
+def _finish_hooks_harvest(store, t: Transcript, row: dict[str, Any], result: ImportResult) -> bool:
+    """Make the harvests the hooks recorded for the transcript's agent session and did not finish (a
+    hook killed at its time budget: consolidate/hook_lifecycle.py), into the hooks' own sessions,
+    once; True when there were any (``row`` says ``hook-harvest-finished`` with the notes added, and
+    the sessions whose end is queued are run with the imported ones). A session the hooks know is
+    theirs, so nothing else of it is imported."""
+    from .hook import log
+    from .hook_lifecycle import finish_agent_session
+
+    done = finish_agent_session(store.sessions, t.session_id, by="import-transcripts",
+                                log=lambda line: log(store.path, line))
+    if not done:
+        return False
+    row["status"] = "hook-harvest-finished"
+    row["notes"] = sum(sum(d["harvested"].values()) for d in done)
+    row["session_id"] = done[-1]["session_id"]
+    for d in done:
+        end = store.sessions.session_end(d["session_id"])
+        if end is not None and end["status"] == "queued" and d["session_id"] not in result.sessions:
+            result.sessions.append(d["session_id"])
+    return True
+
+
 def _harvested_keys(store, session_id: str) -> set[str]:
     """The transcript entries the hooks (or an earlier import) harvested for the agent session."""
     from .hook_lifecycle import harvested_keys
@@ -410,6 +437,8 @@ def import_transcripts(store, transcripts: list[Transcript], *, progress: bool |
         key = str(t.path.resolve())
         row = {"path": str(t.path), "agent": t.agent, "session_id": None, "status": "", "notes": 0}
         result.rows.append(row)
+        if _finish_hooks_harvest(store, t, row, result):
+            continue
         try:
             d = digest(t.path)
         except OSError:

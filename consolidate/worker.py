@@ -18,6 +18,27 @@ from .settings import TIME_BOX
 DEFAULT_TIME_BOX = TIME_BOX.default
 
 
+#: How long a worker started by a session-end hook waits for that hook to exit, at most (seconds).
+HOOK_WAIT = 15.0
+
+
+def wait_for_hook(pid_text: str, *, timeout: float = HOOK_WAIT, step: float = 0.02) -> None:
+    """Wait while the process ``pid_text`` (the session-end hook that started this worker) is this
+    process's parent, i.e. until it has exited, at most ``timeout`` seconds: the hook's harvest has the CPU to itself, and a
+    hook killed before it finished leaves its harvest to this worker (consolidate/hook_lifecycle.py).
+    Returns at once for a pid that is not a number or not running. Never raises."""
+    import os
+    import time
+
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and pid > 1 and os.getppid() == pid:  # reparented once the hook exits
+        time.sleep(step)
+
+
 def time_box_from_env(default: float = DEFAULT_TIME_BOX) -> float:
     """``$CONSOLIDATE_TIME_BOX`` (seconds; consolidate/settings.py), else ``default``. Raises
     ConfigError for a value that is not a positive number."""

@@ -33,7 +33,7 @@ def cmd_hook(args) -> int:
         options = {"chroma_url": args.chroma_url, "project": args.project, "embedding": args.embedding,
                    "judges": args.judge}
         code, text = run_hook(Path(store), payload=payload, outcome=args.outcome, harvest_notes=args.harvest,
-                              spawn=not args.no_worker, options=options,
+                              spawn=not args.no_worker, options=options, wait_worker=True,
                               agent="gemini-cli" if args.output == "gemini" else None)
         from ..hook import TOOL_EVENTS, event_name
 

@@ -37,13 +37,17 @@ def cmd_import_transcripts(args) -> int:
     if args.json:
         print(json.dumps({"transcripts": res.rows, "sessions": res.sessions}, ensure_ascii=False))
     else:
-        print(f"{len(found)} transcripts: {res.count('imported')} imported ({res.notes} notes),"
+        imported = sum(r["notes"] for r in res.rows if r["status"] == "imported")
+        print(f"{len(found)} transcripts: {res.count('imported')} imported ({imported} notes),"
               f" {res.count('unchanged')} unchanged since the last import,"
               + (f" {res.count('duplicate')} copies of a transcript imported from another path,"
                  if res.count("duplicate") else "")
               + f" {res.count('no-new-entries')} with no new"
               f" entries, {res.count('skipped-hooked')} already consolidated by the hooks,"
-              f" {res.count('empty') + res.count('unreadable')} empty or unreadable")
+              + (f" {res.count('hook-harvest-finished')} whose harvest by the hooks had not finished (made now:"
+                 f" {sum(r['notes'] for r in res.rows if r['status'] == 'hook-harvest-finished')} notes),"
+                 if res.count("hook-harvest-finished") else "")
+              + f" {res.count('empty') + res.count('unreadable')} empty or unreadable")
     if not res.sessions:
         return 0
     if args.no_run:
