@@ -15,7 +15,9 @@ by one in a fresh interpreter.
 With ``--against DIR`` (another checkout of the project, e.g. ``git worktree add /tmp/base main``)
 the SessionEnd and the fast SessionStart hooks of both are timed side by side, interleaved, each
 through ``python -m consolidate`` with ``PYTHONPATH`` set to its checkout and on its own store, with
-the ratio of their medians: a change on the hook path measured against the code before it.
+the ratio of their medians: a change on the hook path measured against the code before it; also
+the SessionEnd hook with ``--harvest`` on a transcript of 400 entries, without a worker and with its
+worker started (each worker waited for, untimed, before the next round).
 
     python benchmarks/bench_hook.py [--runs 15] [--against DIR]
 """
@@ -37,10 +39,39 @@ from consolidate.fast_start import START_FILE  # noqa: E402
 from _bench import (CONSOLE, HEAVY, PYTHON, check_venv, goal_line, interleaved, median, ms, parser,  # noqa: E402
                     report_importtime, run_cmd, spread)
 
-def payload(sid: str, cwd: str, reason: str = "prompt_input_exit") -> bytes:
+def payload(sid: str, cwd: str, reason: str = "prompt_input_exit", transcript: str | None = None) -> bytes:
     """Claude Code's SessionEnd payload; its reasons are clear, logout, prompt_input_exit, other."""
-    return json.dumps({"session_id": sid, "transcript_path": f"{cwd}/{sid}.jsonl", "cwd": cwd,
+    return json.dumps({"session_id": sid, "transcript_path": transcript or f"{cwd}/{sid}.jsonl", "cwd": cwd,
                        "hook_event_name": "SessionEnd", "reason": reason}).encode()
+
+
+#: Entries of the transcript the ``--harvest`` hooks of ``--against`` read (the hook's bound: 400).
+HARVEST_ENTRIES = 400
+
+
+def write_transcript(path: Path, entries: int) -> Path:
+    """A Claude Code JSONL transcript of ``entries`` entries: turns of a user prompt, an assistant
+    tool call, its output and the assistant's conclusion (two of the four are harvested)."""
+    lines = []
+    for i in range(entries):
+        kind = i % 4
+        uuid = f"bench-{i:05d}"
+        if kind == 0:
+            entry = {"type": "user", "message": {"role": "user", "content": f"Turn {i}: make the retry in"
+                                                                              f" client{i}.py back off exponentially"}}
+        elif kind == 1:
+            entry = {"type": "assistant", "message": {"role": "assistant", "content": [
+                {"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {"file_path": f"src/client{i}.py"}}]}}
+        elif kind == 2:
+            entry = {"type": "user", "message": {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": f"t{i - 1}", "content": "def retry():\n    pass\n" * 20}]}}
+        else:
+            entry = {"type": "assistant", "message": {"role": "assistant", "content": [
+                {"type": "text", "text": f"client{i}.py now retries with exponential backoff capped at 30 s,"
+                                         " five attempts at most."}]}}
+        lines.append(json.dumps({"uuid": uuid, "sessionId": "bench", **entry}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
 
 
 #: The hook's steps one by one, in a fresh interpreter (milliseconds on stdout as JSON).
@@ -229,6 +260,9 @@ def side_by_side(other: Path, runs: int, tmp: Path) -> None:
     import compileall
 
     trees = {"this checkout": Path(__file__).resolve().parents[1], "--against": other.resolve()}
+    transcript = write_transcript(tmp / "transcript.jsonl", HARVEST_ENTRIES)
+    script = tmp / "script.json"
+    script.write_text("{}")  # the worker's judge answers nothing: its notes wait, no model is called
     cases: dict = {}
     starts = {}
     ids = itertools.count()
@@ -254,15 +288,28 @@ def side_by_side(other: Path, runs: int, tmp: Path) -> None:
             run_cmd([*argv, "--no-worker", "--store", str(st)], stdin=payload(sid, str(tmp)), env=env)
             return took
 
+        def harvest(argv=argv, st=st, env=env, worker=False):
+            sid = f"h{next(ids)}"
+            took = run_cmd([*argv, "--harvest", *(() if worker else ("--no-worker",)), "--store", str(st),
+                            "--embedding", "hash", "--judge", f"scripted:{script}"],
+                           stdin=payload(sid, str(tmp), transcript=str(transcript)), env=env)
+            if worker:
+                wait_for_worker(st)  # untimed: the next round starts on an idle machine
+            return took
+
         cases[f"{label}: hook --no-worker (SessionEnd)"] = end
         cases[f"{label}: hook (SessionStart, start file)"] = start
+        cases[f"{label}: hook --harvest --no-worker (SessionEnd)"] = harvest
+        cases[f"{label}: hook --harvest (SessionEnd, its worker started)"] = (
+            lambda harvest=harvest: harvest(worker=True))
     written = {label: p.stat().st_mtime_ns for label, p in starts.items()}
     res = interleaved(cases, runs, warmup=2)
     print(f"\nSide by side with --against {other} ({runs} interleaved rounds; python -m consolidate,"
-          " PYTHONPATH each checkout's)")
+          f" PYTHONPATH each checkout's; --harvest on a transcript of {HARVEST_ENTRIES} entries)")
     for name, xs in res.items():
         print(f"  {name:<75} {spread(xs)}")
-    for what in ("hook --no-worker (SessionEnd)", "hook (SessionStart, start file)"):
+    for what in ("hook --no-worker (SessionEnd)", "hook (SessionStart, start file)",
+                 "hook --harvest --no-worker (SessionEnd)", "hook --harvest (SessionEnd, its worker started)"):
         this, against = median(res[f"this checkout: {what}"]), median(res[f"--against: {what}"])
         print(f"  {what}: this checkout / --against = {this / against:.3f} (medians)")
     for label, p in starts.items():

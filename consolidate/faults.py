@@ -5,7 +5,12 @@ Points: ``judge`` (inside the judge stage, after the first batch was judged), ``
 (after the journal is written), ``apply:<step>`` (after a step's writes, before the step is marked
 done: the replay must redo it without duplicating), ``apply:events:partial`` (half of the
 run's event lines appended, the last one torn) and ``apply:graph:partial`` (the run's graph node
-lines appended, half of its edge lines, the last one torn).
+lines appended, half of its edge lines, the last one torn). The hooks' (consolidate/hook.py,
+consolidate/hook_lifecycle.py): ``hook:end:queued`` (the session end and its pending harvest
+committed, no worker started), ``harvest:commit`` (a harvest's notes, keys and done mark written,
+not committed), ``hook:end:harvested`` (the harvest committed, nothing logged) and
+``hook:precompact:recorded`` (PreCompact's pending harvest committed, not made); the light hook's
+``hook:queue-file:partial`` and ``queue-file:fold`` (consolidate/fastpath.py).
 
 Pause injection for race tests: ``CONSOLIDATE_PAUSE_AT=<point>`` and ``CONSOLIDATE_PAUSE_DIR=<folder>``
 make the process create ``<folder>/<point>.reached`` when it reaches that point and wait (up to

@@ -11,6 +11,19 @@ statements are consolidate.session_tables'):
   harvested (``uuid:block``, consolidate/harvest.py), per agent session id: a PreCompact harvest
   followed by a SessionEnd one, a resumed session's next end, a recovery, never take the same entry
   twice, even after the first notes were consolidated and deleted.
+- ``harvest_pending(session_id, part, transcript_path, end_offset, ...)``: the harvests a hook
+  recorded and did not finish yet.
+
+**Harvests a killed hook did not finish** (Claude Code kills a SessionEnd hook after about 1.5 s, a
+PreCompact hook at its timeout). An end event records the session end and its harvest as pending
+(the transcript and its size then) in one transaction (:func:`end_session`), then starts the worker
+(which waits for the hook to exit), then harvests: the notes, their entry keys and the harvest's
+done mark are one transaction (:func:`add_harvest`). PreCompact and a recovery record theirs the
+same way (:func:`record_harvest`). Whatever point a SIGKILL hits, the end is queued with its
+harvest pending or done, never half-made; every consolidation of a queued end makes the pending
+harvests of the session first (:func:`finish_pending`, called by consolidate.pipeline.run_claimed:
+the worker, ``run``, ``batch``, ``import-transcripts``), reading the transcript up to the recorded
+size, each entry once; the next SessionStart starts a worker when such an end waits (:func:`stranded`).
 
 **Resumed sessions** (``claude --resume``: SessionStart with source ``resume`` on an id whose end
 already ran or is queued). The session end already in the queue is left as it is; the resumed part
@@ -206,10 +219,12 @@ def record_harvest(tier, session_id: str, transcript_path: Any, *, part: str = E
     since_compaction, max_entries, event}`` to pass to :func:`harvest_pending_part`. Part of the
     caller's transaction when there is one."""
     from .session_tables import record_pending_harvest
+    from .session_tables import transcript_path as recorded_transcript
 
-    if not tier.db.in_transaction:  # executescript would commit the caller's transaction
+    if not tier.db.in_transaction:  # executescript (ensure) would commit the caller's transaction
         ensure(tier)
-    path = transcript_path if isinstance(transcript_path, str) and transcript_path else transcript_of(tier, session_id)
+    path = transcript_path if isinstance(transcript_path, str) and transcript_path \
+        else recorded_transcript(tier.db, session_id)
     size = _size(path)
     if part != END_PART and size is not None:
         part = f"{part}@{size}"

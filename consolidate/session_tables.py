@@ -265,8 +265,14 @@ CREATE TABLE IF NOT EXISTS harvest_pending (
 
 
 def ensure_hook_tables(db: sqlite3.Connection) -> None:
-    """Create ``hook_sessions``, ``recovered``, ``harvested`` and ``harvest_pending`` when missing."""
-    db.executescript(_HOOK_TABLES)
+    """Create ``hook_sessions``, ``recovered``, ``harvested`` and ``harvest_pending`` when missing
+    (inside a transaction, as part of it: ``executescript`` would commit it)."""
+    if not db.in_transaction:
+        db.executescript(_HOOK_TABLES)
+        return
+    for statement in _HOOK_TABLES.split(";"):
+        if statement.strip():
+            db.execute(statement)
 
 
 def segments(db: sqlite3.Connection, base_session_id: str) -> list[str]:
@@ -374,6 +380,16 @@ def stranded_harvests(db: sqlite3.Connection) -> list[tuple[str, str, int | None
     except Exception:  # noqa: BLE001 - no table yet: nothing pending
         return []
     return [(r[0], r[1], r[2]) for r in rows]
+
+
+def pending_harvest_sessions(db: sqlite3.Connection) -> list[str]:
+    """Sessions with a harvest not finished, oldest first; [] when the table does not exist yet."""
+    try:
+        rows = db.execute("SELECT session_id, MIN(recorded_at) FROM harvest_pending GROUP BY session_id"
+                          " ORDER BY 2, 1").fetchall()
+    except Exception:  # noqa: BLE001 - no table yet (a read-only store is not changed)
+        return []
+    return [r[0] for r in rows]
 
 
 def _harvest_pending(db: sqlite3.Connection, session_id: str) -> bool:

@@ -137,9 +137,15 @@ def test_the_reported_case_killed_after_queueing_the_end_is_harvested_by_the_nex
     tier = SessionTier(project / ".memofs" / "sessions.sqlite3")
     assert tier.session_end(SID)["status"] == "queued" and tier.count(SID) == 0  # nothing harvested yet
     tier.close()
+    status = subprocess.run([str(CONSOLE), "status", "--store", ".memofs"], cwd=project, capture_output=True,
+                            text=True, env=_env(), timeout=120)
+    assert f"harvests not finished: 1 sessions ({SID}): their hook was stopped" in status.stdout, status.stdout
     out = fire(settings, "SessionStart", payload("SessionStart", "next-1", project, source="startup"))
     assert "this is session next-1" in out
     _check_once(project, expected)
+    status = subprocess.run([str(CONSOLE), "status", "--store", ".memofs"], cwd=project, capture_output=True,
+                            text=True, env=_env(), timeout=120)
+    assert status.returncode == 0 and "harvests not finished" not in status.stdout
     log = _log(project)
     assert f"sessionstart session=next-1: the harvest of {SID} did not finish (its hook was stopped); a worker makes it" \
         in log

@@ -90,6 +90,9 @@ def cmd_status(args) -> int:
     status["queue"] = {"count": queue["count"], "oldest_age_seconds": round(oldest, 1) if oldest is not None else None}
     status["worker"] = worker_status(store.path)  # logs/worker.status.json: failures since the last good run
     warning = health_line(status["worker"], queue, status_hint=False)
+    from ..session_tables import pending_harvest_sessions
+
+    status["harvests_pending"] = pending_harvest_sessions(store.sessions.db)
     from ..team import status as team_status
 
     status["team"] = team_status(store)
@@ -119,6 +122,10 @@ def cmd_status(args) -> int:
         print(warning.removeprefix("consolidate: "))
     swn = status["sessions_with_notes"]
     print(f"sessions with notes: {len(swn)}" + (f" ({sum(swn.values())} notes)" if swn else ""))
+    if status["harvests_pending"]:
+        hp = status["harvests_pending"]
+        print(f"harvests not finished: {len(hp)} sessions ({', '.join(hp[:10])}): their hook was stopped before its"
+              " transcript harvest finished; the worker or the next `consolidate run` of the session makes it")
     if status["team"]:
         from .team_cmd import team_lines
 
