@@ -36,6 +36,20 @@ def load(store, memory_id: str) -> dict[str, Any] | None:
         return None
 
 
+def records(store) -> list[dict[str, Any]]:
+    """Every cold copy in ``archive/`` (``{"id", "document", "metadata", "archived_reason",
+    "archived_by", "archived_at"}``), in id order; an unreadable file is skipped."""
+    out = []
+    for path in sorted(_folder(store).glob("*.json")):
+        try:
+            row = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(row, dict) and isinstance(row.get("metadata"), dict):
+            out.append(row)
+    return out
+
+
 def tombstones(store) -> set[str]:
     """Ids that must never be written again."""
     from .jsonl import read_lines

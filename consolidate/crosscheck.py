@@ -94,6 +94,11 @@ def _written(e: dict[str, Any]) -> dict[str, Any]:
                 "fields": json.dumps(fields or {}, ensure_ascii=False)}
         if prov.get("fields_missing"):
             meta["fields_missing"] = ",".join(prov["fields_missing"])
+        if isinstance(e.get("valid_from"), str):  # when it became true (consolidate/validity.py)
+            meta["valid_from"] = prov["valid_from"] = e["valid_from"]
+            meta["provenance"] = json.dumps(prov, ensure_ascii=False)
+        if isinstance(e.get("last_confirmed"), str):  # an imported entry's own date
+            meta["last_confirmed"] = e["last_confirmed"]
     meta["status"] = meta.get("status") or e.get("status") or "active"
     return {"metadata": meta, "statement": e.get("statement") if isinstance(e.get("statement"), str) else None,
             "fields": fields, "status": meta["status"], "type": meta.get("type") or e.get("type") or "fact",

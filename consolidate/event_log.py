@@ -51,6 +51,8 @@ def written_detail(c) -> dict:
     rebuilt from the log (consolidate/reindex.py): the statement, the fields and the provenance links."""
     links = {k: c.provenance[k] for k in _LINKS if c.provenance.get(k)}
     return {"statement": c.statement, **({"fields": c.fields} if c.fields else {}),
+            **({"valid_from": c.provenance["valid_from"]} if c.provenance.get("valid_from") else {}),
+            **({"last_confirmed": c.last_confirmed} if c.last_confirmed else {}),
             **({"links": links} if links else {})}
 
 

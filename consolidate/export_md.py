@@ -12,6 +12,11 @@ two marker lines::
     - **decision**: Chose SQLite over Postgres because it needs no server [high, user-stated, 2026-07] <!-- consolidate {"id": ..., "fields": {...}} -->
     <!-- consolidate:end -->
 
+The entry line shows the statement on one line with ``<!--`` and ``-->`` written ``&lt;!--`` and
+``--&gt;`` (:func:`visible`); the marker carries the exact text when that changed it, its
+evidence, the date it was last confirmed and the date it became true (``since``), so every
+exported store imports back as the same memories.
+
 Only the block changes: the rest of the file is kept byte for byte (its line endings too; the block
 takes the file's), a file without a block gets it appended, and an export of an unchanged store
 leaves the file untouched (the block holds no time stamp; entries are in a stable order). Never
@@ -21,8 +26,10 @@ consolidate.context_guard.unsafe_reason), the same guard as the SessionStart con
 
 ``consolidate import --agents-md FILE [--rev COMMIT]`` reads such a block (from the working tree, or
 from a teammate's commit with ``--rev``) as the notes of one session ``agents-md-<digest of the
-block>``: each entry a flagged note of its type, evidence ``user-stated`` (a teammate's committed
-memory is a statement by a person on the team), note metadata ``source: user`` and
+block>``: each entry a flagged note of its type with the evidence it was exported with (the
+marker's, else the suffix's; ``user-stated`` for an entry written by hand with neither: a teammate's
+observation stays an observation, so an old entry never outranks a newer memory by its import),
+its dates (``confirmed``, ``since``), note metadata ``source: user`` and
 ``imported_from: FILE@COMMIT`` (with the commit's author), then consolidated as usual (secret gate,
 write policy, contradiction check, tombstones: a memory the user forgot is brought back only as the
 tombstone rules allow). The same block imported twice is one session: the second import does
@@ -42,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BadInput
+from .plan import EVIDENCE_KINDS
 
 BEGIN = "<!-- consolidate:begin"
 END = "<!-- consolidate:end -->"
@@ -52,13 +60,48 @@ HEADING = "## Project memory (consolidate)"
 EXPORT_LIMIT = 50
 #: Files larger than this are not read as AGENTS.md (a block is a few kilobytes).
 MAX_FILE_BYTES = 10 * 1024 * 1024
-_ENTRY = re.compile(r"^- \*\*(?P<type>[a-z]+)\*\*: (?P<statement>.+?)(?: \[(?P<suffix>[^\]]*)\])?"
-                    r"(?: <!-- consolidate (?P<meta>\{.*\}) -->)?\s*$")
+_ENTRY = re.compile(r"^- \*\*(?P<type>[a-z]+)\*\*: (?P<statement>.+?)(?: \[(?P<suffix>[^\]]*)\])?\s*$")
+#: What starts an entry's marker. The marker's JSON never holds ``<!--`` (its ``--`` is written
+#: ``-\u002d``), so the last occurrence on a line is the marker.
+_MARKER = " <!-- consolidate "
+#: Characters ``str.splitlines`` breaks a line at that JSON leaves unescaped with ``ensure_ascii=False``.
+_LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+#: What a visible statement may not hold (it would open or close an HTML comment) and how it is written.
+_COMMENT_ESCAPES = (("<!--", "&lt;!--"), ("-->", "--&gt;"))
 
 
 def _meta_comment(data: dict[str, Any]) -> str:
-    text = json.dumps(data, ensure_ascii=False, sort_keys=True)
-    return "<!-- consolidate " + text.replace("--", "-\\u002d") + " -->"  # never closes the comment early
+    text = json.dumps(data, ensure_ascii=False, sort_keys=True).replace("--", "-\\u002d")  # never closes the comment
+    for raw, escaped in _LINE_BREAKS.items():
+        text = text.replace(raw, escaped)  # the marker stays on its line
+    return "<!-- consolidate " + text + " -->"
+
+
+def visible(statement: str) -> str:
+    """A memory's statement as an entry line shows it: on one line (whitespace runs one space) with
+    ``<!--`` and ``-->`` written ``&lt;!--`` and ``--&gt;`` (a Markdown viewer shows them as
+    typed; no comment opens or closes inside the line). The exact text, when this changed it, rides
+    in the entry's marker (``"text"``): :func:`statement_of` reads it back."""
+    out = " ".join(statement.split())
+    for raw, escaped in _COMMENT_ESCAPES:
+        out = out.replace(raw, escaped)
+    return out
+
+
+def _unescape(shown: str) -> str:
+    for raw, escaped in _COMMENT_ESCAPES:
+        shown = shown.replace(escaped, raw)
+    return shown
+
+
+def statement_of(shown: str, meta: dict[str, Any]) -> str:
+    """The statement of an entry line: the marker's exact ``text`` when the line still shows it
+    (``visible(text) == shown``), else the shown text with the comment escapes undone (an entry
+    edited by hand, or written by a version that kept no ``text``)."""
+    text = meta.get("text")
+    if isinstance(text, str) and text.strip() and visible(text) == shown:
+        return text
+    return _unescape(shown)
 
 
 def exportable(store, limit: int = EXPORT_LIMIT) -> tuple[list[dict[str, Any]], dict[str, int]]:
@@ -104,19 +147,37 @@ def _fields(meta: dict[str, Any]) -> dict[str, str]:
     return {str(k): " ".join(str(v).split()) for k, v in fields.items() if v} if isinstance(fields, dict) else {}
 
 
+def _exact_fields(meta: dict[str, Any]) -> dict[str, str]:
+    """The memory's fields as stored (their text exact: they ride in the marker's JSON)."""
+    try:
+        fields = json.loads(meta.get("fields") or "{}")
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in fields.items() if v} if isinstance(fields, dict) else {}
+
+
 def render_block(store, rows: list[dict[str, Any]], newline: str = "\n") -> str:
     """The marked block for ``rows`` (begin marker to end marker, with a final newline)."""
     from .context_guard import NOTICE
     from .report import suffix
 
     lines = [BEGIN_LINE, HEADING, "", NOTICE, ""]
+    from .validity import validity
+
     for r in rows:
         m = r["metadata"]
-        meta = {"id": r["id"], "fields": _fields(m)}
-        if m.get("last_confirmed"):
+        meta: dict[str, Any] = {"id": r["id"], "fields": _exact_fields(m)}
+        if m.get("last_confirmed") and m["last_confirmed"] != "unknown":
             meta["confirmed"] = m["last_confirmed"]  # the exact date; the suffix shows its month
-        lines.append(f"- **{m.get('type') or 'fact'}**: {' '.join(r['document'].split())} {suffix(m)} "
-                     + _meta_comment(meta))
+        if m.get("evidence") in EVIDENCE_KINDS:
+            meta["evidence"] = m["evidence"]  # kept by the import (the suffix shows it too)
+        since = validity(m)[0]
+        if since:
+            meta["since"] = since  # when it became true (consolidate/validity.py)
+        shown = visible(r["document"])
+        if statement_of(shown, {}) != r["document"]:
+            meta["text"] = r["document"]  # the exact text (comment markers, line breaks)
+        lines.append(f"- **{m.get('type') or 'fact'}**: {shown} {suffix(m)} " + _meta_comment(meta))
     if not rows:
         lines.append("(no memories yet)")
     lines.append(END)
@@ -194,9 +255,12 @@ def _write(path: Path, text: str) -> None:
 # -- import ---------------------------------------------------------------------------------------
 
 def parse_block(text: str, name: str = "the file") -> list[dict[str, Any]]:
-    """The entries of the block in ``text``: ``{"type", "statement", "id", "fields", "confirmed"}``
-    each (``confirmed``: the date the memory was last confirmed, from the entry's marker, else the
-    month of its suffix as that month's first day, else None).
+    """The entries of the block in ``text``: ``{"type", "statement", "id", "fields", "confirmed",
+    "evidence", "since"}`` each (``statement``: the exact text :func:`render_block` exported,
+    comment markers and line breaks included, :func:`statement_of`; ``confirmed``: the date the
+    memory was last confirmed, from the entry's marker, else the month of its suffix as that month's
+    first day, else None; ``evidence``: the evidence it was exported with, :func:`_evidence`;
+    ``since``: the date it became true, from the marker, else None).
 
     Strict, all or nothing, as a JSONL import: a line of the block that starts an entry (``- ``) but
     is not ``- **TYPE**: statement [suffix] <!-- consolidate {...} -->`` with a known TYPE, a marker
@@ -218,32 +282,51 @@ def parse_block(text: str, name: str = "the file") -> list[dict[str, Any]]:
         def bad(why: str, lineno: int = first + i) -> InvalidImportLine:
             return InvalidImportLine(f"{name}:{lineno}: {why}; nothing was imported", path=name, line=lineno)
 
-        m = _ENTRY.match(line)
+        head, sep, tail = line.rstrip().rpartition(_MARKER)
+        if not sep:
+            head, tail = line.rstrip(), ""
+        m = _ENTRY.match(head)
         if not m:
             raise bad("not an entry (`- **TYPE**: statement`, as `consolidate export` writes them)")
         if m.group("type") not in TYPES:
             raise bad(f"unknown type {m.group('type')!r} (known: {', '.join(TYPES)})")
-        statement = m.group("statement").strip()
-        if "<!--" in statement or "-->" in statement:
-            raise bad("a cut or malformed `<!-- consolidate {...} -->` marker (mend it or delete it)")
         meta: Any = {}
-        if m.group("meta"):
-            try:
-                meta = json.loads(m.group("meta"))
-            except ValueError:
-                meta = None
+        if sep:
+            meta = None
+            if tail.endswith("-->"):
+                try:
+                    meta = json.loads(tail[:-3])
+                except ValueError:
+                    pass
             if not isinstance(meta, dict):
-                raise bad("its `<!-- consolidate {...} -->` marker is not a JSON object")
+                raise bad("its `<!-- consolidate {...} -->` marker is cut or not a JSON object (mend it or delete it)")
+        elif "<!-- consolidate" in head:
+            raise bad("a cut or malformed `<!-- consolidate {...} -->` marker (mend it or delete it)")
+        statement = statement_of(m.group("statement").strip(), meta)
         fields = meta.get("fields")
         fields = fields if isinstance(fields, dict) else {}
         confirmed = _confirmed(meta.get("confirmed"), m.group("suffix"))
         if confirmed is False:
             raise bad(f"its date is not a date ({meta.get('confirmed') or m.group('suffix')!r}: use 2026-07 or"
                       " 2026-07-14)")
+        since = _confirmed(meta.get("since"), None)
+        if since is False:
+            raise bad(f"its `since` date is not a date ({meta.get('since')!r}: use 2026-07-14)")
         out.append({"type": m.group("type"), "statement": statement,
                     "id": meta.get("id") if isinstance(meta.get("id"), str) else None,
-                    "fields": {str(k): str(v) for k, v in fields.items()}, "confirmed": confirmed})
+                    "fields": {str(k): str(v) for k, v in fields.items()}, "confirmed": confirmed,
+                    "evidence": _evidence(meta.get("evidence"), m.group("suffix")), "since": since})
     return out
+
+
+def _evidence(marker: Any, suffix: str | None) -> str:
+    """The evidence an exported entry was exported with: the marker's ``evidence``, else the
+    evidence kind its suffix names (``[high, observed-success, 2026-07]``), else ``user-stated``
+    (an entry written by hand, with neither: a person on the team stated it)."""
+    if marker in EVIDENCE_KINDS:
+        return str(marker)
+    named = [p.strip() for p in (suffix or "").split(",") if p.strip() in EVIDENCE_KINDS]
+    return named[0] if named else "user-stated"
 
 
 def _confirmed(marker: Any, suffix: str | None):
@@ -324,7 +407,9 @@ def import_block(store, path: str | os.PathLike, rev: str | None = None) -> dict
     The caller consolidates the session (``run_queue``) or leaves it to a worker."""
     text, origin = read_source(path, rev)
     entries = parse_block(text, origin["file"])
-    digest = hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()[:16]
+    # the session id of a block is the digest of what earlier versions read from it too (no re-import)
+    keyed = [{k: e[k] for k in ("type", "statement", "id", "fields", "confirmed")} for e in entries]
+    digest = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:16]
     sid = f"agents-md-{digest}"
     result: dict[str, Any] = {"session_id": sid, "notes": 0, "known": 0, "already_imported": False,
                               "origin": origin, "secret": []}
@@ -341,16 +426,19 @@ def import_block(store, path: str | os.PathLike, rev: str | None = None) -> dict
     where = origin["file"] + (f"@{origin['commit'][:12]}" if origin.get("commit") else "")
     for e in entries:
         rows = [known.get(i) for i in (e["id"], local_id(e)) if i]
-        if any(r is not None and " ".join(r["document"].split()) == e["statement"] for r in rows):
+        if any(r is not None and r["document"].split() == e["statement"].split() for r in rows):
             result["known"] += 1
             continue
-        metadata = {"source": "user", "evidence": "user-stated", "imported_from": where, **e["fields"]}
+        # the evidence it was exported with (a teammate's observation stays an observation)
+        metadata = {"source": "user", "evidence": e["evidence"], "imported_from": where, **e["fields"]}
         if origin.get("author"):
             metadata["author"] = origin["author"]
         if e["id"]:
             metadata["exported_id"] = e["id"]
         if e["confirmed"]:
             metadata["confirmed"] = e["confirmed"]  # kept as the memory's last_confirmed (stages/provenance.py)
+        if e["since"]:
+            metadata["since"] = e["since"]  # kept as the memory's valid_from (consolidate/validity.py)
         note_id = store.sessions.add_note(sid, e["statement"], flag=True, kind=e["type"], metadata=metadata)
         if getattr(note_id, "notice", None):
             result["secret"].append(note_id.notice)

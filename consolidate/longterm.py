@@ -553,6 +553,7 @@ def record_for(candidate, scope: str) -> dict[str, Any]:
             "type": candidate.type, "status": candidate.status, "tier": candidate.tier,
             "evidence": candidate.evidence, "confidence": candidate.confidence,
             "last_confirmed": candidate.last_confirmed, "scope": scope, "session_id": p["session_id"],
+            **({"valid_from": p["valid_from"]} if p.get("valid_from") else {}),
             "run_id": p["run_id"], "source": candidate.source, "prompt_version": p.get("prompt_version") or "",
             "provenance": json.dumps(p, ensure_ascii=False), "fields": json.dumps(candidate.fields, ensure_ascii=False),
             **({"fields_missing": ",".join(p["fields_missing"])} if p.get("fields_missing") else {}),

@@ -6,7 +6,7 @@ Built on the ``mcp`` package 2.x (``mcp.server.mcpserver.MCPServer``). Tools:
   flagged note, ``{"id", "policy"}``: what the write policy says about it, note_policy.py).
 - ``session_read(session_id, path)`` returns the session's id, notes, its queued end and its
   workspace, if any; with ``path``, a file or folder of its workspace.
-- ``recall(query, k, include_quarantined, min_similarity)`` returns the nearest memories, each rendered with its
+- ``recall(query, k, include_quarantined, min_similarity, as_of)`` returns the nearest memories, each rendered with its
   suffix (``Use pnpm, not npm [high, user-stated, 2026-07]``) and its id.
 - ``session_complete(outcome, reason, ephemeral, session_id)`` records the session end in the queue
   (after the workspace's share of the outcome, see ``consolidate.workspace``) and returns at once:
@@ -110,13 +110,13 @@ def find_spawner(judges: list[str] | None = None) -> tuple[Callable[[Store], Any
 
 
 def recall_result(s: Store, query: Any, *, k: Any, include_quarantined: bool, min_similarity: Any,
-                  session_id: str | None = None) -> dict[str, Any]:
+                  session_id: str | None = None, as_of: str | None = None) -> dict[str, Any]:
     """The MCP ``recall`` answer from the shared :func:`consolidate.retrieval.recall`."""
     from .report import render_memory
     from .retrieval import recall
 
     result = recall(s, query, k=k, min_similarity=min_similarity, include_quarantined=include_quarantined,
-                    max_k=MAX_K, shown_to=session_id)
+                    max_k=MAX_K, shown_to=session_id, as_of=as_of or None)
     from .context_guard import held_back_line, unsafe_reason
 
     # MCP output goes straight into the model's context: the SessionStart context's guard applies
@@ -354,17 +354,20 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
                                                                "(low-confidence single observations).")] = False,
         min_similarity: Annotated[float, Field(description="Leave out memories less similar than this "
                                                            "(cosine, -1 to 1).")] = MIN_SIMILARITY,
+        as_of: Annotated[str | None, Field(description="A date (2026-07-14): the memories valid then, those "
+                                                       "superseded since included and marked.")] = None,
     ) -> dict[str, Any]:
         """Semantic search over long-term memory (the same search as ``consolidate recall``): each
         memory rendered with its suffix ``[confidence, evidence, month last confirmed]``, its id,
         type, status and similarity; ``below_floor`` counts nearer ones under ``min_similarity``;
-        ``note`` says when the best match is a quarantined entry left out."""
+        ``note`` says when the best match is a quarantined entry left out; ``as_of``: the memories
+        valid on that date (superseded ones marked ``[superseded DATE]``)."""
         def search(s: Store) -> dict[str, Any]:
             from .team import recall_line
 
             team_line = recall_line(s)  # a store in a team: its fresh memories first (bounded)
             out = recall_result(s, query, k=k, include_quarantined=include_quarantined,
-                                min_similarity=min_similarity, session_id=_current_or_none(s))
+                                min_similarity=min_similarity, session_id=_current_or_none(s), as_of=as_of)
             if team_line:
                 out["team"] = team_line
             return out

@@ -58,11 +58,16 @@ def suffix(meta: dict) -> str:
 
 def render_memory(document: str, meta: dict) -> str:
     """One memory on one line: ``Use pnpm, not npm [high, user-stated, 2026-07]``, with
-    ``[disputed]`` or ``[quarantined]`` after it where that applies, and ``[drifted: path]`` or
+    ``[disputed]`` or ``[quarantined]`` after it where that applies (``[superseded 2026-11-02]``:
+    an as-of recall's entry no longer true since that date), and ``[drifted: path]`` or
     ``[stale: path gone]`` for a memory whose anchored code changed or is gone (see
     :func:`consolidate.anchors.mark_hits`)."""
     status = meta.get("status")
     extra = f" [{status}]" if status in ("disputed", "quarantined") else ""
+    if status in ("superseded", "expired"):  # only an as-of recall shows one (consolidate/validity.py)
+        from .validity import as_of_suffix
+
+        extra = as_of_suffix(meta)
     if meta.get("drifted") or meta.get("stale"):  # set by consolidate.anchors.mark_hits
         from .anchors import drift_suffix
 

@@ -7,6 +7,9 @@
 - ``min_similarity``: the floor (cosine similarity, default 0.2, measured with MiniLM: unrelated
   memories score around 0, related ones 0.3 and up); memories below it are left out and counted;
 - ``include_quarantined``: also return quarantined entries (default: active and disputed ones, a disputed entry shown with its ``[disputed]`` suffix).
+- ``as_of``: a date (``2026-07-14``, ``2026-07``, ``yesterday``, ...; or a ``datetime.date``): the
+  memories that were valid on that day (consolidate/validity.py), those superseded since included,
+  each with its ``status`` (``superseded`` ones shown ``[superseded YYYY-MM-DD]``).
 
 When the best match of the query is quarantined (left out by default) the result says so in
 ``note``, so an agent knows a low-confidence observation exists and can ask for it. A store with no
@@ -75,18 +78,43 @@ def check_options(query: Any, k: Any, min_similarity: Any, max_k: int = MAX_K) -
     return query, k, floor
 
 
+def as_of_day(as_of: Any) -> str | None:
+    """The ISO day of an ``as_of`` option (None: now). Raises BadInput for one that is not a date."""
+    import datetime as _dt
+
+    if as_of is None:
+        return None
+    if isinstance(as_of, _dt.datetime):
+        return as_of.date().isoformat()
+    if isinstance(as_of, _dt.date):
+        return as_of.isoformat()
+    if not isinstance(as_of, str):
+        raise BadInput(f"bad as_of {as_of!r}: a date such as 2026-07-14")
+    from .validity import parse_day
+
+    return parse_day(as_of)
+
+
 def recall(store, query: str, *, k: int = 5, min_similarity: float = MIN_SIMILARITY,
            include_quarantined: bool = False, max_k: int = MAX_K, shown_to: str | None = None,
-           record: bool = True) -> RecallResult:
-    """Search ``store`` for ``query`` (see the module docstring). Raises BadInput for bad options.
+           record: bool = True, as_of: Any = None) -> RecallResult:
+    """Search ``store`` for ``query`` (see the module docstring). Raises BadInput for bad options
+    (an ``as_of`` that is not a date included).
 
     The texts returned are recorded as shown (to the session ``shown_to``, or to none in particular:
     consolidate.echo), so that the same text coming back as a note is never counted as a new
     observation; ``record=False`` skips that."""
     query, k, floor = check_options(query, k, min_similarity, max_k)
+    day = as_of_day(as_of)
     result = RecallResult(query=query, store_exists=store.exists)
     if not store.exists or not store.has_longterm:  # nothing consolidated yet: create nothing
         return result
+    if day is not None:
+        from .validity import as_of as _as_of
+
+        result.memories, result.below_floor = _as_of(store, query, day, k=k, floor=floor,
+                                                     include_quarantined=include_quarantined)
+        return result  # a view of the past: nothing is recorded as shown to a session
     lt = store.longterm()
     from .longterm import RECALLED
 

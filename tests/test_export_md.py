@@ -1,6 +1,6 @@
 """AGENTS.md / CLAUDE.md (issue 21, item 5): ``consolidate export`` writes the top durable memories
 into a marked block (only the block changes; secrets and entries worded as orders never leave the
-store), ``consolidate import --agents-md`` reads a teammate's block as user-stated notes. The round
+store), ``consolidate import --agents-md`` reads a teammate's block as notes keeping their evidence. The round
 trip runs between two MiniLM stores through a real git repository and its clone."""
 
 from __future__ import annotations
@@ -157,14 +157,16 @@ def test_round_trip_between_two_stores_through_git(repo, tmp_path, capsys):
     run_queue(store_b, chain_factory=lambda: JudgeChain([ScriptedJudge({})]))
     code = main(["import", "--store", str(store_b.path), "--agents-md", str(bob / "AGENTS.md"), "--judge", "noop"])
     out = capsys.readouterr().out
-    assert code == 0 and "imported 64 memories from AGENTS.md at " in out and "user-stated notes" in out
+    assert code == 0 and "imported 64 memories from AGENTS.md at " in out and "with the evidence and dates" in out
     head = git(alice, "rev-parse", "HEAD").strip()
     assert head[:12] in out
-    got = _memories(store_b)
+    got, theirs = _memories(store_b), _memories(store_a)
     for statement, type_ in ((DECISION, "decision"), (PREFERENCE, "preference"), (RECIPE, "recipe"),
                              (FAILURE, "failure")):
         meta = got[statement]
-        assert meta["type"] == type_ and meta["status"] == "active" and meta["evidence"] == "user-stated"
+        # each keeps the evidence it was exported with (issue 29: an observation stays an observation)
+        assert meta["type"] == type_ and meta["status"] == "active" and meta["evidence"] == theirs[statement]["evidence"]
+        assert meta["last_confirmed"] == theirs[statement]["last_confirmed"]
     assert json.loads(got[DECISION]["fields"])["reason"] == "it needs no server"
     assert json.loads(got[RECIPE]["fields"])["command"] == "make itest ENV=ci"
     assert SECRET not in got and ORDER not in got and GUESS not in got
@@ -198,7 +200,7 @@ def test_round_trip_between_two_stores_through_git(repo, tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0 and "imported 1 memories" in out and "(65 already in the store)" in out
     assert _memories(store_a)["The docs site is built with mkdocs-material and deployed by CI"]["evidence"] \
-        == "user-stated"
+        == _memories(store_b)["The docs site is built with mkdocs-material and deployed by CI"]["evidence"]
     store_b.close()
 
 

@@ -54,7 +54,8 @@ def test_every_stage_decides(store):
     assert len(mems) == 2
     for doc, meta in mems.values():
         prov = json.loads(meta["provenance"])
-        assert set(prov) == {"session_id", "run_id", "date", "evidence", "source", "prompt_version", "reason", "note_ids"}
+        assert set(prov) == {"session_id", "run_id", "date", "evidence", "source", "prompt_version", "reason", "note_ids",
+                             "valid_from"}
         assert meta["session_id"] == "s1" and meta["scope"] == "testproj" and meta["tier"] == "durable"
         assert key not in doc
     sources = sorted(m["source"] for _, m in mems.values())

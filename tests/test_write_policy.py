@@ -150,14 +150,14 @@ OLD = "The API gateway timeout is 30 seconds for every route"
 NEW = "The API gateway timeout is 60 seconds for every route"
 
 
-def _contradicting(evidence_old, evidence_new, st):
+def _contradicting(evidence_old, evidence_new, st, later=DAY):
     session(st, "old", [{"text": "old", "metadata": {"evidence": evidence_old}, "flag": True, "kind": "constraint"}],
             ScriptedJudge())
-    st.sessions.add_note("new", "new", flag=True, kind="constraint", metadata={"evidence": evidence_new}, now=T0 + DAY)
-    st.sessions.end("new", "success", now=T0 + DAY)
+    st.sessions.add_note("new", "new", flag=True, kind="constraint", metadata={"evidence": evidence_new}, now=T0 + later)
+    st.sessions.end("new", "success", now=T0 + later)
     # flagged notes are statements as written; the scripted judge says they contradict
     return run_session(st, "new", chain_factory=chain(ScriptedJudge(relations={"60 seconds": "contradicts"})),
-                       now=T0 + DAY, time_box=None)
+                       now=T0 + later, time_box=None)
 
 
 @pytest.fixture
@@ -210,9 +210,20 @@ def test_conflict_reject_weaker(conflict_store):
     assert "stronger evidence" in rej["reason"] and rej["memory_id"] == list(mems(st))[0]
 
 
-def test_conflict_disputed_then_resolved(conflict_store):
+def test_equal_evidence_observed_later_supersedes(conflict_store):
+    """Two recorded statements of equal evidence a day apart: the newer observation wins (issue 29)."""
     st = conflict_store
-    _contradicting("observed-success", "observed-success", st)
+    plan = _contradicting("observed-success", "observed-success", st)
+    m = mems(st)
+    assert [x["document"] for x in m.values()] == [NEW] and list(m.values())[0]["metadata"]["status"] == "active"
+    [sup] = [e for e in plan.events if e["event"] == "memory.superseded"]
+    assert "newer observation" in sup["reason"]
+
+
+def test_conflict_disputed_then_resolved(conflict_store):
+    """Equal evidence observed the same day: both disputed, until the user settles it."""
+    st = conflict_store
+    _contradicting("observed-success", "observed-success", st, later=60)
     m = mems(st)
     assert sorted(x["metadata"]["status"] for x in m.values()) == ["disputed", "disputed"]
     rows = disputes(st)

@@ -12,12 +12,16 @@ def cmd_recall(args) -> int:
     from ..report import memory_json, render_memory, terminal_safe
     from ..retrieval import check_options, recall
 
+    from ..retrieval import as_of_day
+
     check_options(args.query, args.k, args.min_similarity)  # bad input before the store is opened
+    day = as_of_day(args.as_of)
     from ..team import recall_line
 
     store = open_store(args, create=False)
     team_line = recall_line(store)  # a store in a team: pull first, as MCP recall and SessionStart do
-    result = recall(store, args.query, k=args.k, min_similarity=args.min_similarity, include_quarantined=args.all)
+    result = recall(store, args.query, k=args.k, min_similarity=args.min_similarity, include_quarantined=args.all,
+                    as_of=day)
     hits = result.memories
     if team_line:
         print("team: " + terminal_safe(team_line), file=sys.stderr)
@@ -28,7 +32,7 @@ def cmd_recall(args) -> int:
         print(f"no memory at similarity {args.min_similarity:g} or more ({result.below_floor} less similar:"
               f" --min-similarity 0 shows them)")
     elif not hits:
-        print("no memories" + ("" if store.exists else f" (no store at {store.path})"))
+        print("no memories" + (f" valid on {day}" if day else "") + ("" if store.exists else f" (no store at {store.path})"))
     for h in hits:
         print(terminal_safe(render_memory(h["document"], h["metadata"])))
     if result.note:
@@ -168,6 +172,9 @@ def register(sub, common) -> None:
                    help="leave out memories less similar than this (cosine, -1 to 1, default 0.2)")
     s.add_argument("--all", "--include-quarantined", dest="all", action="store_true",
                    help="include quarantined and disputed entries")
+    s.add_argument("--as-of", metavar="DATE",
+                   help="the memories valid on DATE (2026-07-14, 2026-07, yesterday, '3 days ago'),"
+                        " those superseded since included and marked [superseded DATE]")
     add_json(s, "print the memories as one JSON list, an object per memory")
     s.set_defaults(func=cmd_recall)
     s = sub.add_parser("status", parents=[common], help="counts by status and tier, queue, last run")

@@ -80,7 +80,8 @@ def cmd_import_agents_md(args) -> int:
     if not res["notes"]:
         print(f"{where}: nothing new ({res['known']} memories already in the store)")
         return 0
-    print(f"imported {res['notes']} memories from {where} as user-stated notes of session {res['session_id']}"
+    print(f"imported {res['notes']} memories from {where} as notes of session {res['session_id']}"
+          " (each with the evidence and dates it was exported with)"
           + (f" ({res['known']} already in the store)" if res["known"] else ""))
     if args.no_run:
         print("queued: `consolidate run` (or the next worker) consolidates it")
@@ -111,7 +112,8 @@ def add_import_options(parser) -> None:
     """``consolidate import``'s options for a consolidate block (called where ``import`` is registered)."""
     parser.add_argument("--agents-md", metavar="FILE",
                         help="import the consolidate block of AGENTS.md or CLAUDE.md (written by `consolidate"
-                             " export`) as user-stated notes, then consolidate them")
+                             " export`) as notes keeping the evidence and dates they were exported with, then consolidate"
+                             " them")
     parser.add_argument("--rev", metavar="COMMIT", help="with --agents-md: read the file at this git commit")
     parser.add_argument("--no-run", action="store_true", help="with --agents-md: queue the session, do not run it")
     add_judge(parser)

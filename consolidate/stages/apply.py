@@ -33,6 +33,9 @@ def run(plan, ctx):
     if ctx.dry_run:
         return plan
     preflight(ctx.store)
+    from ..validity import stamp_plan
+
+    stamp_plan(plan)  # valid_to of every entry taken out, before the journal (a replay keeps it)
     journal.write(ctx.store, plan)
     crash_point("apply:journal")
     try:

@@ -20,9 +20,13 @@ neighbours, nearest first, with cosine similarity at least CANDIDATE_SIMILARITY)
   ``supersedes`` graph edge); with weaker evidence the new entry is quarantined, linked to the old
   (``provenance.updates``), until another session confirms it: then it becomes active and the old
   entry is superseded (:func:`_confirm_update`).
-- ``contradicts`` (both claim to be true now): the evidence decides: stronger new evidence supersedes,
-  weaker new evidence is rejected (the event cites the existing entry), equal evidence makes both
-  ``disputed`` (shown with a ``[disputed]`` suffix by recall and in the SessionStart context, listed
+- which side stands is decided by :func:`consolidate.stages.credibility.prevails` (one rule for
+  every path): stronger credited evidence, then the newer observation (an older statement never
+  supersedes a newer one without stronger evidence; an update observed before the entry it would
+  replace is rejected), then confidence.
+- ``contradicts`` (both claim to be true now): stronger new evidence (or equal and newer) supersedes,
+  weaker (or equal and older) new evidence is rejected (the event cites the existing entry), a tie
+  makes both ``disputed`` (shown with a ``[disputed]`` suffix by recall and in the SessionStart context, listed
   by ``consolidate disputes``). A quarantined entry contradicted by a new observation is deleted with
   a tombstone.
 - with no judge able to compare, nothing is guessed to be a contradiction: only duplicates act.
@@ -295,8 +299,14 @@ def _reconfirm(plan, c, match, today) -> None:
         confidence = max(confidence, "medium", key=_CONFIDENCE_RANK.__getitem__)
     c.outcome, c.duplicate_of = "duplicate", match["id"]
     c.outcome_reason = f"re-confirms {match['id']} (similarity {match['similarity']:.3f})"
+    from ..validity import candidate_dates
+
+    # seen again on the date the keeper was observed (today; an imported entry: its own date), never
+    # moving an entry's date back
+    seen = candidate_dates(plan, c)[0]
+    last = meta.get("last_confirmed") if str(meta.get("last_confirmed") or "")[:4].isdigit() else ""
     plan.reconfirmations.append(Reconfirmation(
-        memory_id=match["id"], confidence=confidence, last_confirmed=today, status=status,
+        memory_id=match["id"], confidence=confidence, last_confirmed=max(seen, last or seen), status=status,
         session_id=plan.session_id, note_ids=c.note_ids))
     if evidence != meta.get("evidence"):
         plan.updates.append(MemoryUpdate(match["id"], "update", {"evidence": evidence},
@@ -328,13 +338,30 @@ def _held_back(plan, c, h, judge) -> bool:
     return True
 
 
-def _strengths(plan, c, h) -> tuple[tuple[int, int], tuple[int, int]]:
-    """(new, old) strengths with each judge's evidence claim capped by the note's origin."""
-    from .credibility import credited_strength, entry_strength
+def _standings(plan, c, h) -> tuple[tuple, tuple]:
+    """(new, old) standings for :func:`consolidate.stages.credibility.prevails`: each side's
+    strength (a judge's evidence claim capped by the note's origin), the date it was last
+    observed (a keeper: its notes' date, an imported entry's own, else today; an entry: its
+    ``last_confirmed``) and whether its evidence was recorded rather than a judge's claim."""
+    from ..validity import candidate_dates
+    from .credibility import credited_strength, entry_recorded, entry_strength, recorded
 
     other = h.get("candidate")
-    old = credited_strength(plan, other) if other is not None else entry_strength(h["metadata"])
-    return credited_strength(plan, c), old
+    if other is not None:
+        old = (credited_strength(plan, other), candidate_dates(plan, other)[0], recorded(plan, other))
+    else:
+        old = (entry_strength(h["metadata"]), h["metadata"].get("last_confirmed"), entry_recorded(h["metadata"]))
+    return (credited_strength(plan, c), candidate_dates(plan, c)[0], recorded(plan, c)), old
+
+
+def _why(new, old, verdict: str) -> str:
+    """Why ``verdict`` (``new``/``old``) won, in words: stronger evidence, or the newer observation."""
+    (winner, loser) = (new, old) if verdict == "new" else (old, new)
+    if winner[0][0] != loser[0][0]:
+        return "stronger evidence"
+    if winner[1] and loser[1] and str(winner[1])[:10] != str(loser[1])[:10]:
+        return f"a newer observation ({str(winner[1])[:10]} after {str(loser[1])[:10]}) of equal evidence"
+    return "higher confidence"
 
 
 def _judge_pairs(plan, ctx, to_compare, today) -> None:
@@ -378,7 +405,10 @@ def _contradiction(plan, c, h, judge) -> None:
     old_id = h["id"] or "(this run)"
     if _held_back(plan, c, h, judge):
         return
-    new_s, old_s = _strengths(plan, c, h)
+    from .credibility import prevails
+
+    new_s, old_s = _standings(plan, c, h)
+    verdict = prevails(new_s, old_s)
     if meta.get("status") == "quarantined" and other is None:
         # a contradicting observation deletes a quarantined entry, for good
         plan.updates.append(MemoryUpdate(h["id"], "tombstone", {"status": "deleted"}, event="memory.tombstoned",
@@ -386,19 +416,22 @@ def _contradiction(plan, c, h, judge) -> None:
         plan.decide("memory.contradicted", note_ids=c.note_ids, memory_id=h["id"], judge=judge,
                     reason="contradicts a quarantined entry: the entry is deleted")
         return
-    if new_s > old_s:
+    if verdict == "new":
+        why = _why(new_s, old_s, verdict)
         if other is not None:
-            other.outcome, other.outcome_reason = "rejected", f"superseded in the same run by stronger evidence ({judge})"
+            other.outcome, other.outcome_reason = "rejected", f"superseded in the same run by {why} ({judge})"
             plan.decide("candidate.rejected", note_ids=other.note_ids, reason=other.outcome_reason)
             return
         plan.updates.append(MemoryUpdate(h["id"], "archive", {"status": "superseded"}, event="memory.superseded",
-                                         reason=f"superseded by stronger evidence ({c.evidence}, {c.confidence}; {judge})"))
+                                         reason=f"superseded by {why} ({c.evidence}, {c.confidence}; {judge})"))
         c.provenance["supersedes"] = h["id"]
         plan.decide("memory.superseded", note_ids=c.note_ids, memory_id=h["id"], judge=judge,
-                    reason=f"new evidence {c.evidence}/{c.confidence} beats {meta.get('evidence')}/{meta.get('confidence')}")
-    elif new_s < old_s:
+                    reason=f"new evidence {c.evidence}/{c.confidence} beats {meta.get('evidence')}/{meta.get('confidence')}"
+                           f" ({why})")
+    elif verdict == "old":
         c.outcome = "rejected"
-        c.outcome_reason = f"contradicts {old_id} which has stronger evidence ({meta.get('evidence')}, {meta.get('confidence')})"
+        c.outcome_reason = (f"contradicts {old_id} which has {_why(new_s, old_s, verdict)}"
+                            f" ({meta.get('evidence')}, {meta.get('confidence')})")
         plan.decide("candidate.rejected", note_ids=c.note_ids, reason=c.outcome_reason, memory_id=h["id"], judge=judge)
     else:
         c.status = "disputed"
@@ -425,7 +458,18 @@ def _update(plan, c, h, judge) -> None:
     old_id = h["id"] or "(this run)"
     if c.isolated and _held_back(plan, c, h, judge):
         return
-    (new_rank, _), (old_rank, _) = _strengths(plan, c, h)
+    from .credibility import prevails
+
+    new_s, old_s = _standings(plan, c, h)
+    (new_rank, _), (old_rank, _) = new_s[0], old_s[0]
+    if new_rank == old_rank and prevails(new_s, old_s, by_confidence=False) == "old":
+        # an older observation never replaces a newer one of equal evidence (an old AGENTS.md entry)
+        c.outcome = "rejected"
+        c.outcome_reason = (f"would replace {old_id}, which is {_why(new_s, old_s, 'old')}: an older statement"
+                            " never supersedes a newer one without stronger evidence")
+        plan.decide("candidate.rejected", note_ids=c.note_ids, reason=c.outcome_reason, memory_id=h["id"], judge=judge,
+                    relation="updates")
+        return
     if new_rank < old_rank or c.status == "quarantined":
         c.status = "quarantined"
         if h["id"]:

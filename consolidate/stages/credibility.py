@@ -33,6 +33,17 @@ instance through a tool result or a web page the agent read, that tries to repla
    all there is).
 
 The candidate's recorded ``evidence`` is not changed: only its rank in the comparison is.
+
+3. **Which of two statements stands** (:func:`prevails`, the one rule for every path that lets one
+   statement replace another: a session run, an AGENTS.md import, a teammate's imported block):
+   stronger credited evidence wins, whatever the dates. Between statements of equal evidence the
+   date each was last observed holding decides (``last_confirmed``, or the date an imported entry
+   carries): the older one never wins (it neither supersedes nor rejects the newer); the newer one
+   wins when its standing is equal, i.e. its evidence was recorded as the other's was (a note
+   flagged or written by the user, an imported entry) or both are judges' claims; a judge's claim
+   newer than a recorded statement only disputes it (a note planted in a session, credited
+   observed, never takes out a flagged rule by being newer). Same day or dates unknown: the higher
+   confidence, else neither (a dispute).
 """
 
 from __future__ import annotations
@@ -89,6 +100,47 @@ def entry_strength(meta: dict[str, Any]) -> tuple[int, int]:
     if str(meta.get("source") or "").startswith("judge:"):
         rank = min(rank, _JUDGED_CAP)
     return rank, CONFIDENCE_RANK.get(meta.get("confidence") or "", 0)
+
+
+def _day(value: Any) -> str | None:
+    return value[:10] if isinstance(value, str) and len(value) >= 10 and value[:4].isdigit() else None
+
+
+def recorded(plan, candidate) -> bool:
+    """Whether the candidate's evidence was recorded with its notes (flagged, or every note written
+    by the user: an imported entry is) rather than claimed by a judge."""
+    return not candidate.isolated and evidence_cap(plan, candidate) == _USER_CAP
+
+
+def entry_recorded(meta: dict[str, Any]) -> bool:
+    """Whether a stored entry's evidence was recorded (not a judge's claim: ``source`` ``judge:...``)."""
+    return not str(meta.get("source") or "").startswith("judge:")
+
+
+#: One side of :func:`prevails`: ((evidence rank, confidence rank), ISO date last observed or None,
+#: evidence recorded rather than claimed by a judge).
+Standing = tuple[tuple[int, int], Any, bool]
+
+
+def prevails(new: Standing, old: Standing, *, by_confidence: bool = True) -> str:
+    """Which of two incompatible statements stands: ``"new"``, ``"old"`` or ``"tie"`` (the rule of
+    the module docstring, point 3).
+
+    Each side is a :data:`Standing`: its credited strength (:func:`credited_strength`,
+    :func:`entry_strength`), the ISO date it was last observed holding (None or ``unknown``: no
+    recency) and whether its evidence was recorded (:func:`recorded`, :func:`entry_recorded`).
+    ``by_confidence=False`` leaves confidence out (an update replaces a statement of equal evidence
+    whatever its confidence): a tie instead."""
+    (new_ev, new_conf), (old_ev, old_conf) = new[0], old[0]
+    if new_ev != old_ev:
+        return "new" if new_ev > old_ev else "old"
+    new_day, old_day = _day(new[1]), _day(old[1])
+    if new_day and old_day and new_day != old_day:
+        newer, older, side = (new, old, "new") if new_day > old_day else (old, new, "old")
+        return side if newer[2] or not older[2] else "tie"  # never the older; the newer when of equal standing
+    if by_confidence and new_conf != old_conf:
+        return "new" if new_conf > old_conf else "old"
+    return "tie"
 
 
 def may_overrule(candidate, target_status: str | None) -> str | None:

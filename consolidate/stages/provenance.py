@@ -1,6 +1,8 @@
 """Stage 8, provenance stamp: every entry to be written gets its id, provenance and metadata.
 
-``provenance = {session_id, run_id, date, evidence, source, prompt_version, reason, note_ids}``; the
+``provenance = {session_id, run_id, date, evidence, source, prompt_version, reason, note_ids,
+valid_from}``; ``last_confirmed`` and ``valid_from`` come from its notes (an imported entry's dates,
+else today: consolidate/validity.py); an entry it supersedes gets ``valid_to``. The
 memory id is deterministic (``mem-`` + the first 16 hex digits of SHA-256 over scope, type and the
 normalised statement), so a replayed run overwrites instead of duplicating."""
 
@@ -23,6 +25,7 @@ def run(plan, ctx):
     from .. import archive
 
     from ..forget import check_resurrections
+    from ..validity import candidate_dates
 
     check_resurrections(plan, ctx.store)  # a forgotten statement comes back only user-stated or flagged
     now = _dt.datetime.fromtimestamp(ctx.now, _dt.timezone.utc)
@@ -33,42 +36,24 @@ def run(plan, ctx):
             c.outcome, c.outcome_reason = "rejected", f"{c.memory_id} was deleted (tombstone): never written again"
             plan.decide("candidate.rejected", note_ids=c.note_ids, reason=c.outcome_reason, memory_id=c.memory_id)
             continue
-        c.last_confirmed = _confirmed(plan, c) or now.date().isoformat()
+        c.last_confirmed, valid_from = candidate_dates(plan, c)
         links = {k: c.provenance[k] for k in ("supersedes", "disputes", "updates", "type_inferred", "fields_missing", "external")
                  if c.provenance.get(k)}
         c.provenance = {
             "session_id": plan.session_id, "run_id": plan.run_id, "date": now.isoformat(timespec="seconds"),
             "evidence": c.evidence, "source": c.source, "prompt_version": c.provenance.get("prompt_version"),
-            "reason": c.reason, "note_ids": list(c.note_ids), **links,
+            "reason": c.reason, "note_ids": list(c.note_ids), "valid_from": valid_from, **links,
         }
         for u in plan.updates:
             if u.memory_id == links.get("supersedes"):
                 u.changes["superseded_by"] = c.memory_id
+                u.changes["valid_to"] = valid_from  # it held until the statement replacing it became true
                 u.edges.append([c.memory_id, "supersedes"])
             elif u.memory_id == links.get("disputes"):
                 u.changes["disputed_with"] = c.memory_id
                 u.edges.append([c.memory_id, "disputes"])
     anchor(plan, ctx)
     return plan
-
-
-def _confirmed(plan, c) -> str | None:
-    """The date a memory imported from an AGENTS.md block was last confirmed where it came from
-    (its notes' ``confirmed`` metadata, consolidate/export_md.py), never later than today; None for
-    every other note (last confirmed: today)."""
-    dates = []
-    for nid in c.note_ids:
-        try:
-            value = plan.note(nid).metadata.get("confirmed")
-        except (KeyError, ValueError, AttributeError):
-            return None
-        if not (isinstance(value, str) and len(value) == 10 and value[4] == "-" and value[7] == "-"):
-            return None
-        dates.append(value)
-    if not dates:
-        return None
-    today = _dt.datetime.fromtimestamp(plan.started_at, _dt.timezone.utc).date().isoformat()
-    return min(max(dates), today)
 
 
 def anchor(plan, ctx) -> None:
