@@ -178,7 +178,7 @@ def merge(server: dict, local: dict) -> dict:
     out = {**older, **newer}
     if STATUS_RANK.get(older.get("status"), 1) > STATUS_RANK.get(newer.get("status"), 1):
         out["status"] = older["status"]
-        for key in ("superseded_by", "disputed_with"):
+        for key in ("superseded_by", "disputed_with", "valid_to"):  # the status with its link and end
             if key in older:
                 out[key] = older[key]
     return out

@@ -156,10 +156,10 @@ def as_of(store, query: str, day: str, *, k: int, floor: float, include_quaranti
     old = [r for r in archive.records(store)
            if (r.get("metadata") or {}).get("status") in AS_OF_ARCHIVED and isinstance(r.get("document"), str)
            and valid_on(r["metadata"], day, r.get("archived_at"))]
-    live_ids = {r["id"] for r in rows}
+    back = set(lt.get([r["id"] for r in old])) if old else set()  # archived, then restored (an undo)
     rows += [{"id": r["id"], "document": r["document"],
               "metadata": {**r["metadata"], "archived_at": r.get("archived_at")}}
-             for r in old if r["id"] not in live_ids]
+             for r in old if r["id"] not in back]
     if not rows:
         return [], 0
     import numpy as np

@@ -124,6 +124,11 @@ def test_between_equal_evidence_the_newer_observation_wins_and_as_of_remembers(t
     api, mcp = json.loads(subprocess.run([sys.executable, "-c", code, str(tmp_path / "st")], capture_output=True,
                                          text=True, check=True, env={**os.environ}).stdout)
     assert api == [LOCAL] and len(mcp) == 1 and mcp[0].startswith(LOCAL) and "[superseded 2026-06-10]" in mcp[0]
+    # undone, the supersession is gone from the past too: the restored memory is not shown superseded
+    run_id = out.stdout.rsplit("(run ", 1)[1].split(")")[0]
+    cli("undo", run_id, "--store", "st", cwd=tmp_path)
+    then = memories(tmp_path, "--as-of", "2025-06-01")
+    assert list(then) == [LOCAL] and then[LOCAL]["status"] == "active" and "valid_to" not in then[LOCAL]
 
 
 def test_a_newer_import_of_the_same_memory_moves_its_date_an_older_one_does_not(tmp_path):
