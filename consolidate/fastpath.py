@@ -468,11 +468,11 @@ def _idle_run(opts: dict) -> int | None:
     try:
 
         fold_queue_file(conn, store)
-        if not finish_idle_end(conn, sid, time.time()):
+        run_id = "run-" + os.urandom(6).hex()
+        if not finish_idle_end(conn, sid, time.time(), run_id):
             return None
     finally:
         conn.close()
-    run_id = "run-" + os.urandom(6).hex()
     sys.stdout.write(f"session {sid} (success) · run {run_id} · 0 notes\n"
                      "  -> 0 durable, 0 quarantined, 0 transient, 0 re-confirmed; judges: none\n")
     return 0

@@ -144,10 +144,19 @@ def connect_read_only(db_path: str) -> sqlite3.Connection:
     return sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=1.0)
 
 
-def finish_idle_end(db: sqlite3.Connection, session_id: str, now: float) -> bool:
+#: What a run of a session without notes did (consolidate.plan.run_summary of such a run; a test
+#: compares them): the idle run's queue-row result.
+EMPTY_RUN_SUMMARY: dict = {"notes": 0, "written_durable": 0, "written_quarantined": 0, "written_transient": 0,
+                           "written_disputed": 0, "rejected": 0, "reconfirmed": 0, "judges": [],
+                           "partial": False, "waiting": 0}
+
+
+def finish_idle_end(db: sqlite3.Connection, session_id: str, now: float, run_id: str) -> bool:
     """The idle run (consolidate.fastpath): in one transaction, mark the queued ``success`` end of a
     session with no notes, none waiting and no harvest left to finish (``harvest_pending``) ``done``
-    (result ``{"notes": 0}``) as a run would; False, changing nothing, for any other session."""
+    under ``run_id`` with result :data:`EMPTY_RUN_SUMMARY`, as the full run does (listed by
+    ``consolidate runs``, undone as a run that wrote nothing); False, changing nothing, for any
+    other session."""
     with transaction(db):
         if _harvest_pending(db, session_id):
             return False  # its hook's harvest did not finish: the full run finishes it first
@@ -156,8 +165,8 @@ def finish_idle_end(db: sqlite3.Connection, session_id: str, now: float) -> bool
         waiting = db.execute("SELECT COUNT(*) FROM waiting WHERE session_id=?", (session_id,)).fetchone()[0]
         if row is None or row[0] != "success" or row[1] != "queued" or notes or waiting:
             return False
-        db.execute("UPDATE session_ends SET status='done', run_id=NULL, result=?, updated_at=?, claimed_by=NULL,"
-                   " claimed_at=NULL WHERE session_id=?", (json.dumps({"notes": 0}), now, session_id))
+        db.execute("UPDATE session_ends SET status='done', run_id=?, result=?, updated_at=?, claimed_by=NULL,"
+                   " claimed_at=NULL WHERE session_id=?", (run_id, json.dumps(EMPTY_RUN_SUMMARY), now, session_id))
     return True
 
 

@@ -268,7 +268,7 @@ def test_consolidate_run_makes_the_pending_harvest_first(setup):
     from consolidate.session_tables import connect, finish_idle_end
 
     db = connect(str(project / ".memofs" / "sessions.sqlite3"))
-    assert finish_idle_end(db, SID, time.time()) is False  # the idle run's own check: not an empty session
+    assert finish_idle_end(db, SID, time.time(), "run-x") is False  # the idle run's own check: not an empty session
     db.close()
     r = subprocess.run([str(CONSOLE), "run", "--store", ".memofs", "--session", SID, "--embedding", "hash",
                         "--judge", f"scripted:{project.parent / 'script.json'}"], cwd=project,

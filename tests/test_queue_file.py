@@ -191,8 +191,14 @@ def test_idle_run_light_and_full_paths_say_and_do_the_same(tmp_path):
                              capture_output=True, text=True, env=_env())
         assert out.returncode == 0, out.stderr
         row = Store(s.path, embedding="hash", project="p").sessions.session_end("idle")
+        assert row["run_id"] and f"run {row['run_id']} " in out.stdout  # the run it printed is the row's
         text = " ".join(w if not w.startswith("run-") else "RUN" for w in out.stdout.split(" "))
-        results[how] = (text, row["status"], row["run_id"], row["result"])
+        results[how] = (text, row["status"], row["result"])
+        undone = subprocess.run([CONSOLE, "undo", row["run_id"], "--store", str(s.path)],
+                                capture_output=True, text=True, env=_env())  # a run of its own: it can be undone
+        assert undone.returncode == 0, undone.stderr
+        listed = subprocess.run([CONSOLE, "runs", "--store", str(s.path)], capture_output=True, text=True, env=_env())
+        assert row["run_id"] in listed.stdout and "undone" in listed.stdout, listed.stdout
     assert results["light"] == results["full"]
     assert results["light"][1] == "done" and "0 notes" in results["light"][0]
 
@@ -224,3 +230,12 @@ def test_a_resumed_session_ends_its_open_part(store):
     tier = Store(store.path, embedding="hash", project="p").sessions
     assert tier.session_end(part)["status"] == "queued"
     assert [r["session_id"] for r in tier.queued()] == ["s1", part]
+
+
+def test_idle_run_summary_is_a_run_summary_of_no_notes():
+    """The light path's queue-row result (session_tables.EMPTY_RUN_SUMMARY, standard library only) is
+    what consolidate.plan.run_summary says of a run of a session without notes."""
+    from consolidate.plan import Plan, run_summary
+    from consolidate.session_tables import EMPTY_RUN_SUMMARY
+
+    assert run_summary(Plan("idle")) == EMPTY_RUN_SUMMARY
