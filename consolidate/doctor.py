@@ -130,6 +130,8 @@ def check(store, repair: bool = False) -> list[Finding]:
 
         with allow_missing(store):
             found += crosscheck.check(store, repair)
+            if not any(not x.repaired for x in found if x.where.startswith(("chroma", "manifest"))):
+                found += _check_lexical(store, repair)
     for sid, pid in (store.sessions.dead_claims() if sessions_ok else ()):
         f = Finding(f"queue:{sid}", f"claimed by process {pid}, which is gone")
         if repair:
@@ -224,6 +226,98 @@ def _move_aside(path: Path, companions: tuple[str, ...] = ()) -> Path:
         if extra.exists():
             extra.rename(aside.with_name(aside.name + suffix))
     return aside
+
+
+def _check_lexical(store, repair: bool) -> list[Finding]:
+    """The lexical index (``lexical.sqlite3``, consolidate/lexical.py) against the recall index: a
+    missing, damaged or out-of-step one (another token, or another number of records) is rebuilt
+    from the recall index's records by ``--repair`` (recall would rebuild it on first use too)."""
+    import sqlite3
+
+    from . import lexical
+    from .errors import StoreError
+
+    path = lexical.index_path(store.path)
+    try:
+        lt = store.longterm()
+        total = lt.count()
+    except StoreError:
+        return []  # the recall index's own finding
+    if not path.exists():
+        if not total:
+            return []
+        problem = f"the lexical index (exact identifiers in recall) is missing while the recall index holds {_memories(total)}"
+    else:
+        try:
+            idx = lexical.LexicalIndex(path, readonly=True)
+            try:
+                ok = lexical.in_step(store, idx, lt) and idx.count() == total
+                held = idx.count()
+            finally:
+                idx.close()
+            problem = "" if ok else (f"the lexical index holds {_memories(held)} and is out of step with the recall"
+                                     f" index ({_memories(total)})")
+        except sqlite3.Error as exc:
+            problem = f"the lexical index cannot be read ({exc})"
+        if not problem:
+            return []
+    f = Finding(lexical.INDEX_FILE, problem + "; --repair rebuilds it from the recall index (recall does on first use)")
+    if repair:
+        try:
+            lexical.rebuild(store, lt).close()
+            f.repaired = True
+        except (sqlite3.Error, OSError) as exc:
+            f.problem += f" (rebuild failed: {exc})"
+            f.repairable = False
+    return [f]
+
+
+def _memories(n: int) -> str:
+    return f"{n} memory" if n == 1 else f"{n} memories"
+
+
+def _rebuilt(store, f: Finding, repair: bool) -> Finding:
+    """``f`` repaired by rebuilding the index (its counts added to the line) when ``repair``."""
+    if repair:
+        from .reindex import rebuild
+
+        done = rebuild(store)
+        f.problem += f"; rebuilt {_memories(done['rebuilt'])}"
+        if done["graph_only"]:
+            f.problem += (f" ({done['graph_only']} from the graph alone: no event describes them, so their evidence"
+                          " and confidence are best effort)")
+        f.repaired = True
+    return f
+
+
+def _index_vs_graph(store, repair: bool) -> list[Finding]:
+    from . import graph
+    from .plan import Candidate
+
+    rows = store.longterm().all()
+    folder = store.sub("graph")
+    g = graph.load(folder)
+    missing = [r for r in rows if r["metadata"].get("tier") == "durable" and r["id"] not in g]
+    if not missing:
+        return []
+    f = Finding("graph/", f"{len(missing)} memories of the recall index have no graph node")
+    if repair:
+        for r in missing:
+            m = r["metadata"]
+            prov = json.loads(m.get("provenance") or "{}")
+            c = Candidate(note_ids=prov.get("note_ids", []), statement=r["document"], type=m.get("type", "fact"),
+                          source=m.get("source", "unknown"), evidence=m.get("evidence", "inferred"),
+                          confidence=m.get("confidence", "low"), reason=prov.get("reason", ""),
+                          fields=json.loads(m.get("fields") or "{}"), status=m.get("status", "active"),
+                          memory_id=r["id"], provenance={"session_id": m.get("session_id", "unknown"),
+                                                         "run_id": m.get("run_id", "unknown")})
+            graph.add_memory(g, c, m.get("scope") or store.project)
+        from . import snapshots
+
+        snapshots.settle_graph_appends(store)  # the rewrite moves the lines undo records point to
+        graph.save(g, folder)
+        f.repaired = True
+    return [f]
 
 
 def exit_code(findings: list[Finding]) -> int:

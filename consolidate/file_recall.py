@@ -147,6 +147,39 @@ def matches(rel: str, key: str) -> bool:
     return rel.endswith("/" + key)
 
 
+def lexical_ids(store_path: Path, rel: str, limit: int = MAX_MEMORIES * 4) -> list[str]:
+    """Ids of the memories whose text names the file ``rel`` (its path, a path it ends with, or its
+    bare name when the memory names no other path to a file of that name), from the store's lexical
+    index (consolidate/lexical.py, the same terms as recall; read as it is: the hook rebuilds
+    nothing). Active and disputed memories only; [] when there is no index."""
+    import sqlite3
+
+    from . import lexical
+
+    name = rel.rsplit("/", 1)[-1]
+    wanted = lexical.terms(rel)
+    strong = {t for t, s in wanted if s and t.endswith(name.casefold())} or {name.casefold()}
+    idx = lexical.read_only(store_path)
+    if idx is None:
+        return []
+    try:
+        hits = idx.search(lexical.Query(terms=sorted(strong), strong=strong), limit=limit)
+    except sqlite3.Error:
+        return []
+    finally:
+        idx.close()
+    full, base = max(strong, key=len), name.casefold()
+    out = []
+    for h in hits:
+        if full in h.matched:
+            out.append(h.id)
+        elif base in h.matched:  # the bare name: unless the memory names another path to such a file
+            others = [t for t in h.terms if "/" in t and t.endswith("/" + base) and not full.endswith(t)]
+            if not others:
+                out.append(h.id)
+    return out
+
+
 def file_context(store_path: Path, payload: dict[str, Any], *, root: Path | None = None,
                  shown: set[str] | None = None) -> tuple[str, list[str]]:
     """``(text, memory texts)`` for a tool call: the lines to print ('' when no memory names the
@@ -158,7 +191,7 @@ def file_context(store_path: Path, payload: dict[str, Any], *, root: Path | None
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
     root = root or (Path(cwd) if cwd else store_path.parent)
     index = load_index(store_path)
-    if not index.get("files"):
+    if not index.get("memories"):
         return "", []
     from .context_guard import held_back_line, unsafe_reason
     from .echo import digest
@@ -169,21 +202,19 @@ def file_context(store_path: Path, payload: dict[str, Any], *, root: Path | None
     held = 0
     rels = [relative(p, root) for p in paths]
     for rel in rels:
-        for key, ids in index["files"].items():
-            if not matches(rel, key):
+        named = [mid for key, ids in index["files"].items() if matches(rel, key) for mid in ids]
+        for mid in named + [m for m in lexical_ids(store_path, rel) if m not in named]:
+            m = index["memories"].get(mid)
+            if not m or m.get("status") not in _SHOWN_STATUSES or mid in picked:
                 continue
-            for mid in ids:
-                m = index["memories"].get(mid)
-                if not m or m.get("status") not in _SHOWN_STATUSES or mid in picked:
-                    continue
-                if digest(m["text"]) in shown:
-                    continue
-                if unsafe_reason(m["text"]):  # the SessionStart context's guard: never printed as context
-                    held += 1
-                    picked.append(mid)
-                    continue
+            if digest(m["text"]) in shown:
+                continue
+            if unsafe_reason(m["text"]):  # the SessionStart context's guard: never printed as context
+                held += 1
                 picked.append(mid)
-                texts.append(m["text"])
+                continue
+            picked.append(mid)
+            texts.append(m["text"])
     if not texts:
         return "", []
     texts = texts[:MAX_MEMORIES]

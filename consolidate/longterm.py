@@ -298,16 +298,23 @@ class LongTerm:
                     self._index.close()
             time.sleep(0.05 * (attempt + 1))
 
-    def _write(self, fn) -> None:
+    def _write(self, fn, lexical=None) -> None:
         """``fn(collection)`` on a fresh collection, changing the generation token before and
-        after. A Chroma error becomes a StoreError naming the cause."""
+        after, then ``lexical(index)`` on the lexical index (consolidate/lexical.py: kept in step
+        here, so every writer of the vectors writes it too). A Chroma error becomes a StoreError
+        naming the cause."""
+        from . import lexical as _lexical
+
         with self._index.lock:
             collection = self._index.current(self.store)
             embedded = not self.store.chroma_url
+            before = read_generation(self.store) if embedded else f"count:{collection.count()}"
             if embedded:
                 bump_generation(self.store)
+            ok = False
             try:
                 fn(collection)
+                ok = True
             except ConsolidateError:
                 raise
             except Exception as exc:  # noqa: BLE001
@@ -316,10 +323,14 @@ class LongTerm:
                 raise StoreError(f"the recall index write failed: {type(exc).__name__}: {_one_line(exc)}",
                                  path=str(self.store.chroma_url or self.store.path)) from None
             finally:
+                token = None
                 if embedded:  # a failed write may have changed part of the index: others reopen too
                     token = bump_generation(self.store)
                     if self._index.client is not None:
                         self._index.seen = token
+            if ok and lexical is not None:
+                after = token if token is not None else f"count:{collection.count()}"
+                _lexical.write(self.store, self, lexical, before, after)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Embeddings of ``texts``: one list of ``dimension`` floats each, L2-normalised."""
@@ -406,13 +417,13 @@ class LongTerm:
                 collection.upsert(ids=[r["id"] for r in chunk], documents=[r["document"] for r in chunk],
                                   metadatas=[r["metadata"] for r in chunk], embeddings=[r["embedding"] for r in chunk])
 
-        self._write(write)
+        self._write(write, lambda index: index.upsert(records))
 
     def delete(self, ids: list[str]) -> None:
         """Remove memories from the recall index (missing ids are not an error: replay)."""
         ids = list(dict.fromkeys(ids))
         if ids:
-            self._write(lambda collection: collection.delete(ids=ids))
+            self._write(lambda collection: collection.delete(ids=ids), lambda index: index.delete(ids))
 
     def get(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """``{id: {"document", "metadata"}}`` for the ids that exist (an id given twice is read once:
@@ -430,7 +441,8 @@ class LongTerm:
             return False
         meta = dict(cur["metadata"] or {})
         meta.update(changes)
-        self._write(lambda collection: collection.update(ids=[memory_id], metadatas=[meta]))
+        self._write(lambda collection: collection.update(ids=[memory_id], metadatas=[meta]),
+                    lambda index: index.update(memory_id, meta))
         return True
 
     def search(self, query: str | list[float], *, k: int = 5, scope: str | None = None,

@@ -6,8 +6,9 @@ Built on the ``mcp`` package 2.x (``mcp.server.mcpserver.MCPServer``). Tools:
   flagged note, ``{"id", "policy"}``: what the write policy says about it, note_policy.py).
 - ``session_read(session_id, path)`` returns the session's id, notes, its queued end and its
   workspace, if any; with ``path``, a file or folder of its workspace.
-- ``recall(query, k, include_quarantined, min_similarity, as_of)`` returns the nearest memories, each rendered with its
-  suffix (``Use pnpm, not npm [high, user-stated, 2026-07]``) and its id.
+- ``recall(query, k, include_quarantined, min_similarity, as_of)`` returns the best memories (hybrid:
+  meaning and exact identifiers, consolidate/retrieval.py), each rendered with its suffix (``Use pnpm,
+  not npm [high, user-stated, 2026-07]``), its id and how it was found (``match``).
 - ``session_complete(outcome, reason, ephemeral, session_id)`` records the session end in the queue
   (after the workspace's share of the outcome, see ``consolidate.workspace``) and returns at once:
   it never runs the pipeline inline. A worker consolidates the queue (started here when one
@@ -124,7 +125,7 @@ def recall_result(s: Store, query: Any, *, k: Any, include_quarantined: bool, mi
     held = len(result.memories) - len(safe)
     memories = [{"id": h["id"], "text": render_memory(h["document"], h["metadata"]),
                  "type": h["metadata"].get("type"), "status": h["metadata"].get("status"),
-                 "similarity": round(float(h["similarity"]), 4)} for h in safe]
+                 "similarity": round(float(h["similarity"]), 4), "match": h.get("match", "vector")} for h in safe]
     out: dict[str, Any] = {"count": len(memories), "memories": memories, "below_floor": result.below_floor}
     if held:
         out["held_back"] = held
@@ -348,7 +349,8 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
 
     @server.tool()
     async def recall(
-        query: Annotated[str, Field(description="What you want to know, in plain words.")],
+        query: Annotated[str, Field(description="What you want to know, in plain words, or an exact "
+                                                "identifier (a version, flag, file name, error code, ticket).")],
         k: Annotated[int, Field(description=f"How many memories, 1 to {MAX_K}.")] = 5,
         include_quarantined: Annotated[bool, Field(description="Also return quarantined and disputed entries "
                                                                "(low-confidence single observations).")] = False,
@@ -357,11 +359,13 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
         as_of: Annotated[str | None, Field(description="A date (2026-07-14): the memories valid then, those "
                                                        "superseded since included and marked.")] = None,
     ) -> dict[str, Any]:
-        """Semantic search over long-term memory (the same search as ``consolidate recall``): each
-        memory rendered with its suffix ``[confidence, evidence, month last confirmed]``, its id,
-        type, status and similarity; ``below_floor`` counts nearer ones under ``min_similarity``;
-        ``note`` says when the best match is a quarantined entry left out; ``as_of``: the memories
-        valid on that date (superseded ones marked ``[superseded DATE]``)."""
+        """Hybrid search over long-term memory (meaning and exact words; the same search as
+        ``consolidate recall``): each memory rendered with its suffix ``[confidence, evidence, month
+        last confirmed]``, its id, type, status, similarity and ``match`` (vector, lexical: an exact
+        identifier or all the words, even below ``min_similarity``, or both); ``below_floor`` counts
+        nearer ones under ``min_similarity``; ``note`` says when the best match is a quarantined
+        entry left out; ``as_of``: the memories valid on that date (superseded ones marked
+        ``[superseded DATE]``)."""
         def search(s: Store) -> dict[str, Any]:
             from .team import recall_line
 

@@ -18,14 +18,18 @@ def terminal_safe(text: str) -> str:
 
 
 def memory_json(hit: dict) -> dict:
-    """A recall hit as JSON-ready data, with provenance and fields as objects, not strings."""
+    """A recall hit as JSON-ready data, with provenance and fields as objects, not strings, and
+    ``match`` (vector, lexical or both) when recall says how it found it."""
     meta = dict(hit["metadata"])
     for key in ("provenance", "fields"):
         try:
             meta[key] = json.loads(meta[key]) if isinstance(meta.get(key), str) else meta.get(key)
         except ValueError:
             pass
-    return {"id": hit["id"], "statement": hit["document"], "similarity": round(hit["similarity"], 4), **meta}
+    out = {"id": hit["id"], "statement": hit["document"], "similarity": round(hit["similarity"], 4)}
+    if hit.get("match"):  # how recall found it: vector, lexical or both (consolidate/retrieval.py)
+        out["match"] = hit["match"]
+    return {**out, **meta}
 
 _LABELS = {
     "note.purged": "expired (TTL)",

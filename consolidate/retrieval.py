@@ -11,6 +11,13 @@
   memories that were valid on that day (consolidate/validity.py), those superseded since included,
   each with its ``status`` (``superseded`` ones shown ``[superseded YYYY-MM-DD]``).
 
+The search is **hybrid**: the nearest memories by embedding (cosine) and the best lexical matches
+(SQLite FTS5 BM25 over words and identifiers, consolidate/lexical.py) are fused by reciprocal rank
+fusion (:func:`fuse`). An embedding alone misses exact identifiers (``v1.9``, ``--no-verify``,
+``PROJ-1234``, ``E0308``: issue 29); a lexical match is returned even below the floor when it holds
+an identifier of the query or every content word of it (``match`` says ``lexical``). Each hit says
+how it was found in ``match``: ``vector``, ``lexical`` or ``both``.
+
 When the best match of the query is quarantined (left out by default) the result says so in
 ``note``, so an agent knows a low-confidence observation exists and can ask for it. A store with no
 long-term tier yet is not created by a recall: the result is empty.
@@ -120,19 +127,101 @@ def recall(store, query: str, *, k: int = 5, min_similarity: float = MIN_SIMILAR
 
     statuses = (*RECALLED, "quarantined") if include_quarantined else RECALLED
     vector = lt.embed([query])[0]  # embedded once for both searches below
-    found = lt.search(vector, k=k, statuses=statuses)
+    depth = max(k, FUSION_DEPTH)
+    near = lt.search(vector, k=depth, statuses=statuses)
+    lexical = lexical_matches(store, lt, query, depth, statuses)
+    fused = fuse(near, lexical, floor)
+    have = {h["id"] for h in near}
+    extra = [m.id for m in fused[:k] if m.id not in have]
+    if extra:  # lexical-only hits: their records and their cosine to the query
+        got = lt.get_with_embeddings(extra)
+        near_of = {i: {"id": i, "document": r["document"], "metadata": r["metadata"],
+                       "similarity": sum(a * b for a, b in zip(vector, r["embedding"]))} for i, r in got.items()}
+    else:
+        near_of = {}
+    near_of.update({h["id"]: h for h in near})
+    found = [{**near_of[m.id], "match": m.match} for m in fused if m.id in near_of][:k]
     from .anchors import mark_hits
 
-    found = mark_hits(store, found)  # code anchors: a drifted memory says so (consolidate.anchors)
-    result.memories = [h for h in found if h["similarity"] >= floor]
-    result.below_floor = len(found) - len(result.memories)
+    result.memories = mark_hits(store, found)  # code anchors: a drifted memory says so (consolidate.anchors)
+    returned = {h["id"] for h in result.memories}
+    result.below_floor = sum(1 for h in near[:k] if h["similarity"] < floor and h["id"] not in returned)
     if not include_quarantined:
         best_q = lt.search(vector, k=1, statuses=("quarantined",), min_similarity=floor)
         if best_q and best_q[0]["similarity"] >= floor and (
-                not result.memories or best_q[0]["similarity"] > result.memories[0]["similarity"]):
+                not result.memories or best_q[0]["similarity"] > max(h["similarity"] for h in result.memories)):
             result.quarantined_best = best_q[0]
     if record and result.memories:
         from .echo import record_shown_safely
 
         record_shown_safely(store, shown_to, [h["document"] for h in result.memories])
     return result
+
+
+#: How deep each ranking is read before fusion (at least ``k``).
+FUSION_DEPTH = 20
+#: The reciprocal rank fusion constant (Cormack, Clarke and Buettcher 2009).
+RRF_K = 60
+
+
+@dataclass
+class Fused:
+    """One fused hit: ``id``, ``score`` (the RRF sum), ``match`` (vector, lexical or both)."""
+
+    id: str
+    score: float
+    match: str
+    similarity: float
+
+
+def fuse(near: list[dict[str, Any]], lexical: list, floor: float, rrf_k: int = RRF_K) -> list[Fused]:
+    """Reciprocal rank fusion of the vector ranking ``near`` (hits with ``id`` and ``similarity``,
+    nearest first) and the lexical ranking ``lexical`` (consolidate.lexical.Match, best first):
+    each memory scores the sum over the rankings holding it of ``1 / (rrf_k + rank)``, rank from 1
+    (G. V. Cormack, C. L. A. Clarke, S. Buettcher, "Reciprocal rank fusion outperforms Condorcet and
+    individual rank learning methods", SIGIR 2009; k = 60 as there). Kept: the vector hits at or
+    above ``floor``, and the lexical hits that are admitted (an identifier of the query or all its
+    content words, :attr:`consolidate.lexical.Match.admitted`) or above the floor. Best first; ties
+    by similarity."""
+    score: dict[str, float] = {}
+    sim: dict[str, float] = {}
+    how: dict[str, set[str]] = {}
+    keep: set[str] = set()
+    for rank, h in enumerate(near, 1):
+        score[h["id"]] = score.get(h["id"], 0.0) + 1.0 / (rrf_k + rank)
+        sim[h["id"]] = float(h["similarity"])
+        if h["similarity"] >= floor:
+            keep.add(h["id"])
+            how.setdefault(h["id"], set()).add("vector")
+    for m in lexical:
+        score[m.id] = score.get(m.id, 0.0) + 1.0 / (rrf_k + m.rank)
+        if m.admitted or m.id in keep:
+            keep.add(m.id)
+            how.setdefault(m.id, set()).add("lexical")
+    out = [Fused(i, score[i], "both" if len(how[i]) == 2 else next(iter(how[i])), sim.get(i, -1.0))
+           for i in keep]
+    out.sort(key=lambda f: (-f.score, -f.similarity, f.id))
+    return out
+
+
+def lexical_matches(store, lt, query: str, limit: int, statuses: tuple[str, ...]) -> list:
+    """The lexical ranking of ``query`` (consolidate.lexical), the index brought in step first; []
+    when the index cannot be read (the vector ranking alone answers)."""
+    import sqlite3
+
+    from . import lexical
+
+    q = lexical.parse_query(query)
+    if not q.terms:
+        return []
+    try:
+        idx = lexical.ensure(store, lt)
+    except (sqlite3.Error, OSError):
+        return []
+    try:
+        return idx.search(q, limit=limit, statuses=statuses)
+    except sqlite3.Error:
+        return []
+    finally:
+        if not idx.shared:
+            idx.close()

@@ -9,6 +9,7 @@ Layout (docs/design.md#store-layout)::
     memory/notes.md            timestamped record of what graduated (and transients)
     events/memory-events.jsonl append-only audit log
     chroma/                    ChromaDB persistent store (unless a Chroma server is used)
+    lexical.sqlite3            recall's lexical index (FTS5), derived from chroma/ (consolidate/lexical.py)
     graph/nodes.jsonl, graph/edges.jsonl
     journal/                   write-ahead journal of the run being applied
     logs/                      worker logs

@@ -126,15 +126,21 @@ def test_the_queue_is_drained_in_one_place():
 SQL = re.compile(r"\bexecute(?:many|script)?\(|\b(?:SELECT|INSERT|UPDATE|DELETE FROM|CREATE (?:TABLE|INDEX)|PRAGMA)\s"
                  r"|sqlite3\.connect\(")
 SESSION_TIER = ["session.py", "session_tables.py"]
+#: The other SQLite file of the store and its one owner: recall's lexical index (FTS5).
+LEXICAL = "lexical.py"
 
 
 def test_sql_is_only_in_the_session_tier():
     """Every table of sessions.sqlite3 has one owner: SessionTier (consolidate/session.py) or
     consolidate/session_tables.py; no other module of the package holds a statement or opens a
-    connection (the hooks, echo, file recall, the light entry point call their functions)."""
-    hits = {name: [line.strip() for line in text.splitlines() if SQL.search(line)] for name, text in _sources().items()}
-    outside = {name: lines[:3] for name, lines in hits.items() if lines and name not in SESSION_TIER}
+    connection (the hooks, echo, file recall, the light entry point call their functions). The
+    lexical index (lexical.sqlite3) is the one other database, owned by consolidate/lexical.py, which
+    never names the session database."""
+    src = _sources()
+    hits = {name: [line.strip() for line in text.splitlines() if SQL.search(line)] for name, text in src.items()}
+    outside = {name: lines[:3] for name, lines in hits.items() if lines and name not in SESSION_TIER + [LEXICAL]}
     assert outside == {}
+    assert "sessions.sqlite3" not in src[LEXICAL] and 'INDEX_FILE = "lexical.sqlite3"' in src[LEXICAL]
     assert all(len(hits[name]) > 10 for name in SESSION_TIER)  # the pattern finds the tier's own statements
 
 

@@ -842,6 +842,22 @@ def test_forget_on_a_is_forgotten_on_b(tmp_path, server):
     assert local_docs(b) == [] and "forgotten" in out.stdout.lower(), out.stdout
 
 
+def test_b_recalls_an_identifier_a_pushed_and_not_once_a_forgot_it(tmp_path, server):
+    """Hybrid recall on a team store (issue 29 item 4): a pull writes B's lexical index with its
+    vectors, so ``recall PROJ-4821`` on B finds the memory A pushed (a lexical match: the hash
+    embedding puts it far below the floor); once A forgets it and B pulls, B's lexical side drops it."""
+    a = machine(tmp_path, "a", server.url)
+    b = machine(tmp_path, "b", server.url)
+    text = "Refunds over 500 EUR wait for the fraud review queue, ticket PROJ-4821"
+    session(a, "a1", text)
+    hits = json.loads(cli(b, "recall", "PROJ-4821", "--json").stdout)
+    assert [(h["statement"], h["match"]) for h in hits] == [(text, "lexical")]
+    [mid] = [r["id"] for r in server_records(server.url)]
+    cli(a, "forget", mid)
+    cli(b, "sync")
+    assert json.loads(cli(b, "recall", "PROJ-4821", "--json", "--min-similarity", "-1", "--all").stdout) == []
+
+
 def _wait_tls(url: str, cert: Path, proc, seconds: float, log: Path) -> None:
     import ssl
     import urllib.request

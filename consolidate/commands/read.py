@@ -165,11 +165,13 @@ def _waiting_status(store) -> dict:
 
 
 def register(sub, common) -> None:
-    s = sub.add_parser("recall", parents=[common], help="semantic search over active memories")
-    s.add_argument("query", help="what to look for, in words (at most 4,000 characters)")
+    s = sub.add_parser("recall", parents=[common], help="hybrid search (meaning and exact identifiers) over active memories")
+    s.add_argument("query", help="what to look for, in words or an exact identifier (at most 4,000 characters;"
+                                 " one beginning with - after --: recall -- --no-verify)")
     s.add_argument("-k", type=count_1_to(1000), default=5, help="how many memories (1 to 1000, default 5)")
     s.add_argument("--min-similarity", type=similarity, default=0.2,
-                   help="leave out memories less similar than this (cosine, -1 to 1, default 0.2)")
+                   help="leave out memories less similar than this (cosine, -1 to 1, default 0.2), except those"
+                        " holding an identifier of the query or all its words")
     s.add_argument("--all", "--include-quarantined", dest="all", action="store_true",
                    help="include quarantined and disputed entries")
     s.add_argument("--as-of", metavar="DATE",
