@@ -44,6 +44,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 INDEX_FILE = "lexical.sqlite3"
+#: Every status a record of the recall index can have (for a search that filters none out).
+ALL_STATUSES = ("active", "disputed", "quarantined", "superseded", "archived", "expired", "forgotten", "deleted")
 SCHEMA_VERSION = "1"
 #: The FTS5 tokenizer: each stored term stays one token (combining marks and the joiners are token
 #: characters); diacritics removed on both sides.

@@ -844,17 +844,28 @@ def test_forget_on_a_is_forgotten_on_b(tmp_path, server):
 
 def test_b_recalls_an_identifier_a_pushed_and_not_once_a_forgot_it(tmp_path, server):
     """Hybrid recall on a team store (issue 29 item 4): a pull writes B's lexical index with its
-    vectors, so ``recall PROJ-4821`` on B finds the memory A pushed (a lexical match: the hash
-    embedding puts it far below the floor); once A forgets it and B pulls, B's lexical side drops it."""
+    vectors, so ``recall PROJ-4821`` on B finds the memory A pushed and B's lexical index holds it;
+    once A forgets it and B pulls, B's lexical index drops it and recall returns nothing."""
     a = machine(tmp_path, "a", server.url)
     b = machine(tmp_path, "b", server.url)
     text = "Refunds over 500 EUR wait for the fraud review queue, ticket PROJ-4821"
     session(a, "a1", text)
+    from consolidate import lexical
+
+    def lexical_ids(store: Path) -> list[str]:
+        idx = lexical.LexicalIndex(store / lexical.INDEX_FILE, readonly=True)
+        try:
+            return [m.id for m in idx.search(lexical.parse_query("PROJ-4821"), statuses=lexical.ALL_STATUSES, tier=None)]
+        finally:
+            idx.close()
+
     hits = json.loads(cli(b, "recall", "PROJ-4821", "--json").stdout)
-    assert [(h["statement"], h["match"]) for h in hits] == [(text, "lexical")]
+    assert [(h["statement"], h["match"] in ("lexical", "both")) for h in hits] == [(text, True)]
     [mid] = [r["id"] for r in server_records(server.url)]
+    assert lexical_ids(b) == [mid]  # written by the pull, with the vectors
     cli(a, "forget", mid)
     cli(b, "sync")
+    assert lexical_ids(b) == []
     assert json.loads(cli(b, "recall", "PROJ-4821", "--json", "--min-similarity", "-1", "--all").stdout) == []
 
 
