@@ -231,13 +231,14 @@ def test_a_superseded_memory_is_left_out(minilm_store):
     assert mid not in [h["id"] for h in consolidate.recall(store, "OPS-2231", min_similarity=-1).memories]
 
 
-def test_an_existing_store_gets_its_index_on_first_use_and_doctor_repairs_it(reported, tmp_path):
+def test_an_existing_store_gets_its_index_on_first_use_and_doctor_repairs_it(minilm_store):
     """A store made before the lexical index (its file absent), or one whose file is out of step or
-    not a database: recall builds it again; ``doctor`` reports it and ``--repair`` rebuilds it."""
-    import shutil
-
-    path = tmp_path / ".memofs"
-    shutil.copytree(reported, path)
+    not a database: recall builds it again; ``doctor`` reports it and ``--repair`` rebuilds it. Every
+    memory written by a run (doctor checks the recall index against the event log first)."""
+    _apply(minilm_store, "s1", V19, V18, "Integration tests need the Postgres container started with make db-up",
+           "Deploys go through the staging cluster before production")
+    path = minilm_store.path
+    minilm_store.close()
     lex = path / lexical.INDEX_FILE
     lex.unlink()
     assert "lexical" in _doctor(path, repair=False)
