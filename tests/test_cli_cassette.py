@@ -187,3 +187,42 @@ def test_eval_command_records_then_replays_and_a_changed_label_file_exits_5(tmp_
     assert changed.returncode == 5
     assert "prompt version judge-v1" in changed.stderr and "Traceback" not in changed.stderr
     assert len(changed.stderr.strip().splitlines()) == 1
+
+
+# -- a replay cassette is parsed once per process (issue 30: 48 of 85 s of a 20-session replay) -----
+
+CLI_CASSETTES = sorted(p for p in (Path(__file__).resolve().parents[1] / "cassettes").glob("*-capable.yaml"))
+
+
+@pytest.mark.parametrize("path", CLI_CASSETTES, ids=lambda p: p.stem)
+def test_libyaml_reads_every_cli_cassette_as_safe_load_does(path):
+    from judges.cli_cassette import _safe_load
+
+    text = path.read_text(encoding="utf-8")
+    assert _safe_load(text) == yaml.safe_load(text)
+
+
+def test_a_replay_cassette_is_parsed_once_while_unchanged_and_again_when_changed(tmp_path, monkeypatch):
+    from judges import cli_cassette
+
+    path = tmp_path / "c.yaml"
+
+    def write(answer: str, kind: str = "judge") -> None:
+        path.write_text(yaml.safe_dump({"format": cli_cassette.FORMAT, "interactions": [
+            {"kind": kind, "prompt_version": "v", "prompt_sha256": prompt_digest("p"), "answer": answer}]}))
+
+    write("first")
+    parsed = []
+    real = cli_cassette._safe_load
+    monkeypatch.setattr(cli_cassette, "_safe_load", lambda text: parsed.append(1) or real(text))
+    for _ in range(3):  # one judge chain per session: the same file, parsed once
+        assert cli_cassette.CLICassette(path, record=False).replay("judge", "p", "v")["answer"] == "first"
+    assert len(parsed) == 1
+    write("second, longer")  # re-recorded: another size (and modification time)
+    assert cli_cassette.CLICassette(path, record=False).replay("judge", "p", "v")["answer"] == "second, longer"
+    assert len(parsed) == 2
+    with pytest.raises(CassetteMiss):  # the kind still counts
+        cli_cassette.CLICassette(path, record=False).replay("compare", "p", "v")
+    path.unlink()
+    with pytest.raises(ConfigError, match="does not exist"):
+        cli_cassette.CLICassette(path, record=False)
