@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from consolidate import Store
+#: PYTHONDONTWRITEBYTECODE=1 (set on the shared build machine) also turns off pytest's cache of the
+#: rewritten test modules (collection rewrote every test file's asserts again: about 40 % of it) and
+#: the .pyc files of consolidate/ and judges/, which every ``python -m consolidate`` process the suite
+#: starts (about a thousand) then compiles again. This process and its xdist workers write them (the
+#: children keep the setting: they only read them); see also pytest_configure.
+sys.dont_write_bytecode = False
+
+from consolidate import Store  # noqa: E402
 
 #: ../shared beside the repository (present on developers' machines and in CI).
 SHARED = Path(os.environ.get("CONSOLIDATE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
@@ -62,3 +69,80 @@ def keep(statement, type_="fact", evidence="observed-success", confidence="high"
 
 
 DROP = {"verdict": "drop", "reason": "scripted drop"}
+
+
+def pytest_configure(config):
+    """Compile consolidate/ and judges/ once (``compileall``: only files changed since their .pyc),
+    so the processes the tests start read them instead of compiling (see sys.dont_write_bytecode
+    above); in the controller only, not again in each xdist worker."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    import compileall
+
+    root = Path(__file__).resolve().parents[1]
+    for name in ("consolidate", "judges"):
+        try:
+            compileall.compile_dir(str(root / name), quiet=2)
+        except OSError:  # a read-only checkout: the processes compile as before
+            pass
+
+
+# -- running in parallel (pytest-xdist, the README's ``-n auto --dist loadgroup``) ----------------------
+
+#: Markers of the slow real-process tests: each also gets ``integration`` (``-m "not integration"``
+#: is the quick loop; the README's command runs them all).
+SLOW_MARKERS = ("processes", "chroma_server", "realnotes")
+
+
+def _module_scoped(item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(d.scope in ("module", "package") for defs in info.name2fixturedefs.values() for d in defs)
+
+
+def pytest_itemcollected(item):
+    """``integration`` on the tests of SLOW_MARKERS (``-m "not integration"``: the quick loop)."""
+    if any(item.get_closest_marker(m) for m in SLOW_MARKERS):
+        item.add_marker(pytest.mark.integration)
+
+
+def _scheduler_shares(total: int, workers: int) -> list[int]:
+    """How many tests xdist's worksteal scheduler first sends each worker, in turn (an even split
+    of the collection, in order; idle workers later steal half of a busy one's queue)."""
+    shares = []
+    for i in range(workers):
+        share = total // (workers - i)
+        shares.append(share)
+        total -= share
+    return shares
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under xdist (``--dist worksteal``), the integration tests are spread over the workers' first
+    shares and put at their fronts, so no worker gets them all and none starts a long one last.
+    Integration tests of one module that share a module-scoped fixture (one replayed end-to-end run,
+    one store) stay together, so the fixture is built on one worker, not on each; the other tests
+    keep their order (a module's tests stay together, its module fixtures built once)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    if not os.environ.get("PYTEST_XDIST_WORKER") or workers < 2:
+        return
+    units: dict[str, list] = {}
+    rest = []
+    for item in items:
+        if not item.get_closest_marker("integration"):
+            rest.append(item)
+        elif _module_scoped(item):
+            units.setdefault(item.module.__name__, []).append(item)
+        else:
+            units[item.nodeid] = [item]
+    shares = _scheduler_shares(len(items), workers)
+    fronts: list[list] = [[] for _ in range(workers)]
+    for unit in sorted(units.values(), key=len, reverse=True):  # the largest unit first, to the emptiest front
+        min(fronts, key=len).extend(unit)
+    out = []
+    for front, share in zip(fronts, shares):
+        take = max(0, share - len(front))
+        out += front + rest[:take]
+        del rest[:take]
+    items[:] = out + rest

@@ -233,6 +233,13 @@ def e2e(tmp_path_factory):
     return e2e_run("judge-v2", tmp_path_factory)
 
 
+@pytest.fixture(scope="module")
+def e2e_of(tmp_path_factory):
+    """``e2e_of(version)``: that version's end-to-end run (see :func:`e2e_run`). A module-scoped
+    fixture, so that under xdist the tests sharing these runs go to one worker (tests/conftest.py)."""
+    return lambda version: e2e_run(version, tmp_path_factory)
+
+
 @pytest.fixture(scope="module", params=sorted(E2E_RUNS))
 def e2e_any(request, tmp_path_factory):
     """Each end-to-end run of ``E2E_RUNS`` in turn: (version, report, stores)."""
@@ -265,12 +272,12 @@ def test_end_to_end_figures_with_capable_model(e2e):
 
 
 @pytest.mark.realnotes
-def test_end_to_end_judge_v5_with_its_compare_answers(tmp_path_factory):
+def test_end_to_end_judge_v5_with_its_compare_answers(e2e_of):
     """judge-v5 end to end with every compare prompt its keeps produce answered (a compare prompt with no
     recorded answer would stop the replay): the issue's goal of at least 80 % of gold keepers active after
     one session is met on these 20 sessions, with more gold keepers active than judge-v1 and judge-v2;
     the compare answers fold the keepers a session says twice into one memory."""
-    report, _ = e2e_run("judge-v5", tmp_path_factory)
+    report, _ = e2e_of("judge-v5")
     assert strip(report) == expected(E2E_V5)
     f = report["figures"]
     assert f["sessions"] == 20 and f["gold_keepers"] == 20 and f["compare_calls"] > 0
@@ -291,17 +298,18 @@ def _write_policy_demotions(report: dict) -> dict[str, int]:
 
 
 @pytest.mark.realnotes
-def test_end_to_end_all_41_sessions_judge_v1_and_v5():
+@pytest.mark.parametrize("version", ["judge-v1", "judge-v5"])
+def test_end_to_end_all_41_sessions_judge_v1_and_v5(version):
     """All 41 labeled sessions (5,477 notes, 31 gold keepers), every judge and compare prompt answered
     by the capable model: judge-v5 leaves at least 80 % of the gold keepers active after one session
-    (judge-v1 under half)."""
+    (judge-v1 under half). One replay per version (each pins its whole report; run in parallel), each
+    set against the other's recorded figures."""
     needs_shared()
-    got = {}
-    for version in ("judge-v1", "judge-v5"):
-        name = f"e2e-all-realnotes-{version}-capable"
-        report = replay(name, "--end-to-end", "--prompt-version", version, "--labels", str(LABELS))
-        assert strip(report) == expected(name)
-        got[version] = report["figures"]
+    name = f"e2e-all-realnotes-{version}-capable"
+    report = replay(name, "--end-to-end", "--prompt-version", version, "--labels", str(LABELS))
+    assert strip(report) == expected(name)
+    other = "judge-v5" if version == "judge-v1" else "judge-v1"
+    got = {version: report["figures"], other: expected(f"e2e-all-realnotes-{other}-capable")["figures"]}
     v1, v5 = got["judge-v1"], got["judge-v5"]
     assert v5["sessions"] == v1["sessions"] == 41 and v5["gold_keepers"] == 31
     assert v5["gold_keepers_active_share"] >= 0.8 > 0.5 > v1["gold_keepers_active_share"]
@@ -320,14 +328,14 @@ def test_write_policy_accepts_judge_v5_keeps(name):
 
 
 @pytest.mark.realnotes
-def test_end_to_end_judge_v8_against_v5(tmp_path_factory):
+def test_end_to_end_judge_v8_against_v5(e2e_of):
     """judge-v8 end to end on the same 20 sessions, with its own compare answers (37 judge and 20
     compare prompts; the cross-type compare on): both goals of the labeled figures are met, at least
     80 % of gold keepers active after one session (17 of 20, judge-v5 18) and at most 5 % of active
     memories from labeled drops (0 of 17, judge-v5 5 of 23). What it costs: more of its keeps are
     quarantined (its answers call more of them inferred at medium confidence), so the share of keeps
     active or folded is below judge-v5's."""
-    report, _ = e2e_run("judge-v8", tmp_path_factory)
+    report, _ = e2e_of("judge-v8")
     assert strip(report) == expected(E2E_V8)
     f, v5 = report["figures"], expected(E2E_V5)["figures"]
     assert f["sessions"] == 20 and f["gold_keepers"] == 20 and f["compare_calls"] > 0
