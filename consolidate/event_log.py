@@ -48,12 +48,14 @@ _LINKS = ("supersedes", "disputes", "updates", "type_inferred", "fields_missing"
 
 def written_detail(c) -> dict:
     """What a ``memory.written`` event keeps besides its decision, so that the recall index can be
-    rebuilt from the log (consolidate/reindex.py): the statement, the fields and the provenance links."""
+    rebuilt from the log (consolidate/reindex.py): the statement, the fields, the provenance links
+    and the judge's relations between entities (``[[source, kind, target]]``, consolidate.relations)."""
     links = {k: c.provenance[k] for k in _LINKS if c.provenance.get(k)}
+    relations = getattr(c, "relations", None)
     return {"statement": c.statement, **({"fields": c.fields} if c.fields else {}),
             **({"valid_from": c.provenance["valid_from"]} if c.provenance.get("valid_from") else {}),
             **({"last_confirmed": c.last_confirmed} if c.last_confirmed else {}),
-            **({"links": links} if links else {})}
+            **({"links": links} if links else {}), **({"relations": relations} if relations else {})}
 
 
 def append_run(store, plan, writes, replayed: bool = False) -> None:

@@ -3,8 +3,11 @@
 
 Nodes carry ``kind``: ``memory`` (id = memory id), ``session`` (id ``session:<id>``), ``entity``
 (id ``entity:<name>``, with ``entity_kind`` file|package|tool). Edges carry ``kind``:
-``derived_from`` (memory -> session), ``mentions`` (memory -> entity); later also ``supersedes``,
-``disputes``, ``depends_on``. Saving writes each file to a temporary file and renames it, so a
+``derived_from`` (memory -> session), ``mentions`` (memory -> entity), ``supersedes`` and ``disputes``
+(memory -> memory, with the status change that made them), and the relations a judge gave between
+entities (entity -> entity, kind one of consolidate.relations.RELATIONS, key ``KIND:MEMORY_ID``, with
+``memory_id`` and ``run_id`` as provenance: one edge per memory that states it, so forgetting,
+superseding or undoing that memory takes its edge out of what :func:`relations_of` follows). Saving writes each file to a temporary file and renames it, so a
 crash leaves the old graph or the new one, never half of one.
 
 A run does not load and save the whole graph (at 100,000 memories that took 5-7 s a run,
@@ -195,7 +198,99 @@ def memory_lines(candidate, scope: str) -> tuple[list[dict], list[dict]]:
         node = "entity:" + name
         nodes.append({"id": node, "kind": "entity", "entity_kind": kind, "name": name, KEEP: True})
         edges.append({"source": mid, "target": node, "key": "mentions", "kind": "mentions"})
+    for n, e in relation_lines(candidate):
+        nodes += n
+        edges += e
     return nodes, edges
+
+
+#: The field only relation edges carry: the memory that states the relation.
+MEMORY_ID = "memory_id"
+
+
+def relation_lines(candidate) -> list[tuple[list[dict], list[dict]]]:
+    """For each of ``candidate.relations`` (``[source, kind, target]``, consolidate.relations.parse),
+    the node lines of both entities (``_keep``) and two ``mentions`` edges from the memory, and the
+    relation edge ``entity:source -> entity:target`` keyed ``KIND:MEMORY_ID``."""
+    mid = candidate.memory_id
+    out = []
+    for src, kind, dst in getattr(candidate, "relations", None) or []:
+        a, b = "entity:" + src, "entity:" + dst
+        nodes = [{"id": a, "kind": "entity", "entity_kind": "named", "name": src, KEEP: True},
+                 {"id": b, "kind": "entity", "entity_kind": "named", "name": dst, KEEP: True}]
+        edges = [{"source": mid, "target": a, "key": "mentions", "kind": "mentions"},
+                 {"source": mid, "target": b, "key": "mentions", "kind": "mentions"},
+                 {"source": a, "target": b, "key": f"{kind}:{mid}", "kind": kind, MEMORY_ID: mid,
+                  "run_id": candidate.provenance.get("run_id")}]
+        out.append((nodes, edges))
+    return out
+
+
+def relation_edges(folder: Path) -> list[tuple[str, str, str, str]]:
+    """The relation edges of the graph files, ``[(source name, kind, target name, memory id)]``, read
+    without building the graph (only lines naming a ``memory_id`` are parsed; bad lines skipped):
+    what recall follows on every query. Whether each memory is still live is the caller's check."""
+    path = folder / "edges.jsonl"
+    out = []
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return out
+    needle = f'"{MEMORY_ID}"'.encode()
+    for raw in data.splitlines():
+        if needle not in raw:
+            continue
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        u, v, mid = obj.get("source"), obj.get("target"), obj.get(MEMORY_ID)
+        if isinstance(u, str) and isinstance(v, str) and isinstance(mid, str) and u.startswith("entity:") \
+                and v.startswith("entity:"):
+            out.append((u[len("entity:"):], str(obj.get("kind", "")), v[len("entity:"):], mid))
+    return out
+
+
+def relations_of(g, name: str, depth: int = 1, statuses: tuple[str, ...] = ("active", "disputed", "quarantined")
+                 ) -> dict[str, Any]:
+    """The relations around the entity ``name`` (compared by consolidate.relations.match_key, so
+    case and Unicode form do not matter), following relation edges both ways up to ``depth`` hops
+    (1..5). Only edges whose memory is in the graph with a status in ``statuses`` count (a forgotten,
+    superseded or undone memory's relations are not followed). Returns ``{"entity": name, "found":
+    bool, "relations": [{"source", "relation", "target", "depth", "memory_ids": [...]}],
+    "memories": {memory_id: {"statement", "status", "type"}}}``, relations in the order reached."""
+    from .relations import match_key
+
+    want = match_key(name)
+    starts = [n for n, a in g.nodes(data=True) if a.get("kind") == "entity" and match_key(str(a.get("name", ""))) == want]
+    result: dict[str, Any] = {"entity": name, "found": bool(starts), "relations": [], "memories": {}}
+    seen_nodes = set(starts)
+    frontier = list(starts)
+    found: dict[tuple[str, str, str], dict] = {}
+    for hop in range(1, max(1, min(5, depth)) + 1):
+        nxt = []
+        for node in frontier:
+            for u, v, _k, attrs in [*g.out_edges(node, keys=True, data=True), *g.in_edges(node, keys=True, data=True)]:
+                mid = attrs.get(MEMORY_ID)
+                if not mid or mid not in g or g.nodes[mid].get("status", "active") not in statuses:
+                    continue
+                key = (u, attrs.get("kind", ""), v)
+                rel = found.get(key)
+                if rel is None:
+                    rel = found[key] = {"source": g.nodes[u].get("name", u), "relation": attrs.get("kind"),
+                                        "target": g.nodes[v].get("name", v), "depth": hop, "memory_ids": []}
+                    result["relations"].append(rel)
+                if mid not in rel["memory_ids"]:
+                    rel["memory_ids"].append(mid)
+                    m = g.nodes[mid]
+                    result["memories"][mid] = {"statement": m.get("statement", ""), "status": m.get("status"),
+                                               "type": m.get("type")}
+                other = v if u == node else u
+                if other not in seen_nodes:
+                    seen_nodes.add(other)
+                    nxt.append(other)
+        frontier = nxt
+    return result
 
 
 def appended_diffs(folder: Path, segments: dict[str, dict[str, list[int]]]) -> dict[str, dict]:
@@ -270,7 +365,7 @@ def _close(diff: dict, kind: str, before: dict, nodes: dict) -> None:
 
 
 def add_memory(g, candidate, scope: str) -> None:
-    """Add a memory node, its session node, ``derived_from`` and ``mentions`` edges (idempotent:
+    """Add a memory node, its session node, ``derived_from``, ``mentions`` and relation edges (idempotent:
     edges have deterministic keys, so adding the same memory twice changes nothing)."""
     mid = candidate.memory_id
     session = "session:" + candidate.provenance["session_id"]
@@ -284,3 +379,13 @@ def add_memory(g, candidate, scope: str) -> None:
         if node not in g:
             g.add_node(node, kind="entity", entity_kind=kind, name=name)
         g.add_edge(mid, node, key="mentions", kind="mentions")
+    for nodes, edges in relation_lines(candidate):
+        for n in nodes:
+            n = dict(n)
+            node = n.pop("id")
+            if n.pop(KEEP, False) and node in g:
+                continue
+            g.add_node(node, **n)
+        for e in edges:
+            e = dict(e)
+            g.add_edge(e.pop("source"), e.pop("target"), key=e.pop("key"), **e)

@@ -79,6 +79,8 @@ class Candidate:
     says why the judge saw the note apart (worded as an instruction to the judge,
     judges/injection.py): such a keeper is quarantined and confirms nothing. ``anchors`` are the
     files and symbols of the project it names, with their content hashes (consolidate.anchors).
+    ``relations`` are how its entities relate, ``[[source, kind, target]]`` with kind from
+    consolidate.relations.RELATIONS (written as entity -> entity graph edges).
     """
 
     note_ids: list[int]
@@ -90,6 +92,7 @@ class Candidate:
     reason: str
     fields: dict[str, str] = field(default_factory=dict)
     entities: list[str] = field(default_factory=list)
+    relations: list[list[str]] = field(default_factory=list)
     status: str = "active"
     tier: str = "durable"
     outcome: str = "write"

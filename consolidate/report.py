@@ -29,6 +29,8 @@ def memory_json(hit: dict) -> dict:
     out = {"id": hit["id"], "statement": hit["document"], "similarity": round(hit["similarity"], 4)}
     if hit.get("match"):  # how recall found it: vector, lexical or both (consolidate/retrieval.py)
         out["match"] = hit["match"]
+    if hit.get("via"):  # the relation that linked it (graph hits)
+        out["via"] = hit["via"]
     return {**out, **meta}
 
 _LABELS = {

@@ -16,7 +16,15 @@ The search is **hybrid**: the nearest memories by embedding (cosine) and the bes
 fusion (:func:`fuse`). An embedding alone misses exact identifiers (``v1.9``, ``--no-verify``,
 ``PROJ-1234``, ``E0308``: issue 29); a lexical match is returned even below the floor when it holds
 an identifier of the query or every content word of it (``match`` says ``lexical``). Each hit says
-how it was found in ``match``: ``vector``, ``lexical`` or ``both``.
+how it was found in ``match``: ``vector``, ``lexical``, ``both`` or ``graph`` (below).
+
+The graph adds to the nearest memories: when the query names an entity (a package, module,
+service) that a relation edge touches (``analytics depends_on ledgerkit``, consolidate/relations.py),
+the memories stating those relations are added after the nearest ones, at most GRAPH_EXTRA of them,
+ordered by their own similarity to the query, with ``match`` ``graph`` and ``via`` (``"graph: analytics depends_on
+ledgerkit"``); they need not reach the floor (the named entity links them), they must be in the
+index with a recalled status (a forgotten, superseded or undone memory is never added). One hop:
+``consolidate graph ENTITY --depth N`` follows more.
 
 When the best match of the query is quarantined (left out by default) the result says so in
 ``note``, so an agent knows a low-confidence observation exists and can ask for it. A store with no
@@ -34,6 +42,8 @@ from .errors import BadInput
 #: for an unrelated memory over MCP); 0.2 keeps the related ones.
 MIN_SIMILARITY = 0.2
 MAX_K = 1000
+#: The most memories the graph adds to a recall (see the module docstring).
+GRAPH_EXTRA = 3
 
 
 @dataclass
@@ -151,6 +161,7 @@ def recall(store, query: str, *, k: int = 5, min_similarity: float = MIN_SIMILAR
         if best_q and best_q[0]["similarity"] >= floor and (
                 not result.memories or best_q[0]["similarity"] > max(h["similarity"] for h in result.memories)):
             result.quarantined_best = best_q[0]
+    result.memories += _graph_linked(store, lt, query, vector, result.memories, statuses)
     if record and result.memories:
         from .echo import record_shown_safely
 
@@ -225,3 +236,48 @@ def lexical_matches(store, lt, query: str, limit: int, statuses: tuple[str, ...]
     finally:
         if not idx.shared:
             idx.close()
+
+def _named_in(key: str, text: str) -> bool:
+    """Whether the entity name ``key`` occurs in ``text`` (both consolidate.relations.match_key
+    forms): a name beginning or ending with an ASCII letter or digit must not run on into one
+    (``ledger`` is not named by ``ledgerkit``); any other script matches as a substring (Han or kana
+    text has no spaces between words)."""
+    if len(key) < 2:
+        return False
+    start = text.find(key)
+    while start >= 0:
+        end = start + len(key)
+        before = text[start - 1] if start else " "
+        after = text[end] if end < len(text) else " "
+        if not ((key[0].isascii() and key[0].isalnum() and before.isascii() and before.isalnum())
+                or (key[-1].isascii() and key[-1].isalnum() and after.isascii() and after.isalnum())):
+            return True
+        start = text.find(key, start + 1)
+    return False
+
+
+def _graph_linked(store, lt, query: str, vector, hits: list[dict], statuses) -> list[dict]:
+    """The memories the graph links to an entity ``query`` names (see the module docstring)."""
+    from .graph import relation_edges
+    from .relations import match_key
+
+    edges = relation_edges(store.sub("graph"))
+    if not edges:
+        return []
+    q = match_key(query)
+    have = {h["id"] for h in hits}
+    via: dict[str, str] = {}
+    for src, kind, dst, mid in edges:
+        if mid not in have and mid not in via and (_named_in(match_key(src), q) or _named_in(match_key(dst), q)):
+            via[mid] = f"graph: {src} {kind} {dst}"
+    if not via:
+        return []
+    rows = {i: r for i, r in lt.get(sorted(via)).items() if (r["metadata"] or {}).get("status") in statuses}
+    if not rows:
+        return []
+    ids = sorted(rows)
+    got = lt.get_with_embeddings(ids)  # embeddings are L2-normalised: the dot product is the cosine
+    sims = [sum(a * b for a, b in zip(vector, got[i]["embedding"])) if i in got else -1.0 for i in ids]
+    ranked = sorted(zip(ids, sims), key=lambda t: (-float(t[1]), t[0]))[:GRAPH_EXTRA]
+    return [{"id": i, "document": rows[i]["document"], "metadata": rows[i]["metadata"], "similarity": float(sim),
+             "match": "graph", "via": via[i]} for i, sim in ranked]

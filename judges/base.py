@@ -80,7 +80,9 @@ class Verdict(BaseModel):
     MEMORY_TYPES), ``fields`` (the type's required fields besides the statement: decision ``reason``,
     preference ``who``, recipe ``command`` and ``context``, failure ``symptom`` and ``cause``),
     ``evidence``, ``confidence`` (low|medium|high), ``reason`` (why it is worth keeping),
-    ``entities`` (files, packages, tools named). For ``drop``: ``reason``."""
+    ``entities`` (files, packages, tools named), ``relations`` (how those entities relate, as the
+    judge gave them: checked and normalised by consolidate.relations.parse when the keep becomes a
+    candidate, so a bad shape is dropped there, never here). For ``drop``: ``reason``."""
 
     id: str
     verdict: Literal["keep", "drop"]
@@ -91,6 +93,7 @@ class Verdict(BaseModel):
     confidence: Optional[str] = None
     reason: str = ""
     entities: list[str] = Field(default_factory=list)
+    relations: list[Any] = Field(default_factory=list)
 
     @field_validator("verdict", mode="before")
     @classmethod
@@ -110,6 +113,13 @@ class Verdict(BaseModel):
     @classmethod
     def _entities(cls, v: Any) -> Any:
         return [] if v is None else v
+
+    @field_validator("relations", mode="before")
+    @classmethod
+    def _relations(cls, v: Any) -> Any:
+        if v is None:
+            return []
+        return v if isinstance(v, list) else [v]  # any other shape: kept for parse() to count as dropped
 
     @field_validator("reason", mode="before")
     @classmethod

@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "session": ("workspace_cmd", 'consolidate session start --session s1 --task "fix the login timeout"'),
     "run": ("run", "consolidate run --session s1 --judge rules --time-box 60"),
     "recall": ("read", 'consolidate recall "package manager" -k 5'),
+    "graph": ("read", "consolidate graph ledgerkit --depth 2"),
     "status": ("read", "consolidate status --json"),
     "demo": ("demo", "consolidate demo --keep"),
     "hook": ("lifecycle", "consolidate hook --session s1 --outcome success --no-worker"),

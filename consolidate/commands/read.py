@@ -1,4 +1,4 @@
-"""Read-side commands: ``recall`` and ``status``."""
+"""Read-side commands: ``recall``, ``graph`` and ``status``."""
 
 from __future__ import annotations
 
@@ -34,9 +34,44 @@ def cmd_recall(args) -> int:
     elif not hits:
         print("no memories" + (f" valid on {day}" if day else "") + ("" if store.exists else f" (no store at {store.path})"))
     for h in hits:
-        print(terminal_safe(render_memory(h["document"], h["metadata"])))
+        print(terminal_safe(render_memory(h["document"], h["metadata"])
+                            + (f"  ({h['via']})" if h.get("via") else "")))
     if result.note:
         print("note: " + terminal_safe(result.note))
+    return 0
+
+
+def cmd_graph(args) -> int:
+    """``consolidate graph ENTITY [--depth N] [--json]``: the entity's relations (consolidate.graph.relations_of)."""
+    from ..report import terminal_safe
+
+    store = open_store(args, create=False)
+    from ..graph import load, relations_of
+    from ..relations import entity_name
+
+    name = entity_name(args.entity)
+    if not name:
+        from ..errors import BadInput
+
+        raise BadInput("empty entity name: give the name of a package, module, service or file")
+    g = load(store.sub("graph")) if store.exists else None
+    res = relations_of(g, name, args.depth) if g is not None else {"entity": name, "found": False, "relations": [],
+                                                                    "memories": {}}
+    if args.json:
+        print(json.dumps(res, ensure_ascii=False))
+        return 0
+    if not res["found"]:
+        print(terminal_safe(f"no entity {name!r} in the graph" + ("" if store.exists else f" (no store at {store.path})")))
+        return 0
+    if not res["relations"]:
+        print(terminal_safe(f"{name}: no relations (named by memories, related to nothing)"))
+        return 0
+    for r in res["relations"]:
+        print(terminal_safe(f"{r['source']} {r['relation']} {r['target']}" + (f"  (depth {r['depth']})" if r["depth"] > 1
+                                                                                 else "")))
+        for mid in r["memory_ids"]:
+            m = res["memories"][mid]
+            print(terminal_safe(f"  {mid} [{m['status']}] {m['statement']}"))
     return 0
 
 
@@ -179,6 +214,12 @@ def register(sub, common) -> None:
                         " those superseded since included and marked [superseded DATE]")
     add_json(s, "print the memories as one JSON list, an object per memory")
     s.set_defaults(func=cmd_recall)
+    s = sub.add_parser("graph", parents=[common],
+                       help="an entity's relations (depends_on, uses, ...) and the memories behind them")
+    s.add_argument("entity", help="the entity's name (case and Unicode form do not matter)")
+    s.add_argument("--depth", type=count_1_to(5), default=1, help="follow relations this many hops (1 to 5, default 1)")
+    add_json(s, "print {entity, found, relations: [{source, relation, target, depth, memory_ids}], memories}")
+    s.set_defaults(func=cmd_graph)
     s = sub.add_parser("status", parents=[common], help="counts by status and tier, queue, last run")
     add_json(s)
     s.set_defaults(func=cmd_status)

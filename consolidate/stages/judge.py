@@ -48,10 +48,16 @@ def run(plan, ctx):
         evidence = v.evidence if v.evidence in EVIDENCE_KINDS else "inferred"
         confidence = v.confidence if v.confidence in CONFIDENCE_LEVELS else initial_confidence(evidence)
         confidence = inferred_confidence(evidence, confidence)
+        from ..relations import parse as parse_relations
+
+        relations, dropped = parse_relations(v.relations)
+        if dropped:
+            detail["relations_dropped"] = dropped
         candidate = Candidate(
             note_ids=[note.id], statement=" ".join(v.statement.split()), type=(v.type or "").strip().lower() or "fact",
             source=source, evidence=evidence, confidence=confidence, reason=v.reason or "judged memorable",
             fields=dict(v.fields), entities=[e for e in v.entities if isinstance(e, str)][:20],
+            relations=relations,
             provenance={"prompt_version": judged.prompt_version}, isolated=judged.isolated,
         )
         plan.decide("note.judged_keep", note_ids=[note.id], reason=candidate.reason, type=candidate.type, **detail)

@@ -60,9 +60,10 @@ def redact_value(value):
 
 
 def gate_candidate(plan, candidate) -> bool:
-    """Scan a candidate's statement, fields, entities and reason; on a secret, take it out of the
+    """Scan a candidate's statement, fields, entities, relations and reason; on a secret, take it out of the
     write set with an event and return True."""
-    texts = [candidate.statement, *candidate.fields.values(), *candidate.entities, candidate.reason]
+    texts = [candidate.statement, *candidate.fields.values(), *candidate.entities, candidate.reason,
+             *(name for r in getattr(candidate, "relations", []) for name in (r[0], r[2]))]
     findings = [f for t in texts for f in secrets.scan(t)]
     if not findings:
         return False
@@ -71,6 +72,7 @@ def gate_candidate(plan, candidate) -> bool:
     candidate.statement = secrets.redact(candidate.statement)
     candidate.fields = {k: secrets.redact(v) for k, v in candidate.fields.items()}
     candidate.entities = [secrets.redact(e) for e in candidate.entities]
+    candidate.relations = []
     candidate.reason = secrets.redact(candidate.reason)
     plan.decide("candidate.blocked", note_ids=candidate.note_ids, reason=candidate.outcome_reason,
                 kinds=sorted({f.kind for f in findings}), previews=[f.preview for f in findings][:5])
