@@ -231,7 +231,7 @@ def relation_edges(folder: Path) -> list[tuple[str, str, str, str]]:
     without building the graph (only lines naming a ``memory_id`` are parsed; bad lines skipped):
     what recall follows on every query. Whether each memory is still live is the caller's check."""
     path = folder / "edges.jsonl"
-    out = []
+    out: list[tuple[str, str, str, str]] = []
     try:
         data = path.read_bytes()
     except FileNotFoundError:

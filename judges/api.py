@@ -37,7 +37,7 @@ from .base import BaseJudge, JudgeContext, JudgeNote
 from .prompting import (COMPARE_MODELS, COMPARE_PROMPT_VERSION, NOTES_CLOSE, NOTES_OPEN,  # noqa: F401
                         PROMPT_VERSION, PROMPT_VERSION_ENV, PROMPT_VERSIONS, CompareAnswer, Relations, Verdicts,
                         _LENIENT, compare_model, escape_note_text, load_prompt, render_compare_prompt, render_prompt,
-                        selected_prompt_version)
+                        judge_model, selected_prompt_version)
 
 #: Output budget: about 150 tokens per verdict (a keep's statement, fields, reason and entities), capped.
 TOKENS_PER_NOTE = 150
@@ -127,7 +127,8 @@ class APIJudge(BaseJudge):
         """One structured call for the batch; returns raw verdict dicts (validated by the chain).
         An answer cut at ``max_tokens`` gives the verdicts it completed (see :func:`salvage_objects`);
         the chain passes the rest of the batch on."""
-        return self._structured(render_prompt(batch, context, self.prompt_version or PROMPT_VERSION), Verdicts,
+        version = self.prompt_version or PROMPT_VERSION
+        return self._structured(render_prompt(batch, context, version), judge_model(version),
                                 min(MAX_TOKENS_CAP, TOKENS_PER_NOTE * len(batch) + 200), timeout)
 
     def compare(self, pairs: list, context: JudgeContext, timeout: float | None) -> list[dict]:

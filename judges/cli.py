@@ -62,7 +62,8 @@ from typing import Any
 from consolidate.errors import ConfigError, JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
 from consolidate.settings import CLI_MODEL, JUDGE_CHILD
 
-from .prompting import (COMPARE_PROMPT_VERSION, PROMPT_VERSION, Verdicts, compare_model, render_compare_prompt,
+from .prompting import (COMPARE_PROMPT_VERSION, PROMPT_VERSION, Verdicts, compare_model, judge_model,
+                        render_compare_prompt,
                         render_prompt, selected_prompt_version)
 from . import cli_cassette
 from .base import BaseJudge, JudgeContext, JudgeNote
@@ -328,7 +329,8 @@ class CLIJudge(BaseJudge):
         """Run the CLI once for the batch; returns raw verdict dicts (validated by the chain).
 
         ``timeout`` in seconds (None: no limit). See the module docstring for the errors raised."""
-        return self._call(render_prompt(batch, context, self.prompt_version), Verdicts, extract_verdicts, timeout,
+        return self._call(render_prompt(batch, context, self.prompt_version), judge_model(self.prompt_version),
+                          extract_verdicts, timeout,
                           "judge", self.prompt_version)
 
     def compare(self, pairs: list, context: JudgeContext, timeout: float | None) -> list[dict]:

@@ -121,6 +121,32 @@ class Verdicts(BaseModel):
         return cls.model_validate(data, **kwargs)
 
 
+class _RelationTriple(BaseModel):
+    source: str = Field(description="an entity the note names")
+    relation: str = Field(description="depends_on|uses|part_of|replaces|conflicts_with")
+    target: str = Field(description="an entity the note names")
+
+
+class _ApiVerdictV9(_ApiVerdict):
+    relations: Optional[list[_RelationTriple]] = Field(None, description="how the named entities relate")
+
+
+class VerdictsV9(Verdicts):
+    """The structured answer of prompt ``judge-v9``: one verdict per note, a keep with ``relations``."""
+
+    verdicts: list[_ApiVerdictV9]  # type: ignore[assignment]  # pydantic: the v9 schema replaces v1's field
+
+
+#: The response model of each judge prompt version whose answer differs from ``Verdicts`` (the schema is
+#: part of the recorded request: the other versions' cassettes keep their schema).
+JUDGE_MODELS = {"judge-v9": VerdictsV9}
+
+
+def judge_model(version: str | None):
+    """The response model for judge prompt ``version`` (``Verdicts`` unless JUDGE_MODELS names another)."""
+    return JUDGE_MODELS.get(version or PROMPT_VERSION, Verdicts)
+
+
 #: Set when the last answer on this thread needed the lenient parse (raw control characters).
 _LENIENT = threading.local()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 from ._common import add_json, count_1_to, open_store, similarity
 
@@ -55,8 +56,8 @@ def cmd_graph(args) -> int:
 
         raise BadInput("empty entity name: give the name of a package, module, service or file")
     g = load(store.sub("graph")) if store.exists else None
-    res = relations_of(g, name, args.depth) if g is not None else {"entity": name, "found": False, "relations": [],
-                                                                    "memories": {}}
+    res: dict[str, Any] = (relations_of(g, name, args.depth) if g is not None
+                           else {"entity": name, "found": False, "relations": [], "memories": {}})
     if args.json:
         print(json.dumps(res, ensure_ascii=False))
         return 0
