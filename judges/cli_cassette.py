@@ -183,17 +183,20 @@ class CLICassette:
 
     def find(self, kind: str, prompt: str) -> dict[str, Any] | None:
         """The recorded exchange for this prompt (by kind and digest; the first one recorded), or None."""
-        digest = prompt_digest(prompt)
-        if self._data is None:  # recording: the file as it is now
-            return next((i for i in self.interactions if i.get("prompt_sha256") == digest and i.get("kind") == kind),
-                        None)
-        if self._index is None:
-            index: dict[tuple[str, str], dict[str, Any]] = {}
-            for i in self._data["interactions"]:
-                if isinstance(i, dict):
-                    index.setdefault((str(i.get("kind")), str(i.get("prompt_sha256"))), i)
+        return self._lookup().get((kind, prompt_digest(prompt)))
+
+    def _lookup(self) -> dict[tuple[str, str], dict[str, Any]]:
+        """The exchanges by (kind, digest), the first recorded of each; kept for a replay cassette,
+        made again from the file as it is now when recording."""
+        if self._index is not None:
+            return self._index
+        index: dict[tuple[str, str], dict[str, Any]] = {}
+        for i in self.interactions:
+            if isinstance(i, dict):
+                index.setdefault((str(i.get("kind")), str(i.get("prompt_sha256"))), i)
+        if self._data is not None:
             self._index = index
-        return self._index.get((kind, digest))
+        return index
 
     def replay(self, kind: str, prompt: str, version: str) -> dict[str, Any]:
         """The recorded exchange, or CassetteMiss naming ``version`` and what the cassette holds."""
