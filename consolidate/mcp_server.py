@@ -125,7 +125,8 @@ def recall_result(s: Store, query: Any, *, k: Any, include_quarantined: bool, mi
     held = len(result.memories) - len(safe)
     memories = [{"id": h["id"], "text": render_memory(h["document"], h["metadata"]),
                  "type": h["metadata"].get("type"), "status": h["metadata"].get("status"),
-                 "similarity": round(float(h["similarity"]), 4), "match": h.get("match", "vector")} for h in safe]
+                 "similarity": round(float(h["similarity"]), 4), "match": h.get("match", "vector"),
+                 **({"via": h["via"]} if h.get("via") else {})} for h in safe]
     out: dict[str, Any] = {"count": len(memories), "memories": memories, "below_floor": result.below_floor}
     if held:
         out["held_back"] = held
@@ -362,7 +363,8 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
         """Hybrid search over long-term memory (meaning and exact words; the same search as
         ``consolidate recall``): each memory rendered with its suffix ``[confidence, evidence, month
         last confirmed]``, its id, type, status, similarity and ``match`` (vector, lexical: an exact
-        identifier or all the words, even below ``min_similarity``, or both); ``below_floor`` counts
+        identifier or all the words, even below ``min_similarity``, or both; graph: it states a relation of
+        an entity the query names, with ``via`` the relation); ``below_floor`` counts
         nearer ones under ``min_similarity``; ``note`` says when the best match is a quarantined
         entry left out; ``as_of``: the memories valid on that date (superseded ones marked
         ``[superseded DATE]``)."""

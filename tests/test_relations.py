@@ -146,6 +146,11 @@ def test_forget_and_undo_take_relations_out_of_graph_and_recall(tmp_path):
     hits = recall(store, query, k=1, min_similarity=0.99, record=False).memories
     assert [(h["id"], h.get("via")) for h in hits] == [(mid, "graph: analytics depends_on ledgerkit")]
     assert not recall(store, "ledger upgrades", k=1, min_similarity=0.99, record=False).memories  # no run-on match
+    from consolidate.mcp_server import recall_result  # the MCP recall tool's answer says so too
+
+    mcp = recall_result(store, query, k=1, include_quarantined=False, min_similarity=0.99)
+    assert [(m["id"], m["match"], m["via"]) for m in mcp["memories"]] == [
+        (mid, "graph", "graph: analytics depends_on ledgerkit")]
     res = forget(store, mid, "moved")
     g = graph.load(store.sub("graph"))
     assert graph.relations_of(g, "ledgerkit")["relations"] == []
