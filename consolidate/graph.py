@@ -226,28 +226,45 @@ def relation_lines(candidate) -> list[tuple[list[dict], list[dict]]]:
     return out
 
 
+#: The relation edges last read, per graph file: ``{path: ((inode, size, mtime_ns), edges)}`` (a
+#: long-lived process, the MCP server, reads the file again only when it changed).
+_RELATION_CACHE: dict[str, tuple[tuple[int, int, int], list[tuple[str, str, str, str]]]] = {}
+
+
 def relation_edges(folder: Path) -> list[tuple[str, str, str, str]]:
     """The relation edges of the graph files, ``[(source name, kind, target name, memory id)]``, read
-    without building the graph (only lines naming a ``memory_id`` are parsed; bad lines skipped):
-    what recall follows on every query. Whether each memory is still live is the caller's check."""
+    without building the graph (only the lines naming a ``memory_id`` are parsed, found by a byte
+    search; bad lines skipped) and kept while the file is unchanged: what recall follows on every
+    query. Whether each memory is still live is the caller's check."""
     path = folder / "edges.jsonl"
-    out: list[tuple[str, str, str, str]] = []
     try:
-        data = path.read_bytes()
+        st = path.stat()
     except FileNotFoundError:
-        return out
+        return []
+    stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+    cached = _RELATION_CACHE.get(str(path))
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    data = path.read_bytes()
+    out: list[tuple[str, str, str, str]] = []
     needle = f'"{MEMORY_ID}"'.encode()
-    for raw in data.splitlines():
-        if needle not in raw:
-            continue
+    at = data.find(needle)
+    while at >= 0:
+        start = data.rfind(b"\n", 0, at) + 1
+        end = data.find(b"\n", at)
+        end = len(data) if end < 0 else end
+        at = data.find(needle, end)
         try:
-            obj = json.loads(raw)
+            obj = json.loads(data[start:end])
         except ValueError:
+            continue
+        if not isinstance(obj, dict):
             continue
         u, v, mid = obj.get("source"), obj.get("target"), obj.get(MEMORY_ID)
         if isinstance(u, str) and isinstance(v, str) and isinstance(mid, str) and u.startswith("entity:") \
                 and v.startswith("entity:"):
             out.append((u[len("entity:"):], str(obj.get("kind", "")), v[len("entity:"):], mid))
+    _RELATION_CACHE[str(path)] = (stamp, out)
     return out
 
 
