@@ -14,6 +14,8 @@ Built on the ``mcp`` package 2.x (``mcp.server.mcpserver.MCPServer``). Tools:
   it never runs the pipeline inline. A worker consolidates the queue (started here when one
   is available, else by the next hook, ``consolidate worker`` or ``consolidate run``).
 
+- ``graph(entity, depth)`` the entity's relations (depends_on, uses, ...) and the memories behind
+  them, as ``consolidate graph ENTITY --json`` (consolidate.graph.relations_of).
 - ``forget(memory_id, reason)`` archives a wrong memory with a tombstone (consolidate.forget).
 - ``review_list``, ``review_approve``, ``review_decline``, ``review_edit``: the review queue
   (``consolidate.review_mcp``).
@@ -442,8 +444,45 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
     return server
 
 
+def graph_result(s: Store, entity: Any, depth: Any) -> dict[str, Any]:
+    """The MCP ``graph`` answer: consolidate.graph.relations_of for ``entity`` (BadInput for an
+    empty name or a depth outside 1..5). Like recall's, only active and disputed memories count and their
+    statements pass the context guard."""
+    from .context_guard import unsafe_reason
+    from .errors import BadInput
+    from .graph import load, relations_of
+    from .relations import entity_name
+
+    name = entity_name(entity)
+    if not name:
+        raise BadInput("empty entity name: give the name of a package, module, service or file")
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 5:
+        raise BadInput(f"bad depth {depth!r}: use 1 to 5")
+    if not s.exists:
+        return {"entity": name, "found": False, "relations": [], "memories": {}}
+    from .longterm import RECALLED
+
+    res = relations_of(load(s.sub("graph")), name, depth, statuses=RECALLED)  # what recall shows an agent
+    for m in res["memories"].values():
+        if unsafe_reason(m["statement"] or ""):
+            m["statement"] = "(held back: worded as an instruction to the agent)"
+    return res
+
+
 def register_forget(server: MCPServer, backend: StoreThread) -> None:
     """The ``forget`` tool (consolidate.forget): archive a wrong memory with a tombstone."""
+
+    @server.tool()
+    async def graph(
+        entity: Annotated[str, Field(description="A package, module, service or file name, as memories name it "
+                                                 "(case and Unicode form do not matter).")],
+        depth: Annotated[int, Field(description="Follow relations this many hops, 1 to 5.")] = 1,
+    ) -> dict[str, Any]:
+        """How an entity relates to others (depends_on, uses, part_of, replaces, conflicts_with), from the
+        relations judges read in the memories, and the active or disputed memories behind each relation (as
+        ``consolidate graph ENTITY --json`` answers); ``found`` is false for a name the graph does
+        not hold."""
+        return await backend.run(lambda s: graph_result(s, entity, depth))
 
     @server.tool()
     async def forget(

@@ -16,7 +16,7 @@ from mcp import Client, StdioServerParameters
 from consolidate.mcp_server import build_server
 from consolidate.pipeline import run_queue
 
-TOOLS = {"note", "session_read", "recall", "session_complete", "forget",
+TOOLS = {"note", "session_read", "recall", "session_complete", "forget", "graph",
          "review_list", "review_approve", "review_decline", "review_edit",
          "session_start", "session_write", "session_append", "session_extract"}
 
@@ -201,7 +201,8 @@ def test_stdio_server_subprocess(tmp_path):
     store_dir = tmp_path / ".memofs"
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "consolidate", "mcp", "--store", str(store_dir), "--embedding", "hash"],
-        env={"PATH": os.environ.get("PATH", "")}, cwd=str(tmp_path))
+        env={"PATH": os.environ.get("PATH", ""),  # PYTHONPATH kept: the tree under test, not the installed one
+             **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {})}, cwd=str(tmp_path))
 
     async def main():
         with anyio.fail_after(120):
