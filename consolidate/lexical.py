@@ -314,21 +314,25 @@ class LexicalIndex:
     def search(self, query: Query, *, limit: int = 20, statuses: tuple[str, ...] = ("active", "disputed"),
                tier: str | None = "durable") -> list[Match]:
         """The ``limit`` best BM25 matches of ``query`` with one of ``statuses`` (and ``tier``),
-        best first; [] for a query without terms."""
+        best first (ties by id), equal scores sharing one rank (competition ranking), so the ranking does
+        not depend on the order the index was written in; [] for a query without terms."""
         expr = query.expression
         if not expr or limit < 1:
             return []
         marks = ",".join("?" * len(statuses))
-        sql = (f"SELECT d.id, fts.terms FROM fts JOIN docs d ON d.rowid = fts.rowid WHERE fts MATCH ?"
-               f" AND d.status IN ({marks})" + (" AND d.tier = ?" if tier else "") +
-               " ORDER BY bm25(fts) LIMIT ?")
+        sql = (f"SELECT d.id, fts.terms, bm25(fts) AS score FROM fts JOIN docs d ON d.rowid = fts.rowid"
+               f" WHERE fts MATCH ? AND d.status IN ({marks})" + (" AND d.tier = ?" if tier else "") +
+               " ORDER BY score, d.id LIMIT ?")
         args: list[Any] = [expr, *statuses] + ([tier] if tier else []) + [int(limit)]
         wanted = set(query.terms)
         rows = self.db.execute(sql, args).fetchall()
         out = []
-        for n, (i, text) in enumerate(rows, 1):
+        rank, last = 0, None
+        for n, (i, text, score) in enumerate(rows, 1):
+            if score != last:  # equal BM25 scores share a rank: the order the index was written in
+                rank, last = n, score  # (a rebuild writes it in another) never changes the fused ranking
             have = frozenset(text.split())
-            out.append(Match(id=i, rank=n, matched=wanted & have, query=query, terms=have))
+            out.append(Match(id=i, rank=rank, matched=wanted & have, query=query, terms=have))
         return out
 
 

@@ -350,3 +350,21 @@ def test_a_flag_is_not_the_word():
                 {"id": "flag", "document": "pass --out report.json to the exporter", "metadata": {"status": "active",
                                                                                                  "tier": "durable"}}])
     assert [m.id for m in idx.search(lexical.parse_query("--out"))] == ["flag"]
+
+
+def test_lexical_ranks_do_not_depend_on_the_order_the_index_was_written(tmp_path):
+    """Equal BM25 scores share a rank and ties are ordered by id: an index written in another order
+    (a rebuild by doctor --repair) gives the same ranking, so fused recall is the same after a repair
+    (found by tests/test_damaged_store.py: two memories of equal vector similarity swapped places)."""
+    from consolidate import lexical
+
+    records = [{"id": f"mem-{i:02d}", "document": f"In project proj{i}, the gateway job runs after the migration",
+                "metadata": {"status": "active", "tier": "durable"}} for i in range(8)]
+    ranks = []
+    for name, order in (("a", records), ("b", list(reversed(records)))):
+        idx = lexical.LexicalIndex(tmp_path / f"{name}.sqlite3")
+        idx.upsert(order)
+        ranks.append([(m.id, m.rank) for m in idx.search(lexical.parse_query("gateway migration"))])
+        idx.close()
+    assert ranks[0] == ranks[1]
+    assert len({r for _, r in ranks[0]}) == 1 and len(ranks[0]) == 8  # one score: one shared rank
