@@ -265,7 +265,7 @@ def is_key_material(run: str, text: str = "", start: int = 0, end: int | None = 
         return False
     if _entropy(core) < ENTROPY_MIN_B64 or _is_sequence(core):
         return False
-    if _reads_as_words(core) or _identifier_shaped(core) or _path_shaped(core):
+    if _reads_as_words(core) or _identifier_shaped(core) or _path_shaped(core) or _words_joined(core):
         return False
     if _BASE58.fullmatch(core) and _has_context(_ADDRESS_CONTEXT, text, start, end):
         return False  # a Solana or Bitcoin address, a program id: public
@@ -294,6 +294,31 @@ def _identifier_shaped(value: str) -> bool:
     segments = _SEGMENT.findall(value)
     return (bool(segments) and len(segments) <= max(2, len(value) // 5) and all(len(s) >= 3 for s in segments)
             and _word_score(value) >= IDENTIFIER_WORD_SCORE)
+
+
+#: The word score (pairs inside words over pairs inside parts) from which letters-only parts joined by
+#: ``-``, ``_`` or ``/`` read as words: 5 of 1,000,000 random base64 / base64url keys of 20-54
+#: characters reach it (measured with os.urandom, seed-free, when it was set).
+JOINED_WORD_SCORE = 0.6
+_JOINERS = re.compile(r"[-_/]")
+
+
+def _words_joined(value: str) -> bool:
+    """Words joined by ``-``, ``_`` or ``/`` (``Expensive-to-look-up``, ``refsNoVendorPrimary/Acme/Ltd``):
+    two or more parts, every one ASCII letters only, cut at case changes into segments of 2+ letters,
+    whose letter pairs inside the segments are common English bigrams for at least
+    :data:`JOINED_WORD_SCORE` of the pairs inside the parts (the joiners themselves are not counted,
+    as :func:`_word_score` counts them, which held short words joined by hyphens for key material:
+    found on a capable judge's statements of the real notes)."""
+    parts = _JOINERS.split(value)
+    if len(parts) < 2 or not all(p.isascii() and p.isalpha() for p in parts):
+        return False
+    segments = [seg for p in parts for seg in _SEGMENT.findall(p)]
+    if any(len(seg) < 2 for seg in segments):
+        return False
+    pairs = sum(len(p) - 1 for p in parts)
+    common = sum(seg.lower()[i : i + 2] in _COMMON_BIGRAMS for seg in segments for i in range(len(seg) - 1))
+    return pairs > 0 and common / pairs >= JOINED_WORD_SCORE
 
 
 def _path_shaped(value: str) -> bool:
