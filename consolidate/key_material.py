@@ -78,11 +78,16 @@ ENTROPY_MIN_B32 = 3.0
 IDENTIFIER_WORD_SCORE = 0.4  # the word score an identifier of few long segments still needs
 
 # A run: the base64/base64url/hex/base32 alphabet and padding, not glued to a larger token
+# (a value after ``name=`` is a run: ``value=<key>``, ``--seed=<key>``; an escaped line break after it,
+# ``<key>\\n`` in JSON or an env file, before or after it, does not glue it to a larger token)
 _RUN = re.compile(
-    r"(?<![A-Za-z0-9+/=_\-.\\@$%&#~])"
+    r"(?:(?<=\\[nrt])|(?<![A-Za-z0-9+/_\-.\\@$%&#~]))(?<!==)"
     r"[A-Za-z0-9+/_-]{20,}={0,6}"
-    r"(?![A-Za-z0-9+/=_\-@\\$%&#~])(?!\.[A-Za-z0-9])"
+    r"(?![A-Za-z0-9+/=_\-@$%&#~])(?!\\(?![nrt]))(?!\.[A-Za-z0-9])"
 )
+# Full-width forms of ASCII (U+FF01-U+FF5E) read as ASCII, one character for one (the offsets stay):
+# ``４ｚＬｗ...`` is the key ``4zLw...`` (NFKC gives the same)
+_FULL_WIDTH = {cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F)}
 _HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
 _BASE32 = re.compile(r"[A-Z2-7]+")
 _DIGIT = re.compile(r"[0-9]")
@@ -351,6 +356,8 @@ def find(text: str, found: Iterable[tuple[int, int]] = ()) -> Iterator[tuple[int
     spans: list[tuple[int, int]] = []
     public: list[tuple[int, int]] | None = None
     taken = sorted(found)
+    if not text.isascii():
+        text = text.translate(_FULL_WIDTH)
     for m in _RUN.finditer(text):
         start, end = m.span()
         if taken and any(a <= start and end <= b for a, b in taken):

@@ -359,3 +359,33 @@ def test_random_keys_with_joiners_are_still_key_material():
         tried += 1
         passed += key_material._words_joined(key)
     assert passed <= 4, passed
+
+
+@pytest.mark.parametrize("shape", [
+    "value={k}", "opts: value={k} ok", "run with --seed={k}", "in config: blob={k};",  # after a name that says nothing
+    "set it to {k}\\n please", '"{k}\\n"', "{k}\\r\\n", "a line\\n{k}\\n",  # an escaped line break beside it
+    "use {fw}",  # full-width forms of ASCII (NFKC gives the key)
+])
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32), size=st.integers(16, 64))
+def test_key_material_after_a_name_an_escape_or_in_full_width_is_blocked(shape, seed, size):
+    """Shapes a fresh tester found passing (issue 29 item 2, review): a key given to a name that is
+    not secret-sounding, a key followed by a literal \\n escape (JSON, env files), a key in full-width
+    letters; the key's characters are all inside a finding."""
+    key = base64.b64encode(random.Random(seed).randbytes(size)).decode()  # key bytes: random, not any bytes
+    fw = key.translate({c: c + 0xFEE0 for c in range(0x21, 0x7F)})
+    text = shape.format(k=key, fw=fw)
+    start = text.index(fw if "{fw}" in shape else key)
+    covered = set()
+    for f in scan(text):
+        covered.update(range(f.start, f.end))
+    assert set(range(start, start + len(key.rstrip("=")))) <= covered, (text, scan(text))
+
+
+@pytest.mark.parametrize("text", [
+    "CONSOLIDATE_STORE=/home/user/projects/app/.memofs", "--prompt-version=judge-v1 --time-box=120",
+    "PYTHONPATH=/work/src/consolidate/tests", "the field is named created_at_utc=timestamp_in_seconds",
+])
+def test_options_and_paths_after_equals_are_not_key_material(text):
+    """A value after ``name=`` is judged like any run: paths, option values and identifiers pass."""
+    assert [f.kind for f in scan(text)] == []
