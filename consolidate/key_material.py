@@ -373,7 +373,43 @@ def find(text: str, found: Iterable[tuple[int, int]] = ()) -> Iterator[tuple[int
             if any(a <= start < b for a, b in public):
                 continue
         spans.append((start, end))
+    for m in _GROUPED.finditer(text):
+        start, value = m.start(), m.group()
+        while value.count(" ") >= 3:  # words before the key ("seed", "MFA") are dropped one by one
+            if _grouped_key(value):
+                if not any(a <= start and m.end() <= b for a, b in taken + spans):
+                    spans.append((start, m.end()))
+                break
+            cut = value.index(" ") + 1
+            start, value = start + cut, value[cut:]
+    spans.sort()
     yield from _joined(text, spans)
+
+
+# A key shown in groups split by single spaces, as authenticator apps show a TOTP seed (base32 in
+# groups of 4) and tools print hex keys (groups of 4-16): 4+ groups of one length
+_GROUPED = re.compile(r"(?<![\w-])(?:[A-Za-z2-7]{4,16}|[0-9A-Fa-f]{4,16})(?: (?:[A-Za-z2-7]{4,16}|[0-9A-Fa-f]{4,16})){3,}(?![\w-])")
+
+
+def _grouped_key(value: str) -> bool:
+    """Whether ``value`` (groups split by single spaces, :data:`_GROUPED`) is one key: 4+ groups of
+    one length (the last may be shorter), of one case, 24+ characters together, digits in at least
+    two groups (words have none), and the joined groups key material by the table above (base32
+    or hex; the joined run's entropy and word score decide)."""
+    groups = value.split(" ")
+    size = len(groups[0])
+    if any(len(g) != size for g in groups[:-1]) or len(groups[-1]) > size:
+        return False
+    joined = "".join(groups)
+    if len(joined) < MIN_BASE32 or not (joined.isupper() or joined.islower() or joined.isdigit()):
+        return False
+    if sum(1 for g in groups if _DIGIT.search(g)) < 2:
+        return False
+    upper = joined.upper()
+    if _BASE32.fullmatch(upper) and not _HEX.fullmatch(joined):
+        return _entropy(upper) >= ENTROPY_MIN_B32 and not _is_sequence(upper) and not _reads_as_words(upper, upper_only=True)
+    return bool(_HEX.fullmatch(joined)) and len(joined) >= MIN_HEX and _entropy(joined) >= ENTROPY_MIN_HEX \
+        and not _is_sequence(joined)
 
 
 def _joined(text: str, spans: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
