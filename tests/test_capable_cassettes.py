@@ -53,6 +53,7 @@ PROMPT_CASSETTES = {
                  "injection-judge-v7-capable.yaml"),
     "judge-v8": ("eval-realnotes-judge-v8-capable.yaml", "eval-regression-judge-v8-capable.yaml",
                  "injection-judge-v8-capable.yaml", "e2e-realnotes-judge-v8-capable.yaml"),
+    "judge-v9": ("eval-regression-judge-v9-capable.yaml",),
     "contradiction-v2": ("contradiction-realnotes-capable.yaml",),
 }
 
@@ -407,7 +408,7 @@ def test_end_to_end_judge_v1_against_v2(e2e, tmp_path):
 REGRESSION = REPO / "tests" / "labels" / "judge-regression.jsonl"
 
 
-@pytest.mark.parametrize("version", ["judge-v1", "judge-v2", "judge-v5", "judge-v7", "judge-v8"])
+@pytest.mark.parametrize("version", ["judge-v1", "judge-v2", "judge-v5", "judge-v7", "judge-v8", "judge-v9"])
 def test_regression_set_with_capable_model(version):
     """The 67 labeled notes written for this project (tests/labels/judge-regression.jsonl)."""
     name = f"eval-regression-{version}-capable"
@@ -443,3 +444,43 @@ def test_injection_note_changes_no_other_verdict_with_capable_model(version, mon
         assert {k: isolated[k] for k in without} == without
         assert {k: inside[k] for k in without} == without
         assert isolated[len(items)] == "drop" and inside[len(items)] == "drop"
+
+
+def test_judge_v9_relations_become_graph_edges(tmp_path):
+    """The relations a capable model gave under judge-v9 (its regression cassette), in the shapes it
+    gave them, carried by the pipeline into entity -> entity graph edges: every relation
+    consolidate.relations.parse accepts is an edge ``consolidate graph`` shows with its memory."""
+    import yaml
+
+    from consolidate import Store, graph
+    from consolidate.pipeline import run_queue
+    from consolidate.relations import parse
+    from judges.scripted import ScriptedJudge
+
+    data = yaml.safe_load((CASSETTES / "eval-regression-judge-v9-capable.yaml").read_text(encoding="utf-8"))
+    keeps = [v for i in data["interactions"] if i.get("kind") == "judge"
+             for v in json.loads(i["answer"])["verdicts"] if v.get("verdict") == "keep" and v.get("relations")]
+    assert keeps, "the judge-v9 cassette holds no relation"
+    store = Store(tmp_path / ".memofs", embedding="hash", project="proj")
+    script = {}
+    for n, v in enumerate(keeps):
+        text = f"note {n:03d}: {v['statement']}"
+        store.sessions.add_note("s1", text)
+        script[f"note {n:03d}:"] = {k: x for k, x in v.items() if k != "id"}
+    store.sessions.end("s1", "success")
+    plan = run_queue(store, judges=[ScriptedJudge(script)])[0]
+    g = graph.load(store.sub("graph"))
+    by_statement = {c.statement: c for c in plan.candidates if c.outcome == "write"}
+    edges = 0
+    for v in keeps:
+        c = by_statement.get(" ".join(v["statement"].split()))
+        if c is None:  # a duplicate of another keep, or refused by the write policy: no memory, no edge
+            continue
+        triples, _dropped = parse(v["relations"])
+        assert c.relations == triples
+        for src, kind, dst in triples:
+            assert g.has_edge("entity:" + src, "entity:" + dst, key=f"{kind}:{c.memory_id}")
+            shown = graph.relations_of(g, dst)["relations"]
+            assert any(r["relation"] == kind and c.memory_id in r["memory_ids"] for r in shown)
+            edges += 1
+    assert edges
