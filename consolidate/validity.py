@@ -59,8 +59,8 @@ def validity(meta: dict[str, Any], archived_at: str | None = None) -> tuple[str 
 
     Metadata without the fields (an older store) reads as described in the module docstring;
     ``archived_at`` is the archive copy's time stamp (``archive/<id>.json``), the end of an archived
-    entry that names none. A ``valid_to`` before ``valid_from`` reads as ``valid_from`` (the entry
-    held for that day at most)."""
+    entry that names none. A ``valid_to`` before ``valid_from`` (written by an older version) reads as
+    the archive date when that is later, else ``valid_from`` (the entry held for that day at most)."""
     start = _date(meta.get("valid_from")) or _date(_provenance(meta).get("valid_from"))
     if start is None:
         known = [d for d in (_date(_provenance(meta).get("date")), _date(meta.get("last_confirmed"))) if d]
@@ -68,8 +68,9 @@ def validity(meta: dict[str, Any], archived_at: str | None = None) -> tuple[str 
     end = _date(meta.get("valid_to"))
     if end is None and meta.get("status") not in (None, "active", "disputed", "quarantined"):
         end = _date(archived_at)
-    if start and end and end < start:
-        end = start
+    if start and end and end < start:  # written so before the stage checked it: it held until archived
+        archived = _date(archived_at)
+        end = archived if archived and archived > start else start
     return start, end
 
 
@@ -120,6 +121,7 @@ def stamp_plan(plan) -> None:
     writes the same date."""
     today = plan_day(plan)
     for u in plan.updates:
+        u.changes.pop("_valid_from", None)  # the contradiction stage's note to provenance: never stored
         if u.action in ("archive", "tombstone") and not u.changes.get("valid_to"):
             u.changes["valid_to"] = today
 

@@ -171,3 +171,21 @@ def test_old_metadata_reads_a_sensible_validity():
         ("2026-05-01", "2026-05-01")
     assert valid_on({"valid_from": "2026-05-01", "valid_to": "2026-06-01", "status": "superseded"}, "2026-05-31")
     assert not valid_on({"valid_from": "2026-05-01", "valid_to": "2026-06-01", "status": "superseded"}, "2026-06-01")
+
+
+def test_an_older_statement_of_stronger_evidence_ends_the_newer_one_on_the_day_it_is_learned(tmp_path):
+    """A fresh tester's find: a newer memory superseded by an older statement of stronger evidence got
+    a valid_to (the older one's start) before its own valid_from, and no --as-of date showed it. It
+    now held from its start until the run that replaced it (never an end before its start)."""
+    (tmp_path / "NEW.md").write_text(block((LOCAL, "observed-success", "2025-09-01")))
+    cli("import", "--agents-md", "NEW.md", "--store", "st", "--judge", JUDGE, cwd=tmp_path)
+    (tmp_path / "OLD.md").write_text(block((THEIRS, "user-stated", "2025-05-01")))
+    out = cli("import", "--agents-md", "OLD.md", "--store", "st", "--judge", JUDGE, cwd=tmp_path, relation="updates")
+    assert "1 durable" in out.stdout, out.stdout
+    assert list(memories(tmp_path)) == [THEIRS]
+    then = memories(tmp_path, "--as-of", "2025-10-01")
+    assert LOCAL in then and then[LOCAL]["status"] == "superseded", then
+    assert then[LOCAL]["valid_from"] == "2025-09-01" and then[LOCAL]["valid_to"] == TODAY
+    assert all("_valid_from" not in m for m in then.values())
+    assert validity({"valid_from": "2025-09-01", "valid_to": "2025-05-01", "status": "superseded"},
+                    archived_at="2026-02-01T10:00:00") == ("2025-09-01", "2026-02-01")  # an older store's entry

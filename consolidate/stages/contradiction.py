@@ -422,7 +422,7 @@ def _contradiction(plan, c, h, judge) -> None:
             other.outcome, other.outcome_reason = "rejected", f"superseded in the same run by {why} ({judge})"
             plan.decide("candidate.rejected", note_ids=other.note_ids, reason=other.outcome_reason)
             return
-        plan.updates.append(MemoryUpdate(h["id"], "archive", {"status": "superseded"}, event="memory.superseded",
+        plan.updates.append(MemoryUpdate(h["id"], "archive", _superseded(meta), event="memory.superseded",
                                          reason=f"superseded by {why} ({c.evidence}, {c.confidence}; {judge})"))
         c.provenance["supersedes"] = h["id"]
         plan.decide("memory.superseded", note_ids=c.note_ids, memory_id=h["id"], judge=judge,
@@ -487,7 +487,7 @@ def _update(plan, c, h, judge) -> None:
         other.outcome_reason = f"replaced in the same run by a later statement (update; {judge})"
         plan.decide("candidate.rejected", note_ids=other.note_ids, reason=other.outcome_reason)
         return
-    plan.updates.append(MemoryUpdate(h["id"], "archive", {"status": "superseded"}, event="memory.superseded",
+    plan.updates.append(MemoryUpdate(h["id"], "archive", _superseded(meta), event="memory.superseded",
                                      reason=f"updated by a newer statement ({c.evidence}; {judge})"))
     c.provenance["supersedes"] = h["id"]
     plan.decide("memory.superseded", note_ids=c.note_ids, memory_id=h["id"], judge=judge, relation="updates",
@@ -511,3 +511,11 @@ def _confirm_update(plan, match) -> None:
                                      reason=f"the update {match['id']} was confirmed in another session"))
     plan.decide("memory.superseded", memory_id=old, relation="updates",
                 reason=f"the update {match['id']} was confirmed in another session")
+
+
+def _superseded(meta: dict) -> dict:
+    """The changes of a memory taken out as superseded: its status, and its start (``_valid_from``,
+    read by the provenance stage so that its ``valid_to`` never falls before it; never stored)."""
+    from ..validity import validity
+
+    return {"status": "superseded", "_valid_from": validity(meta)[0]}

@@ -25,7 +25,7 @@ def run(plan, ctx):
     from .. import archive
 
     from ..forget import check_resurrections
-    from ..validity import candidate_dates
+    from ..validity import candidate_dates, plan_day
 
     check_resurrections(plan, ctx.store)  # a forgotten statement comes back only user-stated or flagged
     now = _dt.datetime.fromtimestamp(ctx.now, _dt.timezone.utc)
@@ -47,7 +47,10 @@ def run(plan, ctx):
         for u in plan.updates:
             if u.memory_id == links.get("supersedes"):
                 u.changes["superseded_by"] = c.memory_id
-                u.changes["valid_to"] = valid_from  # it held until the statement replacing it became true
+                # it held until the statement replacing it became true; replaced by an older statement of
+                # stronger evidence, it held until this run learned so (never an end before its start)
+                start = u.changes.pop("_valid_from", None)
+                u.changes["valid_to"] = valid_from if not start or valid_from >= start else plan_day(plan)
                 u.edges.append([c.memory_id, "supersedes"])
             elif u.memory_id == links.get("disputes"):
                 u.changes["disputed_with"] = c.memory_id
