@@ -149,8 +149,10 @@ def chain_config(explicit: list[str] | None = None, store_path: str | os.PathLik
         specs: list[str] = []
         for s in explicit:
             specs.extend(_split(s))
-        if specs:
-            return specs, "--judge"
+        if not specs:  # --judge '' or ',': said, but naming nothing (was the default chain, silently)
+            raise ConfigError(f"--judge {explicit[0]!r} names no judge; give one or more of: "
+                              + ", ".join(sorted(installed())))
+        return specs, "--judge"
     env = JUDGES.get()
     if env:
         return env, JUDGES.name

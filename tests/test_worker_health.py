@@ -184,3 +184,20 @@ def test_health_line_kinds():
     assert "failed 2 times" in health_line(failed, q(1, 5.0, 999.0))
     assert health_line(failed, q(1, 5.0, 1001.0)) == ""  # a run consolidated an end since the failure
     assert "1 session end is queued, the oldest 3.0 days old" in health_line({}, q(1, 3 * 86400))
+
+
+@pytest.mark.parametrize("spec", ["", " ", ",", " , "])
+def test_a_judge_option_naming_no_judge_is_refused_at_install_and_run(tmp_path, spec):
+    """``--judge ''`` (or ``,``) was written into the hook with exit 0 and the worker then used the
+    default chain silently (a fresh tester's find): it names no judge, so install-hook and run refuse
+    it with one line, exit 2, the settings untouched."""
+    env = {**os.environ, "HOME": str(tmp_path)}
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    out = subprocess.run(["consolidate", "install-hook", "claude-code", "--judge", spec], cwd=proj,
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 2 and "names no judge" in out.stderr and out.stderr.count("\n") == 1, out.stderr
+    assert not (proj / ".claude" / "settings.json").exists()
+    run = subprocess.run(["consolidate", "run", "--store", str(proj / ".memofs"), "--judge", spec], cwd=proj,
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 2 and "names no judge" in run.stderr, run.stderr
