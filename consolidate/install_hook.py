@@ -411,7 +411,7 @@ def _toml_flag_change(path: Path, flag: tuple[str, str], result: InstallResult) 
     old_text = None
     if path.exists():
         try:
-            old_text = path.read_text(encoding="utf-8")
+            old_text = path.read_bytes().decode("utf-8")  # as written: CRLF line ends stay CRLF
         except (OSError, UnicodeDecodeError) as exc:
             raise BadInput(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}; nothing was changed",
                            path=str(path)) from None
@@ -437,7 +437,10 @@ def _toml_flag_change(path: Path, flag: tuple[str, str], result: InstallResult) 
         doc[table] = section
     section[key] = True
     result.actions.append(f"enabled {table}.{key}")
-    return path, old_text, tomlkit.dumps(doc)
+    new_text = tomlkit.dumps(doc)
+    if old_text and "\r\n" in old_text:  # a CRLF file: the lines added are CRLF too, the rest as it was
+        new_text = re.sub(r"(?<!\r)\n", "\r\n", new_text)
+    return path, old_text, new_text
 
 
 def _agent(agent: str) -> Agent:

@@ -162,3 +162,19 @@ def test_the_installed_hooks_on_codex_payloads(project):
     _wait(project, store, 2)
     again = run(start_cmd, _codex("019a7d2e-0000-7000-8000-000000000001", project, "SessionStart", source="startup"))
     assert "AWS_PROFILE=staging" in again and "Postgres container" in again
+
+
+@pytest.mark.parametrize("config", [USER_CONFIG, "# top\nmodel = \"o3\"\n\n[profiles.fast]\nmodel = \"o4-mini\"\n"])
+def test_a_crlf_config_stays_crlf_byte_for_byte(project, config):
+    """A config.toml with CRLF line ends (a fresh tester's find: it was rewritten with LF, read through
+    universal newlines): every byte kept, the lines added in CRLF too; the backup is the file as it was."""
+    crlf = config.replace("\n", "\r\n").encode()
+    path = project / ".codex" / "config.toml"
+    path.write_bytes(crlf)
+    out = cli(project, "install-hook", "codex", "--store", str(project / ".memofs"), "--judge", "rules")
+    assert out.returncode == 0, out.stderr
+    new = path.read_bytes()
+    assert new.startswith(crlf) and b"\n" not in new.replace(b"\r\n", b"")
+    assert b"codex_hooks = true\r\n" in new[len(crlf):]
+    [backup] = list((project / ".codex").glob("config.toml.bak-*"))
+    assert backup.read_bytes() == crlf
