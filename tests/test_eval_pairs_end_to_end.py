@@ -118,8 +118,8 @@ def test_prompt_version_is_selectable(monkeypatch):
     assert CLIJudge(fake("answer.py")).prompt_version == "judge-v1"
     assert APIJudge(model="openai/x").prompt_version == "judge-v1"
     assert CLIJudge(fake("answer.py"), prompt_version="judge-v2").prompt_version == "judge-v2"
-    monkeypatch.setenv("CONSOLIDATE_PROMPT_VERSION", "judge-v9")
-    with pytest.raises(ConfigError, match="judge-v9"):
+    monkeypatch.setenv("CONSOLIDATE_PROMPT_VERSION", "judge-v99")
+    with pytest.raises(ConfigError, match="judge-v99"):
         CLIJudge(fake("answer.py"))
 
 
