@@ -237,7 +237,9 @@ def _index_rows(store) -> dict[str, dict[str, Any]]:
 
 
 def _memories(n: int) -> str:
-    return f"{n} memory" if n == 1 else f"{n} memories"
+    from .doctor import _memories as said
+
+    return said(n)
 
 
 def _counts(parts: list[tuple[int, str]]) -> str:

@@ -276,50 +276,6 @@ def _memories(n: int) -> str:
     return f"{n} memory" if n == 1 else f"{n} memories"
 
 
-def _rebuilt(store, f: Finding, repair: bool) -> Finding:
-    """``f`` repaired by rebuilding the index (its counts added to the line) when ``repair``."""
-    if repair:
-        from .reindex import rebuild
-
-        done = rebuild(store)
-        f.problem += f"; rebuilt {_memories(done['rebuilt'])}"
-        if done["graph_only"]:
-            f.problem += (f" ({done['graph_only']} from the graph alone: no event describes them, so their evidence"
-                          " and confidence are best effort)")
-        f.repaired = True
-    return f
-
-
-def _index_vs_graph(store, repair: bool) -> list[Finding]:
-    from . import graph
-    from .plan import Candidate
-
-    rows = store.longterm().all()
-    folder = store.sub("graph")
-    g = graph.load(folder)
-    missing = [r for r in rows if r["metadata"].get("tier") == "durable" and r["id"] not in g]
-    if not missing:
-        return []
-    f = Finding("graph/", f"{len(missing)} memories of the recall index have no graph node")
-    if repair:
-        for r in missing:
-            m = r["metadata"]
-            prov = json.loads(m.get("provenance") or "{}")
-            c = Candidate(note_ids=prov.get("note_ids", []), statement=r["document"], type=m.get("type", "fact"),
-                          source=m.get("source", "unknown"), evidence=m.get("evidence", "inferred"),
-                          confidence=m.get("confidence", "low"), reason=prov.get("reason", ""),
-                          fields=json.loads(m.get("fields") or "{}"), status=m.get("status", "active"),
-                          memory_id=r["id"], provenance={"session_id": m.get("session_id", "unknown"),
-                                                         "run_id": m.get("run_id", "unknown")})
-            graph.add_memory(g, c, m.get("scope") or store.project)
-        from . import snapshots
-
-        snapshots.settle_graph_appends(store)  # the rewrite moves the lines undo records point to
-        graph.save(g, folder)
-        f.repaired = True
-    return [f]
-
-
 def exit_code(findings: list[Finding]) -> int:
     """0 when nothing is left to fix, 1 otherwise."""
     return 0 if all(f.repaired for f in findings) else 1
