@@ -164,7 +164,7 @@ def report_importtime(title: str, argv: list[str], stdin: bytes = b"") -> list[s
 # -- a module as it was at an earlier commit -------------------------------------------------------
 
 def module_at(rev: str, path: str):
-    """The module ``path`` (``consolidate/secrets.py``) as of commit ``rev``, loaded from ``git show`` as a
+    """The module ``path`` (``consolidate/rules/secrets.py``) as of commit ``rev``, loaded from ``git show`` as a
     module of its package beside today's modules (its relative imports find them), for a side-by-side
     comparison in one process; None when git or the commit is not there."""
     import importlib.util
@@ -264,17 +264,17 @@ STAGE_SECONDS: dict[str, float] = {}
 
 
 def install_stage_timers() -> None:
-    """Wrap every stage's ``run`` (looked up by its ``consolidate.stages.Stage`` function at call time) with a
+    """Wrap every stage's ``run`` (looked up by its ``consolidate.pipeline.stages.Stage`` function at call time) with a
     timer, so the stages' times are known even when a run raises and its plan is lost."""
     import functools
     import importlib
 
-    from consolidate.stages import ORDER
+    from consolidate.pipeline.stages import ORDER
 
     # the pipeline's steps between the stages: the keepers' embedding before the lock and purge's
     # quarantine expiry after it (issue 18), looked up at call time too
     for name, (module_name, attr) in {**{n: (n, "run") for n in ORDER}, **BETWEEN_STAGES}.items():
-        module = importlib.import_module(f"consolidate.stages.{module_name}")
+        module = importlib.import_module(f"consolidate.pipeline.stages.{module_name}")
         fn = getattr(module, attr)
 
         def timed(plan, ctx, *rest, _fn=fn, _name=name):
@@ -306,8 +306,9 @@ def install_step_timers() -> None:
     pair per call, negligible next to the steps."""
     import functools
 
-    from consolidate import context_md, journal, snapshots
-    from consolidate.stages import apply
+    from consolidate.store.views import context_md
+    from consolidate.store import journal, snapshots
+    from consolidate.pipeline.stages import apply
 
     def wrap(module, name, label):
         fn = getattr(module, name)

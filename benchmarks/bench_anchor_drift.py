@@ -61,7 +61,8 @@ def make_tree(root: Path) -> list[tuple[str, str]]:
 
 def main() -> int:
     args = parser(__doc__, runs=9).parse_args()
-    from consolidate import Store, anchors
+    from consolidate import Store
+    from consolidate.store import anchors
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-anchor-"))
     root = tmp / "proj"

@@ -3,8 +3,8 @@ of 1 s per call (``ScriptedJudge(latency=1.0)``, keeping 1 note in 5), drained w
 against concurrency 1, interleaved. Goal: a speedup of at least 5.
 
 Each session holds 20 real notes (one judge batch, so one 1-s call) taken from a different real
-session. The drain is ``consolidate.batch.run_batch`` when the module exists (the ``consolidate
-batch`` command); otherwise a ThreadPoolExecutor over ``consolidate.pipeline.run_session`` per
+session. The drain is ``consolidate.pipeline.batch.run_batch`` when the module exists (the ``consolidate
+batch`` command); otherwise a ThreadPoolExecutor over ``consolidate.pipeline.run.run_session`` per
 claimed session, and the output says so. Each run gets a fresh store (filled untimed).
 
     python benchmarks/bench_batch.py [--runs 5] [--sessions 20] [--latency 1.0]
@@ -31,19 +31,19 @@ LOCKED = ("contradiction", "provenance", "apply")
 def drain_function():
     """(name, drain(store, concurrency, factory) -> list of per-session results)."""
     try:
-        from consolidate.batch import run_batch
+        from consolidate.pipeline.batch import run_batch
     except ImportError:
         run_batch = None
     if run_batch is not None:
         def drain(store, concurrency, factory):
             r = run_batch(store, concurrency=concurrency, chain_factory=factory, out=io.StringIO())
             return r.sessions
-        return "consolidate.batch.run_batch", drain
+        return "consolidate.pipeline.batch.run_batch", drain
 
     from concurrent.futures import ThreadPoolExecutor
 
-    from consolidate.pipeline import run_session
-    from consolidate.stages.apply import summary
+    from consolidate.pipeline.run import run_session
+    from consolidate.pipeline.stages.apply import summary
 
     def drain(store, concurrency, factory):
         def one(row):
@@ -54,7 +54,7 @@ def drain_function():
             return {"session_id": plan.session_id, **summary(plan)}
         with ThreadPoolExecutor(max_workers=concurrency) as pool:
             return list(pool.map(one, store.sessions.pending()))
-    return ("ThreadPoolExecutor over consolidate.pipeline.run_session (consolidate.batch is not there yet)", drain)
+    return ("ThreadPoolExecutor over consolidate.pipeline.run.run_session (consolidate.pipeline.batch is not there yet)", drain)
 
 
 def install_embed_timer() -> None:
@@ -62,7 +62,7 @@ def install_embed_timer() -> None:
     a process also loads the model)."""
     import functools
 
-    from consolidate import longterm
+    from consolidate.store.index import longterm
 
     fn = longterm.LongTerm.embed
 
@@ -99,7 +99,7 @@ def main() -> int:
     install_stage_timers()
     install_step_timers()
     install_embed_timer()
-    from consolidate.store import Store
+    from consolidate.store.store import Store
 
     state = {"k": 0}
     per_run: dict[str, list[dict]] = {}

@@ -1,6 +1,6 @@
 """The contradiction stage's candidate similarity, measured on the compare regression set (issue 12).
 
-A new keeper's neighbours at or above CANDIDATE_SIMILARITY (consolidate/stages/contradiction.py) go to
+A new keeper's neighbours at or above CANDIDATE_SIMILARITY (consolidate/pipeline/stages/contradiction.py) go to
 the judge's compare prompt (duplicate | updates | contradicts | unrelated). Too high, and a reworded
 duplicate or an update never reaches the judge (both stay active); too low, and unrelated neighbours
 cost prompt tokens. This script embeds the 60 labelled pairs of tests/labels/compare-regression.jsonl
@@ -40,8 +40,8 @@ def similarities(rows: list[dict], ef) -> list[float]:
 
 def main() -> None:
     args = parser(__doc__, runs=5, what="embedding passes (for the time only)").parse_args()
-    from consolidate.embeddings import get_embedding_function
-    from consolidate.stages.contradiction import CANDIDATE_SIMILARITY
+    from consolidate.store.index.embeddings import get_embedding_function
+    from consolidate.pipeline.stages.contradiction import CANDIDATE_SIMILARITY
 
     rows = [json.loads(line) for line in LABELS.read_text(encoding="utf-8").splitlines() if line.strip()]
     ef = get_embedding_function("minilm")

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from consolidate.fast_start import START_FILE  # noqa: E402
+from consolidate.store.views.start_file import START_FILE  # noqa: E402
 from _bench import (CONSOLE, HEAVY, PYTHON, check_venv, goal_line, interleaved, median, ms, parser,  # noqa: E402
                     report_importtime, run_cmd, spread)
 
@@ -78,12 +78,12 @@ def write_transcript(path: Path, entries: int) -> Path:
 STEPS = r"""
 import json, sys, time
 out = {}
-t = time.perf_counter(); import consolidate.cli as cli; out["import consolidate.cli"] = time.perf_counter() - t
+t = time.perf_counter(); import consolidate.cli.main as cli; out["import consolidate.cli.main"] = time.perf_counter() - t
 t = time.perf_counter(); cli.build_parser(); out["build_parser (imports every command module)"] = time.perf_counter() - t
-t = time.perf_counter(); import consolidate.hook, consolidate.session; out["import consolidate.hook, .session"] = time.perf_counter() - t
-from consolidate.session import SessionTier
+t = time.perf_counter(); import consolidate.agents.hooks.full, consolidate.store.sessions.tier; out["import consolidate.agents.hooks.full, .session"] = time.perf_counter() - t
+from consolidate.store.sessions.tier import SessionTier
 t = time.perf_counter(); tier = SessionTier(sys.argv[1]); out["SessionTier open (connect, WAL, schema)"] = time.perf_counter() - t
-t = time.perf_counter(); import consolidate.secrets as s; out["import consolidate.secrets (a reason is given)"] = time.perf_counter() - t
+t = time.perf_counter(); import consolidate.rules.secrets as s; out["import consolidate.rules.secrets (a reason is given)"] = time.perf_counter() - t
 t = time.perf_counter(); s.scan("prompt_input_exit"); out["secrets.scan of a reason of 8+ characters (imports detect_secrets)"] = time.perf_counter() - t
 t = time.perf_counter(); tier.end(sys.argv[2], "success", None); tier.close(); out["queue the session end (insert)"] = time.perf_counter() - t
 print(json.dumps(out))
@@ -106,9 +106,9 @@ c.close()
 
 def write_context_files(store: Path) -> None:
     """memory/context.md and context.json as a run writes them: the notice and 30 memory lines."""
-    from consolidate.anchors import write_context_index
-    from consolidate.context_md import render as _context_text
-    from consolidate.store import Store, write_text_atomic
+    from consolidate.store.anchors import write_context_index
+    from consolidate.store.views.context_md import render as _context_text
+    from consolidate.store.store import Store, write_text_atomic
 
     s = Store(store, embedding="hash", project="bench")
     lines = [f"- **fact**: Service {i} listens on port {8000 + i} behind the nginx gateway, see deploy/nginx{i}.conf"
@@ -116,9 +116,9 @@ def write_context_files(store: Path) -> None:
     write_text_atomic(s.sub("memory", "context.md"), _context_text("bench", lines))
     write_context_index(s, [{"id": f"mem-{i:04d}"} for i in range(30)], [line[2:] for line in lines])
     s.close()
-    from consolidate.fast_start import write as write_start_file
+    from consolidate.store.views.start_file import write as write_start_file
 
-    assert write_start_file(store)  # as every writer of context.md does (consolidate/fast_start.py)
+    assert write_start_file(store)  # as every writer of context.md does (consolidate/store/views/start_file.py)
 
 
 def wait_for_worker(store: Path, timeout: float = 60.0) -> None:
@@ -183,8 +183,8 @@ def main() -> int:
         "consolidate hook --no-worker (SessionEnd)": hook("--no-worker"),
         "  same, reason 'other' (under 8 characters: not scanned)": lambda: run_cmd(
             [CONSOLE, "hook", "--no-worker", "--store", str(store)], stdin=payload(f"s{next(ids)}", str(tmp), "other")),
-        "  imports only: python -c 'import consolidate.cli, consolidate.hook, ...'": lambda: run_cmd(
-            [PYTHON, "-c", "import consolidate.cli, consolidate.hook, consolidate.session, consolidate.commands.lifecycle"]),
+        "  imports only: python -c 'import consolidate.cli.main, consolidate.agents.hooks.full, ...'": lambda: run_cmd(
+            [PYTHON, "-c", "import consolidate.cli.main, consolidate.agents.hooks.full, consolidate.store.sessions.tier, consolidate.cli.commands.lifecycle"]),
         "consolidate hook --no-worker, brand-new store": hook_new_store,
         "consolidate hook (SessionStart: records the session, prints 30 memories)": session_start,
         "  same on the full path (no start file: written again)": session_start_full,
@@ -252,7 +252,7 @@ def main() -> int:
 
 
 #: Writes the start file of the store ``argv[1]`` with the code of the checkout on PYTHONPATH.
-WRITE_START_FILE = "import sys; from consolidate.fast_start import write; sys.exit(0 if write(sys.argv[1]) else 1)"
+WRITE_START_FILE = "import sys; from consolidate.store.views.start_file import write; sys.exit(0 if write(sys.argv[1]) else 1)"
 
 
 def side_by_side(other: Path, runs: int, tmp: Path) -> None:

@@ -31,7 +31,7 @@ from _bench import CONSOLE, PYTHON, check_venv, goal_line, interleaved, median, 
 def build_store(store: Path, project: Path, memories: int) -> None:
     """A store of ``memories`` active memories, each naming one of ``memories // 3`` files."""
     from consolidate import Store
-    from consolidate.pipeline import run_queue
+    from consolidate.pipeline.run import run_queue
 
     s = Store(store, embedding="hash")
     for i in range(memories):
@@ -63,7 +63,7 @@ def main() -> int:
     ap.add_argument("--turns", type=int, default=20, help="copies of the test conversation in the transcript (default 20)")
     args = ap.parse_args()
     check_venv()
-    from consolidate.harvest import harvest_transcript
+    from consolidate.agents.harvest import harvest_transcript
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-lifecycle-"))
     project = tmp / "app"
@@ -96,9 +96,9 @@ def main() -> int:
     def start_recovering():
         # a killed session (SessionStart recorded under a process that is gone, no end) to recover
         dead = f"dead{next(ids)}"
-        from consolidate.agent_session import record_start
-        from consolidate.hook_lifecycle import session_for_start
-        from consolidate.session import SessionTier
+        from consolidate.store.sessions.agents import record_start
+        from consolidate.agents.hooks.lifecycle import session_for_start
+        from consolidate.store.sessions.tier import SessionTier
 
         tier = SessionTier(store / "sessions.sqlite3")
         record_start(tier, dead, cwd=str(project), pids=[2 ** 22 + 7])
@@ -122,8 +122,8 @@ def main() -> int:
     def setup(name, _round):
         # untimed: end the sessions earlier rounds opened (all under this process), so that only
         # the recovering case has a session to recover
-        from consolidate.agent_session import open_sessions
-        from consolidate.session import SessionTier
+        from consolidate.store.sessions.agents import open_sessions
+        from consolidate.store.sessions.tier import SessionTier
 
         tier = SessionTier(store / "sessions.sqlite3")
         for s in open_sessions(tier):

@@ -25,7 +25,7 @@ from _bench import (CONSOLE, PYTHON, check_venv, goal_line, interleaved, median,
 PROFILE = r"""
 import cProfile, io, pstats, sys, time
 t = time.perf_counter()
-import consolidate.cli as cli
+import consolidate.cli.main as cli
 t_import = time.perf_counter() - t
 pr = cProfile.Profile()
 t = time.perf_counter()
@@ -35,7 +35,7 @@ pr.disable()
 t_main = time.perf_counter() - t
 s = io.StringIO()
 pstats.Stats(pr, stream=s).sort_stats("cumulative").print_stats(r"consolidate|judges|importlib._bootstrap>:1165", 14)
-sys.stderr.write(f"import consolidate.cli {t_import * 1000:.1f} ms; main() {t_main * 1000:.1f} ms\n" + s.getvalue())
+sys.stderr.write(f"import consolidate.cli.main {t_import * 1000:.1f} ms; main() {t_main * 1000:.1f} ms\n" + s.getvalue())
 """
 
 
@@ -44,7 +44,7 @@ def main() -> int:
     args = ap.parse_args()
     runs = args.runs
     check_venv()
-    from consolidate.store import Store, write_json_atomic
+    from consolidate.store.store import Store, write_json_atomic
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-idle-"))
     store = Store(tmp / "store", project="bench")
@@ -65,8 +65,8 @@ def main() -> int:
         "python -c pass": lambda: run_cmd([PYTHON, "-c", "pass"]),
         'python -c "import sqlite3, json"': lambda: run_cmd([PYTHON, "-c", "import sqlite3, json"]),
         "consolidate run --session S (ended, no notes)": idle_run,
-        "  imports only: python -c 'import consolidate.cli, consolidate.pipeline'": lambda: run_cmd(
-            [PYTHON, "-c", "import consolidate.cli, consolidate.pipeline, consolidate.commands.run"]),
+        "  imports only: python -c 'import consolidate.cli.main, consolidate.pipeline.run'": lambda: run_cmd(
+            [PYTHON, "-c", "import consolidate.cli.main, consolidate.pipeline.run, consolidate.cli.commands.run"]),
     }
     res = interleaved(cases, runs, warmup=2)
     base = median(res['python -c "import sqlite3, json"'])

@@ -8,7 +8,7 @@ batch, as the judge stage sends them, one session per run) and each batch throug
 through the same two functions. Notes the secret gate blocks are not judged (as in the pipeline).
 Tokens are counted with tiktoken's cl100k_base, loaded offline from the copy litellm ships
 (``litellm/litellm_core_utils/tokenizers``); when that fails, with the MiniLM ``tokenizer.json``
-of consolidate.embeddings (WordPiece), else with a whitespace-and-punctuation count; the output
+of consolidate.store.index.embeddings (WordPiece), else with a whitespace-and-punctuation count; the output
 says which. The counts are deterministic (no timing, so no repeated runs).
 
 Then the same sessions go through the real pipeline (``run_queue``, one session per run, a fresh
@@ -52,7 +52,7 @@ def tokenizer():
     try:
         from tokenizers import Tokenizer
 
-        from consolidate.embeddings import tokenizer_path
+        from consolidate.store.index.embeddings import tokenizer_path
 
         tok = Tokenizer.from_file(str(tokenizer_path()))
         tok.no_truncation()
@@ -102,8 +102,8 @@ def pipeline_runs(sessions) -> tuple[int, int, list[float]]:
 
     from _bench import fill_session
 
-    from consolidate.pipeline import run_queue
-    from consolidate.store import Store
+    from consolidate.pipeline.run import run_queue
+    from consolidate.store.store import Store
     from judges.chain import JudgeChain
     from judges.scripted import ScriptedJudge
 
@@ -127,7 +127,7 @@ def pipeline_runs(sessions) -> tuple[int, int, list[float]]:
 def main() -> int:
     sessions = real_sessions()
     skip_without_notes(sessions)
-    from consolidate import secrets
+    from consolidate.rules import secrets
     from judges.api import MAX_TOKENS_CAP, TOKENS_PER_NOTE, render_prompt
     from judges.base import JudgeContext
     from judges.chain import MAX_BATCH_CHARS, MAX_BATCH_NOTES, NOTES_PER_CALL, Item, make_batches

@@ -104,7 +104,7 @@ def main() -> int:
     ap = _bench.parser(__doc__, 5)
     ap.add_argument("--max-queries", type=int, default=150)
     args = ap.parse_args()
-    from consolidate.embeddings import MiniLMOnnx
+    from consolidate.store.index.embeddings import MiniLMOnnx
 
     ef = MiniLMOnnx()
     ef._load()

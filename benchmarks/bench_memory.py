@@ -39,15 +39,15 @@ RUN_QUEUE = r"""
 import sys
 sys.path.insert(0, sys.argv[2])
 from _bench import scripted_chain_factory
-from consolidate.pipeline import run_queue
-from consolidate.store import Store
+from consolidate.pipeline.run import run_queue
+from consolidate.store.store import Store
 plans = run_queue(Store(sys.argv[1], project="bench"), chain_factory=scripted_chain_factory(), time_box=None)
 assert plans and plans[0].finished
 """
 
 DOCS = r"""
 import json, sys
-from consolidate.store import Store
+from consolidate.store.store import Store
 docs = Store(sys.argv[1], project="bench").longterm().collection.get(include=["documents"])["documents"]
 open(sys.argv[2], "w", encoding="utf-8").write(json.dumps(docs))
 """
@@ -56,7 +56,7 @@ FLOOR = r"""
 import json, sys
 import chromadb
 from chromadb.config import Settings
-from consolidate.embeddings import get_embedding_function
+from consolidate.store.index.embeddings import get_embedding_function
 docs = json.load(open(sys.argv[1], encoding="utf-8"))
 ef = get_embedding_function("minilm")
 client = chromadb.PersistentClient(path=sys.argv[2], settings=Settings(anonymized_telemetry=False))
@@ -98,7 +98,7 @@ def main() -> int:
     check_venv()
     notes = real_notes(args.notes)
     skip_without_notes(notes)
-    from consolidate.store import Store
+    from consolidate.store.store import Store
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-memory-"))
     kept = [n["content"] for n in notes if keeps(n["content"])]
@@ -131,7 +131,7 @@ def main() -> int:
         'python -c "import sqlite3, json"': lambda: [PYTHON, "-c", "import sqlite3, json"],
         '  part: python -c "import chromadb"': lambda: [PYTHON, "-c", "import chromadb"],
         "  part: embedding model loaded, one text embedded": lambda: [
-            PYTHON, "-c", "from consolidate.embeddings import get_embedding_function as f; f('minilm').embed(['x'])"],
+            PYTHON, "-c", "from consolidate.store.index.embeddings import get_embedding_function as f; f('minilm').embed(['x'])"],
     }
     rss: dict[str, list[float]] = {n: [] for n in cases}
     secs: dict[str, list[float]] = {n: [] for n in cases}

@@ -44,7 +44,7 @@ def main() -> int:
 
     notes = real_notes(args.notes)
     skip_without_notes(notes)
-    from consolidate.store import Store
+    from consolidate.store.store import Store
 
     folder, info = bench_scale.cached_store(args.size, False)
     bench_scale.with_context_top(folder)

@@ -42,7 +42,7 @@ class Bench:
         self.kept: dict | None = None
 
     def fresh_store(self):
-        from consolidate.store import Store
+        from consolidate.store.store import Store
 
         self.n += 1
         store = Store(self.tmp / f"p{self.n}" / ".memofs", project="bench")
@@ -50,7 +50,7 @@ class Bench:
         return store
 
     def pipeline(self) -> float:
-        from consolidate.pipeline import run_queue
+        from consolidate.pipeline.run import run_queue
 
         store = self.fresh_store()  # untimed
         STEP_SECONDS.clear()
@@ -73,7 +73,7 @@ class Bench:
         import chromadb
         from chromadb.config import Settings
 
-        from consolidate.embeddings import get_embedding_function
+        from consolidate.store.index.embeddings import get_embedding_function
 
         self.n += 1
         path = self.tmp / f"f{self.n}"
@@ -105,9 +105,9 @@ def hotspots(plan, tmp: Path) -> dict[str, float]:
     """Time alone the parts of a run that the floor does not have, on a finished plan."""
     import copy
 
-    from consolidate import journal
+    from consolidate.store import journal
     import numpy as np
-    from consolidate.store import Store
+    from consolidate.store.store import Store
 
     durable = [c for c in plan.candidates if c.embedding is not None]
     n = len(durable)
@@ -157,7 +157,7 @@ def main() -> int:
     install_step_timers()
     b.pipeline()  # warm-up: imports chromadb, onnxruntime; finds the kept memories
     plan = b.plans.pop()
-    from consolidate.stages.apply import summary
+    from consolidate.pipeline.stages.apply import summary
 
     s = summary(plan)
     judged_keep = sum(1 for v in plan.note_status.values() if v == "keep")
@@ -200,7 +200,7 @@ def main() -> int:
         for what, secs in hotspots(b.plans[-1], tmp).items():
             print(f"  {s_(secs):>8}  {what}")
     if ratio > 1.3 and not args.no_profile:
-        from consolidate.pipeline import run_queue
+        from consolidate.pipeline.run import run_queue
 
         store = b.fresh_store()
         print("\nWhere the time goes: one more pipeline run under cProfile (the profiler slows Python code"

@@ -37,7 +37,7 @@ FLOOR = r"""
 import sys
 import chromadb
 from chromadb.config import Settings
-from consolidate.embeddings import get_embedding_function
+from consolidate.store.index.embeddings import get_embedding_function
 client = chromadb.PersistentClient(path=sys.argv[1], settings=Settings(anonymized_telemetry=False))
 col = client.get_collection("memories")
 vec = get_embedding_function("minilm").embed([sys.argv[2]])[0]

@@ -20,7 +20,7 @@ The queries, made at run time from the memories (a seeded RNG, ``--seed``):
   half of them dropped at random and the rest shuffled; the memory the one relevant.
 
 recall@5 is averaged over the queries of each kind. Before = the same recall with the lexical
-ranking empty (``consolidate.retrieval.lexical_matches`` answering []): the vector ranking alone,
+ranking empty (``consolidate.pipeline.recall.lexical_matches`` answering []): the vector ranking alone,
 as recall was. Latency: median per query of each, in the same process (the model loaded).
 
     python benchmarks/bench_recall_hybrid.py [--runs 5] [--max-queries 150] [--seed 29]
@@ -131,7 +131,8 @@ def main() -> int:
     if not (REALNOTES / "longterm").is_dir():
         print(f"no real notes at {REALNOTES}: nothing measured")
         return 0
-    from consolidate import Store, retrieval
+    from consolidate import Store
+    from consolidate.pipeline import recall as retrieval
 
     rng = random.Random(args.seed)
     texts = memories()

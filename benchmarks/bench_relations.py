@@ -45,7 +45,7 @@ def main() -> None:
     ap = parser(__doc__, 9)
     ap.add_argument("--memories", type=int, default=100_000)
     args = ap.parse_args()
-    from consolidate import graph
+    from consolidate.store import graph
 
     with tempfile.TemporaryDirectory() as tmp:
         with_rel, without = Path(tmp, "with"), Path(tmp, "without")

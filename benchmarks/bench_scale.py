@@ -1,12 +1,12 @@
 """Scale (issue 7, benchmark 4): the run of bench_pipeline.py (1,000 real notes, scripted judge
 keeping 20 %) into a store that already holds 10,000 and 100,000 memories, against the same run
 into an empty store: time per kept memory. Goal: at most 1.5 times the empty store's at 100,000.
-Also the graph's load and save time (consolidate.graph.load / save) at 100,000 memories.
+Also the graph's load and save time (consolidate.store.graph.load / save) at 100,000 memories.
 
 The big stores are built once and cached outside the repository (default
 /tmp/consolidate-bench-cache/, or $CONSOLIDATE_BENCH_CACHE), on a fast path: synthetic memories
 with random unit vectors of dimension 384 upserted straight into the Chroma collection (the
-metadata shape of consolidate.longterm.record_for; one scope, the run's; 95 % active, 4 %
+metadata shape of consolidate.store.index.longterm.record_for; one scope, the run's; 95 % active, 4 %
 quarantined, 1 % disputed; six types) and the graph files written directly (memory nodes, one
 session node per 20 memories, 2,000 entity nodes; derived_from and mentions edges). Every timed
 run works on a fresh copy of the cached store (the copy is not timed). Runs are interleaved:
@@ -49,7 +49,7 @@ def build_store(n: int, folder: Path) -> dict:
     """Build a store of ``n`` synthetic memories in ``folder`` (fast path); returns its info."""
     import numpy as np
 
-    from consolidate.store import Store
+    from consolidate.store.store import Store
 
     t0 = time.time()
     if folder.exists():
@@ -133,11 +133,11 @@ def with_context_top(folder: Path) -> None:
     (memory/context.md and memory/context.top.json, from which the next run merges its top: issue
     18); a store written before that layout pays one full read of its memories in its first run."""
     try:
-        from consolidate.context_md import CONTEXT_TOP
-        from consolidate.context_md import write as write_context
+        from consolidate.store.views.context_md import CONTEXT_TOP
+        from consolidate.store.views.context_md import write as write_context
     except ImportError:  # a checkout from before issue 18 (measuring "before"): it reads every memory
         return
-    from consolidate.store import Store
+    from consolidate.store.store import Store
 
     if (folder / ".memofs" / "memory" / CONTEXT_TOP).exists():
         return
@@ -162,7 +162,7 @@ class Runner:
         self.results: dict[str, list[dict]] = {}
 
     def prepare(self, source: Path | None):
-        from consolidate.store import Store
+        from consolidate.store.store import Store
 
         self.k += 1
         dest = self.tmp / f"run{self.k}"
@@ -173,8 +173,8 @@ class Runner:
         return store
 
     def run(self, label: str, source: Path | None, now: float | None):
-        from consolidate.pipeline import run_queue
-        from consolidate.stages.apply import summary
+        from consolidate.pipeline.run import run_queue
+        from consolidate.pipeline.stages.apply import summary
 
         store = self.prepare(source)  # untimed
         STEP_SECONDS.clear()
@@ -202,8 +202,8 @@ def probe_index(source: Path, tmp: Path, k: int = 154) -> dict[str, str]:
     keeper, every quarantined entry read)."""
     import numpy as np
 
-    from consolidate.longterm import _where
-    from consolidate.store import Store
+    from consolidate.store.index.longterm import _where
+    from consolidate.store.store import Store
 
     dest = tmp / "probe"
     shutil.copytree(source / ".memofs", dest / ".memofs")
@@ -230,10 +230,10 @@ def probe_index(source: Path, tmp: Path, k: int = 154) -> dict[str, str]:
 
     col.count()
     # what a run does now (issue 18)
-    from consolidate import longterm as _lt
-    from consolidate.context_md import CONTEXT_RESERVE, _top_by_merge
-    from consolidate.context_md import read_top as _read_top
-    from consolidate.stages.purge import _quarantined_before
+    from consolidate.store.index import longterm as _lt
+    from consolidate.store.views.context_md import CONTEXT_RESERVE, _top_by_merge
+    from consolidate.store.views.context_md import read_top as _read_top
+    from consolidate.pipeline.stages.purge import _quarantined_before
 
     def reopen():
         _lt.close_all()
@@ -272,7 +272,7 @@ def probe_index(source: Path, tmp: Path, k: int = 154) -> dict[str, str]:
 
 
 def graph_load_save(folder: Path, tmp: Path, runs: int) -> tuple[list[float], list[float], int, int]:
-    from consolidate import graph
+    from consolidate.store import graph
 
     loads, saves = [], []
     nodes = edges = 0
@@ -365,7 +365,7 @@ def main() -> int:
         print(line)
     print("\nTime per stage (median; a failed run counts up to its failure) by store size:")
     print("  " + f"{'stage':<58}" + "".join(f"{n:>10}" for n in names))
-    from consolidate.stages import SESSION
+    from consolidate.pipeline.stages import SESSION
 
     stages = ["count"] + [st.name for st in SESSION if st.name != "release_model"]  # in the order a run takes them
     for st in stages:

@@ -101,8 +101,8 @@ def main() -> None:
 
 def run(args, tmp: Path, url: str) -> None:
     from consolidate import Store
-    from consolidate.pipeline import run_session
-    from consolidate.team_sync import pull, push
+    from consolidate.pipeline.run import run_session
+    from consolidate.team.sync import pull, push
 
     L, A, B, D = (tmp / name / ".memofs" for name in "LABD")
     for store in (A, B, D):

@@ -2,7 +2,7 @@
 
 Reads ../shared/data/labels/realnotes-dev-labels.jsonl (notes labeled keep or drop by an annotator),
 takes the notes labeled ``keep`` whose text holds a time word (``TIME_WORDS`` below: a broad list,
-independent of the rule under test), and runs ``consolidate.memory_types.durability`` on each as a
+independent of the rule under test), and runs ``consolidate.rules.memory_types.durability`` on each as a
 judged keeper (high confidence, no TTL, as the judge would hand it on). A kept note made transient
 is one the write policy demotes against the annotator's verdict. It prints each demoted note's id
 and reason, then the count.
@@ -46,7 +46,7 @@ def main() -> int:
     if not args.labels.exists():
         print(f"labels not found: {args.labels}", file=sys.stderr)
         return 2
-    from consolidate import memory_types
+    from consolidate.rules import memory_types
 
     rows = [json.loads(line) for line in args.labels.read_text(encoding="utf-8").splitlines() if line.strip()]
     kept = [r for r in rows if r.get("verdict") == "keep"]

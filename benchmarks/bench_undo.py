@@ -27,8 +27,8 @@ STEPS = ("graph.load", "graph.save", "snapshots.settle_graph_appends", "context_
 
 def prepare(source: Path | None, dest: Path, notes, now: float | None) -> tuple[str, str]:
     """A copy of ``source`` (an empty store when None) with one consolidated session; (store, run id)."""
-    from consolidate.pipeline import run_queue
-    from consolidate.store import Store
+    from consolidate.pipeline.run import run_queue
+    from consolidate.store.store import Store
 
     import bench_scale
 
@@ -46,16 +46,16 @@ def steps_timed(store_path: str, run_id: str) -> dict[str, float]:
     """Seconds spent in each of STEPS during one in-process undo."""
     import importlib
 
-    from consolidate.store import Store
-    from consolidate.undo import undo_run
+    from consolidate.store.store import Store
+    from consolidate.pipeline.undo import undo_run
 
     spent: dict[str, float] = {}
     patched = []
     for dotted in STEPS:
         owner_name, attr = dotted.rsplit(".", 1)
-        mod = importlib.import_module({"graph": "consolidate.graph", "snapshots": "consolidate.snapshots",
-                                       "LongTerm": "consolidate.longterm", "Store": "consolidate.store",
-                                       "context_md": "consolidate.context_md"}[owner_name])
+        mod = importlib.import_module({"graph": "consolidate.store.graph", "snapshots": "consolidate.store.snapshots",
+                                       "LongTerm": "consolidate.store.index.longterm", "Store": "consolidate.store.store",
+                                       "context_md": "consolidate.store.views.context_md"}[owner_name])
         target = getattr(mod, owner_name) if owner_name in ("LongTerm", "Store") else mod
         fn = getattr(target, attr)
 

@@ -7,7 +7,7 @@ by curators who see only the written store.
 2. Export their memories for the curators (no label, no note id, no judge reason):
    ``python benchmarks/curator_grades.py export --stores DIR --out SET/memories.md``
    (writes ``SET/memories.md.key.json`` beside it: opaque id -> store, memory id, status).
-3. Curators write grades files (the shape is in consolidate/curation.py's docstring).
+3. Curators write grades files (the shape is in consolidate/evals/curation.py's docstring).
 4. ``python benchmarks/curator_grades.py score --key SET/memories.md.key.json GRADES [GRADES ...]``
    prints the figures per curator and for the memories all curators graded alike (``--json`` for
    the object).
@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from consolidate.curation import export_stores, score_grades  # noqa: E402
+from consolidate.evals.curation import export_stores, score_grades  # noqa: E402
 
 
 def _pct(x):

@@ -5,7 +5,7 @@ commit.
     python benchmarks/guard_bench.py                  # 5 timing runs, against fe27bee (before the kinds)
     python benchmarks/guard_bench.py --before REV     # another commit, repeatable
 
-The guard (``consolidate.context_guard.unsafe_reason``) decides which memories the SessionStart hook,
+The guard (``consolidate.rules.guard.unsafe_reason``) decides which memories the SessionStart hook,
 the file recall and the MCP recall never print as context. On the real notes of
 ../shared/data/realnotes/sessions/*.jsonl every refusal is a false positive (they are agents' own
 working notes); each one is listed by note id with the start of its text. The injection kinds are
@@ -28,14 +28,14 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _bench import module_at, real_notes  # noqa: E402
-from consolidate.context_guard import unsafe_reason  # noqa: E402
+from consolidate.rules.guard import unsafe_reason  # noqa: E402
 
 BEFORE = ("fe27bee",)  # main before the guard learned the kinds of the review (commit 196c682)
 
 
 def load_before(rev: str):
     """``unsafe_reason`` of the guard as of commit ``rev``, or None."""
-    module = module_at(rev, "consolidate/context_guard.py")
+    module = module_at(rev, "consolidate/rules/guard.py")
     return module.unsafe_reason if module is not None else None
 
 

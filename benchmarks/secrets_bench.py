@@ -1,4 +1,4 @@
-"""Secret gate benchmark: recall, false positives and speed of consolidate.secrets.scan, side by
+"""Secret gate benchmark: recall, false positives and speed of consolidate.rules.secrets.scan, side by
 side with detect-secrets alone, on the secret corpus (tests/secret_corpus/), and the gate's speed
 and flag count on the real notes of ../shared/data/realnotes/sessions/*.jsonl.
 
@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from consolidate.secrets import scan  # noqa: E402
+from consolidate.rules.secrets import scan  # noqa: E402
 from secret_corpus import Entry, load  # noqa: E402
 
 SHARED = Path(os.environ.get("CONSOLIDATE_SHARED", ROOT.parent / "shared"))
@@ -72,7 +72,7 @@ def rates(entries: list[Entry], blocked: list[bool]) -> tuple[float, float, int,
     return sum(pos) / len(pos), sum(neg) / len(neg), sum(pos), len(pos), sum(neg), len(neg)
 
 
-#: The last commit of main before gitleaks' provider rules (issue 14, item 5) changed consolidate/secrets.py,
+#: The last commit of main before gitleaks' provider rules (issue 14, item 5) changed consolidate/rules/secrets.py,
 #: and the last one before issue 14 changed it.
 BEFORE_REVS = ("b190c05", "4c1c30a")
 
@@ -81,7 +81,7 @@ def load_before(rev: str):
     """The gate's ``scan`` as of commit ``rev``, or None (no git, unknown commit)."""
     from _bench import module_at
 
-    module = module_at(rev, "consolidate/secrets.py")
+    module = module_at(rev, "consolidate/rules/secrets.py")
     return module.scan if module is not None else None
 
 
@@ -155,11 +155,11 @@ KEY_SIZES = (16, 20, 24, 32, 48, 64, 128, 300)
 
 def key_material_table(samples: int) -> None:
     """Recall of the gate on random keys standing alone (no keyword, alone in a note), by encoding
-    and size, and the highest word score (consolidate/key_material.py, ``_word_score``) of the
+    and size, and the highest word score (consolidate/rules/key_material.py, ``_word_score``) of the
     base64/base32 keys next to the floor from which a run reads as words."""
     import random
 
-    from consolidate import key_material
+    from consolidate.rules import key_material
 
     rng = random.Random(29)
     print(f"\nkey material standing alone ({samples} random keys per cell, alone in a note): recall, "
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
           f"formats, {len(base) - n_block} ordinary notes per seed; "
           f"{len(entries)} notes over {len(entries) // len(base) + (len(entries) % len(base) > 0)} seeds")
 
-    from consolidate import provider_rules
+    from consolidate.rules import provider_rules
 
     scan("warm up: import detect-secrets' plugin classes")
     stats = provider_rules.stats()

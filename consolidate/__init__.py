@@ -14,7 +14,7 @@ Python API (light to import: the standard library only until a run needs more)::
 __version__ = "0.1.0"
 
 
-#: The public exceptions (the tree drawn in consolidate/errors.py), importable from here.
+#: The public exceptions (the tree drawn in consolidate/core/errors.py), importable from here.
 ERRORS = ("ConsolidateError", "BadInput", "EmptyNote", "InvalidImportLine", "SecretBlocked", "PathRefused",
           "ConfigError", "UnknownSession", "StoreError", "StorePathError", "StoreCorrupt", "EmbeddingMismatch", "EmbeddingUnavailable",
           "StoreLocked", "StoreReadOnly", "TeamError", "TeamTimeout", "JudgeError", "JudgeUnavailable",
@@ -23,36 +23,36 @@ ERRORS = ("ConsolidateError", "BadInput", "EmptyNote", "InvalidImportLine", "Sec
 
 def __getattr__(name):
     """``Store`` and the exceptions (``ConsolidateError`` and its subclasses) are imported on first
-    use, so that ``consolidate hook`` and the idle ``consolidate run`` (consolidate/fastpath.py)
+    use, so that ``consolidate hook`` and the idle ``consolidate run`` (consolidate/agents/hooks/fast.py)
     import nothing they do not use."""
     if name == "Store":
-        from .store import Store
+        from consolidate.store.store import Store
 
         return Store
     if name in ERRORS:
-        from . import errors
+        from consolidate.core import errors
 
         return getattr(errors, name)
     raise AttributeError(f"module 'consolidate' has no attribute {name!r}")
 
 
 def run_session(*args, **kwargs):
-    """See :func:`consolidate.pipeline.run_session`."""
-    from .pipeline import run_session as _run
+    """See :func:`consolidate.pipeline.run.run_session`."""
+    from consolidate.pipeline.run import run_session as _run
 
     return _run(*args, **kwargs)
 
 
 def recall(store, query, **options):
-    """See :func:`consolidate.retrieval.recall`: the same search and options as the CLI and MCP."""
-    from .retrieval import recall as _recall
+    """See :func:`consolidate.pipeline.recall.recall`: the same search and options as the CLI and MCP."""
+    from consolidate.pipeline.recall import recall as _recall
 
     return _recall(store, query, **options)
 
 
 def run_queue(*args, **kwargs):
-    """See :func:`consolidate.pipeline.run_queue`."""
-    from .pipeline import run_queue as _run
+    """See :func:`consolidate.pipeline.run.run_queue`."""
+    from consolidate.pipeline.run import run_queue as _run
 
     return _run(*args, **kwargs)
 

@@ -28,8 +28,8 @@ import typing
 from types import SimpleNamespace
 from typing import Any
 
-from consolidate import settings
-from consolidate.errors import JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
+from consolidate.core import settings
+from consolidate.core.errors import JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
 
 from .base import BaseJudge, JudgeContext, JudgeNote
 # The prompts and their answer schemas live in judges.prompting (one place for every judge kind);

@@ -24,7 +24,7 @@ optional part (what the chain and the stages read; nothing else is probed)::
     missing_keys() -> list[str]                  provider key variables needed and not set
 
 ``timeout`` is the time box in seconds (None: no limit). A judge raises a
-``consolidate.errors.JudgeError`` subclass when it cannot answer (JudgeUnavailable, JudgeTimeout,
+``consolidate.core.errors.JudgeError`` subclass when it cannot answer (JudgeUnavailable, JudgeTimeout,
 JudgeOutputInvalid); it may answer only part of a batch. Its raw verdicts pass through
 :func:`validate_verdicts`, the one place where verdicts are checked: verdicts for unknown ids are
 ignored and logged, a second verdict for an id is ignored and logged, a missing id stays unjudged.
@@ -81,7 +81,7 @@ class Verdict(BaseModel):
     preference ``who``, recipe ``command`` and ``context``, failure ``symptom`` and ``cause``),
     ``evidence``, ``confidence`` (low|medium|high), ``reason`` (why it is worth keeping),
     ``entities`` (files, packages, tools named), ``relations`` (how those entities relate, as the
-    judge gave them: checked and normalised by consolidate.relations.parse when the keep becomes a
+    judge gave them: checked and normalised by consolidate.store.relations.parse when the keep becomes a
     candidate, so a bad shape is dropped there, never here). For ``drop``: ``reason``."""
 
     id: str
@@ -262,7 +262,7 @@ class BaseJudge(ABC):
     #: the judge prompt version (``prompts/<version>.md``), stamped in each keeper's provenance
     prompt_version: str | None = None
     #: False for a judge that answers nothing by design (the no-op judge): it never counts as a
-    #: judge that can answer (consolidate/deferral.py)
+    #: judge that can answer (consolidate/pipeline/deferral.py)
     answers_notes: bool = True
     #: base URL of an OpenAI-compatible server the judge calls (``registry.availability`` sends
     #: ``GET {api_base}/models`` there, with ``api_key`` as the bearer token)
@@ -378,7 +378,7 @@ def as_judge(obj: Any, name: str | None = None, *, strict: bool = True) -> BaseJ
     if isinstance(obj, BaseJudge):
         return obj
     if strict and not callable(getattr(obj, "judge", None)):
-        from consolidate.errors import ConfigError
+        from consolidate.core.errors import ConfigError
 
         raise ConfigError(f"not a judge spec or a judge: {obj!r}", judge=repr(obj)[:80])
     return _Adapted(obj, name)

@@ -14,9 +14,9 @@ import threading
 import time
 from typing import Any
 
-from consolidate import interruptible
-from consolidate.errors import CassetteMiss, JudgeError, JudgeOutputInvalid, JudgeTimeout
-from consolidate.settings import REASK
+from consolidate.core import interruptible
+from consolidate.core.errors import CassetteMiss, JudgeError, JudgeOutputInvalid, JudgeTimeout
+from consolidate.core.settings import REASK
 
 from .base import (BaseJudge, ChainResult, Item, Judged, JudgeContext, JudgeNote, Pair, Verdict,  # noqa: F401 (re-exported)
                    as_judge, validate_verdicts)
@@ -132,7 +132,7 @@ def _call_with_deadline(judge, batch, context, timeout: float | None):
     """Run ``judge.judge`` in a daemon thread and stop waiting ``GRACE_SECONDS`` after its time box:
     a judge that ignores its timeout cannot hold the run (the thread is abandoned).
 
-    The wait hears Ctrl-C at once (consolidate.interruptible: one join for the whole time box made
+    The wait hears Ctrl-C at once (consolidate.core.interruptible: one join for the whole time box made
     the run wait for the judge's answer first). On Ctrl-C (any exception while waiting) the judge's
     process is ended too: a judge with a ``cancel()`` method (the CLI judge: its process group) is
     asked to stop."""

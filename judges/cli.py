@@ -59,8 +59,8 @@ import tempfile
 import time
 from typing import Any
 
-from consolidate.errors import ConfigError, JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
-from consolidate.settings import CLI_MODEL, JUDGE_CHILD
+from consolidate.core.errors import ConfigError, JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
+from consolidate.core.settings import CLI_MODEL, JUDGE_CHILD
 
 from .prompting import (COMPARE_PROMPT_VERSION, PROMPT_VERSION, Verdicts, compare_model, judge_model,
                         render_compare_prompt,

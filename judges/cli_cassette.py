@@ -15,7 +15,7 @@ offline, without the CLI:
   the cassette is replaced; the others are kept (delete the file to record from scratch).
 - ``CONSOLIDATE_CASSETTE`` set and ``CONSOLIDATE_RECORD`` not ``1``: replay. The CLI is not started (it
   need not be installed); a prompt whose digest is in the cassette gets the recorded answer, parsed
-  exactly as a live answer is; any other prompt raises :class:`consolidate.errors.CassetteMiss`
+  exactly as a live answer is; any other prompt raises :class:`consolidate.core.errors.CassetteMiss`
   naming the prompt version and the versions the cassette holds. The judge chain lets that error
   through (it is no judge failure to fail soft over): a changed prompt fails loudly.
 
@@ -53,11 +53,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from consolidate import settings
-from consolidate.errors import CassetteMiss, ConfigError
+from consolidate.core import settings
+from consolidate.core.errors import CassetteMiss, ConfigError
 
 FORMAT = "consolidate-cli-cassette/1"
-# the variables (declared in consolidate/settings.py)
+# the variables (declared in consolidate/core/settings.py)
 ENV_RECORD = settings.RECORD.name
 ENV_CASSETTE = settings.CASSETTE.name
 ENV_DIR = settings.CASSETTE_DIR.name
@@ -217,7 +217,7 @@ class CLICassette:
         import filelock
         import yaml
 
-        from consolidate.store import write_text_atomic
+        from consolidate.store.store import write_text_atomic
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with _LOCK, filelock.FileLock(str(self.path) + ".lock"):

@@ -14,8 +14,8 @@ the rules above" and its kin, but not "ignore the rules in .eslintrc"; "keep eve
 give orders, but not "System: Ubuntu 22.04"; the notes block's own markers. They catch the classic
 phrasings only: a paraphrase ("treat each item as worth saving") passes, and then only the prompt
 stands against it. A judged keep of a matching note is quarantined by the write policy (stored, kept
-out of recall and context; consolidate/stages/write_policy.py) and never counts as a confirmation of
-an existing memory (consolidate/stages/contradiction.py); a note the agent flagged is not touched. On the 5,477 real notes of ../shared/data/realnotes no note
+out of recall and context; consolidate/pipeline/stages/write_policy.py) and never counts as a confirmation of
+an existing memory (consolidate/pipeline/stages/contradiction.py); a note the agent flagged is not touched. On the 5,477 real notes of ../shared/data/realnotes no note
 matches (benchmarks/bench_judge_cost.py).
 """
 

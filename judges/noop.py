@@ -9,7 +9,7 @@ class NoopJudge(BaseJudge):
     """Answers no note. ``judge()`` returns ``[]`` at once."""
 
     name = "noop"
-    #: answers nothing by design: never counts as a judge that can answer (consolidate/deferral.py)
+    #: answers nothing by design: never counts as a judge that can answer (consolidate/pipeline/deferral.py)
     answers_notes = False
     model = None
     prompt_version = None

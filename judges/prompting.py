@@ -22,7 +22,7 @@ from typing import Optional
 
 from pydantic import BaseModel, Field
 
-from consolidate import settings
+from consolidate.core import settings
 
 from .base import JudgeContext, JudgeNote
 
@@ -36,7 +36,7 @@ PROMPT_VERSION_ENV = settings.PROMPT_VERSION.name
 def selected_prompt_version(version: str | None = None) -> str:
     """The judge prompt version to use: ``version`` when given, else ``$CONSOLIDATE_PROMPT_VERSION``,
     else PROMPT_VERSION. Raises ConfigError for a version with no template in ``prompts/``."""
-    from consolidate.errors import ConfigError
+    from consolidate.core.errors import ConfigError
 
     chosen = version or settings.PROMPT_VERSION.get() or PROMPT_VERSION
     if chosen not in PROMPT_VERSIONS:

@@ -31,8 +31,8 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from consolidate.errors import ConfigError
-from consolidate.settings import JUDGES
+from consolidate.core.errors import ConfigError
+from consolidate.core.settings import JUDGES
 
 from .base import BaseJudge, as_judge
 
@@ -83,7 +83,7 @@ def check_specs(specs: list[str]) -> list[str]:
     """Check a judge chain without calling a model: every spec names a registered judge and the
     judge can be built (an unknown ``cli:`` preset, an empty template or a prompt version with no
     template is refused there). Returns ``specs``; raises ConfigError (one line) for the first
-    that fails. ``run`` and ``install-hook`` check the chain with it (consolidate.option_check)."""
+    that fails. ``run`` and ``install-hook`` check the chain with it (consolidate.core.option_check)."""
     for spec in specs:
         load(spec)
     return specs

@@ -31,7 +31,7 @@ _LESSON = re.compile(r"\b(?:lesson|gotcha|note to self|remember|important)\b", r
 
 def guess(content: str, section: str | None = None) -> dict | None:
     """A verdict dict (without ``id``) for one note, or None never (always answers)."""
-    from consolidate.textmeasure import word_count
+    from consolidate.core.textmeasure import word_count
 
     text = " ".join(content.split())
     words = word_count(text)  # any script: Chinese or Thai text has no spaces between words

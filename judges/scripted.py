@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from consolidate.errors import ConfigError, JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
+from consolidate.core.errors import ConfigError, JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
 
 from .base import BaseJudge
 

@@ -1,8 +1,8 @@
 """A session as a user runs it through the CLI, for the tests of what the SessionStart hook prints: flagged
 notes (``consolidate note --flag``), ``end``, ``run --judge noop``, then the SessionStart hook."""
 
-from consolidate.cli import main
-from consolidate.hook import run_hook
+from consolidate.cli.main import main
+from consolidate.agents.hooks.full import run_hook
 
 
 def session_start_after_flagged_notes(tmp_path, monkeypatch, texts, kind: str = "constraint") -> tuple[int, str]:

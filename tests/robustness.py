@@ -27,7 +27,7 @@ def write_script(folder: Path) -> str:
 
 def seed(store) -> None:
     """An existing memory the scenario re-confirms."""
-    from consolidate.pipeline import run_queue
+    from consolidate.pipeline.run import run_queue
 
     store.sessions.add_note("s0", SEED_NOTE, flag=True)
     store.sessions.end("s0", "success")
@@ -76,7 +76,7 @@ def _clean(obj):
 
 def dump(store) -> dict:
     """Everything the store holds, without run ids, times and sequence numbers."""
-    from consolidate import graph
+    from consolidate.store import graph
 
     out: dict = {}
     if store.has_longterm:

@@ -1,4 +1,4 @@
-"""Memories anchored to code (consolidate.anchors): anchors recorded at write time, the hash cache in
+"""Memories anchored to code (consolidate.store.anchors): anchors recorded at write time, the hash cache in
 manifest.json, drift in recall and the SessionStart context, the re-judge queue, stale memories, and
 git renames, on a small fixture repository."""
 
@@ -11,11 +11,12 @@ import subprocess
 
 import pytest
 
-from consolidate import Store, anchors
-from consolidate.batch import run_batch
-from consolidate.cli import main
-from consolidate.hook import recalled_context
-from consolidate.pipeline import run_queue
+from consolidate import Store
+from consolidate.store import anchors
+from consolidate.pipeline.batch import run_batch
+from consolidate.cli.main import main
+from consolidate.agents.hooks.full import recalled_context
+from consolidate.pipeline.run import run_queue
 
 from conftest import keep
 from judges.scripted import ScriptedJudge
@@ -96,7 +97,7 @@ def ids_by_text(store):
 
 def recall_lines(store, query, k=4):
     hits = anchors.mark_hits(store, store.longterm().search(query, k=k))
-    from consolidate.report import render_memory
+    from consolidate.model.report import render_memory
 
     return {h["document"]: render_memory(h["document"], h["metadata"]) for h in hits}
 
@@ -314,7 +315,7 @@ def test_mcp_recall_shows_drift(repo):
     import anyio
     from mcp import Client
 
-    from consolidate.mcp_server import build_server
+    from consolidate.mcp.server import build_server
 
     root, store, _ = repo
     p = root / "src" / "auth.py"
@@ -362,7 +363,7 @@ def test_hundreds_of_anchored_memories_with_minilm(tmp_path):
     drift = anchors.check(store.path)
     about = {m for m, a in section["memories"].items() if a[0][1] == "handler_7_1"}
     assert set(drift) == about and len(about) == 4
-    from consolidate.batch import check_drift
+    from consolidate.pipeline.batch import check_drift
 
     assert check_drift(store) == {"drifted": 4, "stale": 0}
     lines = recall_lines(store, "handler_7_1 caching for request 7-1", k=8)

@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from consolidate import graph
-from consolidate.cli import main
-from consolidate.errors import StoreCorrupt
-from consolidate.doctor import check
-from consolidate.pipeline import run_queue
+from consolidate.store import graph
+from consolidate.cli.main import main
+from consolidate.core.errors import StoreCorrupt
+from consolidate.pipeline.doctor import check
+from consolidate.pipeline.run import run_queue
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 
@@ -161,7 +161,7 @@ def test_read_only_or_full_store_fails_before_writing(store, monkeypatch, err_no
     folder cannot be made here; a small tmpfs would need mount rights)."""
     import builtins
 
-    from consolidate.stages import apply as apply_mod
+    from consolidate.pipeline.stages import apply as apply_mod
 
     store.sessions.add_note("s", "Feature flags live in config/flags.toml", flag=True)
     store.sessions.end("s", "success")
@@ -173,7 +173,7 @@ def test_read_only_or_full_store_fails_before_writing(store, monkeypatch, err_no
         return real_open(path, mode, *a, **k)
 
     monkeypatch.setattr(builtins, "open", failing_open)
-    from consolidate.errors import StoreError
+    from consolidate.core.errors import StoreError
 
     with pytest.raises(StoreError, match="cannot be written"):
         run_queue(store, judges=["noop"])

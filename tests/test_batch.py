@@ -11,7 +11,7 @@ import threading
 import time
 
 from consolidate import Store
-from consolidate.batch import run_batch
+from consolidate.pipeline.batch import run_batch
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 
@@ -112,7 +112,7 @@ def test_ctrl_c_leaves_consistent_store_and_resumable_queue(tmp_path):
         # installs no Ctrl-C handler then: give this process the handler a terminal would
         signal.signal(signal.SIGINT, signal.default_int_handler)
         from consolidate import Store
-        from consolidate.batch import run_batch
+        from consolidate.pipeline.batch import run_batch
         from judges.chain import JudgeChain
         from judges.scripted import ScriptedJudge
         store = Store({str(st)!r}, embedding="hash")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from consolidate import Store
-from consolidate.pipeline import run_queue
+from consolidate.pipeline.run import run_queue
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 
@@ -125,7 +125,7 @@ def test_index_write_failure_rolls_back_at_once(tmp_path, chroma_server):
     import json
     import os
 
-    from consolidate import graph
+    from consolidate.store import graph
     from many_processes import note_texts
 
     proxy = FaultyProxy(chroma_server, 429)

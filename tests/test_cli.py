@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from consolidate.cli import main
+from consolidate.cli.main import main
 
 
 @pytest.fixture

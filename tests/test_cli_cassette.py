@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from consolidate.errors import CassetteMiss, ConfigError
+from consolidate.core.errors import CassetteMiss, ConfigError
 from judges.base import JudgeContext
 from judges.chain import Item, JudgeChain, Pair, compare_pairs
 from judges.cli import CLIJudge, schema

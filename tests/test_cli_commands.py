@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from consolidate.cli import main
+from consolidate.cli.main import main
 
 PAIRS = Path(__file__).resolve().parent / "labels" / "compare-regression.jsonl"
 LABELS = Path(__file__).resolve().parent / "labels" / "judge-regression.jsonl"
@@ -35,7 +35,7 @@ def test_eval_end_to_end_refuses_limit_instead_of_ignoring_it(capsys):
 
 
 def test_doctor_help_names_its_exit_codes(capsys, tmp_path, monkeypatch):
-    from consolidate.commands.memory_cmd import DOCTOR_EXIT_CODES
+    from consolidate.cli.commands.memory_cmd import DOCTOR_EXIT_CODES
 
     with pytest.raises(SystemExit):
         main(["doctor", "--help"])
@@ -51,12 +51,12 @@ import argparse  # noqa: E402
 import re  # noqa: E402
 import shlex  # noqa: E402
 
-from consolidate.cli import build_parser  # noqa: E402
-from consolidate.commands import COMMANDS, MODULES  # noqa: E402
+from consolidate.cli.main import build_parser  # noqa: E402
+from consolidate.cli.commands import COMMANDS, MODULES  # noqa: E402
 
 PARSER = build_parser()
 SUB = next(a for a in PARSER._actions if isinstance(a, argparse._SubParsersAction))
-#: The options several commands take: each declared once (consolidate/commands/_common.py).
+#: The options several commands take: each declared once (consolidate/cli/options.py).
 SHARED = ("--judge", "--time-box", "--json", "--limit", "--session", "--outcome", "--dry-run")
 
 
@@ -111,9 +111,9 @@ def test_each_shared_option_has_one_type(option):
 
 
 def test_shared_options_are_declared_only_in_common():
-    root = Path(__file__).resolve().parents[1] / "consolidate" / "commands"
+    root = Path(__file__).resolve().parents[1] / "consolidate" / "cli" / "commands"
     pattern = re.compile(r"add_argument\(\s*\"(" + "|".join(map(re.escape, SHARED)) + r")\"")
-    offenders = [f"{p.name}: {m.group(1)}" for p in sorted(root.glob("*.py")) if p.name != "_common.py"
+    offenders = [f"{p.name}: {m.group(1)}" for p in sorted(root.glob("*.py"))
                  for m in pattern.finditer(p.read_text(encoding="utf-8"))]
     assert offenders == ["judges_cmd.py: --judge"]  # its own help (show this chain), same type and metavar
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from consolidate.errors import ConfigError, JudgeUnavailable
-from consolidate.pipeline import run_queue
+from consolidate.core.errors import ConfigError, JudgeUnavailable
+from consolidate.pipeline.run import run_queue
 from judges.api import APIJudge
 from judges.base import JudgeContext, JudgeNote
 from judges.chain import JudgeChain
@@ -284,7 +284,7 @@ def test_lenient_parsing():
     assert extract_verdicts(envelope) == ([], {"parsed_from": "envelope-result-fence"})
     with pytest.raises(JudgeUnavailable, match="Credit balance is too low"):
         extract_verdicts({"type": "result", "is_error": True, "result": "Credit balance is too low"})
-    from consolidate.errors import JudgeOutputInvalid
+    from consolidate.core.errors import JudgeOutputInvalid
 
     for bad in ("", "no json here", "[1, 2]", '{"answer": 42}'):
         with pytest.raises(JudgeOutputInvalid):

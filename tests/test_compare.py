@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from consolidate.pipeline import run_queue
+from consolidate.pipeline.run import run_queue
 from judges.api import APIJudge, CompareAnswer, Relations, compare_model, render_compare_prompt
 from judges.base import JudgeContext
 from judges.chain import JudgeChain, Pair, compare_pairs
@@ -132,7 +132,7 @@ def test_true_conflict_with_equal_evidence_is_disputed_and_shown(minilm_store, j
     rows = store.longterm().collection.get(include=["documents", "metadatas"])
     assert sorted(m["status"] for m in rows["metadatas"]) == ["disputed", "disputed"]
     # recall shows both, each with its [disputed] suffix, instead of nothing on the topic
-    from consolidate.cli import main
+    from consolidate.cli.main import main
 
     monkeypatch.setenv("CONSOLIDATE_EMBEDDING", "minilm")
     assert main(["--store", str(store.path), "recall", "API gateway timeout"]) == 0

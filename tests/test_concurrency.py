@@ -8,9 +8,10 @@ import sys
 
 import pytest
 
-from consolidate import Store, graph
-from consolidate.pipeline import run_queue
-from consolidate.undo import undo_run
+from consolidate import Store
+from consolidate.store import graph
+from consolidate.pipeline.run import run_queue
+from consolidate.pipeline.undo import undo_run
 
 from robustness import dump, run_cli, scenario_notes, seed
 
@@ -126,7 +127,7 @@ def test_the_store_lock_waits_while_writers_ahead_make_progress(store):
     import threading
     import time
 
-    from consolidate.errors import StoreLocked
+    from consolidate.core.errors import StoreLocked
 
     got, failed = [], []
 
@@ -150,7 +151,7 @@ def test_the_store_lock_gives_up_on_a_holder_that_does_not_let_go(store):
     import threading
     import time
 
-    from consolidate.errors import StoreLocked
+    from consolidate.core.errors import StoreLocked
 
     taken, release = threading.Event(), threading.Event()
 

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from consolidate.context_guard import NOTICE, filter_lines, unsafe_reason
-from consolidate.hook import recalled_context, run_hook
-from consolidate.pipeline import run_session
+from consolidate.rules.guard import NOTICE, filter_lines, unsafe_reason
+from consolidate.agents.hooks.full import recalled_context, run_hook
+from consolidate.pipeline.run import run_session
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 

@@ -6,7 +6,7 @@ interpreter. Each kind: the reported input, other wordings and languages, and lo
 import pytest
 
 from cli_flow import session_start_after_flagged_notes
-from consolidate.context_guard import unsafe_reason
+from consolidate.rules.guard import unsafe_reason
 
 OVERRIDE = "worded to override the agent's instructions"
 REMOTE = "fetches and runs remote code"
@@ -268,7 +268,7 @@ def test_the_stem_prefilter_never_skips_a_match():
     """unsafe_reason searches with the older override regex only a text holding one of its literal stems:
     every text that regex matches, of all the kinds here and in test_context_guard.py, holds one."""
     import test_context_guard as older
-    from consolidate import context_guard
+    from consolidate.rules import guard as context_guard
 
     texts = (older.OVERRIDES + older.OVERRIDES_MORE + older.ORDINARY + older.ORDINARY_MORE + REPORTED_OVERRIDES
              + DROP_INSTRUCTIONS + AGAINST_THE_USER + STANDING_ORDERS + TO_THE_AI + ROLE_PLAY + ORDINARY)

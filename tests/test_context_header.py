@@ -3,7 +3,7 @@ a memory it did not print). What the hook prints is memory/context.md after the 
 context guard (again at print time: a file written by an older version, or before the guard learnt
 a wording) and the size bound; the header's count is the memory lines printed, the guard's line says
 how many it held back (one line, one count), and the header says how many were cut or left out for
-their code being gone (consolidate/context_count.py)."""
+their code being gone (consolidate/rules/context_count.py)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import sys
 
 import pytest
 
-from consolidate.context_count import recount
-from consolidate.hook import CONTEXT_MAX_CHARS, recalled_context
+from consolidate.rules.context_count import recount
+from consolidate.agents.hooks.full import CONTEXT_MAX_CHARS, recalled_context
 
 NOTICE_LINE = "Remembered notes from earlier sessions (consolidate)."
 HELD = re.compile(r"^\((\d+) remembered entr(?:y|ies) left out")

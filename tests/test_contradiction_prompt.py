@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from consolidate import Store
-from consolidate.pipeline import run_queue
+from consolidate.pipeline.run import run_queue
 from judges.api import APIJudge
 from judges.chain import JudgeChain
 

@@ -56,7 +56,7 @@ def test_reference_is_complete(reference):
     assert reference["session_rows"] == {} and reference["queue"] == [("s0", "done"), ("s1", "done")]
 
 
-# --- the queue file of the light session-end hook (consolidate/fastpath.py) ---------------------------
+# --- the queue file of the light session-end hook (consolidate/agents/hooks/fast.py) ---------------------------
 
 QUEUE_POINTS = ["hook:queue-file:partial", "queue-file:fold"]
 

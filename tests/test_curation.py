@@ -1,4 +1,4 @@
-"""Curator grading of written stores (consolidate/curation.py) and the end-to-end scorer's folded
+"""Curator grading of written stores (consolidate/evals/curation.py) and the end-to-end scorer's folded
 keepers (issue 19, item 5): a keeper folded into another keeper of the same run lives on in that
 keeper's memory; the curator export shows memories only (no label, no note id); grades turn into
 the duplicate, junk and unresolved-contradiction figures."""
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from consolidate.curation import export_stores, read_stores, score_grades
-from consolidate.end_to_end import evaluate_end_to_end, render_end_to_end
-from consolidate.errors import BadInput
+from consolidate.evals.curation import export_stores, read_stores, score_grades
+from consolidate.evals.end_to_end import evaluate_end_to_end, render_end_to_end
+from consolidate.core.errors import BadInput
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 

@@ -3,7 +3,7 @@ deleted, emptied or corrupted, and a session tier that is not a SQLite database.
 
 - every command that reads the index says it is missing in one line (exit 4), never "no memories";
 - ``doctor`` reports each damaged file in one line with what to do (exit 1, never 4), and
-  ``doctor --repair`` rebuilds the index from the graph and the event log (consolidate/reindex.py):
+  ``doctor --repair`` rebuilds the index from the graph and the event log (consolidate/store/index/reindex.py):
   the same memories, documents and metadata, and recall answers as before;
 - a run on a store whose index is missing refuses and leaves its session queued (nothing lost).
 """
@@ -18,8 +18,8 @@ import sys
 import pytest
 
 from consolidate import Store
-from consolidate.cli import main
-from consolidate.pipeline import run_queue
+from consolidate.cli.main import main
+from consolidate.pipeline.run import run_queue
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 
@@ -34,7 +34,7 @@ def _cli(store_path, *args, **env):
 
 def _records(store_path, embedding=None):
     """``{id: (document, metadata without the provenance date)}`` of every record of the index."""
-    from consolidate.longterm import close_all
+    from consolidate.store.index.longterm import close_all
 
     close_all()
     s = Store(store_path, embedding=embedding, create=False)
@@ -55,7 +55,7 @@ def _recalled(folder, queries):
     """What recall answers for each query (the function the CLI, MCP and Python share): ids,
     statements and similarities to 4 places."""
     import consolidate
-    from consolidate.longterm import close_all
+    from consolidate.store.index.longterm import close_all
 
     close_all()
     s = Store(folder, create=False)

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from consolidate.dates import display, parse_stored, parse_user_date
-from consolidate.errors import BadInput
+from consolidate.core.dates import display, parse_stored, parse_user_date
+from consolidate.core.errors import BadInput
 
 # 08:30 on 1 July 2026 in Sydney (AEST, +10:00) is 22:30 on 30 June in UTC
 SYDNEY_MORNING = _dt.datetime(2026, 6, 30, 22, 30, tzinfo=_dt.timezone.utc).timestamp()
@@ -61,7 +61,7 @@ def test_unparseable_or_ambiguous_dates_are_bad_input(text):
 
 
 def test_stored_times_are_utc_with_offset_and_shown_local(tz):
-    from consolidate.dates import utc_iso
+    from consolidate.core.dates import utc_iso
 
     assert utc_iso(SYDNEY_MORNING) == "2026-06-30T22:30:00+00:00"
     assert parse_stored("2026-06-30T22:30:00+00:00").timestamp() == SYDNEY_MORNING
@@ -74,7 +74,7 @@ def test_stored_times_are_utc_with_offset_and_shown_local(tz):
 
 def _store_with_memory_written_at(path, when: float):
     from consolidate import Store
-    from consolidate.pipeline import run_queue
+    from consolidate.pipeline.run import run_queue
     from judges.chain import JudgeChain
     from judges.scripted import ScriptedJudge
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from consolidate import Store
-from consolidate.batch import run_batch
-from consolidate.cli import main
-from consolidate.deferral import EXIT_PARTIAL
-from consolidate.pipeline import run_queue
+from consolidate.pipeline.batch import run_batch
+from consolidate.cli.main import main
+from consolidate.pipeline.deferral import EXIT_PARTIAL
+from consolidate.pipeline.run import run_queue
 from judges.api import APIJudge
 from judges.chain import JudgeChain
 from judges.cli import CLIJudge
@@ -381,7 +381,7 @@ def test_batch_and_the_worker_judge_waiting_notes(store):
 
 
 def test_worker_judges_waiting_notes(tmp_path, monkeypatch):
-    from consolidate.worker import run_worker
+    from consolidate.pipeline.worker import run_worker
 
     st = Store(tmp_path / ".memofs", embedding="hash", project="p")
     add(st, "s1", SIX[:2])

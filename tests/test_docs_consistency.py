@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from consolidate.cli import build_parser, exit_codes
+from consolidate.cli.main import build_parser, exit_codes
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
@@ -96,7 +96,7 @@ def test_exit_codes_match_readme_help_and_error_classes():
 
 def test_exit_codes_are_real(tmp_path, capsys):
     """The codes the README names, produced by the commands it names."""
-    from consolidate.cli import main
+    from consolidate.cli.main import main
 
     store = str(tmp_path / ".memofs")
     assert main(["note", "--store", store, "--session", "s", ""]) == 2  # bad input
@@ -107,7 +107,7 @@ def test_exit_codes_are_real(tmp_path, capsys):
 
 
 def test_default_chain_reads_the_same_everywhere():
-    from consolidate.commands._common import DEFAULT_CHAIN_TEXT
+    from consolidate.cli.options import DEFAULT_CHAIN_TEXT
     from judges.cli import PRESET_ORDER
     from judges.registry import DEFAULT_CHAIN
 
@@ -122,7 +122,7 @@ def test_default_chain_reads_the_same_everywhere():
 
 
 def test_demo_session_count():
-    from consolidate.demo import SAMPLE_SESSIONS
+    from consolidate.evals.demo import SAMPLE_SESSIONS
 
     m = re.search(r"a throwaway store, (\w+) sample sessions", README)
     assert m and WORDS.get(m.group(1), m.group(1)) == SAMPLE_SESSIONS
@@ -133,7 +133,7 @@ def test_mcp_tools_are_the_ones_the_readme_names():
     from mcp import Client
 
     from consolidate import Store
-    from consolidate.mcp_server import build_server
+    from consolidate.mcp.server import build_server
 
     async def tools(path):
         async with Client(build_server(Store(path, embedding="hash"), spawn=None)) as client:
@@ -151,7 +151,7 @@ def test_mcp_tools_are_the_ones_the_readme_names():
 @pytest.mark.parametrize("agent, events", [("claude-code", {"SessionStart", "SessionEnd", "PreToolUse"}),
                                            ("gemini-cli", {"SessionStart", "SessionEnd", "BeforeTool"})])
 def test_installed_hooks_match_the_readme(agent, events):
-    from consolidate.install_hook import AGENTS
+    from consolidate.agents.install import AGENTS
 
     spec = AGENTS[agent]
     assert {h.event for h in spec.hooks if not h.harvest_only} == events
@@ -164,9 +164,9 @@ def test_installed_hooks_match_the_readme(agent, events):
 
 
 def test_the_settings_table_is_the_settings_module():
-    """The README's table of CONSOLIDATE_* variables is consolidate/settings.py's (issue 20, item 5):
-    `python -m consolidate.settings` prints it."""
-    from consolidate.settings import markdown_table
+    """The README's table of CONSOLIDATE_* variables is consolidate/core/settings.py's (issue 20, item 5):
+    `python -m consolidate.core.settings` prints it."""
+    from consolidate.core.settings import markdown_table
 
     found = re.search(r"<!-- settings-table -->\n(.*?)\n<!-- /settings-table -->", README, re.S)
     assert found, "README.md has no <!-- settings-table --> block"
@@ -174,7 +174,7 @@ def test_the_settings_table_is_the_settings_module():
 
 
 def test_every_variable_the_readme_names_is_a_setting():
-    from consolidate.settings import ALL
+    from consolidate.core.settings import ALL
 
     tests_own = {"CONSOLIDATE_SHARED", "CONSOLIDATE_CASSETTE_GGUF"}  # read by tests/ only
     named = set(re.findall(r"CONSOLIDATE_[A-Z][A-Z_0-9]*[A-Z0-9]", README))

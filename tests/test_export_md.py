@@ -12,9 +12,9 @@ import subprocess
 import pytest
 
 from consolidate import Store
-from consolidate.cli import main
-from consolidate.export_md import BEGIN, END, parse_block
-from consolidate.pipeline import run_queue
+from consolidate.cli.main import main
+from consolidate.agents.export_md import BEGIN, END, parse_block
+from consolidate.pipeline.run import run_queue
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 

@@ -3,7 +3,7 @@
 The block's markers are HTML comments, so a memory text holding ``<!--`` or ``-->`` (a Mermaid
 diagram's arrows, an HTML template), line breaks, headings, backticks or text that looks like our
 own markers must still round-trip: the entry line shows the text escaped, the marker carries the
-exact text, the import reads it back (consolidate/export_md.py). Checked three ways: a Hypothesis
+exact text, the import reads it back (consolidate/agents/export_md.py). Checked three ways: a Hypothesis
 property over the block format (any text of several scripts), the block a previous version wrote
 (raw comment markers in the line, which the import refused), and stores built from
 ../shared/data/realnotes exported and imported into a fresh store with the installed command.
@@ -21,9 +21,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from consolidate.export_md import BEGIN, END, parse_block, render_block, visible
-from consolidate.memory_types import TYPES
-from consolidate.plan import EVIDENCE_KINDS
+from consolidate.agents.export_md import BEGIN, END, parse_block, render_block, visible
+from consolidate.rules.memory_types import TYPES
+from consolidate.model.plan import EVIDENCE_KINDS
 
 REALNOTES = Path(__file__).resolve().parents[2] / "shared" / "data" / "realnotes"
 if not REALNOTES.is_dir():
@@ -91,7 +91,7 @@ def test_a_block_an_earlier_version_wrote_imports(text):
 @pytest.mark.parametrize("line", ['- **fact**: cut marker [high, user-stated, 2026-11] <!-- consolidate {"id": "mem-1"',
                                   '- **fact**: not json [high, user-stated, 2026-11] <!-- consolidate {nope} -->'])
 def test_a_cut_marker_is_still_refused(line):
-    from consolidate.errors import InvalidImportLine
+    from consolidate.core.errors import InvalidImportLine
 
     with pytest.raises(InvalidImportLine):
         parse_block(f"{BEGIN} -->\n{line}\n{END}\n")

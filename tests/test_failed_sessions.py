@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from consolidate import Store
-from consolidate.errors import BadInput
+from consolidate.core.errors import BadInput
 
 from many_processes import cli_env, fill_sessions, finish, note_texts, start_cli
 
@@ -70,12 +70,12 @@ def test_a_queued_failure_can_still_be_corrected_but_not_a_consolidated_one(stor
     assert store.sessions.session_end("s")["outcome"] == "success"
     store.sessions.add_note("t", "The deploy script needs bash 5", flag=True)
     store.sessions.end("t", "failure", "tests broke")
-    from consolidate.pipeline import run_queue
+    from consolidate.pipeline.run import run_queue
 
     run_queue(store, judges=["noop"])
     for outcome in ("success", "failure", "aborted"):
         with pytest.raises(BadInput, match="ended in failure"):
             store.sessions.end("t", outcome)
-    from consolidate.batch import end_orphans
+    from consolidate.pipeline.batch import end_orphans
 
     assert "t" not in end_orphans(store, orphan_age=0.0)

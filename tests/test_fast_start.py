@@ -1,4 +1,4 @@
-"""The SessionStart hook on the light entry point (consolidate/fast_start.py, issue 18): real
+"""The SessionStart hook on the light entry point (consolidate/store/views/start_file.py, issue 18): real
 SessionStart payloads piped into the installed command print what the full hook prints, record what
 it records (the current session, the shown memories for the echo check), without importing the
 full hook, the context guard or the session tier; and every case the full hook must decide (a hand
@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from consolidate import Store, fast_start
-from consolidate.echo import digest, memory_texts, shown_to
-from consolidate.hook import run_hook
-from consolidate.context_md import write as write_context
+from consolidate import Store
+from consolidate.store.views import start_file as fast_start
+from consolidate.store.echo import digest, memory_texts, shown_to
+from consolidate.agents.hooks.full import run_hook
+from consolidate.store.views.context_md import write as write_context
 
 CONSOLE = str(Path(sys.executable).parent / "consolidate")
 
@@ -77,7 +78,7 @@ def hook(store_path, payload, *args, **env) -> subprocess.CompletedProcess:
 #: stderr's last line (the light path imports none of the full hook's).
 _IN_PROCESS = r"""
 import json, sys
-from consolidate.cli import main
+from consolidate.cli.main import main
 code = main(sys.argv[1:])
 sys.stdout.flush()
 print(json.dumps(sorted(m for m in sys.modules if m.startswith(("consolidate", "chromadb", "pydantic", "judges")))),
@@ -105,8 +106,8 @@ def end(store_path, sid):
 
 
 def is_light(modules) -> bool:
-    return "consolidate.fast_start" in modules and not {"consolidate.hook", "consolidate.context_guard",
-                                                        "consolidate.session", "chromadb", "pydantic"} & set(modules)
+    return "consolidate.store.views.start_file" in modules and not {"consolidate.agents.hooks.full", "consolidate.rules.guard",
+                                                        "consolidate.store.sessions.tier", "chromadb", "pydantic"} & set(modules)
 
 
 def test_prints_what_the_full_hook_prints_without_its_imports(project):
@@ -131,7 +132,7 @@ def test_prints_what_the_full_hook_prints_without_its_imports(project):
 
 
 def test_records_the_current_session_and_what_it_was_shown(project):
-    """The MCP server finds the session; the echo check finds what it was shown (consolidate/echo.py)."""
+    """The MCP server finds the session; the echo check finds what it was shown (consolidate/store/echo.py)."""
     root, store_path = project
     out = hook(store_path, start_payload("b1", root))
     assert out.returncode == 0
@@ -139,7 +140,7 @@ def test_records_the_current_session_and_what_it_was_shown(project):
     tier = store.sessions
     row = tier.db.execute("SELECT agent, ancestors, cwd FROM agent_sessions WHERE session_id='b1'").fetchone()
     assert row[0] is None and row[2] == str(root) and json.loads(row[1])  # the hook's ancestor processes
-    from consolidate.agent_session import current_session, open_sessions
+    from consolidate.store.sessions.agents import current_session, open_sessions
 
     assert [s["session_id"] for s in open_sessions(tier)] == ["b1"]
     assert current_session(tier, pids=[])[0] == "b1"  # the only open session
@@ -156,7 +157,7 @@ def test_records_the_current_session_and_what_it_was_shown(project):
 
 def test_a_repeated_memory_from_a_fast_started_session_is_an_echo(project):
     """The seam the echo check guards, through the light hook: the repeat is not a re-confirmation."""
-    from consolidate.pipeline import run_queue
+    from consolidate.pipeline.run import run_queue
     from judges.chain import JudgeChain
     from judges.scripted import ScriptedJudge
 
@@ -205,8 +206,8 @@ def test_core_md_is_printed_as_it_is_now(project):
 
 def test_an_anchored_file_changed_shows_drift(tmp_path):
     """A memory anchored to code: an edit of its file marks it drifted, as the full hook's drift check
-    does (consolidate/anchors.py); while the file is unchanged the start file serves."""
-    from consolidate import anchors
+    does (consolidate/store/anchors.py); while the file is unchanged the start file serves."""
+    from consolidate.store import anchors
 
     root = tmp_path / "proj"
     (root / "src").mkdir(parents=True)

@@ -12,9 +12,9 @@ import pytest
 from mcp import Client
 
 import consolidate
-from consolidate.cli import main
-from consolidate.mcp_server import build_server
-from consolidate.pipeline import run_queue
+from consolidate.cli.main import main
+from consolidate.mcp.server import build_server
+from consolidate.pipeline.run import run_queue
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from consolidate import Store
-from consolidate.cli import main
-from consolidate.mcp_server import recall_result
-from consolidate.pipeline import run_queue
+from consolidate.cli.main import main
+from consolidate.mcp.server import recall_result
+from consolidate.pipeline.run import run_queue
 from test_hook_lifecycle import fire, install, payload, project  # noqa: F401 - fixture
 
 UNSAFE = [

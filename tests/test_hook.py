@@ -9,9 +9,9 @@ import time
 import pytest
 
 from consolidate import Store
-from consolidate.hook import harvest, run_hook
-from consolidate.pipeline import run_queue
-from consolidate.session import SessionTier
+from consolidate.agents.hooks.full import harvest, run_hook
+from consolidate.pipeline.run import run_queue
+from consolidate.store.sessions.tier import SessionTier
 
 HOOK = [sys.executable, "-m", "consolidate", "hook"]
 
@@ -220,7 +220,7 @@ def _measure(fn, repeat: int = 3) -> tuple[float, int, object]:
 
 def test_harvest_cost_does_not_grow_with_the_transcript(tmp_path):
     """A transcript 10x larger costs the same time and memory: the harvest reads a bounded tail."""
-    from consolidate.hook import HARVEST_MAX_BYTES, HARVEST_MAX_ENTRIES
+    from consolidate.agents.hooks.full import HARVEST_MAX_BYTES, HARVEST_MAX_ENTRIES
 
     small, large = tmp_path / "small.jsonl", tmp_path / "large.jsonl"
     _transcript(small, 6)
@@ -255,7 +255,7 @@ def test_session_end_is_queued_before_the_harvest(tmp_path, monkeypatch):
     def killed(*_a, **_k):
         raise SystemExit("killed at the time budget")
 
-    import consolidate.harvest as harvest_module
+    import consolidate.agents.harvest as harvest_module
 
     monkeypatch.setattr(harvest_module, "harvest_transcript", killed)
     st = tmp_path / ".memofs"

@@ -9,7 +9,7 @@ a session "already consolidated by the hooks").
 Real parts: the hook commands ``consolidate install-hook claude-code --harvest`` wrote, run through a
 shell with Claude Code's payloads on stdin, a Claude Code JSONL transcript (tests/transcripts.py)
 ending with the reported prompt, the scripted judge; the kill is SIGKILL, either at a named point
-(``CONSOLIDATE_CRASH_AT``: consolidate.faults) or delivered by this test to the hook's process group
+(``CONSOLIDATE_CRASH_AT``: consolidate.core.faults) or delivered by this test to the hook's process group
 at several offsets after it started (nothing is asserted about when the hook got where)."""
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import pytest
 
 import transcripts
 from consolidate import Store
-from consolidate.deferral import EXIT_PARTIAL
-from consolidate.harvest import harvest_transcript
-from consolidate.session import SessionTier
-from consolidate.transcripts import claude_slug
+from consolidate.pipeline.deferral import EXIT_PARTIAL
+from consolidate.agents.harvest import harvest_transcript
+from consolidate.store.sessions.tier import SessionTier
+from consolidate.agents.transcripts import claude_slug
 from test_hook_lifecycle import CONSOLE, SCRIPT, _env, fire, install, payload
 from test_hook_mcp_flow import wait_done
 
@@ -265,7 +265,7 @@ def test_consolidate_run_makes_the_pending_harvest_first(setup):
     project, settings, transcript, expected = setup
     _fire_killed_at(settings, "SessionEnd", payload("SessionEnd", SID, project, transcript, reason="other"),
                     "hook:end:queued", project)
-    from consolidate.session_tables import connect, finish_idle_end
+    from consolidate.store.sessions.tables import connect, finish_idle_end
 
     db = connect(str(project / ".memofs" / "sessions.sqlite3"))
     assert finish_idle_end(db, SID, time.time(), "run-x") is False  # the idle run's own check: not an empty session

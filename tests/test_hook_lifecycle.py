@@ -22,8 +22,8 @@ import pytest
 import transcripts
 from consolidate import Store
 from test_hook_mcp_flow import wait_done
-from consolidate.harvest import harvest_transcript
-from consolidate.session import SessionTier
+from consolidate.agents.harvest import harvest_transcript
+from consolidate.store.sessions.tier import SessionTier
 
 CONSOLE = Path(sys.executable).parent / "consolidate"
 
@@ -320,7 +320,7 @@ def test_resumed_session_notes_are_consolidated_at_its_next_end_nothing_twice(pr
 
 def _memories(store: Path) -> None:
     """Three active memories (two about src/auth.py, one about package.json) and a quarantined one."""
-    from consolidate.pipeline import run_queue
+    from consolidate.pipeline.run import run_queue
 
     s = Store(store, embedding="hash")
     s.sessions.add_note("m1", "src/auth.py: check_token() must run before refresh_session(), or expired tokens pass",
@@ -402,7 +402,7 @@ def test_two_session_starts_at_once_recover_a_killed_session_once(project, tmp_p
 
 def test_precompact_reads_past_the_sessionend_bound(project):
     """A long stretch before compaction (600 entries): PreCompact harvests all of it."""
-    from consolidate.hook import run_hook
+    from consolidate.agents.hooks.full import run_hook
 
     store = project / ".memofs"
     path = project / "long.jsonl"
@@ -416,8 +416,8 @@ def test_precompact_reads_past_the_sessionend_bound(project):
 def test_resumed_failed_session_gets_a_part_of_its_own(project):
     """A session consolidated as a failure is never ended again; resumed, its new part is a session
     of its own, consolidated at its end; the failed part's notes are still never promoted."""
-    from consolidate.hook import run_hook
-    from consolidate.pipeline import run_queue
+    from consolidate.agents.hooks.full import run_hook
+    from consolidate.pipeline.run import run_queue
 
     store = project / ".memofs"
     s = Store(store, embedding="hash")
@@ -439,8 +439,8 @@ def test_resumed_failed_session_gets_a_part_of_its_own(project):
 
 def test_recovery_without_a_process_tree_waits_for_age(tmp_path):
     """Where /proc cannot be read, an open session is recovered only when it started long ago."""
-    from consolidate.agent_session import record_start
-    from consolidate.hook_lifecycle import BLIND_AGE, missed_sessions
+    from consolidate.store.sessions.agents import record_start
+    from consolidate.agents.hooks.lifecycle import BLIND_AGE, missed_sessions
 
     tier = SessionTier(tmp_path / "sessions.sqlite3")
     now = time.time()
@@ -451,7 +451,7 @@ def test_recovery_without_a_process_tree_waits_for_age(tmp_path):
 
 
 def test_mcp_servers_own_session_is_recovered_when_its_process_is_gone(tmp_path):
-    from consolidate.hook_lifecycle import missed_sessions, recover_missed
+    from consolidate.agents.hooks.lifecycle import missed_sessions, recover_missed
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -467,7 +467,7 @@ def test_mcp_servers_own_session_is_recovered_when_its_process_is_gone(tmp_path)
 
 
 def test_lifecycle_tables_are_pruned(tmp_path):
-    from consolidate.hook_lifecycle import KEEP_SECONDS, add_harvest, ensure, session_for_start
+    from consolidate.agents.hooks.lifecycle import KEEP_SECONDS, add_harvest, ensure, session_for_start
 
     tier = SessionTier(tmp_path / "sessions.sqlite3")
     ensure(tier)
@@ -483,8 +483,8 @@ def test_lifecycle_tables_are_pruned(tmp_path):
 
 
 def test_mcp_note_with_the_id_from_before_the_resume_goes_to_the_resumed_part(project):
-    from consolidate.hook import run_hook
-    from consolidate.mcp_server import resolve_session
+    from consolidate.agents.hooks.full import run_hook
+    from consolidate.mcp.server import resolve_session
 
     store = project / ".memofs"
     run_hook(store, payload=payload("SessionStart", "m", project, source="startup"), spawn=False)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from consolidate import Store
-from consolidate.session import SessionTier
+from consolidate.store.sessions.tier import SessionTier
 
 HERE = Path(__file__).parent
 CONSOLIDATE = [sys.executable, "-m", "consolidate"]

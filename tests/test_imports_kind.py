@@ -40,7 +40,7 @@ GOOD = ENTRY.format(type="decision", statement="Chose SQLite over Postgres becau
 
 
 def _memories(store_path):
-    from consolidate.longterm import close_all
+    from consolidate.store.index.longterm import close_all
 
     close_all()
     s = Store(store_path, embedding="hash", create=False)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from consolidate.cli import main
-from consolidate.install_hook import consolidate_argv, hook_command, install, is_our_command
+from consolidate.cli.main import main
+from consolidate.agents.install import consolidate_argv, hook_command, install, is_our_command
 
 EXISTING = {
     "model": "opus",
@@ -58,7 +58,7 @@ def test_fresh_project_install(env):
     cmd = hook_command()
     for event, timeout in (("SessionEnd", 5), ("SessionStart", 10)):
         assert settings["hooks"][event] == [{"hooks": [{"type": "command", "command": cmd, "timeout": timeout}]}]
-    # file-scoped recall runs only for the file tools (consolidate/file_recall.py)
+    # file-scoped recall runs only for the file tools (consolidate/agents/file_recall.py)
     assert settings["hooks"]["PreToolUse"] == [{"matcher": "Read|Edit|MultiEdit|Write|NotebookEdit",
                                                 "hooks": [{"type": "command", "command": cmd, "timeout": 5}]}]
     assert "PreCompact" not in settings["hooks"]  # it would do nothing without --harvest
@@ -215,7 +215,7 @@ def test_command_is_absolute_and_runs_without_the_venv_on_path(env, tmp_path):
 def test_unknown_agent_is_refused(env):
     with pytest.raises(SystemExit):
         main(["install-hook", "cursor"])
-    from consolidate.errors import BadInput
+    from consolidate.core.errors import BadInput
 
     with pytest.raises(BadInput, match="unknown agent 'cursor'"):
         install("cursor")

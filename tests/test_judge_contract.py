@@ -13,7 +13,7 @@ import pytest
 
 import judges
 from consolidate import ConfigError, run_queue
-from consolidate.evaluation import usage_of, usage_snapshot
+from consolidate.evals.judges import usage_of, usage_snapshot
 from judges import BaseJudge, ScriptedJudge, as_judge, registry
 from judges.base import Item, JudgeContext, Pair
 from judges.chain import JudgeChain

@@ -1,7 +1,7 @@
 """Key material that stands alone (issue 29 item 2): a line that is only key material (a PEM body line,
 an account key: a long base64, hex or base32 run with no keyword beside it) is blocked by the secret
-gate (consolidate/key_material.py, kind ``key-material``) on every surface that goes through
-``consolidate.secrets.scan``; git SHAs, UUIDs, hashes named as such, ids, paths, URLs and identifiers pass.
+gate (consolidate/rules/key_material.py, kind ``key-material``) on every surface that goes through
+``consolidate.rules.secrets.scan``; git SHAs, UUIDs, hashes named as such, ids, paths, URLs and identifiers pass.
 
 The reported case runs through the installed ``consolidate`` command: note, run with a scripted judge
 keeping everything, then SessionStart and recall show nothing of it and no file of the store holds it.
@@ -23,8 +23,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from consolidate import key_material
-from consolidate.secrets import redact, scan
+from consolidate.rules import key_material
+from consolidate.rules.secrets import redact, scan
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Hypothesis settings of the property tests: the same examples on every run (derandomize), so that a
@@ -252,7 +252,7 @@ def _raw(store) -> bytes:
 
 
 def test_python_api_and_cli_import_store_the_redacted_form(store, tmp_path, monkeypatch, capsys):
-    from consolidate.cli import main
+    from consolidate.cli.main import main
 
     note_id = store.sessions.add_note("s", PEM_LINE)
     assert note_id.notice and "key-material" in note_id.notice
@@ -270,7 +270,7 @@ def test_mcp_note_stores_the_redacted_form(store):
     import anyio
     from mcp import Client
 
-    from consolidate.mcp_server import build_server
+    from consolidate.mcp.server import build_server
 
     server = build_server(store, spawn=lambda s: None)
 
@@ -285,7 +285,7 @@ def test_mcp_note_stores_the_redacted_form(store):
 
 def test_hook_harvest_removes_the_key_from_the_turn(tmp_path):
     from consolidate import Store
-    from consolidate.hook import run_hook
+    from consolidate.agents.hooks.full import run_hook
 
     transcript = tmp_path / "t.jsonl"
     transcript.write_text(json.dumps({"type": "assistant", "uuid": "u1", "message": {"content": [
@@ -301,7 +301,7 @@ def test_hook_harvest_removes_the_key_from_the_turn(tmp_path):
 
 
 def test_workspace_extract_blocks_the_line(store):
-    from consolidate import workspace
+    from consolidate.pipeline import workspace
 
     ws, _ = workspace.start(store, "w")
     ws.write("output/memory.md", f"- Deploys go through the staging cluster first\n- {PEM_LINE}\n")

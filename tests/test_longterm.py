@@ -1,6 +1,6 @@
 """The recall index: bulk reads are paged (Chroma 1.5 fails a get of more than 32,766 rows)."""
 
-from consolidate.longterm import LongTerm
+from consolidate.store.index.longterm import LongTerm
 
 
 def test_bulk_reads_are_paged(store, monkeypatch):

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from consolidate.hook import spawn_worker
+from consolidate.agents.hooks.full import spawn_worker
 
 from many_processes import (MCPSession, applied_per_session, check_index, cli_env, expected_memories,
                             fill_sessions, finish, note_texts, start_cli)

@@ -13,8 +13,8 @@ import pytest
 
 from mcp import Client, StdioServerParameters
 
-from consolidate.mcp_server import build_server
-from consolidate.pipeline import run_queue
+from consolidate.mcp.server import build_server
+from consolidate.pipeline.run import run_queue
 
 TOOLS = {"note", "session_read", "recall", "session_complete", "forget", "graph",
          "review_list", "review_approve", "review_decline", "review_edit",
@@ -178,12 +178,12 @@ def test_recall_on_an_empty_store_creates_nothing(store):
 
 
 def test_spawn_auto_prefers_the_projects_worker(monkeypatch, store):
-    from consolidate import mcp_server
+    from consolidate.mcp import server as mcp_server
 
     spawner, name = mcp_server.find_spawner()
-    assert spawner is None or name in ("consolidate.worker.spawn", "consolidate.hook.spawn_worker")
-    if name == "consolidate.hook.spawn_worker":
-        import consolidate.hook as hook
+    assert spawner is None or name in ("consolidate.pipeline.worker.spawn", "consolidate.agents.hooks.full.spawn_worker")
+    if name == "consolidate.agents.hooks.full.spawn_worker":
+        import consolidate.agents.hooks.full as hook
 
         seen = {}
         monkeypatch.setattr(hook, "spawn_worker",
@@ -222,16 +222,16 @@ def test_stdio_server_subprocess(tmp_path):
 
 
 def test_session_end_fast_path_does_not_import_mcp(tmp_path):
-    code = ("import sys; from consolidate.cli import main; "
+    code = ("import sys; from consolidate.cli.main import main; "
             f"main(['note', '--store', {str(tmp_path / '.memofs')!r}, '--session', 's', 'a note here']); "
             f"main(['end', '--store', {str(tmp_path / '.memofs')!r}, '--session', 's', '--outcome', 'success']); "
-            "print(json.dumps(sorted(m for m in ('mcp', 'mcp_types', 'consolidate.mcp_server') if m in sys.modules)))")
+            "print(json.dumps(sorted(m for m in ('mcp', 'mcp_types', 'consolidate.mcp.server') if m in sys.modules)))")
     out = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.splitlines()[-1]) == []
 
 
 def test_mcp_command_reports_a_bad_store_in_one_line(tmp_path, capsys):
-    from consolidate.cli import main
+    from consolidate.cli.main import main
 
     f = tmp_path / "file"
     f.write_text("x")

@@ -1,5 +1,5 @@
 """``consolidate mcp`` over real stdio, as a client that pipes its requests and closes stdin sees it
-(consolidate/mcp_stdio.py): every request read gets its reply before the server exits, and every
+(consolidate/mcp/stdio.py): every request read gets its reply before the server exits, and every
 line that is no JSON-RPC message gets the JSON-RPC error the specification names (-32700, -32600,
 -32602; -32601 for an unknown method). The installed ``consolidate`` command, a real subprocess."""
 
@@ -187,7 +187,7 @@ def test_the_servers_own_session_end_is_queued_after_the_replies(tmp_path):
 def test_owed_requests_are_waited_for_at_most_the_bound():
     import anyio
 
-    from consolidate.mcp_stdio import _Owed
+    from consolidate.mcp.stdio import _Owed
 
     async def main():
         owed = _Owed()

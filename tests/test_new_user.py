@@ -21,10 +21,10 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from consolidate import Store
-from consolidate.agent_session import ancestors, record_start
-from consolidate.cli import main
-from consolidate.errors import BadInput, StoreReadOnly
-from consolidate.mcp_server import build_server
+from consolidate.store.sessions.agents import ancestors, record_start
+from consolidate.cli.main import main
+from consolidate.core.errors import BadInput, StoreReadOnly
+from consolidate.mcp.server import build_server
 
 HOOK = [sys.executable, "-m", "consolidate", "hook"]
 
@@ -171,7 +171,7 @@ def test_cli_refuses_a_session_id_with_a_control_character(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("sid", BAD_IDS)
 def test_python_api_refuses_a_session_id_with_a_control_character(store, sid):
-    from consolidate.workspace import start
+    from consolidate.pipeline.workspace import start
 
     for call in (lambda: store.sessions.add_note(sid, "A note for a session with a bad id"),
                  lambda: store.sessions.end(sid, "success"),
@@ -244,13 +244,13 @@ def read_only_store(tmp_path):
     s.sessions.add_note("s1", "Integration tests need the Postgres container started with make db-up first",
                         flag=True, kind="constraint")
     s.sessions.end("s1", "success")
-    from consolidate.pipeline import run_queue
+    from consolidate.pipeline.run import run_queue
 
     run_queue(s, judges=["noop"])
     [memory] = s.longterm().with_status("active")
     s.sessions.add_note("s2", "Deploys go through the staging cluster before production", flag=True)
     s.sessions.end("s2", "success")
-    from consolidate.workspace import start
+    from consolidate.pipeline.workspace import start
 
     start(s, "ws-ro", task="Postgres")  # a workspace started before the store became read-only
     s.close()
@@ -262,9 +262,9 @@ def read_only_store(tmp_path):
 
 def _snapshot(folder):
     """Every file's bytes, left out: SQLite's shared-memory and WAL files, which a reader may create,
-    and the store lock's holder record (consolidate.locking.HOLDER_FILE: who holds the lock, rewritten
+    and the store lock's holder record (consolidate.core.locking.HOLDER_FILE: who holds the lock, rewritten
     by every command that takes it, data of the lock, not of the store)."""
-    from consolidate.locking import HOLDER_FILE
+    from consolidate.core.locking import HOLDER_FILE
 
     return {str(p.relative_to(folder)): p.read_bytes() if p.is_file() else b"" for p in sorted(folder.rglob("*"))
             if not p.name.endswith(("-shm", "-wal")) and p.name != HOLDER_FILE}
@@ -312,9 +312,9 @@ _LIBRARY_SCRIPT = r"""
 import json, sys
 import consolidate
 from consolidate import Store
-from consolidate.errors import ConsolidateError
-from consolidate.forget import forget
-from consolidate.workspace import start
+from consolidate.core.errors import ConsolidateError
+from consolidate.pipeline.forget import forget
+from consolidate.pipeline.workspace import start
 
 path, memory_id = sys.argv[1], sys.argv[2]
 out = {}
@@ -355,7 +355,7 @@ def test_library_api_raises_store_read_only_naming_the_store(read_only_store):
             assert result[0] == "StoreReadOnly" and result[2], (name, result)
             assert f"the store {path} is read-only" in result[1] and "\n" not in result[1]
     assert _snapshot(path) == before
-    assert issubclass(StoreReadOnly, __import__("consolidate.errors").errors.StoreError)
+    assert issubclass(StoreReadOnly, __import__("consolidate.core.errors").core.errors.StoreError)
 
 
 # -- i. the workspace MCP tools and the current session ---------------------------------------------
@@ -441,8 +441,8 @@ def _store_with_a_memory_and_a_workspace(tmp_path):
     s.sessions.add_note("s1", "Integration tests need the Postgres container started first", flag=True,
                         kind="constraint")
     s.sessions.end("s1", "success")
-    from consolidate.pipeline import run_queue
-    from consolidate.workspace import start
+    from consolidate.pipeline.run import run_queue
+    from consolidate.pipeline.workspace import start
 
     run_queue(s, judges=["noop"])
     start(s, "w1")
@@ -525,7 +525,7 @@ def test_an_extract_flag_survives_complete(tmp_path, capsys, route):
     """`session extract --flag` then `session complete` re-extracted output/ without the flag."""
     st = tmp_path / ".memofs"
     s = Store(st, embedding="hash")
-    from consolidate.workspace import start
+    from consolidate.pipeline.workspace import start
 
     ws, _ = start(s, "w1")
     ws.write("output/m.md", "- Chose PKCE for the OAuth flow because tokens never reach the history\n"
@@ -550,7 +550,7 @@ def test_an_extract_flag_survives_complete(tmp_path, capsys, route):
 
 
 def test_a_later_extract_without_the_flag_is_what_complete_repeats(store):
-    from consolidate.workspace import start
+    from consolidate.pipeline.workspace import start
 
     ws, _ = start(store, "w1")
     ws.write("output/m.md", "- Deploys go through the staging cluster first\n")
@@ -561,7 +561,7 @@ def test_a_later_extract_without_the_flag_is_what_complete_repeats(store):
 
 
 def test_jsonl_item_flags_are_kept_by_complete_too(store):
-    from consolidate.workspace import start
+    from consolidate.pipeline.workspace import start
 
     ws, _ = start(store, "w1")
     ws.write("output/m.jsonl", '{"content": "Deploys go through the staging cluster first", "flag": true}\n'
@@ -574,7 +574,7 @@ def test_jsonl_item_flags_are_kept_by_complete_too(store):
 
 
 def _judged(store, note: str, verdict: dict):
-    from consolidate.pipeline import run_queue
+    from consolidate.pipeline.run import run_queue
     from judges.chain import JudgeChain
     from judges.scripted import ScriptedJudge
 

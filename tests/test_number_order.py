@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from consolidate.cli import main
-from consolidate.pipeline import run_queue
-from consolidate.stages.contradiction import DUPLICATE_SIMILARITY, same_memory, same_numbers, swapped
+from consolidate.cli.main import main
+from consolidate.pipeline.run import run_queue
+from consolidate.pipeline.stages.contradiction import DUPLICATE_SIMILARITY, same_memory, same_numbers, swapped
 from judges.chain import JudgeChain
 from judges.noop import NoopJudge
 

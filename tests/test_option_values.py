@@ -2,7 +2,7 @@
 ``--ttl -5m`` gave argparse's ``expected one argument``, as did ``--time-box -1e3``,
 ``--min-similarity -inf`` and ``--since -3d``: argparse takes such a value for an option). Every such
 option now hands the value to its type, whose one line names the option and the allowed form
-(consolidate/commands/_parser.py ``join_dash_values``; the types in consolidate/commands/_common.py)."""
+(consolidate/cli/parser.py ``join_dash_values``; the types in consolidate/cli/options.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from consolidate.cli import MODULES, build_parser, main
-from consolidate.commands._common import VALUE_TYPES, count_1_to, duration, positive_days, positive_float, \
-    positive_hours, similarity, user_date
+from consolidate.cli.main import MODULES, build_parser, main
+from consolidate.cli.options import VALUE_TYPES, count_1_to, duration, positive_days, positive_float, positive_hours, similarity, user_date
 
 CONSOLE = str(Path(sys.executable).parent / "consolidate")
 

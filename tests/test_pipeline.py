@@ -8,9 +8,9 @@ import textwrap
 import networkx as nx
 import pytest
 
-from consolidate import graph as graphmod
-from consolidate.pipeline import run_queue
-from consolidate.secrets import redact_preview
+from consolidate.store import graph as graphmod
+from consolidate.pipeline.run import run_queue
+from consolidate.rules.secrets import redact_preview
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 
@@ -275,7 +275,7 @@ def test_time_box_leaves_maybes_unjudged(store):
 
 def test_replay_of_interrupted_apply(store, monkeypatch):
     """A crash after the journal and Chroma steps: the next run finishes the job, no duplicates."""
-    from consolidate.stages import apply as apply_mod
+    from consolidate.pipeline.stages import apply as apply_mod
 
     store.sessions.add_note("s1", "Images are stored in S3 under media/<year>/<month>/", flag=True)
     store.sessions.end("s1", "success")

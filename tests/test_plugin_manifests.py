@@ -34,8 +34,8 @@ import jsonschema
 import pytest
 
 from consolidate import Store
-from consolidate import plugin_manifests as pm
-from consolidate.install_hook import AGENTS
+from consolidate.agents import manifests as pm
+from consolidate.agents.install import AGENTS
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = str(Path(sys.executable).parent)  # where the installed `consolidate` is
@@ -190,7 +190,7 @@ AUTH = "auth.py: check_token() rejects tokens that expired more than 30 seconds 
 
 def _seed(store_path):
     """One memory about auth.py in the chosen store (for the file-recall hook)."""
-    from consolidate.pipeline import run_queue
+    from consolidate.pipeline.run import run_queue
     from judges.chain import JudgeChain
     from judges.scripted import ScriptedJudge
 
@@ -341,7 +341,7 @@ def test_gemini_cli_extension_hooks_and_mcp_server_use_the_extension_settings(tm
 
 
 def test_plugin_options_map_to_the_store_options():
-    from consolidate.plugin_env import apply
+    from consolidate.agents.plugin_env import apply
 
     env = {"CLAUDE_PLUGIN_OPTION_STORE": " /x/store ", "CLAUDE_PLUGIN_OPTION_PROJECT": "${user_config.project}",
            "CLAUDE_PLUGIN_OPTION_embedding": "hash", "CLAUDE_PLUGIN_OPTION_JUDGES": "",

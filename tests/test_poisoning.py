@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from consolidate.pipeline import run_session
+from consolidate.pipeline.run import run_session
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 
@@ -138,8 +138,8 @@ def test_judged_stored_entry_is_credited_observed_at_most(minilm_store):
 
 
 def test_credibility_table():
-    from consolidate.plan import Candidate, Note, Plan
-    from consolidate.stages.credibility import credited_strength, entry_strength, may_overrule
+    from consolidate.model.plan import Candidate, Note, Plan
+    from consolidate.pipeline.stages.credibility import credited_strength, entry_strength, may_overrule
 
     plan = Plan(session_id="s", outcome="success")
     plan.notes = [Note(1, "s", "x", metadata={"source": "user"}), Note(2, "s", "x", metadata={"source": "transcript:assistant"}),

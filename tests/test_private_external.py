@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from consolidate import Store
-from consolidate.pipeline import run_queue
-from consolidate.private_spans import MARK, only_private, strip
+from consolidate.pipeline.run import run_queue
+from consolidate.rules.private_spans import MARK, only_private, strip
 from judges.scripted import ScriptedJudge
 
 PRIVATE = "the client is Zorblax Industries"

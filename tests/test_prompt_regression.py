@@ -38,8 +38,8 @@ from pathlib import Path
 
 import pytest
 
-from consolidate.cli import main
-from consolidate.evaluation import evaluate, load_labels
+from consolidate.cli.main import main
+from consolidate.evals.judges import evaluate, load_labels
 from judges.api import APIJudge, NOTES_CLOSE, NOTES_OPEN, render_prompt
 from judges.base import JudgeContext, JudgeNote
 from judges.chain import Item, JudgeChain

@@ -19,7 +19,7 @@ from instructor.core import IncompleteOutputException, InstructorRetryException 
 from instructor.v2.core.errors import FailedAttempt  # noqa: E402
 from pydantic import BaseModel, ValidationError  # noqa: E402
 
-from consolidate.errors import JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable  # noqa: E402
+from consolidate.core.errors import JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable  # noqa: E402
 from judges.api import _classify, _retryable  # noqa: E402
 
 lx = litellm.exceptions
@@ -141,10 +141,10 @@ def test_importing_the_api_judge_imports_no_provider_library():
 
 
 def _drawn_tree() -> dict[str, str | None]:
-    """``{class: parent}`` as drawn in consolidate/errors.py's docstring (parent by indentation)."""
+    """``{class: parent}`` as drawn in consolidate/core/errors.py's docstring (parent by indentation)."""
     import re
 
-    import consolidate.errors as errors
+    import consolidate.core.errors as errors
 
     parents: dict[str, str | None] = {}
     stack: list[tuple[int, str]] = []
@@ -162,7 +162,7 @@ def _drawn_tree() -> dict[str, str | None]:
 
 def test_the_error_tree_drawn_in_errors_py_is_the_class_tree():
     import consolidate
-    import consolidate.errors as errors
+    import consolidate.core.errors as errors
 
     drawn = _drawn_tree()
     assert drawn["ConsolidateError"] is None and len(drawn) > 10
@@ -179,6 +179,6 @@ def test_the_error_tree_drawn_in_errors_py_is_the_class_tree():
     from consolidate import ConfigError, JudgeTimeout, TeamError  # the form users write
 
     assert issubclass(ConfigError, errors.BadInput) and issubclass(JudgeTimeout, errors.JudgeError)
-    from consolidate.team_sync import TeamError as old_home
+    from consolidate.team.sync import TeamError as old_home
 
     assert old_home is TeamError

@@ -13,10 +13,10 @@ import tomllib
 
 import pytest
 
-from consolidate import provider_rules as pr
-from consolidate.pipeline import run_session
-from consolidate.secrets import scan
-from consolidate.session import REDACTED_KEY
+from consolidate.rules import provider_rules as pr
+from consolidate.pipeline.run import run_session
+from consolidate.rules.secrets import scan
+from consolidate.store.sessions.tier import REDACTED_KEY
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 from secret_corpus import SECRET_KINDS, _Gen
@@ -109,7 +109,7 @@ def test_a_rule_runs_only_when_one_of_its_keywords_occurs():
 
 
 def test_rules_compile_lazily_once_per_process():
-    code = ("from consolidate import provider_rules as pr, secrets;"
+    code = ("from consolidate.rules import provider_rules as pr, secrets;"
             " secrets.scan('the build is green again after the cache fix, 42 tests pass');"
             " n = sum(r._regex is not None for r in pr._load().rules);"
             " secrets.scan('databricks job ran with dapi' + 'ab12' * 8);"
@@ -162,7 +162,7 @@ def test_new_providers_are_redacted_at_write_time(store, kind):
 def test_new_providers_are_blocked_at_consolidation(store, monkeypatch):
     """Notes that reach the consolidation without the write-time gate (a session tier written before
     it existed) are blocked by the consolidation's own gate, with the gitleaks rule ids as kinds."""
-    import consolidate.session as session_module
+    import consolidate.store.sessions.tier as session_module
 
     values = {kind: fake(kind, seed=2) for kind in NEW_KINDS[6:]}
     with monkeypatch.context() as m:
@@ -185,7 +185,7 @@ def test_plain_note_loads_no_provider_rules(tmp_path):
     gate nor parses gitleaks' rule file."""
     code = ("import sys; from consolidate import Store; s = Store(sys.argv[1], embedding='hash');"
             " s.sessions.add_note('s', 'Use pnpm, not npm: npm breaks the lockfile');"
-            " print('consolidate.provider_rules' in sys.modules, 'ahocorasick' in sys.modules)")
+            " print('consolidate.rules.provider_rules' in sys.modules, 'ahocorasick' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / ".memofs")], capture_output=True, text=True,
                          check=True, timeout=120).stdout.split()
     assert out == ["False", "False"]

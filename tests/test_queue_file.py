@@ -1,4 +1,4 @@
-"""The light session-end hook and its queue file (consolidate/fastpath.py, issue 18): real hook
+"""The light session-end hook and its queue file (consolidate/agents/hooks/fast.py, issue 18): real hook
 payloads piped into the installed command, several hooks at once, a worker that folds the file
 while hooks append, and the cases that must go to the full hook instead."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from consolidate import Store
-from consolidate.fastpath import QUEUE_FILE
+from consolidate.agents.hooks.fast import QUEUE_FILE
 
 CONSOLE = str(Path(sys.executable).parent / "consolidate")
 
@@ -207,17 +207,17 @@ def test_idle_run_light_path_imports_no_pipeline(tmp_path):
     s = Store(tmp_path / ".memofs", embedding="hash", project="p")
     s.sessions.end("idle", "success")
     s.close()
-    code = ("import sys; from consolidate.cli import main; rc = main(['run', '--session', 'idle', '--store', sys.argv[1]]);"
+    code = ("import sys; from consolidate.cli.main import main; rc = main(['run', '--session', 'idle', '--store', sys.argv[1]]);"
             " print(sorted(m for m in sys.modules if m.startswith('consolidate')))")
     out = subprocess.run([sys.executable, "-c", code, str(s.path)], capture_output=True, text=True, env=_env())
     assert out.returncode == 0, out.stderr
     loaded = out.stdout.strip().splitlines()[-1]
-    assert "consolidate.pipeline" not in loaded and "consolidate.store" not in loaded and "argparse" not in loaded
+    assert "consolidate.pipeline.run" not in loaded and "consolidate.store.store" not in loaded and "argparse" not in loaded
 
 
 def test_a_resumed_session_ends_its_open_part(store):
     """Start, end (light path), resume, end again (light path): the second end ends the resumed
-    part, as the full hook decides it (consolidate.hook_lifecycle.session_for_end)."""
+    part, as the full hook decides it (consolidate.agents.hooks.lifecycle.session_for_end)."""
     start = {"session_id": "s1", "hook_event_name": "SessionStart", "source": "startup", "cwd": "/tmp"}
     assert hook(store.path, start).returncode == 0
     assert hook(store.path, end_payload("s1"), "--no-worker").returncode == 0
@@ -234,8 +234,8 @@ def test_a_resumed_session_ends_its_open_part(store):
 
 def test_idle_run_summary_is_a_run_summary_of_no_notes():
     """The light path's queue-row result (session_tables.EMPTY_RUN_SUMMARY, standard library only) is
-    what consolidate.plan.run_summary says of a run of a session without notes."""
-    from consolidate.plan import Plan, run_summary
-    from consolidate.session_tables import EMPTY_RUN_SUMMARY
+    what consolidate.model.plan.run_summary says of a run of a session without notes."""
+    from consolidate.model.plan import Plan, run_summary
+    from consolidate.store.sessions.tables import EMPTY_RUN_SUMMARY
 
     assert run_summary(Plan("idle")) == EMPTY_RUN_SUMMARY

@@ -133,7 +133,7 @@ def _syntax_lines(body: str) -> list[str]:
 
 @pytest.mark.parametrize("block", _blocks_of("syntax"), ids=lambda b: f"README.md:{b['line']}")
 def test_syntax_block_parses(block):
-    from consolidate.cli import build_parser
+    from consolidate.cli.main import build_parser
 
     placeholders = {"MEMORY_ID": "mem-0123456789abcdef", "RUN_ID": "run-0123456789ab", "N": "5"}
     lines = _syntax_lines(block["body"])

@@ -14,7 +14,7 @@ import os
 import pytest
 
 from consolidate import Store
-from consolidate.pipeline import run_queue
+from consolidate.pipeline.run import run_queue
 from judges.api import APIJudge
 from judges.chain import JudgeChain
 

@@ -16,8 +16,8 @@ from mcp import Client
 
 import consolidate
 from consolidate import Store
-from consolidate.errors import BadInput
-from consolidate.mcp_server import build_server
+from consolidate.core.errors import BadInput
+from consolidate.mcp.server import build_server
 
 from conftest import SHARED
 
@@ -85,7 +85,7 @@ def test_cli_mcp_and_python_return_the_same_memories(big_store, query):
     assert [h["id"] for h in json.loads(cli.stdout)] == ids
     assert [m["id"] for m in mcp.structured_content["memories"]] == ids
     # the floor holds everywhere: nothing below 0.2 (MCP returned -0.05 before) but an exact match of
-    # the lexical index (consolidate/lexical.py), which says so
+    # the lexical index (consolidate/store/index/lexical.py), which says so
     assert all(h["similarity"] >= 0.2 or h["match"] == "lexical" for h in py.memories)
     assert all(m["similarity"] >= 0.2 or m["match"] == "lexical" for m in mcp.structured_content["memories"])
     assert mcp.structured_content["below_floor"] == py.below_floor
@@ -136,7 +136,7 @@ def test_bad_options_are_refused_the_same_way(big_store, bad):
 
 
 def test_a_query_at_the_bound_is_answered(big_store):
-    from consolidate.retrieval import MAX_QUERY_CHARS
+    from consolidate.pipeline.recall import MAX_QUERY_CHARS
 
     query = ("database migrations " * 400)[:MAX_QUERY_CHARS]
     assert len(consolidate.recall(Store(big_store), query, k=3, min_similarity=-1).memories) == 3

@@ -1,6 +1,6 @@
 """Hybrid recall (issue 29 item 4): exact identifiers (versions, flags, tickets, file names, error
-codes) are found by the lexical index (SQLite FTS5, consolidate/lexical.py) fused with the vectors
-(consolidate/retrieval.py), the same for the CLI, MCP, Python and the PreToolUse file recall; the
+codes) are found by the lexical index (SQLite FTS5, consolidate/store/index/lexical.py) fused with the vectors
+(consolidate/pipeline/recall.py), the same for the CLI, MCP, Python and the PreToolUse file recall; the
 lexical side never returns a forgotten, superseded or undone memory; it is created for existing
 stores on first use and rebuilt by ``doctor --repair``. MiniLM embeddings; a store of 300 memories
 (the curated long-term memories of ../shared/data/realnotes when present)."""
@@ -21,10 +21,11 @@ from hypothesis import strategies as st
 from mcp import Client
 
 import consolidate
-from consolidate import Store, lexical
-from consolidate.cli import main
-from consolidate.mcp_server import build_server
-from consolidate.pipeline import run_queue
+from consolidate import Store
+from consolidate.store.index import lexical
+from consolidate.cli.main import main
+from consolidate.mcp.server import build_server
+from consolidate.pipeline.run import run_queue
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 
@@ -317,7 +318,7 @@ def test_file_recall_finds_a_file_the_memory_names_by_its_words(tmp_path):
 
 
 def test_the_hook_path_imports_nothing_heavy_for_the_lexical_index():
-    code = ("import sys, consolidate.lexical, consolidate.file_recall;"
+    code = ("import sys, consolidate.store.index.lexical, consolidate.agents.file_recall;"
             "print([m for m in ('chromadb', 'numpy', 'onnxruntime', 'pydantic', 'litellm') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=_env())
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
@@ -356,7 +357,7 @@ def test_lexical_ranks_do_not_depend_on_the_order_the_index_was_written(tmp_path
     """Equal BM25 scores share a rank and ties are ordered by id: an index written in another order
     (a rebuild by doctor --repair) gives the same ranking, so fused recall is the same after a repair
     (found by tests/test_damaged_store.py: two memories of equal vector similarity swapped places)."""
-    from consolidate import lexical
+    from consolidate.store.index import lexical
 
     records = [{"id": f"mem-{i:02d}", "document": f"In project proj{i}, the gateway job runs after the migration",
                 "metadata": {"status": "active", "tier": "durable"}} for i in range(8)]

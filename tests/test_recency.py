@@ -3,7 +3,7 @@
 The reported case: a teammate's AGENTS.md entry last confirmed 2025-01-15 (observed-success),
 imported today, superseded this store's memory confirmed today, because the import turned every
 entry into ``user-stated``. Now an import keeps the evidence an entry was exported with, and one rule
-(consolidate.stages.credibility.prevails) decides every contradiction and update: stronger evidence
+(consolidate.pipeline.stages.credibility.prevails) decides every contradiction and update: stronger evidence
 wins; equal evidence, the newer observation; an older statement never supersedes a newer one without
 stronger evidence. Memories carry their validity interval (``valid_from``, ``valid_to``) and
 ``recall --as-of DATE`` answers from it. Driven through the installed ``consolidate`` command with the
@@ -24,8 +24,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from consolidate.stages.credibility import prevails
-from consolidate.validity import valid_on, validity
+from consolidate.pipeline.stages.credibility import prevails
+from consolidate.store.validity import valid_on, validity
 
 FAKE = Path(__file__).resolve().parent / "fake_cli" / "modal.py"
 JUDGE = f"cli:template:{shlex.quote(sys.executable)} {shlex.quote(str(FAKE))}"
@@ -116,7 +116,7 @@ def test_between_equal_evidence_the_newer_observation_wins_and_as_of_remembers(t
     bad = cli("recall", "API server", "--store", "st", "--as-of", "someday", cwd=tmp_path, check=False)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "someday" in bad.stderr
     # the Python API and the MCP tool answer from the same function
-    code = ("import sys, json; from consolidate import Store, recall; from consolidate.mcp_server import recall_result;"
+    code = ("import sys, json; from consolidate import Store, recall; from consolidate.mcp.server import recall_result;"
             "s = Store(sys.argv[1]); r = recall(s, 'API server port', as_of='2025-06-01');"
             "m = recall_result(s, 'API server port', k=5, include_quarantined=False, min_similarity=0.2,"
             " as_of='2025-06-01');"

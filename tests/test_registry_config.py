@@ -11,8 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from consolidate.cli import main
-from consolidate.errors import ConfigError
+from consolidate.cli.main import main
+from consolidate.core.errors import ConfigError
 from judges import registry
 from judges.chain import JudgeChain
 

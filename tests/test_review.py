@@ -16,9 +16,9 @@ import pytest
 from mcp import Client
 
 import consolidate
-from consolidate.cli import main
-from consolidate.mcp_server import build_server
-from consolidate.pipeline import run_queue
+from consolidate.cli.main import main
+from consolidate.mcp.server import build_server
+from consolidate.pipeline.run import run_queue
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 
@@ -113,7 +113,7 @@ def test_approve_disputed_wins_the_dispute(queued, capsys):
     assert now[T60][1] == "active" and T30 not in now
     cold = json.loads(store.sub("archive", f"{ids[T30]}.json").read_text())
     assert cold["metadata"]["status"] == "superseded" and cold["metadata"]["superseded_by"] == ids[T60]
-    from consolidate import graph
+    from consolidate.store import graph
 
     g = graph.load(store.sub("graph"))
     assert g.has_edge(ids[T60], ids[T30], key="supersedes")
@@ -158,11 +158,11 @@ def test_edit_supersedes_with_the_users_wording_and_undo_restores(queued, capsys
 def test_approve_drifted_reanchors_it_on_todays_code(queued, capsys):
     store, ids = queued
     assert ids[ANCHORED] in _cli(capsys, store, "--list")[1]  # the drift check queues it for re-judging
-    assert ids[ANCHORED] in consolidate.anchors.read_section(store.path)["drifted"]
+    assert ids[ANCHORED] in consolidate.store.anchors.read_section(store.path)["drifted"]
     assert _cli(capsys, store, "--approve", ids[ANCHORED])[0] == 0
-    section = consolidate.anchors.read_section(store.path)
+    section = consolidate.store.anchors.read_section(store.path)
     assert ids[ANCHORED] not in section["drifted"]
-    assert not consolidate.anchors.check(store.path, [ids[ANCHORED]])
+    assert not consolidate.store.anchors.check(store.path, [ids[ANCHORED]])
     hits = consolidate.recall(store, "what does check_token reject").memories
     assert hits[0]["document"] == ANCHORED and not hits[0]["metadata"].get("drifted")
     assert _cli(capsys, store, "--list", "--json")[1].count(ids[ANCHORED]) == 0
@@ -172,11 +172,11 @@ def test_edit_of_a_drifted_memory_is_anchored_afresh(queued, capsys):
     store, ids = queued
     text = "check_token() in src/auth.py rejects tokens that expired more than 60 seconds ago"
     assert _cli(capsys, store, "--edit", ids[ANCHORED], text)[0] == 0
-    section = consolidate.anchors.read_section(store.path)
+    section = consolidate.store.anchors.read_section(store.path)
     new_id = _ids(store)[text][0]
     assert ids[ANCHORED] not in section["memories"] and section["memories"][new_id][0][:2] == ["src/auth.py",
                                                                                                 "check_token"]
-    assert not consolidate.anchors.check(store.path, [new_id])
+    assert not consolidate.store.anchors.check(store.path, [new_id])
 
 
 @pytest.mark.parametrize("args, needle", [

@@ -22,8 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from consolidate import Store
-from consolidate.errors import BadInput, EmptyNote
-from consolidate.session import MAX_STATEMENT_CHARS, check_content, statement_length
+from consolidate.core.errors import BadInput, EmptyNote
+from consolidate.store.sessions.tier import MAX_STATEMENT_CHARS, check_content, statement_length
 
 FAKE = Path(__file__).resolve().parent / "fake_cli"
 #: the installed command (the venv's script), running this tree's code through PYTHONPATH
@@ -181,7 +181,7 @@ def test_the_library_and_the_hook_refuse_the_same_failure(tmp_path):
     s = Store(tmp_path / ".memofs", embedding="hash")
     s.sessions.add_note("s1", "The staging db listens on port 5433", flag=True, kind="fact")
     s.sessions.end("s1", "success")
-    from consolidate.pipeline import run_queue
+    from consolidate.pipeline.run import run_queue
 
     run_queue(s, judges=["rules"])
     with pytest.raises(BadInput, match="already consolidated as a success"):
@@ -253,7 +253,7 @@ def test_an_embedding_refused_says_both_dimensions(tmp_path, embedding, said):
 
 
 def test_the_index_refuses_an_embedding_of_another_dimension_when_the_manifest_is_lost(tmp_path):
-    from consolidate.errors import EmbeddingMismatch
+    from consolidate.core.errors import EmbeddingMismatch
 
     s = Store(tmp_path / ".memofs", embedding="hash")
     s.longterm().counts()
@@ -336,7 +336,7 @@ def test_a_long_flagged_note_is_refused_by_the_mcp_note_tool(tmp_path):
     import anyio
     from mcp import Client
 
-    from consolidate.mcp_server import build_server
+    from consolidate.mcp.server import build_server
 
     s = Store(tmp_path / ".memofs", embedding="hash")
 
@@ -352,7 +352,7 @@ def test_a_long_flagged_note_is_refused_by_the_mcp_note_tool(tmp_path):
 
 
 def test_a_long_flagged_workspace_item_is_refused(tmp_path):
-    from consolidate import workspace
+    from consolidate.pipeline import workspace
 
     s = Store(tmp_path / ".memofs", embedding="hash")
     ws, _ = workspace.start(s, "w1", task="the deploy")
@@ -365,7 +365,7 @@ def test_a_long_flagged_workspace_item_is_refused(tmp_path):
 
 
 def test_a_judge_statement_longer_than_a_memory_is_rejected_with_its_reason(tmp_path):
-    from consolidate.pipeline import run_queue
+    from consolidate.pipeline.run import run_queue
     from judges.chain import JudgeChain
     from judges.scripted import ScriptedJudge
 
@@ -435,8 +435,8 @@ def test_mcp_session_read_says_the_run_report_lines(tmp_path):
     import anyio
     from mcp import Client
 
-    from consolidate.mcp_server import build_server
-    from consolidate.pipeline import run_queue
+    from consolidate.mcp.server import build_server
+    from consolidate.pipeline.run import run_queue
     from judges.chain import JudgeChain
     from judges.scripted import ScriptedJudge
 

@@ -10,11 +10,12 @@ import random
 
 import pytest
 
-from consolidate import Store, graph
-from consolidate.longterm import _where
-from consolidate.pipeline import run_queue
-from consolidate import context_md
-from consolidate.undo import undo_run
+from consolidate import Store
+from consolidate.store import graph
+from consolidate.store.index.longterm import _where
+from consolidate.pipeline.run import run_queue
+from consolidate.store.views import context_md
+from consolidate.pipeline.undo import undo_run
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 
@@ -279,8 +280,8 @@ def test_quarantine_expiry_reads_the_same_entries_as_a_full_read(store, ttl, com
     leaves the entry without a date to ``consolidate batch``, which reads completely)."""
     import datetime as _dt
 
-    from consolidate.plan import Plan
-    from consolidate.stages.purge import expire_quarantine
+    from consolidate.model.plan import Plan
+    from consolidate.pipeline.stages.purge import expire_quarantine
 
     lt = store.longterm()
     now = 1_800_000_000.0
@@ -316,8 +317,8 @@ def test_journal_round_trip_keeps_the_whole_plan(store):
     decimal lists still reads."""
     import array
 
-    from consolidate import journal
-    from consolidate.plan import Candidate, MemoryUpdate, Note, Plan, Reconfirmation
+    from consolidate.store import journal
+    from consolidate.model.plan import Candidate, MemoryUpdate, Note, Plan, Reconfirmation
 
     rng = random.Random(3)
     vec = array.array("f", [rng.gauss(0, 1) for _ in range(384)]).tolist()  # float32 values, as embed gives

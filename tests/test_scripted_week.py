@@ -6,8 +6,8 @@ metadata-complete entries remain and that the events explain every note."""
 import datetime as dt
 import json
 
-from consolidate import archive
-from consolidate.pipeline import run_session
+from consolidate.store import archive
+from consolidate.pipeline.run import run_session
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 

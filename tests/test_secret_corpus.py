@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from consolidate.secrets import redact, scan
+from consolidate.rules.secrets import redact, scan
 from secret_corpus import SECRET_KINDS, load, templates
 
 SEEDS = (0, 1, 2)

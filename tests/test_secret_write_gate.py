@@ -9,10 +9,10 @@ import pytest
 from mcp import Client
 
 from consolidate import Store
-from consolidate.cli import main
-from consolidate.mcp_server import build_server
-from consolidate.pipeline import run_session
-from consolidate.session import REDACTED_KEY
+from consolidate.cli.main import main
+from consolidate.mcp.server import build_server
+from consolidate.pipeline.run import run_session
+from consolidate.store.sessions.tier import REDACTED_KEY
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 
@@ -105,7 +105,7 @@ def test_mcp_note_answers_with_the_notice(store):
 
 
 def test_hook_harvest_stores_redacted_and_logs(tmp_path):
-    from consolidate.hook import run_hook
+    from consolidate.agents.hooks.full import run_hook
 
     transcript = tmp_path / "t.jsonl"
     transcript.write_text(json.dumps({"type": "assistant", "uuid": "u1", "message": {
@@ -150,8 +150,8 @@ def test_redacted_note_is_blocked_at_consolidation(store):
 def test_prefilter_never_skips_a_secret_of_the_corpus():
     """The write-time gate skips scanning text in which the gate can find nothing (no import cost for
     an ordinary note); it must never skip a note the gate blocks."""
-    from consolidate.secrets import scan
-    from consolidate.session import _worth_scanning
+    from consolidate.rules.secrets import scan
+    from consolidate.store.sessions.tier import _worth_scanning
     from secret_corpus import load
 
     from test_secrets_multilingual import OTHER_SHAPES, SENTENCES
@@ -168,7 +168,7 @@ def test_plain_note_imports_no_gate(tmp_path):
     code = ("import sys; from consolidate import Store; s = Store(sys.argv[1], embedding='hash');"
             " s.sessions.add_note('s', 'Use pnpm, not npm: npm breaks the lockfile');"
             " s.sessions.add_note('s', 'the dev server listens on port 5173');"
-            " print('consolidate.secrets' in sys.modules, 'detect_secrets' in sys.modules)")
+            " print('consolidate.rules.secrets' in sys.modules, 'detect_secrets' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / ".memofs")], capture_output=True, text=True,
                          check=True, timeout=120).stdout.split()
     assert out == ["False", "False"]

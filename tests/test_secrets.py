@@ -1,4 +1,4 @@
-"""Tests of the secret gate (consolidate.secrets).
+"""Tests of the secret gate (consolidate.rules.secrets).
 
 Every fake secret is built at run time from pieces and a seeded random.Random, so that no literal
 in this file looks like a live credential to GitHub push protection, while the values scanned
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from consolidate.secrets import Finding, redact, redact_preview, scan
+from consolidate.rules.secrets import Finding, redact, redact_preview, scan
 
 RNG = random.Random(20240611)
 B62 = string.ascii_letters + string.digits
@@ -417,13 +417,13 @@ def test_one_megabyte_note_is_scanned():
 
 def test_one_megabyte_single_token_does_not_blow_up():
     # One unbroken run of base64: the worst case for regex backtracking. It is key material standing
-    # alone (consolidate/key_material.py): one finding, the whole run.
+    # alone (consolidate/rules/key_material.py): one finding, the whole run.
     blob = "".join(RNG.choice(B64) for _ in range(1_000_000))
     assert [(f.kind, f.start, f.end) for f in scan(blob)] == [("key-material", 0, len(blob))]
 
 
 def test_import_stays_light():
-    code = "import sys, consolidate.secrets; sys.exit('detect_secrets' in sys.modules)"
+    code = "import sys, consolidate.rules.secrets; sys.exit('detect_secrets' in sys.modules)"
     root = Path(__file__).resolve().parents[1]
     result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

@@ -4,7 +4,7 @@ look-alikes that must pass, and the SessionStart context that must never print t
 
 import pytest
 
-from consolidate.secrets import redact, scan
+from consolidate.rules.secrets import redact, scan
 
 PW = "Qm7#vLx29pK"
 
@@ -123,8 +123,8 @@ def test_session_start_context_never_prints_a_multilingual_password(tmp_path):
     """End to end: a note in each language goes through a run with a keep-everything judge; the
     SessionStart hook's output holds none of the passwords (they were blocked at write time)."""
     from consolidate import Store
-    from consolidate.hook import run_hook
-    from consolidate.pipeline import run_session
+    from consolidate.agents.hooks.full import run_hook
+    from consolidate.pipeline.run import run_session
     from judges.chain import JudgeChain
     from judges.scripted import ScriptedJudge
 

@@ -5,7 +5,7 @@ other languages, scripts, lengths and names, and descriptions of a password that
 
 import pytest
 
-from consolidate.secrets import redact, scan
+from consolidate.rules.secrets import redact, scan
 
 # (text, the secret): the finding must cover the secret exactly, and the redaction must hide it
 LETTERS_ONLY = [
@@ -199,7 +199,7 @@ def test_descriptions_and_look_alikes_pass(text):
 
 def test_the_write_time_prefilter_scans_every_such_note():
     """The write-time gate skips text in which the gate can find nothing; it must not skip these."""
-    from consolidate.session import _worth_scanning
+    from consolidate.store.sessions.tier import _worth_scanning
 
     assert [t for t, _ in LETTERS_ONLY + PASSPHRASES + SHORT_NAMES if not _worth_scanning(t)] == []
 

@@ -6,7 +6,7 @@ placeholders and prose about a password are not. The reported inputs are the fir
 
 import pytest
 
-from consolidate.secrets import redact, scan
+from consolidate.rules.secrets import redact, scan
 
 # (text, the value that must be found and never shown)
 SECRETS = [

@@ -7,7 +7,7 @@ not reported as "kept" by the write policy's line."""
 
 import pytest
 
-from consolidate.secrets import redact, scan
+from consolidate.rules.secrets import redact, scan
 
 # (text, the secret): the finding must cover the secret exactly, and the redaction must hide it
 CREDENTIAL_PAIRS = [
@@ -130,7 +130,7 @@ def test_look_alikes_pass(text):
 
 
 def test_the_write_time_prefilter_scans_every_such_note():
-    from consolidate.session import _worth_scanning
+    from consolidate.store.sessions.tier import _worth_scanning
 
     cases = CREDENTIAL_PAIRS + USERINFO + CJK_SET_TO + SPACED_NAMES + ACCESS_CODES
     assert [t for t, _ in cases if not _worth_scanning(t)] == []
@@ -155,7 +155,7 @@ def test_session_start_never_prints_the_reported_inputs(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("text,blocked", [(REPORTED[0][0], True), ("Use pnpm, not npm: the lockfile is pnpm-lock.yaml", False)])
 def test_the_policy_line_of_a_blocked_note_does_not_say_kept(tmp_path, monkeypatch, capsys, text, blocked):
-    from consolidate.cli import main
+    from consolidate.cli.main import main
 
     monkeypatch.setenv("CONSOLIDATE_STORE", str(tmp_path / ".memofs"))
     monkeypatch.setenv("CONSOLIDATE_EMBEDDING", "hash")
@@ -171,7 +171,7 @@ def test_the_policy_line_of_a_blocked_note_does_not_say_kept(tmp_path, monkeypat
 def test_import_policy_line_of_a_blocked_line_does_not_say_kept(tmp_path, monkeypatch, capsys):
     import json
 
-    from consolidate.cli import main
+    from consolidate.cli.main import main
 
     monkeypatch.setenv("CONSOLIDATE_STORE", str(tmp_path / ".memofs"))
     monkeypatch.setenv("CONSOLIDATE_EMBEDDING", "hash")
@@ -187,7 +187,7 @@ def test_import_policy_line_of_a_blocked_line_does_not_say_kept(tmp_path, monkey
 
 
 def test_mcp_policy_line_of_a_blocked_note_does_not_say_kept():
-    from consolidate.mcp_server import note_policy_line
+    from consolidate.mcp.server import note_policy_line
 
     assert "not kept" in note_policy_line(REPORTED[0][0], flag=True, kind="fact", blocked=True)
     assert "kept as a fact" in note_policy_line("Use pnpm, not npm", flag=True, kind="fact")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from consolidate.secrets import scan
-from consolidate.session import _worth_scanning
+from consolidate.rules.secrets import scan
+from consolidate.store.sessions.tier import _worth_scanning
 
 # (password word + separator, value): every script, several lengths
 BLOCK = [

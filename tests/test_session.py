@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from consolidate.errors import BadInput, EmptyNote, InvalidImportLine, StoreCorrupt, UnknownSession
-from consolidate.session import MAX_NOTE_CHARS, parse_ttl
+from consolidate.core.errors import BadInput, EmptyNote, InvalidImportLine, StoreCorrupt, UnknownSession
+from consolidate.store.sessions.tier import MAX_NOTE_CHARS, parse_ttl
 
 
 def test_note_round_trip(store):

@@ -1,5 +1,5 @@
 """One settings object for every CONSOLIDATE_* variable (issue 20, item 5): each declared once in
-consolidate/settings.py, read only through it, and a value that cannot be read is a one-line error
+consolidate/core/settings.py, read only through it, and a value that cannot be read is a one-line error
 naming the variable and the value (exit 2), never the default in silence (reviewer's inputs:
 CONSOLIDATE_TIME_BOX=abc and CONSOLIDATE_WAIT_DAYS=abc were ignored; --env-file /nonexistent too).
 """
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from consolidate import settings
-from consolidate.cli import main
-from consolidate.errors import ConfigError
+from consolidate.core import settings
+from consolidate.cli.main import main
+from consolidate.core.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 NUMERIC = [s for s in settings.ALL if s.unit in ("seconds", "days")]
@@ -43,13 +43,13 @@ def test_every_variable_the_code_names_is_declared_once():
     named = set()
     for path in _source_files():
         named |= set(re.findall(r"CONSOLIDATE_[A-Z][A-Z_0-9]*[A-Z0-9]", path.read_text(encoding="utf-8")))
-    # CONSOLIDATE_<KEY> written by consolidate/plugin_env.py from a plugin option key: the same five
+    # CONSOLIDATE_<KEY> written by consolidate/agents/plugin_env.py from a plugin option key: the same five
     missing = named - set(declared)
-    assert not missing, f"named in the code but not declared in consolidate/settings.py: {sorted(missing)}"
+    assert not missing, f"named in the code but not declared in consolidate/core/settings.py: {sorted(missing)}"
 
 
 def test_no_module_reads_a_consolidate_variable_from_the_environment_itself():
-    """Only consolidate/settings.py reads CONSOLIDATE_* from os.environ (the other reads left are
+    """Only consolidate/core/settings.py reads CONSOLIDATE_* from os.environ (the other reads left are
     other programs' variables: TZ, provider keys, a team's own token variable)."""
     pattern = re.compile(r"(environ|getenv)\b[^\n]{0,40}CONSOLIDATE_")
     offenders = [f"{p.relative_to(ROOT)}:{n}" for p in _source_files() if p.name != "settings.py"
@@ -99,10 +99,10 @@ def test_a_long_bad_value_is_cut_in_the_message():
 
 def test_the_settings_module_imports_only_os():
     """The hook's fast path reads its variables here: nothing else may load with it."""
-    code = ("import sys; before = set(sys.modules); import consolidate.settings; "
+    code = ("import sys; before = set(sys.modules); import consolidate.core.settings; "
             "print(sorted(m for m in set(sys.modules) - before))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=_env())
-    assert json.loads(out.stdout.replace("'", '"')) == ["consolidate", "consolidate.settings"]
+    assert json.loads(out.stdout.replace("'", '"')) == ["consolidate", "consolidate.core", "consolidate.core.settings"]
 
 
 # -- the command line -------------------------------------------------------------------------------
@@ -133,7 +133,7 @@ def test_the_hook_queues_the_session_end_whatever_the_settings(tmp_path):
     out = subprocess.run([sys.executable, "-m", "consolidate", "hook", "--no-worker"], input=payload, cwd=tmp_path,
                          capture_output=True, text=True, env=_env(CONSOLIDATE_TIME_BOX="abc"), timeout=120)
     assert out.returncode == 0, out.stderr
-    from consolidate.store import Store
+    from consolidate.store.store import Store
 
     store = Store(tmp_path / ".memofs", embedding="hash", create=False)
     assert [p["session_id"] for p in store.sessions.pending()] == ["s1"]
@@ -182,7 +182,7 @@ def test_the_hook_with_a_missing_env_file_still_queues_the_session_end(tmp_path)
                          timeout=120)
     assert out.returncode == 0
     assert out.stderr.startswith("consolidate hook: --env-file ") and out.stderr.count("\n") == 1
-    from consolidate.store import Store
+    from consolidate.store.store import Store
 
     store = Store(tmp_path / ".memofs", embedding="hash", create=False)
     assert [p["session_id"] for p in store.sessions.pending()] == ["s1"]
@@ -251,7 +251,7 @@ def test_an_env_file_line_that_is_not_key_value_is_an_error_naming_it(tmp_path, 
 
 
 def test_an_env_file_sets_every_declared_setting_and_ignores_the_rest(tmp_path):
-    from consolidate.plugin_env import load_env_file
+    from consolidate.agents.plugin_env import load_env_file
 
     env_file = tmp_path / "settings.env"
     env_file.write_text("export CONSOLIDATE_TIME_BOX=30\nCONSOLIDATE_REASK=0\nCONSOLIDATE_JUDGE_CHILD=1\n"
@@ -271,7 +271,7 @@ def test_the_hook_with_a_bad_value_in_its_env_file_still_queues_the_session_end(
     out = subprocess.run([sys.executable, "-m", "consolidate", "--env-file", str(env_file), "hook", "--no-worker"],
                          input=payload, cwd=tmp_path, capture_output=True, text=True, env=_env(), timeout=120)
     assert out.returncode == 0
-    from consolidate.store import Store
+    from consolidate.store.store import Store
 
     store = Store(tmp_path / ".memofs", embedding="hash", create=False)
     assert [p["session_id"] for p in store.sessions.pending()] == ["s1"]
@@ -297,7 +297,7 @@ def test_an_env_file_value_is_taken_as_written_a_placeholder_is_an_error(tmp_pat
     assert err == (f"error: --env-file {env_file} line 2: CONSOLIDATE_STORE holds a ${{...}} placeholder;"
                    " values are taken as written, write the value itself\n")
     assert "CONSOLIDATE_PROJECT" not in os.environ and "CONSOLIDATE_STORE" not in os.environ
-    from consolidate.plugin_env import load_env_file
+    from consolidate.agents.plugin_env import load_env_file
 
     environ: dict[str, str] = {}
     assert load_env_file(env_file, environ, check=False) == {"CONSOLIDATE_PROJECT": "demo"} == environ

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from consolidate.cli import main
-from consolidate.errors import ConfigError
-from consolidate.settings import by_name, shown_value
+from consolidate.cli.main import main
+from consolidate.core.errors import ConfigError
+from consolidate.core.settings import by_name, shown_value
 
 SECRETS = {
     "openai": "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH",
@@ -112,7 +112,7 @@ def test_a_bad_value_that_is_no_secret_is_still_shown(clean_env, monkeypatch, ca
 def test_a_secret_settings_value_is_never_shown_even_when_the_gate_would_pass_it():
     """A team token or API key may be random text no rule knows: its setting hides it whole."""
     # random lower-case letters: no rule of the gate knows them (key material needs mixed case, digits or
-    # base32 capitals: consolidate/key_material.py), the gate alone would let this one through
+    # base32 capitals: consolidate/rules/key_material.py), the gate alone would let this one through
     token = "qzrlmxvtwkpnsybhcjdfgqwe"
     assert shown_value(token) == token
     for name in ("CONSOLIDATE_TEAM_TOKEN", "CONSOLIDATE_API_KEY"):
@@ -131,7 +131,7 @@ def test_any_config_error_passes_the_secret_gate(kind):
 
 
 def test_a_setting_error_keeps_only_the_shown_value_as_context(monkeypatch):
-    from consolidate.settings import TIME_BOX
+    from consolidate.core.settings import TIME_BOX
 
     with pytest.raises(ConfigError) as exc:
         TIME_BOX.get({"CONSOLIDATE_TIME_BOX": SECRETS["github"]})

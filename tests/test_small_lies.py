@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from consolidate import Store
-from consolidate.cli import main
+from consolidate.cli.main import main
 
 FAKE = Path(__file__).resolve().parent / "fake_cli"
 
@@ -34,7 +34,7 @@ def test_demo_keep_prints_the_store_itself(tmp_path):
                          env=_env(), timeout=600)
     assert out.returncode == 0, out.stderr
     first = out.stdout.splitlines()[0]
-    from consolidate.demo import SAMPLE_SESSIONS
+    from consolidate.evals.demo import SAMPLE_SESSIONS
 
     assert first.startswith(f"consolidate demo: {SAMPLE_SESSIONS} sample sessions in a throwaway store ")
     path = Path(first.split("throwaway store ", 1)[1].split(" (kept", 1)[0])
@@ -50,7 +50,7 @@ def test_demo_keep_prints_the_store_itself(tmp_path):
 
 
 def test_runs_lists_runs_that_added_nothing(store, capsys):
-    from consolidate.pipeline import run_queue
+    from consolidate.pipeline.run import run_queue
     from judges.chain import JudgeChain
     from judges.scripted import ScriptedJudge
 

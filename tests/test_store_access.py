@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from consolidate.cli import main
+from consolidate.cli.main import main
 
 from many_processes import cli_env, fill_sessions, finish, note_texts, start_cli
 

@@ -77,8 +77,9 @@ def state(folder) -> dict:
     """What the store holds: the index's records (document, status, type, scope, confidence,
     evidence), the graph's memory nodes (status) and derived_from edges, and the entry lines of
     ``memory/notes.md``."""
-    from consolidate import Store, graph
-    from consolidate.longterm import close_all
+    from consolidate import Store
+    from consolidate.store import graph
+    from consolidate.store.index.longterm import close_all
 
     close_all()
     s = Store(folder, create=False)
@@ -109,7 +110,8 @@ def built(tmp_path_factory):
     out = _consolidate(folder, "forget", victim, "--reason", "wrong")
     assert out.returncode == 0, out.stderr
     _run(folder, UNDONE, tmp)
-    from consolidate import Store, snapshots
+    from consolidate import Store
+    from consolidate.store import snapshots
 
     s = Store(folder, create=False)
     last = max((r for r in snapshots.list_runs(s) if r["added"]), key=lambda r: r["started_at"])
@@ -145,8 +147,8 @@ def _lines(path: Path, edit) -> None:
 def _in_process(capsys):
     """``consolidate doctor ...`` through the CLI's entry point in this process (the command the
     other cases run as a subprocess; the model stays loaded, which keeps the module short)."""
-    from consolidate.cli import main
-    from consolidate.longterm import close_all
+    from consolidate.cli.main import main
+    from consolidate.store.index.longterm import close_all
 
     def run(folder, *args):
         close_all()
@@ -230,7 +232,7 @@ def test_graph_lines_deleted_in_the_middle_a_corrupt_and_an_extra_line(store, ca
 def test_index_records_lost_extra_or_stale(store, how, capsys):
     """Records deleted from the index, a record no event describes, a record whose status differs."""
     from consolidate import Store
-    from consolidate.longterm import close_all
+    from consolidate.store.index.longterm import close_all
 
     folder, before = store
     close_all()

@@ -18,7 +18,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from consolidate import Store
-from consolidate.session import SessionTier
+from consolidate.store.sessions.tier import SessionTier
 
 from test_chroma_server import chroma_server  # noqa: F401  (the fixture: a real `chroma run`)
 

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from consolidate import Store
-from consolidate.private import GITIGNORE, make_private
+from consolidate.core.private import GITIGNORE, make_private
 
 PW = "Qm7#vLx29pK"
 
@@ -170,9 +170,9 @@ PYTHON_API = r"""
 import os, sys
 os.umask(0o022)
 from consolidate import Store
-from consolidate.doctor import check
-from consolidate.undo import undo_run
-from consolidate.workspace import start
+from consolidate.pipeline.doctor import check
+from consolidate.pipeline.undo import undo_run
+from consolidate.pipeline.workspace import start
 path, run_id, what = sys.argv[1], sys.argv[2], sys.argv[3]
 store = Store(path, create=False)
 if what == "undo":
@@ -204,7 +204,7 @@ def test_python_api_writers_keep_the_store_private(tmp_path, what):
 
 
 def test_private_file_narrows_an_existing_wide_file(tmp_path):
-    from consolidate.private import private_file
+    from consolidate.core.private import private_file
 
     p = tmp_path / "sub" / "events.jsonl"
     p.parent.mkdir()

@@ -16,10 +16,10 @@ import anyio
 import pytest
 from mcp import Client
 
-from consolidate.cli import main
-from consolidate.errors import BadInput
-from consolidate.mcp_server import build_server
-from consolidate.pipeline import run_queue
+from consolidate.cli.main import main
+from consolidate.core.errors import BadInput
+from consolidate.mcp.server import build_server
+from consolidate.pipeline.run import run_queue
 
 
 @pytest.fixture
@@ -58,7 +58,7 @@ def test_a_jsonl_import_with_a_line_for_it_imports_nothing(failed, tmp_path, cap
 def test_the_python_api_and_a_workspace_extract_refuse_it(failed):
     with pytest.raises(BadInput, match="ended in failure"):
         failed.sessions.add_note("f", "written through the library")
-    from consolidate import workspace
+    from consolidate.pipeline import workspace
 
     with pytest.raises(BadInput, match="ended in failure"):
         ws, _ = workspace.start(failed, "f")
@@ -87,7 +87,7 @@ def test_a_failure_still_queued_takes_notes(store):
 def test_a_harvest_into_it_adds_nothing(failed, tmp_path):
     """PreCompact of an agent session that was consolidated as a failure: its harvest is refused (the
     hook logs it), nothing is added."""
-    from consolidate.hook_lifecycle import add_harvest
+    from consolidate.agents.hooks.lifecycle import add_harvest
 
     transcript = tmp_path / "t.jsonl"
     transcript.write_text(json.dumps({"type": "user", "uuid": "u1", "sessionId": "f", "message": {

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from consolidate import journal, stages
-from consolidate.atomic import write_atomic, write_json_atomic
-from consolidate.jsonl import append_lines, cut_torn_tail, drop_lines, read_lines
-from consolidate.pipeline import RunContext, run_claimed, run_session, run_stages
-from consolidate.plan import Plan
+from consolidate.store import journal
+from consolidate.pipeline import stages
+from consolidate.core.atomic import write_atomic, write_json_atomic
+from consolidate.core.jsonl import append_lines, cut_torn_tail, drop_lines, read_lines
+from consolidate.pipeline.run import RunContext, run_claimed, run_session, run_stages
+from consolidate.model.plan import Plan
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 
@@ -71,7 +72,7 @@ def test_embed_is_timed_as_its_own_stage(store):
 
 
 def test_a_patched_stage_module_run_is_what_runs(store, monkeypatch):
-    from consolidate.stages import purge
+    from consolidate.pipeline.stages import purge
 
     calls = []
     real = purge.run
@@ -91,7 +92,7 @@ def test_run_claimed_puts_the_session_back_on_an_error(store, monkeypatch):
     def boom(plan, ctx):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("consolidate.stages.judge.run", boom)
+    monkeypatch.setattr("consolidate.pipeline.stages.judge.run", boom)
     with pytest.raises(KeyboardInterrupt):
         run_claimed(store, "s1", chain_factory=lambda: JudgeChain([ScriptedJudge()]))
     assert [r["session_id"] for r in store.sessions.queued()] == ["s1"]
@@ -111,30 +112,30 @@ def _sources():
 
 
 def test_the_queue_is_drained_in_one_place():
-    """run, the worker and batch take queued session ends through consolidate.pipeline.drain: the
+    """run, the worker and batch take queued session ends through consolidate.pipeline.run.drain: the
     claim/run/release (run_claimed), the pool of threads and the journal replay before a drain are
     written there only."""
     src = _sources()
-    assert sorted(n for n, t in src.items() if "run_claimed(" in t) == ["pipeline.py"]
-    assert sorted(n for n, t in src.items() if "ThreadPoolExecutor(" in t and "drain" in t) == ["pipeline.py"]
-    assert sorted(n for n, t in src.items() if re.search(r"(?<!def )\brecover\(store", t)) == ["doctor.py", "pipeline.py"]
-    assert "drain(" in src["batch.py"] and "run_queue(" in src["worker.py"]
-    assert "finish_pending" not in src["batch.py"] + src["worker.py"]
+    assert sorted(n for n, t in src.items() if "run_claimed(" in t) == ["pipeline/run.py"]
+    assert sorted(n for n, t in src.items() if "ThreadPoolExecutor(" in t and "drain" in t) == ["pipeline/run.py"]
+    assert sorted(n for n, t in src.items() if re.search(r"(?<!def )\brecover\(store", t)) == ["pipeline/doctor.py", "pipeline/run.py"]
+    assert "drain(" in src["pipeline/batch.py"] and "run_queue(" in src["pipeline/worker.py"]
+    assert "finish_pending" not in src["pipeline/batch.py"] + src["pipeline/worker.py"]
 
 
 #: What SQL on the session database looks like in the source: a statement, a cursor call, a connection.
 SQL = re.compile(r"\bexecute(?:many|script)?\(|\b(?:SELECT|INSERT|UPDATE|DELETE FROM|CREATE (?:TABLE|INDEX)|PRAGMA)\s"
                  r"|sqlite3\.connect\(")
-SESSION_TIER = ["session.py", "session_tables.py"]
+SESSION_TIER = ["store/sessions/tier.py", "store/sessions/tables.py"]
 #: The other SQLite file of the store and its one owner: recall's lexical index (FTS5).
-LEXICAL = "lexical.py"
+LEXICAL = "store/index/lexical.py"
 
 
 def test_sql_is_only_in_the_session_tier():
-    """Every table of sessions.sqlite3 has one owner: SessionTier (consolidate/session.py) or
-    consolidate/session_tables.py; no other module of the package holds a statement or opens a
+    """Every table of sessions.sqlite3 has one owner: SessionTier (consolidate/store/sessions/tier.py) or
+    consolidate/store/sessions/tables.py; no other module of the package holds a statement or opens a
     connection (the hooks, echo, file recall, the light entry point call their functions). The
-    lexical index (lexical.sqlite3) is the one other database, owned by consolidate/lexical.py, which
+    lexical index (lexical.sqlite3) is the one other database, owned by consolidate/store/index/lexical.py, which
     never names the session database."""
     src = _sources()
     hits = {name: [line.strip() for line in text.splitlines() if SQL.search(line)] for name, text in src.items()}
@@ -145,10 +146,10 @@ def test_sql_is_only_in_the_session_tier():
 
 
 def test_the_session_tables_module_imports_only_the_standard_library_lightly():
-    """The light hooks import consolidate.session_tables: json at module level, nothing of the package."""
+    """The light hooks import consolidate.store.sessions.tables: json at module level, nothing of the package."""
     import ast
 
-    tree = ast.parse((PACKAGE / "session_tables.py").read_text(encoding="utf-8"))
+    tree = ast.parse((PACKAGE / "store" / "sessions" / "tables.py").read_text(encoding="utf-8"))
     top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     names = sorted(a.name for n in top for a in n.names)
     assert names == ["annotations", "json"]
@@ -162,7 +163,7 @@ def _queue(store, *sids):
 
 @pytest.mark.parametrize("concurrency", [None, 1, 3])
 def test_drain_takes_every_pending_end_in_order_and_reports_each(store, concurrency):
-    from consolidate.pipeline import drain
+    from consolidate.pipeline.run import drain
 
     _queue(store, "a", "b", "c", "d")
     seen = []
@@ -178,8 +179,8 @@ def test_drain_takes_every_pending_end_in_order_and_reports_each(store, concurre
 
 @pytest.mark.parametrize("concurrency", [None, 2])
 def test_drain_keep_going_reports_an_error_and_goes_on_else_raises(store, monkeypatch, concurrency):
-    from consolidate.pipeline import drain
-    from consolidate.stages import judge as judge_stage
+    from consolidate.pipeline.run import drain
+    from consolidate.pipeline.stages import judge as judge_stage
 
     real = judge_stage.run
 
@@ -188,7 +189,7 @@ def test_drain_keep_going_reports_an_error_and_goes_on_else_raises(store, monkey
             raise RuntimeError("judge stage broke")
         return real(plan, ctx)
 
-    monkeypatch.setattr("consolidate.stages.judge.run", flaky)
+    monkeypatch.setattr("consolidate.pipeline.stages.judge.run", flaky)
     _queue(store, "a", "b", "c")
     store.sessions.add_note("a", "a maybe")  # every session reaches the judge stage
     store.sessions.add_note("b", "a maybe")
@@ -206,7 +207,7 @@ def test_drain_keep_going_reports_an_error_and_goes_on_else_raises(store, monkey
 
 
 def test_drain_rounds_take_ends_queued_meanwhile(store):
-    from consolidate.pipeline import drain
+    from consolidate.pipeline.run import drain
 
     _queue(store, "a")
 
@@ -225,25 +226,25 @@ def test_drain_rounds_take_ends_queued_meanwhile(store):
 @pytest.mark.parametrize("how", ["run_queue", "batch", "worker"])
 def test_every_drain_pulls_before_and_pushes_after_on_a_team_store(store, monkeypatch, how):
     """The README: every run pulls the team's changes before its contradiction check (batch did not)."""
-    import consolidate.team as team
+    import consolidate.team.local as team
 
     calls = []
     monkeypatch.setattr(team, "pull_before_run", lambda st: calls.append(("pull", len(st.sessions.pending()))))
     monkeypatch.setattr(team, "push_after_run", lambda st: calls.append(("push", len(st.sessions.pending()))))
-    monkeypatch.setattr("consolidate.pipeline._team_mode", lambda st, kwargs: True)  # as with a team.json
+    monkeypatch.setattr("consolidate.pipeline.run._team_mode", lambda st, kwargs: True)  # as with a team.json
     _queue(store, "a", "b")
     factory = lambda: JudgeChain([ScriptedJudge()])  # noqa: E731
     if how == "run_queue":
-        from consolidate.pipeline import run_queue
+        from consolidate.pipeline.run import run_queue
 
         run_queue(store, chain_factory=factory)
     elif how == "batch":
-        from consolidate.batch import run_batch
+        from consolidate.pipeline.batch import run_batch
 
         monkeypatch.setattr(type(store), "has_longterm", property(lambda self: False))  # the drain only
         run_batch(store, concurrency=2, chain_factory=factory, out=open(os.devnull, "w"))
     else:
-        from consolidate.worker import run_worker
+        from consolidate.pipeline.worker import run_worker
 
         monkeypatch.setattr("judges.registry.build_chain", lambda *a, **k: factory())
         run_worker(store, out=open(os.devnull, "w"))
@@ -251,7 +252,7 @@ def test_every_drain_pulls_before_and_pushes_after_on_a_team_store(store, monkey
 
 
 def test_drain_replays_a_crashed_run_first_and_a_held_end_is_reported(store, monkeypatch):
-    from consolidate.pipeline import drain
+    from consolidate.pipeline.run import drain
 
     calls = []
     real = journal.recover

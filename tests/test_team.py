@@ -124,7 +124,7 @@ def server_records(url: str, database: str = "consolidate_payments", collection:
 
 
 def graph_of(store: Path):
-    from consolidate import graph
+    from consolidate.store import graph
 
     return graph.load(store / "graph")
 
@@ -132,7 +132,7 @@ def graph_of(store: Path):
 def stored_docs(store: Path) -> list[str]:
     """The documents of every active memory in ``store``'s local index, read in pages (exact), in a
     new process."""
-    code = ("import json, sys; from consolidate.store import Store; "
+    code = ("import json, sys; from consolidate.store.store import Store; "
             "print(json.dumps([r['document'] for r in Store(sys.argv[1]).longterm().with_status('active')]))")
     out = subprocess.run([sys.executable, "-c", code, str(store)], capture_output=True, text=True, env=env(), timeout=300)
     assert out.returncode == 0, out.stderr
@@ -231,7 +231,7 @@ def test_contradiction_across_machines_has_the_one_machine_outcomes(tmp_path, se
 MACHINE_LOOP = r"""
 import sys, time
 from consolidate import Store
-from consolidate.pipeline import run_queue
+from consolidate.pipeline.run import run_queue
 name, path, rounds, start_at = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
 store = Store(path)
 for i in range(rounds):
@@ -339,9 +339,10 @@ def test_a_write_overwritten_by_another_machine_at_the_same_version_is_found_and
 SLOW_PUSH = r"""
 import json, os, sys, time
 from pathlib import Path
-from consolidate import Store, team
-from consolidate.pipeline import run_queue
-from consolidate.team_sync import push
+from consolidate import Store
+from consolidate.team import local as team
+from consolidate.pipeline.run import run_queue
+from consolidate.team.sync import push
 store, pause = Store(sys.argv[1]), Path(os.environ["CONSOLIDATE_PAUSE_DIR"])
 store.sessions.add_note("s1", "The payments service reads its secrets from Vault path kv/payments", flag=True, kind="fact")
 store.sessions.end("s1", "success")
@@ -601,7 +602,7 @@ class AuthServer:
                  "ANONYMIZED_TELEMETRY": "False",
                  "CHROMA_SERVER_AUTHN_PROVIDER": "chromadb.auth.token_authn.TokenAuthenticationServerProvider",
                  "CHROMA_SERVER_AUTHN_CREDENTIALS_FILE": str(creds),
-                 "CHROMA_SERVER_AUTHZ_PROVIDER": "consolidate.chroma_authz.DatabaseAuthorizationProvider",
+                 "CHROMA_SERVER_AUTHZ_PROVIDER": "consolidate.team.authz.DatabaseAuthorizationProvider",
                  "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
         self.secrets = secrets
         if tls:
@@ -790,7 +791,7 @@ def test_insecure_urls_are_refused_without_the_flag(tmp_path):
                   extra_env=extra, check=False)
         assert out.returncode == 2 and out.stderr.count("\n") == 1 and why in out.stderr, out.stderr
         assert not (store / "team.json").exists()
-    from consolidate.team import check_url
+    from consolidate.team.local import check_url
 
     assert check_url("http://10.1.2.3:8000", None, insecure=True) == ("10.1.2.3", 8000, False)
     assert check_url("http://localhost:8000", None, insecure=False) == ("localhost", 8000, False)
@@ -850,7 +851,7 @@ def test_b_recalls_an_identifier_a_pushed_and_not_once_a_forgot_it(tmp_path, ser
     b = machine(tmp_path, "b", server.url)
     text = "Refunds over 500 EUR wait for the fraud review queue, ticket PROJ-4821"
     session(a, "a1", text)
-    from consolidate import lexical
+    from consolidate.store.index import lexical
 
     def lexical_ids(store: Path) -> list[str]:
         idx = lexical.LexicalIndex(store / lexical.INDEX_FILE, readonly=True)

@@ -10,11 +10,10 @@ import sys
 import pytest
 
 from conftest import keep
-from consolidate.memory_types import (durability, fields_from_text, find_command, infer_type, memorability_problem,
-                                      required_missing)
-from consolidate.note_policy import check_note
-from consolidate.pipeline import run_queue
-from consolidate.textmeasure import english_length, measure, word_count
+from consolidate.rules.memory_types import durability, fields_from_text, find_command, infer_type, memorability_problem, required_missing
+from consolidate.rules.note_policy import check_note
+from consolidate.pipeline.run import run_queue
+from consolidate.core.textmeasure import english_length, measure, word_count
 from judges.chain import JudgeChain
 from judges.rules import guess
 from judges.scripted import ScriptedJudge
@@ -370,7 +369,7 @@ def test_a_long_note_said_again_is_still_a_reconfirmation(minilm_store):
 
 
 def test_same_memory_compares_the_differing_parts():
-    from consolidate.stages.contradiction import differing_regions, same_memory
+    from consolidate.pipeline.stages.contradiction import differing_regions, same_memory
 
     assert differing_regions("Use pnpm, not npm", "Use pnpm instead of npm") == []  # short: compared whole
     [(a, b)] = differing_regions(HELM, KUSTOMIZE)
@@ -387,7 +386,7 @@ def test_same_memory_compares_the_differing_parts():
 # -- 6. eval reports what the write policy does to kept notes, by rule ----------------------------
 
 def test_eval_reports_write_policy_outcomes_by_rule(tmp_path, capsys):
-    from consolidate.cli import main
+    from consolidate.cli.main import main
 
     rows = [
         {"id": "k1", "content": "Decided to drop the legacy endpoints", "verdict": "keep", "type": "decision"},

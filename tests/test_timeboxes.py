@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from consolidate.pipeline import run_queue
+from consolidate.pipeline.run import run_queue
 from judges.api import APIJudge
 from judges.chain import JudgeChain
 

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from consolidate import Store
-from consolidate.transcripts import (Transcript, claude_slug, gemini_as_claude_entries, gemini_messages,
-                                     import_transcripts)
+from consolidate.agents.transcripts import Transcript, claude_slug, gemini_as_claude_entries, gemini_messages, import_transcripts
 
 from conftest import DROP, keep
 
@@ -191,7 +190,7 @@ def test_bad_input(home, args, needle):
 def test_the_hooks_and_the_import_never_harvest_an_entry_twice(home):
     """A session whose SessionStart the hooks recorded is theirs (harvested at its end); a session
     the import took and that is resumed later (`claude --resume`) gives the hook only its new entries."""
-    from consolidate.hook import run_hook
+    from consolidate.agents.hooks.full import run_hook
 
     home, project, _script = home
     store_path = project / ".memofs"

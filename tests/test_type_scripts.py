@@ -1,4 +1,4 @@
-"""The type heuristics of a flagged note without a kind (consolidate.memory_types.infer_type) and its
+"""The type heuristics of a flagged note without a kind (consolidate.rules.memory_types.infer_type) and its
 reason (fields_from_text) on text in several scripts: a Japanese decision note was typed
 ``constraint`` (new-user finding of issue 15): the decision words were English and a few others."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from consolidate.memory_types import fields_from_text, infer_type
+from consolidate.rules.memory_types import fields_from_text, infer_type
 
 #: One decision with its reason per language, as an agent writes it (chose X over Y because Z).
 DECISIONS = {

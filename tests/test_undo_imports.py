@@ -1,7 +1,7 @@
 """Undo reaches the importers (new-user review): after ``consolidate undo`` of the run that imported a
 block with ``import --agents-md``, the same block was taken as already imported and could never come
 back; ``import-transcripts`` kept its ledger the same way. Now a source whose run was undone is
-imported again (consolidate/undone_imports.py), and only what the undone run took: a block still
+imported again (consolidate/agents/undone_imports.py), and only what the undone run took: a block still
 queued, a transcript's entries a run that was not undone took, and a second import after the
 re-import still count as imported. Real CLI processes, the fake CLI judge that keeps notes saying
 "remember"."""
@@ -36,7 +36,7 @@ def _ok(store_path, *args) -> str:
 
 
 def _memories(store_path) -> set[str]:
-    from consolidate.longterm import close_all
+    from consolidate.store.index.longterm import close_all
 
     close_all()
     s = Store(store_path, embedding="hash", create=False)

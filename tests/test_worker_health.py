@@ -3,9 +3,9 @@
 with ``unknown judge``, only in logs/worker.log, while the session ends piled up).
 
 - ``install-hook`` parses the hook command it would write with the real parser and checks its
-  options as ``run`` does (consolidate/option_check.py): exit 2 (4 for the store), one line, the
+  options as ``run`` does (consolidate/core/option_check.py): exit 2 (4 for the store), one line, the
   settings file untouched; the same bad judge gives ``run`` the same line.
-- a worker that fails is recorded (logs/worker.status.json, consolidate/worker_health.py); ``status``
+- a worker that fails is recorded (logs/worker.status.json, consolidate/store/worker_health.py); ``status``
   and the next SessionStart (full and light path) say so, with the queued ends and the oldest's age,
   until the queue is drained."""
 
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from consolidate import Store
-from consolidate.worker_health import PILING_UP_AFTER, health_line
+from consolidate.store.worker_health import PILING_UP_AFTER, health_line
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_fast_start import CONSOLE, _seed, end, hook, hook_modules, is_light, start_payload  # noqa: E402
@@ -142,7 +142,7 @@ def test_a_failing_worker_is_said_by_status_and_the_next_session_start(project):
     assert len(warning) == 1 and "unknown judge 'bogus'" in warning[0] and "1 session end is queued" in warning[0]
     end(store_path, "w2")
     printed, modules = hook_modules(store_path, start_payload("w3", root))
-    assert is_light(modules) and "consolidate.worker_health" in modules
+    assert is_light(modules) and "consolidate.store.worker_health" in modules
     assert "consolidate: WARNING: the background worker failed once" in printed
     assert "2 session ends are queued" in printed  # w2's end too (queued with --no-worker)
 

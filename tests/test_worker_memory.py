@@ -5,10 +5,10 @@ ask for it (a batch's threads, the MCP server, a library caller) keep the model.
 
 from __future__ import annotations
 
-import consolidate.embeddings as embeddings
-import consolidate.longterm as longterm
+import consolidate.store.index.embeddings as embeddings
+import consolidate.store.index.longterm as longterm
 from consolidate import Store
-from consolidate.pipeline import run_queue
+from consolidate.pipeline.run import run_queue
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 
@@ -73,8 +73,8 @@ def test_a_run_that_does_not_ask_keeps_the_model(tmp_path, monkeypatch):
 
 def test_the_worker_command_asks_for_it(tmp_path, monkeypatch):
     """consolidate worker (what the hook starts) runs its sessions with release_model."""
-    import consolidate.pipeline as pipeline
-    from consolidate.worker import run_worker
+    import consolidate.pipeline.run as pipeline
+    from consolidate.pipeline.worker import run_worker
 
     store = _store_with_an_index(tmp_path)
     asked = []

@@ -1,4 +1,4 @@
-"""The agent workspace (consolidate.workspace) through the Python API and the CLI: confinement, size
+"""The agent workspace (consolidate.pipeline.workspace) through the Python API and the CLI: confinement, size
 bounds, extraction through the secret gate, and the three outcomes with resume."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import os
 
 import pytest
 
-from consolidate import workspace
-from consolidate.cli import main
-from consolidate.errors import BadInput, PathRefused, UnknownSession
-from consolidate.pipeline import run_queue
+from consolidate.pipeline import workspace
+from consolidate.cli.main import main
+from consolidate.core.errors import BadInput, PathRefused, UnknownSession
+from consolidate.pipeline.run import run_queue
 
 from conftest import keep
 from judges.scripted import ScriptedJudge

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from consolidate import archive
-from consolidate.maintenance import apply_updates, disputes, plan_backfill, plan_decay, plan_resolve
-from consolidate.memory_types import durability, memorability_problem, missing_fields
-from consolidate.pipeline import run_queue, run_session
-from consolidate.report import render_memory
+from consolidate.store import archive
+from consolidate.pipeline.maintenance import apply_updates, disputes, plan_backfill, plan_decay, plan_resolve
+from consolidate.rules.memory_types import durability, memorability_problem, missing_fields
+from consolidate.pipeline.run import run_queue, run_session
+from consolidate.model.report import render_memory
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge
 
@@ -163,7 +163,7 @@ def _contradicting(evidence_old, evidence_new, st, later=DAY):
 @pytest.fixture
 def conflict_store(minilm_store, monkeypatch):
     """Flagged notes 'old' and 'new' stand for the two statements."""
-    from consolidate.stages import flag_promote
+    from consolidate.pipeline.stages import flag_promote
 
     real = flag_promote.run
 
@@ -196,7 +196,7 @@ def test_conflict_supersede_active(conflict_store):
     sup = next(e for e in plan.events if e["event"] == "memory.superseded")
     cold = archive.load(st, sup["memory_id"])
     assert cold["document"] == OLD and cold["metadata"]["superseded_by"] == list(m)[0]
-    from consolidate import graph
+    from consolidate.store import graph
 
     g = graph.load(st.sub("graph"))
     assert any(d["kind"] == "supersedes" for *_, d in g.edges(data=True))
@@ -301,7 +301,7 @@ def test_decay(store):
 
 
 def test_core_md_writes_pass_the_secret_gate(store):
-    from consolidate.errors import SecretBlocked
+    from consolidate.core.errors import SecretBlocked
 
     store.write_core("- Never push to main directly\n")
     assert "Never push" in store.core_rules()

@@ -238,7 +238,7 @@ SECRET_KINDS: dict[str, Callable[[_Gen], object]] = {
     "hex128": lambda g: g.rand(128, HEX),
     "uuid": lambda g: str(uuid.UUID(int=g.rng.getrandbits(128))),
     "b64_44": lambda g: base64.b64encode(g.rng.randbytes(32)).decode(),
-    # key material standing alone (consolidate/key_material.py): a PEM body line, a key's last two lines,
+    # key material standing alone (consolidate/rules/key_material.py): a PEM body line, a key's last two lines,
     # base32 and base64url keys, the body of an OpenSSH private key
     "pem_line": lambda g: g.rng.choice(g.pem("RSA " + _PK, 1190)[1][1:-1]),
     "pem_tail": _pem_tail,

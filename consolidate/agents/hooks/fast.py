@@ -1,0 +1,478 @@
+"""The light entry point (issue 18): what ``consolidate`` does before argparse and the package's
+modules are imported, for the invocations users pay for every session.
+
+- ``consolidate hook`` on a session-end event (SessionEnd, Stop) without ``--harvest``: the session
+  end is appended as one JSON line to the store's queue file ``queue.jsonl`` (no SQLite open, no
+  WAL checkpoint at close), then the detached worker is started (fork + exec, unless
+  ``--no-worker``) and one line goes to ``logs/hook.log``, as the full hook does. Every reader of
+  the session tier folds the file into ``sessions.sqlite3`` first (:func:`fold_queue_file`, called
+  when a connection opens and by ``pending``/``queued``), so a queued end is seen by the worker,
+  ``consolidate run``, ``status`` and the MCP server as before.
+- ``consolidate hook`` on SessionStart: the context printed from ``memory/context.start.json`` and
+  the session recorded on one connection (consolidate/store/views/start_file.py), when nothing needs the full hook.
+- ``consolidate run --session S`` for an ended session with no notes (the idle run): the queue row is
+  finished in one SQLite transaction and the run's two summary lines printed, without importing the
+  pipeline.
+
+Anything else, or any doubt (a store folder that is missing or not private, a reason or session
+id the gate would need to look at, a run left in the journal, an unknown option), returns None and
+the full command line handles it: the fast path never decides what the full one would decide
+differently. Standard library only; nothing of the package is imported here but
+``consolidate.core.settings`` (the environment variables; ``os`` only) and, for the SQLite work of the
+fold and the idle run, ``consolidate.store.sessions.tables``; fast_start, for a SessionStart, imports
+hook_lifecycle, agent_session and echo: standard library only too. The session-end hook opens no
+database and imports neither.
+
+Queue file: each record is written as ``"\\n" + JSON + "\\n"`` in one ``write`` to a file opened
+``O_APPEND`` (0600), so concurrent hooks never interleave, and a line cut by a crash (the hook
+killed mid-write) stands alone and is skipped, never glued to the next one. The fold reads from
+the offset it recorded in ``sessions.sqlite3`` (table ``queue_file``: inode and offset), inserts
+every complete record and moves the offset in the same transaction (the statements are
+consolidate.store.sessions.tables'): a fold that dies before its commit is redone whole, one that committed is never redone, so each session end reaches the queue
+table exactly once. The file is not fsynced (as the SQLite queue with ``synchronous=NORMAL``: a
+killed process loses nothing, a power cut may lose the last ends).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+# the variables, declared in consolidate/core/settings.py (standard library only, like this module)
+from consolidate.core.settings import CRASH_AT, JUDGE_CHILD, STORE
+
+QUEUE_FILE = "queue.jsonl"
+#: Crash points (consolidate.core.faults; ``CONSOLIDATE_CRASH_AT``) of the queue file.
+CRASH_APPEND = "hook:queue-file:partial"  # half a record written, then SIGKILL
+CRASH_FOLD = "queue-file:fold"  # records inserted, offset moved, before the commit
+_END_EVENTS = ("sessionend", "stop")
+_START_EVENT = "sessionstart"
+_ALIASES = {"agentturncomplete": "stop"}
+_OUTCOMES = ("success", "failure", "aborted")
+_STORE_OPTIONS = ("--store", "--chroma-url", "--project", "--embedding")
+_STDIN_MAX_BYTES = 1_000_000
+_STDIN_TIMEOUT = 0.5
+
+
+def main(argv: list[str]) -> int | None:
+    """Handle ``argv`` (the arguments after the program name) on a fast path and return the exit
+    code, or None when the full command line must handle it."""
+    try:
+        opts = _parse(argv)
+        if opts is None:
+            return None
+        if opts["command"] == "hook":
+            return _hook(opts)
+        if opts["command"] == "run":
+            return _idle_run(opts)
+    except Exception:  # noqa: BLE001 - any doubt: the full command line decides
+        return None
+    return None
+
+
+#: Commands whose parser alone is built (consolidate.cli.main.main): ``hook`` runs on every agent session
+#: start, where importing and registering every other command module costs tens of milliseconds.
+_OWN_MODULE = {"hook": "lifecycle"}
+
+
+def command_modules(argv: list[str], modules: tuple[str, ...]) -> tuple[str, ...]:
+    """The command modules the parser of ``argv`` needs: ``(module,)`` for a command of
+    ``_OWN_MODULE`` written before any help flag, else every one of ``modules``."""
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("-h", "--help", "--version"):
+            return modules
+        if arg in _STORE_OPTIONS or arg in ("--env-file", "--env-file-if-exists"):
+            i += 2
+            continue
+        if arg.startswith("-"):
+            i += 1
+            continue
+        own = _OWN_MODULE.get(arg)
+        return (own,) if own in modules else modules
+    return modules
+
+
+def _parse(argv: list[str]) -> dict | None:
+    """The options of ``hook`` / ``run`` invocations this module handles; None for anything else."""
+    opts: dict = {"judges": [], "command": None}
+    allowed = {"hook": {"--outcome", "--event", "--output", "--judge", "--no-worker"}, "run": {"--session"}}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if not arg.startswith("--"):
+            if opts["command"] is not None or arg not in allowed:
+                return None
+            opts["command"] = arg
+            i += 1
+            continue
+        name, eq, value = arg.partition("=")
+        if name == "--no-worker" and not eq:
+            opts["no_worker"] = True
+            i += 1
+            continue
+        if name not in _STORE_OPTIONS and (opts["command"] is None or name not in allowed[opts["command"]]):
+            return None
+        if not eq:
+            if i + 1 >= len(argv):
+                return None
+            value = argv[i + 1]
+            i += 1
+        i += 1
+        if name == "--judge":
+            opts["judges"].append(value)
+        else:
+            opts[name[2:].replace("-", "_")] = value
+    if opts["command"] is None or (opts.get("no_worker") and opts["command"] != "hook"):
+        return None
+    return opts
+
+
+def _crash(point: str) -> None:
+    if CRASH_AT.get() == point:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _armed(point: str) -> bool:
+    return CRASH_AT.get() == point
+
+
+def _private_store(path: str) -> bool:
+    """Whether ``path`` is an existing store folder already made private (0700, with its
+    .gitignore): the full path creates or repairs one."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return (st.st_mode & 0o777) == 0o700 and os.path.exists(os.path.join(path, ".gitignore")) \
+        and os.access(path, os.W_OK)
+
+
+def read_stdin(stream=None, timeout: float = _STDIN_TIMEOUT, max_bytes: int = _STDIN_MAX_BYTES) -> bytes:
+    """Read ``stream`` (default stdin) until EOF, ``max_bytes`` or ``timeout`` seconds, whichever
+    comes first: a stdin that never closes cannot hang a hook (consolidate.agents.hooks.full.read_stdin)."""
+    import select
+
+    stream = stream or sys.stdin
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return b""
+    if os.isatty(fd):
+        return b""
+    deadline = time.monotonic() + timeout
+    chunks, size = [], 0
+    while size < max_bytes:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            break
+        chunk = os.read(fd, min(65536, max_bytes - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _simple(text, limit: int, extra: str = "") -> bool:
+    """Whether ``text`` is short plain ASCII (letters, digits, ``_`` and ``extra``): what needs no
+    secret scan and no text check."""
+    return isinstance(text, str) and 0 < len(text) <= limit and all(
+        c.isascii() and (c.isalnum() or c == "_" or c in extra) for c in text)
+
+
+class _Fallback(Exception):
+    """The full hook must handle this event (stdin already read: its payload goes with it)."""
+
+
+def _hook(opts: dict) -> int | None:
+    if JUDGE_CHILD.get():
+        return 0  # a judge's own agent session: the full hook does nothing either
+    outcome = opts.get("outcome", "success")
+    if outcome not in _OUTCOMES or opts.get("output", "text") not in ("text", "gemini"):
+        return None
+    raw = read_stdin()
+    try:
+        return _hook_end(opts, raw, outcome)
+    except _Fallback:
+        pass
+    except Exception:  # noqa: BLE001
+        pass
+    # stdin is read: give the payload to the full hook through a pipe of our own
+    _replace_stdin(raw)
+    return None
+
+
+def _replace_stdin(raw: bytes) -> None:
+    r, w = os.pipe()
+    if raw:
+        pid = os.fork() if len(raw) > 60000 else 0
+        if pid == 0 and len(raw) > 60000:  # a writer child for payloads bigger than a pipe's buffer
+            os.close(r)
+            os.write(w, raw)
+            os._exit(0)
+        if len(raw) <= 60000:
+            os.write(w, raw)
+    os.close(w)
+    os.dup2(r, 0)
+    os.close(r)
+    sys.stdin = open(0, closefd=False)
+
+
+def _hook_end(opts: dict, raw: bytes, outcome: str) -> int:
+    try:
+        payload = json.loads(raw.decode("utf-8", "replace")) if raw.strip() else {}
+    except ValueError:
+        raise _Fallback from None
+    if not isinstance(payload, dict):
+        raise _Fallback
+    if opts.get("event") and "hook_event_name" not in payload:
+        payload["hook_event_name"] = opts["event"]  # as the full hook: setdefault
+    name = payload.get("hook_event_name") or payload.get("type") or payload.get("event") or ""
+    name = str(name).replace("-", "").replace("_", "").lower()
+    name = _ALIASES.get(name, name)
+    if name not in _END_EVENTS and name != _START_EVENT:
+        raise _Fallback
+    sid = None
+    for key in ("session_id", "sessionId", "thread-id", "thread_id", "conversation_id"):
+        value = payload.get(key)
+        if isinstance(value, str) and value.strip():
+            sid = value.strip()
+            break
+    reason = payload.get("reason") if isinstance(payload.get("reason"), str) else None
+    if sid is None or not _simple(sid, 200, "-.:@+/") or (reason and not _simple(reason, 64)):
+        raise _Fallback  # the full hook checks the id and scans the reason for secrets
+    store = opts.get("store") or STORE.get()
+    if not store:
+        cwd = payload.get("cwd")
+        if cwd is not None and not (isinstance(cwd, str) and os.path.isabs(cwd)):
+            raise _Fallback  # the full hook refuses it (consolidate.cli.commands.lifecycle.hook_refusal)
+        store = os.path.join(cwd, ".memofs") if cwd else ".memofs"
+    if not _private_store(store):
+        raise _Fallback
+    if name == _START_EVENT:
+        return _session_start(store, sid, payload, opts)
+    os.umask(0o077)
+    record = {"session_id": sid, "outcome": outcome, "reason": reason or None, "ended_at": time.time(), "event": name}
+    append_end(store, record)
+    pid = None if opts.get("no_worker") else _spawn_worker(store, opts)
+    _log(store, f"{name} session={sid} queued ({outcome}); worker pid {pid}")
+    return 0
+
+
+def _session_start(store: str, sid: str, payload: dict, opts: dict) -> int:
+    """SessionStart from the start file (consolidate/store/views/start_file.py), or _Fallback."""
+    from consolidate.store.views.start_file import Fallback, session_start
+
+    try:
+        code = session_start(store, sid, payload, gemini=opts.get("output") == "gemini")
+    except Fallback:
+        raise _Fallback from None
+    _log(store, f"sessionstart session={sid}: recorded as the current session")
+    return code
+
+
+def exit_now(code: int) -> None:
+    """End the process at once with ``code`` (stdout and stderr flushed) when a fast SessionStart left
+    its SQLite connection open (consolidate/store/views/start_file.py): the close-time checkpoint is left to the
+    next connection that closes normally. Returns when there is none."""
+    fast_start = sys.modules.get(__package__ + ".fast_start") if __package__ else None
+    if fast_start is None or not fast_start.LEFT_OPEN:
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def close_left_open() -> None:
+    """Close the connections a fast SessionStart left open (an in-process caller of cli.main)."""
+    fast_start = sys.modules.get(__package__ + ".fast_start") if __package__ else None
+    while fast_start is not None and fast_start.LEFT_OPEN:
+        fast_start.LEFT_OPEN.pop().close()
+
+
+def append_end(store: str | os.PathLike, record: dict) -> None:
+    """Append one session-end record to the store's queue file (see the module docstring)."""
+    data = ("\n" + json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    fd = os.open(os.path.join(store, QUEUE_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        if _armed(CRASH_APPEND):
+            os.write(fd, data[: len(data) // 2])
+            _crash(CRASH_APPEND)
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _spawn_worker(store: str, opts: dict) -> int | None:
+    """``python -m consolidate worker`` detached (new session, stdin closed, output appended to
+    logs/worker.log) with the store options and judges, as consolidate.agents.hooks.full.spawn_worker."""
+    argv = [sys.executable, "-m", "consolidate", "worker", "--store", str(store)]
+    for key in ("chroma_url", "project", "embedding"):
+        if opts.get(key):
+            argv += ["--" + key.replace("_", "-"), str(opts[key])]
+    for judge in opts.get("judges") or ():
+        argv += ["--judge", str(judge)]
+    logs = os.path.join(store, "logs")
+    os.makedirs(logs, mode=0o700, exist_ok=True)
+    out = os.open(os.path.join(logs, "worker.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    null = os.open(os.devnull, os.O_RDONLY)
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: a new session, then the worker
+        try:
+            os.setsid()
+            os.dup2(null, 0)
+            os.dup2(out, 1)
+            os.dup2(out, 2)
+            os.closerange(3, 1024)
+            os.execv(argv[0], argv)
+        finally:
+            os._exit(127)
+    os.close(out)
+    os.close(null)
+    return pid
+
+
+def _log(store: str, message: str) -> None:
+    """One line in logs/hook.log (consolidate.agents.hooks.full.log); the fallback log when the store cannot
+    take it (:func:`fallback_log`). Never raises."""
+    try:
+        _append_log(os.path.join(store, "logs"), message)
+    except OSError as exc:
+        fallback_log(store, message, exc)
+
+
+def _append_log(folder: str, message: str) -> None:
+    import datetime as _dt
+
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    fd = os.open(os.path.join(folder, "hook.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, f"{stamp} {' '.join(message.split())[:500]}\n".encode("utf-8", "replace"))
+    finally:
+        os.close(fd)
+
+
+def fallback_dir() -> str:
+    """Where the hooks log when a store cannot take its own log line: ``$XDG_STATE_HOME/consolidate``
+    (default ``~/.local/state/consolidate``)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "consolidate")
+
+
+def fallback_log(store: str, message: str, cause: BaseException | None = None) -> None:
+    """A hook's log line that the store could not take (read-only, full, gone): appended to
+    ``hook.log`` in :func:`fallback_dir` with the store's path, and one line on stderr (the hook
+    still exits 0: the agent is not blocked). Never raises."""
+    why = f" (the store's log could not be written: {getattr(cause, 'strerror', None) or cause})" if cause else ""
+    line = f"store={store}: {message}{why}"
+    where = ""
+    try:
+        _append_log(fallback_dir(), line)
+        where = f" (logged in {os.path.join(fallback_dir(), 'hook.log')})"
+    except OSError:
+        pass
+    try:
+        sys.stderr.write("consolidate hook: " + " ".join(line.split())[:500] + where + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+# --- the fold: queue file -> sessions.sqlite3 --------------------------------------------------------
+
+def fold_queue_file(conn, folder: str | os.PathLike, session_for_end=None) -> int:
+    """Insert the session ends appended to ``folder``/queue.jsonl since the last fold into the
+    ``session_ends`` table of ``conn`` (an autocommit connection to sessions.sqlite3), as
+    ``SessionTier.end`` records them; returns how many. ``session_for_end(session_id)`` names the
+    session an end event ends (a resumed agent session's open part, as the full hook asks
+    consolidate.agents.hooks.lifecycle); it is asked before the fold's transaction. A session consolidated
+    as a failure is not queued again (as ``end`` refuses it); a malformed record is skipped. Cheap
+    when there is nothing new (a stat and one read of the recorded offset). The statements are
+    consolidate.store.sessions.tables' (``queue_file_offset``, ``fold_ends``)."""
+    from consolidate.store.sessions.tables import fold_ends, queue_file_offset
+
+    path = os.path.join(folder, QUEUE_FILE)
+    for _attempt in range(5):
+        try:
+            st = os.stat(path)
+        except OSError:
+            return 0
+        row = queue_file_offset(conn, QUEUE_FILE)
+        if row is not None and row[0] == st.st_ino and row[1] >= st.st_size:
+            return 0
+        start = row[1] if row is not None and row[0] == st.st_ino else 0
+        with open(path, "rb") as f:
+            f.seek(start)
+            data = f.read()
+        end = data.rfind(b"\n") + 1  # complete records only; a record being written waits
+        records = [r for r in (_record(line) for line in data[:end].split(b"\n")) if r is not None]
+        if session_for_end is not None:
+            records = [(session_for_end(sid), *rest) for sid, *rest in records]
+        n = fold_ends(conn, QUEUE_FILE, st.st_ino, start, start + end, records, time.time(),
+                      before_commit=lambda: _crash(CRASH_FOLD))
+        if n is not None:
+            return n
+        # another process folded meanwhile: read again from its offset
+    return 0
+
+
+def _record(line: bytes):
+    """``(session_id, outcome, reason, ended_at)`` of a queue-file line, or None (blank, cut by a
+    crash, or not a record this module wrote)."""
+    if not line.strip():
+        return None
+    try:
+        obj = json.loads(line.decode("utf-8"))
+    except ValueError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    sid, outcome, reason, ended_at = obj.get("session_id"), obj.get("outcome"), obj.get("reason"), obj.get("ended_at")
+    if not _simple(sid, 200, "-.:@+/") or outcome not in _OUTCOMES or (reason is not None and not _simple(reason, 64)):
+        return None
+    if not isinstance(ended_at, (int, float)):
+        return None
+    return sid, outcome, reason, float(ended_at)
+
+
+# --- the idle run ------------------------------------------------------------------------------------
+
+
+def _idle_run(opts: dict) -> int | None:
+    sid = opts.get("session")
+    if not sid or not _simple(sid, 200, "-.:@+/") or any(opts.get(k) for k in ("chroma_url",)):
+        return None
+    store = opts.get("store") or STORE.get() or ".memofs"
+    db_path = os.path.join(store, "sessions.sqlite3")
+    if not _private_store(store) or not os.path.exists(db_path):
+        return None
+    journal = os.path.join(store, "journal")
+    if os.path.isdir(journal) and any(n.endswith(".json") for n in os.listdir(journal)):
+        return None  # a crashed run is replayed first by the full run
+    from consolidate.store.sessions.tables import connect, finish_idle_end
+
+    conn = connect(db_path)
+    try:
+
+        fold_queue_file(conn, store)
+        run_id = "run-" + os.urandom(6).hex()
+        if not finish_idle_end(conn, sid, time.time(), run_id):
+            return None
+    finally:
+        conn.close()
+    sys.stdout.write(f"session {sid} (success) · run {run_id} · 0 notes\n"
+                     "  -> 0 durable, 0 quarantined, 0 transient, 0 re-confirmed; judges: none\n")
+    return 0

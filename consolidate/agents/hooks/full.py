@@ -1,0 +1,467 @@
+"""``consolidate hook``: what agent CLIs call from their session hooks. It never blocks the agent.
+
+Agent CLIs give session-end hooks very little time (Claude Code: about 1.5 s in total by default,
+``CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS``, killing them past it; Gemini CLI does not wait; Codex
+has only Stop). So for an end event the hook only records the session end in the queue and starts a
+detached worker (``consolidate worker``, a new process session, output to ``logs/worker.log``), then
+exits 0; ``--harvest`` then adds candidate notes from the end of the transcript (bounded: see
+:func:`tail_lines`). For SessionStart it records the agent session as the store's current one (the
+MCP server's notes go to it: consolidate.store.sessions.agents) and prints the session id and the recalled
+context (``memory/core.md`` and ``memory/context.md``, bounded) on stdout for the agent. Whatever fails, it exits 0 and leaves a log
+line in ``logs/hook.log``. Only the standard library is imported here.
+
+Input: the hook's JSON on stdin, read with a bound (a stdin that never closes cannot hang it):
+Claude Code's SessionEnd, Stop, PreCompact and SessionStart (``session_id``, ``transcript_path``,
+``cwd``, ``hook_event_name``, ``reason``), Gemini CLI's SessionEnd/SessionStart and Codex's Stop
+(``session_id``/``thread-id``, ``hook_event_name``/``type``); unknown fields are ignored.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from consolidate.pipeline.context_budget import CONTEXT_MAX_CHARS  # the SessionStart bound: one budget, core.md and the memories
+from consolidate.store.views.start_file import session_line  # noqa: F401 - one wording for the full and the light SessionStart
+from consolidate.core.faults import crash_point
+from consolidate.core.settings import JUDGE_CHILD
+
+#: Environment guard set by our own judge subprocesses (``claude -p`` fires its hooks): a hook that
+#: sees it does nothing, so a judge never recurses into consolidation.
+CHILD_GUARD = JUDGE_CHILD.name
+#: stdin bounds: at most this many bytes, waiting at most this many seconds in total.
+STDIN_MAX_BYTES = 1_000_000
+STDIN_TIMEOUT = 0.5
+END_EVENTS = {"sessionend", "stop"}
+START_EVENTS = {"sessionstart"}
+#: Claude Code's PreToolUse and Gemini CLI's BeforeTool: recall about the file a tool reads or edits.
+TOOL_EVENTS = {"pretooluse", "beforetool"}
+_ALIASES = {"agentturncomplete": "stop", "precompress": "precompact"}  # Codex's notify; Gemini's PreCompress
+#: Harvest bounds: the last this many transcript entries, each text cut at this many characters.
+HARVEST_MAX_ENTRIES = 400
+HARVEST_MAX_CHARS = 4_000
+#: Harvest memory ceiling: at most this many bytes are read from the end of the transcript.
+HARVEST_MAX_BYTES = 8 * 1024 * 1024
+#: Crash points (consolidate.core.faults; ``CONSOLIDATE_CRASH_AT``) of an end event and of PreCompact.
+CRASH_END_QUEUED = "hook:end:queued"  # the end and its pending harvest committed, no worker started
+CRASH_END_HARVESTED = "hook:end:harvested"  # the harvest committed, nothing logged
+CRASH_PRECOMPACT_RECORDED = "hook:precompact:recorded"  # the pending harvest committed, not made
+
+
+def read_stdin(stream=None, timeout: float = STDIN_TIMEOUT, max_bytes: int = STDIN_MAX_BYTES) -> bytes:
+    """Read stdin until EOF, ``max_bytes`` or ``timeout`` seconds, whichever comes first."""
+    from consolidate.agents.hooks.fast import read_stdin as _read  # one bounded read, shared with the light entry point
+
+    return _read(stream, timeout, max_bytes)
+
+
+def parse_event(raw: bytes) -> dict[str, Any]:
+    """The hook payload as a dict ({} for empty or invalid input)."""
+    try:
+        data = json.loads(raw.decode("utf-8", "replace")) if raw.strip() else {}
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def event_name(payload: dict[str, Any]) -> str:
+    """Normalised event name: ``sessionend``, ``stop``, ``precompact``, ``sessionstart``, or ''."""
+    name = payload.get("hook_event_name") or payload.get("type") or payload.get("event") or ""
+    name = str(name).replace("-", "").replace("_", "").lower()
+    return _ALIASES.get(name, name)
+
+
+def session_id_of(payload: dict[str, Any]) -> str | None:
+    for key in ("session_id", "sessionId", "thread-id", "thread_id", "conversation_id"):
+        value = payload.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def log(store_path: Path, message: str) -> None:
+    """Append one line to ``logs/hook.log``; when the store cannot take it (read-only, full, gone),
+    to the fallback log instead (:func:`consolidate.agents.hooks.fast.fallback_log`: the user's state folder
+    and one line on stderr). Never raises."""
+    try:
+        from consolidate.core.private import prepare_store_dir
+
+        prepare_store_dir(store_path)
+        folder = store_path / "logs"
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        from consolidate.core.private import private_file
+
+        with private_file(folder / "hook.log", "a") as f:
+            f.write(f"{stamp} {' '.join(message.split())[:500]}\n")
+    except OSError as exc:
+        from consolidate.agents.hooks.fast import fallback_log
+
+        fallback_log(str(store_path), message, exc)
+
+
+#: The store options a hook or MCP server carries to the worker it starts (``--chroma-url`` ...), in
+#: ``consolidate worker``'s option names; ``judges`` is a list (``--judge`` repeated).
+STORE_OPTIONS = ("chroma_url", "project", "embedding")
+
+
+def worker_argv(store_path: Path, options: dict[str, Any] | None = None) -> list[str]:
+    """``python -m consolidate worker --store PATH`` plus every store option and judge in ``options``
+    (``{"chroma_url", "project", "embedding", "judges"}``; None or empty values are left out)."""
+    argv = [sys.executable, "-m", "consolidate", "worker", "--store", str(store_path)]
+    options = options or {}
+    for key in STORE_OPTIONS:
+        if options.get(key):
+            argv += ["--" + key.replace("_", "-"), str(options[key])]
+    for judge in options.get("judges") or ():
+        argv += ["--judge", str(judge)]
+    return argv
+
+
+def spawn_worker(store_path: Path, extra_env: dict[str, str] | None = None,
+                 options: dict[str, Any] | None = None, after: int | None = None) -> int | None:
+    """Start ``consolidate worker`` detached (new process session, stdin closed, output appended to
+    ``logs/worker.log``) with the store options and judges in ``options`` (see :func:`worker_argv`);
+    with ``after`` (a pid: the hook's own), the worker first waits until that process has exited
+    (``CONSOLIDATE_WORKER_AFTER``, bounded). Returns its pid, or None when it could not be started."""
+    if after is not None:
+        from consolidate.core.settings import WORKER_AFTER
+
+        extra_env = {**(extra_env or {}), WORKER_AFTER.name: str(after)}
+    folder = store_path / "logs"
+    folder.mkdir(parents=True, exist_ok=True)
+    from consolidate.core.private import private_file, private_umask
+
+    private_umask()
+    with private_file(folder / "worker.log", "ab") as out:
+        proc = subprocess.Popen(
+            worker_argv(store_path, options),
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, **(extra_env or {})}, close_fds=True,
+        )
+    return proc.pid
+
+
+def tail_lines(path: str | os.PathLike, max_lines: int = HARVEST_MAX_ENTRIES,
+               max_bytes: int = HARVEST_MAX_BYTES, block: int = 65536) -> list[bytes]:
+    """The last ``max_lines`` complete lines of a file, never more than ``max_bytes`` bytes read
+    from its end (consolidate.agents.harvest.tail_entries). Raises OSError when the file cannot be read."""
+    from consolidate.agents.harvest import tail_entries
+
+    return [line for _offset, _number, line in tail_entries(path, max_lines, max_bytes, block)]
+
+
+def harvest(transcript_path: str | None, limit: int = HARVEST_MAX_ENTRIES,
+            max_bytes: int = HARVEST_MAX_BYTES) -> list[dict[str, Any]]:
+    """Candidate notes from a Claude Code transcript (JSONL), as ``{"content", "metadata", "key"}``
+    dicts, oldest first: user prompts, assistant conclusions, tool errors with the fix that followed
+    (consolidate/agents/harvest.py says what is taken and what is left out). Only the last ``limit`` entries
+    within the last ``max_bytes`` bytes of the file are read, so a transcript of any size costs the
+    same bounded time and memory."""
+    from consolidate.agents.harvest import harvest_transcript
+
+    return harvest_transcript(transcript_path if isinstance(transcript_path, str) else None,
+                              max_entries=limit, max_bytes=max_bytes)
+
+
+def _add_harvest(tier, sid: str, transcript_path: Any, store_path: Path | None = None,
+                 since_compaction: bool = False, max_entries: int | None = None) -> dict[str, int]:
+    """Add the harvested notes whose transcript entry was not harvested before for this agent
+    session (consolidate/agents/hooks/lifecycle.py: a PreCompact harvest followed by a SessionEnd one, or a
+    resumed session's next end, adds nothing twice); returns ``{entry_type: notes added}``."""
+    from consolidate.agents.hooks.lifecycle import add_harvest
+
+    return add_harvest(tier, sid, transcript_path if isinstance(transcript_path, str) else None,
+                       since_compaction=since_compaction, max_entries=max_entries,
+                       log=(lambda line: log(store_path, line)) if store_path is not None else None)
+
+
+def recalled_context(store_path: Path, max_chars: int = CONTEXT_MAX_CHARS) -> str:
+    """``memory/core.md`` then ``memory/context.md`` (written by each run), within ``max_chars``:
+    one budget shared by both, a share of it kept for the memories, and a first line saying what
+    was cut (consolidate/pipeline/context_budget.py). The memories pass the context guard again as they are
+    printed (consolidate/rules/guard.py: none worded as an order or running remote code), under
+    the notice that they are notes, not instructions; their header counts what is printed
+    (consolidate/rules/context_count.py)."""
+    from consolidate.pipeline.context_budget import fit
+    from consolidate.rules.context_count import memory_lines, recount
+
+    try:
+        core = (store_path / "memory" / "core.md").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        core = ""
+    context, stale = "", 0
+    try:
+        text = (store_path / "memory" / "context.md").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    if text:
+        written = memory_lines(text)
+        text = _checked_context(store_path, text)
+        stale = max(0, written - memory_lines(text))
+        context = _guarded(text) if text else ""
+    fitted = fit(core, context, max_chars, reserve=HEADER_RESERVE if context else 0)
+    if not context:
+        return fitted.text()
+    # the header counts what is printed, and says what was left out
+    return fitted.text(recount(fitted.memories, stale=stale, before_cut=memory_lines(context)))
+
+
+#: Characters the memories' header may grow by when it says what was left out (context_count.recount).
+HEADER_RESERVE = 120
+
+
+def _guarded(context: str) -> str:
+    """``memory/context.md`` as it may be printed: memory lines worded as orders or running remote
+    code left out (a file written by an older version, or edited by hand), and the notice on top."""
+    from consolidate.rules.guard import NOTICE, filter_lines, held_back_line, printable
+
+    lines, held = filter_lines(printable(context).splitlines())
+    if NOTICE not in lines:
+        lines[1:1] = ["", NOTICE] if lines and lines[0].startswith("#") else [NOTICE, ""]
+    if held:
+        lines += ["", held_back_line(held)]
+    return "\n".join(lines).strip()
+
+
+def _checked_context(store_path: Path, text: str) -> str:
+    """context.md with the drift check of its memories' code anchors (consolidate.store.anchors): a
+    drifted memory ends with ``[drifted: path]``, one whose file is gone is left out. The text as
+    it is when the check cannot run."""
+    try:
+        from consolidate.store.anchors import context_text
+
+        checked = context_text(store_path)
+    except Exception:  # noqa: BLE001 - the hook never fails the agent
+        return text
+    return checked.strip() if checked is not None else text
+
+
+
+def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "success", harvest_notes: bool = False,
+             spawn: bool = True, options: dict[str, Any] | None = None, agent: str | None = None,
+             wait_worker: bool = False) -> tuple[int, str]:
+    """Handle one hook event; returns (exit code, stdout text). Exit code is always 0.
+
+    SessionStart: record the agent session as the store's current one (consolidate.store.sessions.agents)
+    and return its id line and the recalled context; start a worker when a session end waits with a
+    harvest its hook did not finish. An end event (SessionEnd, Stop): queue the session end with
+    (``harvest_notes``) its harvest marked pending, in one transaction, then start a worker with
+    ``options`` (store options and judges), then make the bounded transcript harvest and mark it
+    done, in one transaction: killed anywhere, the worker makes the harvest that did not finish,
+    once (consolidate/agents/hooks/lifecycle.py). ``wait_worker`` (the ``consolidate hook`` process): the
+    worker waits for this process to exit before it starts its work, so it does not compete with
+    the harvest for the CPU. PreCompact (``harvest_notes``): harvest only, marked pending first."""
+    if JUDGE_CHILD.get():
+        return 0, ""
+    name = event_name(payload)
+    sid = session_id_of(payload)
+    if read_only(store_path):
+        return 0, _on_read_only(store_path, name, sid, payload)
+    try:
+        if name in START_EVENTS:
+            header = team_context_header(store_path)  # team mode: a bounded fresh pull first
+            text = recalled_context(store_path)
+            if header:
+                text = header + ("\n\n" + text if text else "")
+            from consolidate.store.worker_health import start_line
+
+            warning = start_line(store_path)  # workers failing, ends piling up (consolidate/store/worker_health.py)
+            if warning:
+                text = warning + ("\n\n" + text if text else "")
+            if sid:
+                sid = _session_for_start(store_path, sid, payload)
+                unrecorded = _record_start(store_path, sid, payload, agent, shown=text)
+                text = session_line(sid, unrecorded) + ("\n\n" + text if text else "")
+                _recover_missed(store_path, sid, payload, outcome=outcome, harvest_notes=harvest_notes,
+                                spawn=spawn, options=options)
+            if not header:
+                from consolidate.store.views.start_file import refresh
+
+                refresh(store_path)  # the next SessionStart prints from the start file (consolidate/store/views/start_file.py)
+            return 0, text
+        if name in TOOL_EVENTS:
+            from consolidate.agents.file_recall import run as file_recall
+
+            return 0, file_recall(store_path, sid, payload)
+        if not sid:
+            log(store_path, f"ignored {name or 'unknown'} event without a session id")
+            return 0, ""
+        from consolidate.core.private import prepare_store_dir
+        from consolidate.store.sessions.tier import SessionTier
+
+        prepare_store_dir(store_path)
+        tier = SessionTier(store_path / "sessions.sqlite3")
+        try:
+            if name in END_EVENTS:
+                # queue first, with what to harvest (consolidate/agents/hooks/lifecycle.py): a hook killed at its
+                # time budget has still recorded the session end, and its harvest is made by the worker
+                reason = payload.get("reason") if isinstance(payload.get("reason"), str) else None
+                from consolidate.agents.hooks.lifecycle import end_session, harvest_pending_part, session_for_end, summary
+
+                sid = session_for_end(tier, sid)  # a resumed session's open part
+                mark = end_session(tier, sid, outcome, reason, transcript_path=payload.get("transcript_path"),
+                                   harvest=harvest_notes, event=name)
+                crash_point(CRASH_END_QUEUED)
+                # the worker now: it survives this hook being killed, and waits for the harvest below
+                pid = spawn_worker(store_path, options=options, after=os.getpid() if wait_worker else None) \
+                    if spawn else None
+                harvested = harvest_pending_part(tier, mark, log=lambda line: log(store_path, line)) \
+                    if mark is not None else {}
+                crash_point(CRASH_END_HARVESTED)
+                tier.close()
+                log(store_path, f"{name} session={sid} queued ({outcome})"
+                    + (f", {summary(harvested)}" if harvest_notes else "") + f"; worker pid {pid}")
+            elif name == "precompact" and harvest_notes:
+                from consolidate.agents.hooks.lifecycle import PRECOMPACT_MAX_ENTRIES, harvest_pending_part, record_harvest, session_for_end
+                from consolidate.agents.hooks.lifecycle import summary
+
+                sid = session_for_end(tier, sid)
+                # recorded first: a hook killed before its harvest commits leaves it to the worker at the end
+                mark = record_harvest(tier, sid, payload.get("transcript_path"), part="precompact", event=name,
+                                      since_compaction=True, max_entries=PRECOMPACT_MAX_ENTRIES)
+                crash_point(CRASH_PRECOMPACT_RECORDED)
+                harvested = harvest_pending_part(tier, mark, log=lambda line: log(store_path, line))
+                log(store_path, f"{name} session={sid}: {summary(harvested)} (the part about to be compacted)")
+            else:
+                log(store_path, f"{name or 'unknown'} session={sid}: nothing to do")
+        finally:
+            tier.close()
+    except Exception as exc:  # the hook never fails the agent
+        log(store_path, f"error on {name} session={sid}: {type(exc).__name__}: {exc}")
+    return 0, ""
+
+
+def read_only(store_path: Path) -> bool:
+    """Whether the store folder exists and this process cannot write it (a read-only mount or
+    folder; ``access(2)`` answers EROFS for root too)."""
+    return store_path.is_dir() and not os.access(store_path, os.W_OK)
+
+
+#: What each hook event could not do on a read-only store (the one line it gives).
+_NOT_DONE = {"sessionstart": "session {sid} was not recorded (its MCP notes need session_id, and nothing can be"
+                             " written to the store)",
+             "sessionend": "the end of session {sid} was not queued (it is not consolidated)",
+             "stop": "the end of session {sid} was not queued (it is not consolidated)",
+             "precompact": "nothing was harvested for session {sid} before the compaction",
+             "pretooluse": "what session {sid} was shown about the file is not recorded (it may be shown again)",
+             "beforetool": "what session {sid} was shown about the file is not recorded (it may be shown again)"}
+
+
+def _on_read_only(store_path: Path, name: str, sid: str | None, payload: dict[str, Any]) -> str:
+    """Every hook event on a read-only store: what can be read is still given (SessionStart's
+    context, a tool event's memories about the file), nothing is written, and the event gives one
+    line saying what was not done (stderr and the fallback log, consolidate.agents.hooks.fast.fallback_log;
+    the README's "one line to stderr"). Returns the stdout text. Never raises."""
+    from consolidate.agents.hooks.fast import fallback_log
+
+    text = ""
+    try:
+        if name in START_EVENTS:
+            text = recalled_context(store_path)
+            if sid:
+                why = f"StoreReadOnly: the store {store_path} is read-only"
+                text = session_line(sid, why) + ("\n\n" + text if text else "")
+        elif name in TOOL_EVENTS:
+            from consolidate.agents.file_recall import run as file_recall
+
+            text = file_recall(store_path, sid, payload, record=False)
+    except Exception:  # noqa: BLE001 - the hook never fails the agent
+        pass
+    what = _NOT_DONE.get(name, "{event} session={sid}: nothing was recorded").format(sid=sid or "?", event=name or "?")
+    fallback_log(str(store_path), f"error: the store is read-only: {what}")
+    return text
+
+
+def team_context_header(store_path: Path) -> str:
+    """For a store in a team (``team.json``): pull the team's changes within a time bound and return
+    the header saying whether the context is fresh or the last pulled copy ('' otherwise; never
+    raises). A store not in a team imports nothing for this."""
+    if not (store_path / "team.json").exists():
+        return ""
+    from consolidate.team.local import context_header
+
+    return context_header(store_path)
+
+
+def _record_start(store_path: Path, sid: str, payload: dict[str, Any], agent: str | None,
+                  shown: str = "") -> str | None:
+    """Record the agent session for the MCP server, and the memory texts of the context ``shown``
+    to it (a repeat of them is an echo: consolidate.store.echo). None when recorded, else why not (one
+    line; logged too). Never raises: the context is printed anyway."""
+    try:
+        from consolidate.store.sessions.agents import record_start
+        from consolidate.store.echo import memory_texts, record_shown
+        from consolidate.core.private import prepare_store_dir
+        from consolidate.store.sessions.tier import SessionTier
+
+        prepare_store_dir(store_path)
+        tier = SessionTier(store_path / "sessions.sqlite3")
+        try:
+            cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+            record_start(tier, sid, agent=agent, cwd=cwd)
+            record_shown(tier, sid, memory_texts(shown))
+        finally:
+            tier.close()
+        log(store_path, f"sessionstart session={sid}: recorded as the current session")
+        return None
+    except Exception as exc:  # noqa: BLE001
+        log(store_path, f"error recording sessionstart session={sid}: {type(exc).__name__}: {exc}")
+        why = getattr(exc, "strerror", None) or " ".join(str(exc).split())[:160] or type(exc).__name__
+        return f"{type(exc).__name__}: {why}"
+
+
+def _session_for_start(store_path: Path, sid: str, payload: dict[str, Any]) -> str:
+    """The session a SessionStart opens (a resumed session's new part: consolidate/agents/hooks/lifecycle.py);
+    ``sid`` itself when that cannot be decided. Never raises."""
+    try:
+        from consolidate.agents.hooks.lifecycle import session_for_start
+        from consolidate.core.private import prepare_store_dir
+        from consolidate.store.sessions.tier import SessionTier
+
+        prepare_store_dir(store_path)
+        tier = SessionTier(store_path / "sessions.sqlite3")
+        try:
+            opened = session_for_start(tier, sid, payload)
+        finally:
+            tier.close()
+        if opened != sid:
+            log(store_path, f"sessionstart session={sid}: resumed after its end; its new part is session {opened}")
+        return opened
+    except Exception as exc:  # noqa: BLE001
+        log(store_path, f"error opening session={sid}: {type(exc).__name__}: {exc}")
+        return sid
+
+
+def _recover_missed(store_path: Path, sid: str, payload: dict[str, Any], *, outcome: str, harvest_notes: bool,
+                    spawn: bool, options: dict[str, Any] | None) -> None:
+    """Queue the ends of the sessions whose end never fired (consolidate/agents/hooks/lifecycle.py) and start
+    a worker when one has notes, or when a queued session end waits with a harvest its hook did not
+    finish (the worker makes it). Never raises."""
+    try:
+        from consolidate.agents.hooks.lifecycle import recover_missed, stranded
+        from consolidate.store.sessions.tier import SessionTier
+
+        tier = SessionTier(store_path / "sessions.sqlite3")
+        try:
+            cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+            recovered = recover_missed(tier, sid, cwd=cwd, outcome=outcome, harvest=harvest_notes,
+                                       log=lambda line: log(store_path, line))
+            unfinished = stranded(tier)
+        finally:
+            tier.close()
+        for r in recovered:
+            log(store_path, f"sessionstart session={sid}: recovered session {r['session_id']} whose end never fired"
+                f" ({r['notes']} notes, {r['harvested']} harvested), queued ({outcome})")
+        if unfinished:
+            log(store_path, f"sessionstart session={sid}: the harvest of {', '.join(unfinished[:5])} did not finish"
+                " (its hook was stopped); " + ("a worker makes it" if spawn else "the next run makes it"))
+        if spawn and (any(r["notes"] or r["harvested"] for r in recovered) or unfinished):
+            spawn_worker(store_path, options=options)
+    except Exception as exc:  # noqa: BLE001
+        log(store_path, f"error recovering missed sessions at session={sid}: {type(exc).__name__}: {exc}")

@@ -1,0 +1,1 @@
+"""Layer 8, the command line."""

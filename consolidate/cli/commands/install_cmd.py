@@ -1,0 +1,78 @@
+"""``consolidate install-hook AGENT [--project|--user] [--dry-run]``: wire our hooks into an agent CLI.
+
+Its parser does not take the common ``--project`` after the command: there it means the project's
+settings file. The store options (``consolidate --chroma-url URL --project NAME --embedding E
+install-hook ... --store S --judge J``; ``--chroma-url`` and ``--embedding`` also after the command,
+or their environment variables at install time) are written into the hook command, and the command
+prints the configuration the hooks will use and the matching ``mcp add`` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def cmd_install_hook(args) -> int:
+    from consolidate.agents.install import AGENTS, install
+
+    res = install(args.agent, args.scope, dry_run=args.dry_run, store=args.store, harvest=args.harvest,
+                  chroma_url=args.chroma_url, project=args.project, embedding=args.embedding, judges=args.judge)
+    label = AGENTS[res.agent].label
+    if not res.changed:
+        print(f"{label} hooks already installed in {res.path}: nothing to change")
+    else:
+        sys.stdout.write(res.diff if res.diff.endswith("\n") else res.diff + "\n")
+        what = ", ".join(res.actions)
+        where = str(res.path) + (f" and {res.path.parent / 'config.toml'}"
+                                 if any(a.startswith("enabled ") for a in res.actions) else "")
+        if res.written:
+            backups = [str(b) for b in ([res.backup] if res.backup else []) + res.other_backups]
+            print(f"{label}: {what} in {where}" + (f" (backup: {', '.join(backups)})" if backups else ""))
+        else:
+            print(f"dry run: {label}: would have {what} in {where}; nothing written")
+    print(describe_config(res.config, harvest=args.harvest))
+    from consolidate.cli.commands.team_cmd import install_note
+
+    team_line = install_note(res.config.get("store"))
+    if team_line:
+        print(team_line)
+    print(f"MCP server with the same store: {res.mcp_command}")
+    for w in res.warnings:
+        print(f"note: {w}")
+    return 0
+
+
+def describe_config(config: dict, *, harvest: bool) -> str:
+    """The configuration the hook will use, one ``name: value`` per line (defaults spelled out)."""
+    defaults = {"store": "the session's folder/.memofs", "chroma_url": "none (embedded Chroma in the store)",
+                "project": "the name of the folder holding the store", "embedding": "the store's own (minilm for a new one)",
+                "judges": "the default chain (`consolidate judges`)"}
+    lines = ["the hooks will use:"]
+    for key, default in defaults.items():
+        value = config.get(key)
+        shown = ", ".join(value) if isinstance(value, list) else value
+        lines.append(f"  {key.replace('_', ' ')}: {shown or default}")
+    lines.append(f"  transcript harvest: {'on (SessionEnd, PreCompact)' if harvest else 'off'}")
+    return "\n".join(lines)
+
+
+def register(sub, common) -> None:
+    from consolidate.cli.options import add_dry_run, add_judge
+
+    s = sub.add_parser("install-hook", help="add our SessionStart/SessionEnd hooks to an agent CLI's settings.json")
+    s.add_argument("agent", choices=["claude-code", "gemini-cli", "codex"],
+                   help="the agent CLI whose settings get the hooks")
+    where = s.add_mutually_exclusive_group()
+    where.add_argument("--project", dest="scope", action="store_const", const="project",
+                       help="./.claude/settings.json, ./.gemini/settings.json or ./.codex/hooks.json (default)")
+    where.add_argument("--user", dest="scope", action="store_const", const="user",
+                       help="~/.claude/settings.json, ~/.gemini/settings.json or ~/.codex/hooks.json")
+    add_dry_run(s, "print the change, write nothing")
+    s.add_argument("--store", help="store folder for the hook (default: the session's cwd/.memofs)")
+    s.add_argument("--harvest", action="store_true",
+                   help="hooks also take notes from the Claude Code transcript (consolidate hook --harvest);"
+                        " adds the PreCompact hook")
+    s.add_argument("--chroma-url", default=argparse.SUPPRESS, help="Chroma server the hook's worker uses")
+    s.add_argument("--embedding", default=argparse.SUPPRESS, help="embedding function the hook's worker uses")
+    add_judge(s, "judge spec for the hook's worker")
+    s.set_defaults(func=cmd_install_hook, scope="project")

@@ -1,0 +1,138 @@
+"""``consolidate review``: the memories waiting for the user (consolidate/pipeline/review.py).
+
+``review --list [--json]`` lists them; ``--approve ID``, ``--decline ID [--reason TEXT]`` and
+``--edit ID TEXT`` decide one (for scripts); with no flag, a prompt loop on a terminal, the list
+otherwise."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from consolidate.cli.options import add_json, open_store
+
+
+def _print_entry(e: dict, index: int | None = None) -> None:
+    head = f"[{index}] " if index is not None else ""
+    print(f"{head}{e['id']}  ({', '.join(e['reasons'])})  {e['type']}")
+    print(f"    {e['text']}")
+    if e["with"]:
+        print(f"    disputes with {', '.join(e['with'])}")
+
+
+def _print_result(res: dict) -> None:
+    if res["decision"] == "approved":
+        extra = f"; superseded {', '.join(res['superseded'])}" if res["superseded"] else ""
+        print(f"approved {res['memory_id']}: active, user-stated{extra} (run {res['run_id']})")
+    elif res["decision"] == "declined":
+        extra = f"; {', '.join(res['settled'])} active again" if res["settled"] else ""
+        print(f"declined {res['memory_id']}: archived with a tombstone{extra} (run {res['run_id']})")
+    else:
+        print(f"edited {res['supersedes']}: now {res['memory_id']}, user-stated (run {res['run_id']})")
+
+
+def cmd_review(args) -> int:
+    from consolidate.pipeline import review
+
+    action = [name for name in ("approve", "decline", "edit") if getattr(args, name)]
+    if len(action) > 1:
+        from consolidate.core.errors import BadInput
+
+        raise BadInput("give one of --approve, --decline, --edit at a time")
+    if action:
+        store = open_store(args, create=False)
+        if not store.exists:
+            from consolidate.core.errors import BadInput
+
+            memory_id = args.edit[0] if args.edit else getattr(args, action[0])
+            raise BadInput(f"unknown memory {memory_id!r}: no store at {store.path}")
+        store = open_store(args, create=False, writes=True)
+        if args.approve:
+            res = review.approve(store, args.approve, args.reason)
+        elif args.decline:
+            res = review.decline(store, args.decline, args.reason)
+        else:
+            res = review.edit(store, args.edit[0], args.edit[1])
+        if args.json:
+            print(json.dumps(res, ensure_ascii=False))
+        else:
+            _print_result(res)
+        return 0
+    store = open_store(args, create=False)
+    entries = review.queue(store)
+    if args.list or args.json or not sys.stdin.isatty():
+        if args.json:
+            print(json.dumps([review.public(e) for e in entries], ensure_ascii=False))
+            return 0
+        if not entries:
+            print("nothing to review")
+        for e in entries:
+            _print_entry(e)
+        if entries:
+            print(f"{len(entries)} to review: consolidate review --approve ID | --decline ID | --edit ID TEXT")
+        return 0
+    return prompt_loop(args, entries)
+
+
+PROMPT = "[a]pprove, [d]ecline, [e]dit, [s]kip, [q]uit? "
+
+
+def prompt_loop(args, entries: list[dict]) -> int:
+    """Ask about each entry in turn on the terminal; returns 0. End of input quits."""
+    from consolidate.pipeline import review
+    from consolidate.core.errors import BadInput
+
+    if not entries:
+        print("nothing to review")
+        return 0
+    store = open_store(args, create=False, writes=True)
+    done = settled = 0
+    for i, e in enumerate(entries, 1):
+        if i > 1 and e["id"] not in {x["id"] for x in review.queue(store)}:
+            settled += 1  # an earlier decision settled it (the other side of a dispute)
+            print(f"[{i}] {e['id']}: settled by an earlier decision")
+            continue
+        _print_entry(e, i)
+        while True:
+            try:
+                answer = input(PROMPT).strip().lower()
+            except EOFError:
+                print()
+                answer = "q"
+            try:
+                if answer in ("a", "approve"):
+                    _print_result(review.approve(store, e["id"]))
+                elif answer in ("d", "decline"):
+                    reason = input("why (optional)? ").strip() or None
+                    _print_result(review.decline(store, e["id"], reason))
+                elif answer in ("e", "edit"):
+                    text = input("new wording: ")
+                    _print_result(review.edit(store, e["id"], text))
+                elif answer in ("s", "skip", ""):
+                    break
+                elif answer in ("q", "quit"):
+                    print(f"{done} decided, {len(entries) - done - settled} left")
+                    return 0
+                else:
+                    continue
+            except BadInput as exc:  # a bad edit, or an entry another decision already settled
+                print(f"error: {exc}")
+                if "unknown memory" in str(exc):
+                    break
+                continue
+            done += 1
+            break
+    print(f"{done} decided, {len(entries) - done - settled} left")
+    return 0
+
+
+def register(sub, common) -> None:
+    s = sub.add_parser("review", parents=[common],
+                       help="approve, decline or edit the quarantined, disputed and drifted memories")
+    s.add_argument("--list", action="store_true", help="list what waits for review (the default off a terminal)")
+    add_json(s, "JSON output")
+    s.add_argument("--approve", metavar="ID", help="the memory holds: active, user-stated")
+    s.add_argument("--decline", metavar="ID", help="the memory is wrong: archived with a tombstone")
+    s.add_argument("--edit", nargs=2, metavar=("ID", "TEXT"), help="replace the memory by TEXT (supersedes it)")
+    s.add_argument("--reason", help="why (kept in the event log) with --approve or --decline")
+    s.set_defaults(func=cmd_review)

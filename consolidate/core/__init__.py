@@ -1,0 +1,1 @@
+"""Layer 1, the foundation: errors, settings, files, dates, text measures. Imports nothing of the project."""

@@ -1,0 +1,1 @@
+"""Layer 7, evaluation: judges on labels, end-to-end replays, curation, demo."""

@@ -1,0 +1,281 @@
+"""``consolidate doctor [--repair]``: check a store and repair what can be repaired safely.
+
+Checks, in order: the manifest; the session database (not a SQLite database: repair moves it aside
+to ``sessions.sqlite3.corrupt``; SQLite's ``integrity_check`` failing needs a person); leftover
+temporary files (repair: remove); corrupt lines in the event log and the graph files (repair: move
+them to ``<file>.corrupt`` beside it, keep the rest); an unfinished journal (repair: replay it);
+then every derived file against the event log, the source of truth (consolidate/pipeline/crosscheck.py):
+the event log itself against the undo records (lines lost: repair appends recovered events from
+the graph and the recall index), the graph, the recall index (a corrupt one is moved aside to
+``chroma.corrupt``; rebuilt from the log, consolidate/store/index/reindex.py), ``memory/notes.md`` and the
+context files, each difference counted (missing, extra, stale entries; repair rebuilds the file from
+the log); claims held by dead processes (repair: put the session end back in the queue). Nothing
+is deleted without a copy.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from consolidate.core.errors import ConsolidateError
+
+
+@dataclass
+class Finding:
+    """One problem: where, what, and whether it was repaired."""
+
+    where: str
+    problem: str
+    repaired: bool = False
+    repairable: bool = True
+
+    def line(self) -> str:
+        state = "repaired" if self.repaired else ("repairable with --repair" if self.repairable else "needs a person")
+        return f"{self.where}: {self.problem} [{state}]"
+
+
+def _bad_lines(path: Path) -> list[int]:
+    """Line numbers of ``path`` that are not JSON, or (graph files) whose fields have the wrong type."""
+    from consolidate.core.errors import StoreCorrupt
+    from consolidate.store.graph import LINE_FIELDS
+    from consolidate.core.json_check import check_fields
+
+    spec = LINE_FIELDS.get(path.name) if path.parent.name == "graph" else None
+    bad = []
+    with open(path, "rb") as f:
+        for i, raw in enumerate(f, 1):
+            try:
+                if raw.strip():
+                    obj = json.loads(raw.decode("utf-8"))
+                    if spec:
+                        check_fields(obj, path, spec, fix="")
+            except (ValueError, UnicodeDecodeError, StoreCorrupt):
+                bad.append(i)
+    return bad
+
+
+def _quarantine_lines(path: Path, bad: list[int]) -> None:
+    """Move the bad lines of a JSONL file to ``<file>.corrupt`` and rewrite the file without them."""
+    from consolidate.store.store import write_text_atomic
+
+    lines = path.read_bytes().splitlines(keepends=True)
+    bad_set = set(bad)
+    from consolidate.core.private import private_file
+
+    with private_file(path.with_name(path.name + ".corrupt"), "ab") as f:
+        for i in sorted(bad_set):
+            f.write(lines[i - 1].rstrip(b"\n") + b"\n")
+    keep = b"".join(x if x.endswith(b"\n") else x + b"\n" for i, x in enumerate(lines, 1) if i not in bad_set)
+    write_text_atomic(path, keep.decode("utf-8"))
+
+
+def check(store, repair: bool = False) -> list[Finding]:
+    """Run every check; with ``repair`` fix what can be fixed safely. Returns the findings."""
+    if repair:
+        from consolidate.core.private import private_umask
+
+        private_umask()  # what the repair writes is private whatever the umask
+    found: list[Finding] = []
+    try:
+        store.read_manifest()
+    except ConsolidateError as exc:
+        found.append(Finding("manifest.json", str(exc), repairable=False))
+    sessions_ok = _check_sessions(store, repair, found)
+    if not found or found[0].where != "manifest.json":
+        found += _check_project(store, repair)
+    for path in sorted(store.path.rglob("*.tmp")):
+        if "chroma" in path.parts:
+            continue
+        f = Finding(str(path.relative_to(store.path)), "leftover temporary file from an interrupted write")
+        if repair:
+            path.unlink(missing_ok=True)
+            f.repaired = True
+        found.append(f)
+    for rel in ("events/memory-events.jsonl", "graph/nodes.jsonl", "graph/edges.jsonl", "archive/tombstones.jsonl"):
+        path = store.sub(*rel.split("/"))
+        if not path.exists():
+            continue
+        if not path.is_file():
+            found.append(Finding(rel, "is not a file", repairable=False))
+            continue
+        bad = _bad_lines(path)
+        if bad:
+            f = Finding(rel, f"{len(bad)} corrupt line(s): {', '.join(map(str, bad[:10]))}"
+                              + (" …" if len(bad) > 10 else ""))
+            if repair:
+                if rel.startswith("graph/"):
+                    from consolidate.store import snapshots
+
+                    snapshots.settle_graph_appends(store)  # the lines undo records point to move
+                _quarantine_lines(path, bad)
+                f.repaired = True
+            found.append(f)
+    from consolidate.store import journal
+
+    if journal.has_pending(store):
+        f = Finding("journal/", "an interrupted run is waiting to be replayed")
+        if repair:
+            done = journal.recover(store)
+            if done:  # which runs were finished, as `run` says it (consolidate.model.report.drain_notices)
+                f.problem = f"an interrupted run was waiting to be replayed: finished {', '.join(done)}"
+            f.repaired = True
+        found.append(f)
+    if not any(x.where.startswith(("manifest", "journal/")) and not x.repaired for x in found):
+        # every derived file against the event log (consolidate/pipeline/crosscheck.py); not while a run
+        # waits in the journal (its lines are half written) or the log's own lines are bad
+        from consolidate.pipeline import crosscheck
+        from consolidate.store.index.reindex import allow_missing
+
+        with allow_missing(store):
+            found += crosscheck.check(store, repair)
+            if not any(not x.repaired for x in found if x.where.startswith(("chroma", "manifest"))):
+                found += _check_lexical(store, repair)
+    for sid, pid in (store.sessions.dead_claims() if sessions_ok else ()):
+        f = Finding(f"queue:{sid}", f"claimed by process {pid}, which is gone")
+        if repair:
+            store.sessions.requeue_claim(sid)
+            f.repaired = True
+        found.append(f)
+    return found
+
+
+def _check_project(store, repair: bool) -> list[Finding]:
+    """A manifest written before the store recorded its project (consolidate/store/store.py): the project
+    its memories carry (when they all carry one) is recorded by ``--repair``, so that a copied or
+    moved store folder keeps it; memories of several projects need a person (``--project``)."""
+    from collections import Counter
+
+    if store.recorded_project or store.chroma_url or not store.sub("manifest.json").exists():
+        return []
+    try:
+        from consolidate.store.index import reindex
+
+        scopes = Counter(a.get("scope") for a in reindex.live_memories(store).values() if a.get("scope"))
+    except ConsolidateError:
+        return []
+    if not scopes:
+        return []
+    if len(scopes) > 1:
+        names = ", ".join(f"{p!r} ({n})" for p, n in scopes.most_common(5))
+        return [Finding("manifest.json", f"no project recorded and the memories belong to several: {names}; give"
+                        " --project (or CONSOLIDATE_PROJECT) wherever the store is used", repairable=False)]
+    [(project, n)] = scopes.items()
+    f = Finding("manifest.json", f"no project recorded (a copied or moved store would take the folder's name);"
+                                 f" its {n} memories belong to {project!r}")
+    if repair:
+        from consolidate.store.store import write_json_atomic
+
+        data = store.read_manifest() or {}
+        data["project"] = project
+        write_json_atomic(store.sub("manifest.json"), data)
+        store.recorded_project = project
+        f.problem += "; recorded"
+        f.repaired = True
+    return [f]
+
+
+#: What a damaged session tier costs, said in every finding about it.
+_SESSIONS_LOSS = "its notes and queued session ends cannot be read (the memories are not affected)"
+
+
+def _check_sessions(store, repair: bool, found: list[Finding]) -> bool:
+    """The session tier (``sessions.sqlite3``): not a SQLite database (garbage, truncated) is moved
+    aside by ``--repair`` (to ``sessions.sqlite3.corrupt``, with its -wal and -shm files) so the store
+    works again with an empty session tier; a database that opens but fails SQLite's integrity check
+    needs a person (``sqlite3 sessions.sqlite3 .recover``). True when the tier can be used."""
+    import sqlite3
+
+    path = store.sub("sessions.sqlite3")
+    try:
+        ok = store.sessions.integrity()
+    except (ConsolidateError, sqlite3.DatabaseError) as exc:
+        cause = getattr(exc, "cause", None) or str(exc)
+        f = Finding("sessions.sqlite3", f"not a usable SQLite database ({cause}): {_SESSIONS_LOSS};"
+                                        " --repair moves it to sessions.sqlite3.corrupt and starts an empty session tier"
+                                        " (restore the file from a backup instead if you have one)")
+        if repair:
+            store.close()
+            aside = _move_aside(path, ("-wal", "-shm"))
+            f.problem += f" (moved to {aside.name})"
+            f.repaired = True
+            found.append(f)
+            return True
+        found.append(f)
+        return False
+    if ok != "ok":
+        found.append(Finding("sessions.sqlite3", f"integrity check: {' '.join(str(ok).split())[:200]}: some of"
+                             " its notes may be unreadable; copy the store, then recover the file with"
+                             " `sqlite3 sessions.sqlite3 .recover`", repairable=False))
+    return True
+
+
+def _move_aside(path: Path, companions: tuple[str, ...] = ()) -> Path:
+    """Rename ``path`` (and ``path + suffix`` for each companion that exists) to the first free
+    ``<name>.corrupt``, ``<name>.corrupt-2``, ...; returns the new path of ``path``."""
+    n = 1
+    while True:
+        aside = path.with_name(path.name + (".corrupt" if n == 1 else f".corrupt-{n}"))
+        if not aside.exists():
+            break
+        n += 1
+    path.rename(aside)
+    for suffix in companions:
+        extra = path.with_name(path.name + suffix)
+        if extra.exists():
+            extra.rename(aside.with_name(aside.name + suffix))
+    return aside
+
+
+def _check_lexical(store, repair: bool) -> list[Finding]:
+    """The lexical index (``lexical.sqlite3``, consolidate/store/index/lexical.py) against the recall index: a
+    missing, damaged or out-of-step one (another token, or another number of records) is rebuilt
+    from the recall index's records by ``--repair`` (recall would rebuild it on first use too)."""
+    import sqlite3
+
+    from consolidate.store.index import lexical
+    from consolidate.core.errors import StoreError
+
+    path = lexical.index_path(store.path)
+    try:
+        lt = store.longterm()
+        total = lt.count()
+    except StoreError:
+        return []  # the recall index's own finding
+    if not path.exists():
+        if not total:
+            return []
+        problem = f"the lexical index (exact identifiers in recall) is missing while the recall index holds {_memories(total)}"
+    else:
+        try:
+            idx = lexical.LexicalIndex(path, readonly=True)
+            try:
+                ok = lexical.in_step(store, idx, lt) and idx.count() == total
+                held = idx.count()
+            finally:
+                idx.close()
+            problem = "" if ok else (f"the lexical index holds {_memories(held)} and is out of step with the recall"
+                                     f" index ({_memories(total)})")
+        except sqlite3.Error as exc:
+            problem = f"the lexical index cannot be read ({exc})"
+        if not problem:
+            return []
+    f = Finding(lexical.INDEX_FILE, problem + "; --repair rebuilds it from the recall index (recall does on first use)")
+    if repair:
+        try:
+            lexical.rebuild(store, lt).close()
+            f.repaired = True
+        except (sqlite3.Error, OSError) as exc:
+            f.problem += f" (rebuild failed: {exc})"
+            f.repairable = False
+    return [f]
+
+
+def _memories(n: int) -> str:
+    return f"{n} memory" if n == 1 else f"{n} memories"
+
+
+def exit_code(findings: list[Finding]) -> int:
+    """0 when nothing is left to fix, 1 otherwise."""
+    return 0 if all(f.repaired for f in findings) else 1

@@ -1,0 +1,153 @@
+"""Who may overrule whom in a contradiction, and how much a judge's evidence claim is worth.
+
+Used by the contradiction stage (consolidate/pipeline/stages/contradiction.py) before it ranks two
+contradicting statements. Two rules, both against memory poisoning (a note planted in a session, for
+instance through a tool result or a web page the agent read, that tries to replace a project rule):
+
+1. **Held back candidates never act on an active entry.** A candidate judged from a note worded as an
+   instruction to the judge (``Candidate.isolated``, judges/injection.py) never supersedes, rejects or
+   disputes any entry; a quarantined candidate (low confidence, or instruction-derived) never
+   supersedes, rejects or disputes an *active* or *disputed* one. Such a candidate that contradicts
+   an entry is rejected itself: quarantine keeps it out of recall, and this keeps it from taking the
+   entry out (:func:`may_overrule`).
+2. **A judge's evidence is a claim.** What a judge says about evidence (``user-stated``,
+   ``observed-success``) is capped by where the note came from (:func:`credited_evidence`) before
+   it ranks:
+
+   ==========================================  ======================  ==========================
+   note source                                 how it is known         highest evidence credited
+   ==========================================  ======================  ==========================
+   written by the user                         note metadata           user-stated
+                                               ``source`` ``user`` or
+                                               ``transcript:user``
+   flagged by the agent when written           ``Candidate.source``    the evidence it recorded
+                                               ``flagged``             (user-stated at most)
+   written by the agent, judged                any other note          observed-success/-failure
+   tool error harvested from a transcript      ``transcript:tool_error``  observed-failure
+   harvested from an assistant turn            ``transcript:assistant``   inferred
+   worded as an instruction to the judge       ``Candidate.isolated``  inferred
+   ==========================================  ======================  ==========================
+
+   The same cap applies to a stored entry through its ``source`` metadata: ``flagged`` keeps its
+   evidence, a judged entry is credited observed at most (its note is gone; the judge's claim is
+   all there is).
+
+The candidate's recorded ``evidence`` is not changed: only its rank in the comparison is.
+
+3. **Which of two statements stands** (:func:`prevails`, the one rule for every path that lets one
+   statement replace another: a session run, an AGENTS.md import, a teammate's imported block):
+   stronger credited evidence wins, whatever the dates. Between statements of equal evidence the
+   date each was last observed holding decides (``last_confirmed``, or the date an imported entry
+   carries): the older one never wins (it neither supersedes nor rejects the newer); the newer one
+   wins when its standing is equal, i.e. its evidence was recorded as the other's was (a note
+   flagged or written by the user, an imported entry) or both are judges' claims; a judge's claim
+   newer than a recorded statement only disputes it (a note planted in a session, credited
+   observed, never takes out a flagged rule by being newer). Same day or dates unknown: the higher
+   confidence, else neither (a dispute).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Rank of each evidence kind (user-stated > observed > inferred), as docs/design.md#evidence-and-confidence orders them.
+EVIDENCE_RANK = {"inferred": 0, "observed-failure": 1, "observed-success": 1, "user-stated": 2}
+CONFIDENCE_RANK = {"low": 0, "medium": 1, "high": 2}
+
+#: Note ``metadata["source"]`` values that mean the user wrote the note.
+USER_SOURCES = frozenset({"user", "transcript:user"})
+#: Highest evidence rank credited to a judged note, by its ``metadata["source"]``.
+_SOURCE_CAP = {"transcript:assistant": 0, "transcript:tool_error": 1}
+_JUDGED_CAP = 1
+_USER_CAP = 2
+
+
+def note_sources(plan, candidate) -> list[str]:
+    """The ``metadata["source"]`` of each note the candidate was made from (``""`` when unset)."""
+    out = []
+    for nid in candidate.note_ids:
+        try:
+            src = (plan.note(nid).metadata or {}).get("source")
+        except KeyError:
+            src = None
+        out.append(src if isinstance(src, str) else "")
+    return out
+
+
+def evidence_cap(plan, candidate) -> int:
+    """Highest evidence rank the candidate's origin supports (see the module table)."""
+    if candidate.isolated:
+        return 0
+    sources = note_sources(plan, candidate)
+    if sources and all(s in USER_SOURCES for s in sources):
+        return _USER_CAP
+    if candidate.source == "flagged":
+        return _USER_CAP
+    # several notes: the weakest origin counts
+    return min((_SOURCE_CAP.get(s, _JUDGED_CAP) for s in sources), default=_JUDGED_CAP)
+
+
+def credited_strength(plan, candidate) -> tuple[int, int]:
+    """(evidence rank, confidence rank) of a candidate with its evidence claim capped by its origin."""
+    rank = min(EVIDENCE_RANK.get(candidate.evidence or "", 0), evidence_cap(plan, candidate))
+    return rank, CONFIDENCE_RANK.get(candidate.confidence or "", 0)
+
+
+def entry_strength(meta: dict[str, Any]) -> tuple[int, int]:
+    """(evidence rank, confidence rank) of a stored entry: a judged entry's evidence is credited
+    observed at most; a flagged one keeps its own."""
+    rank = EVIDENCE_RANK.get(meta.get("evidence") or "", 0)
+    if str(meta.get("source") or "").startswith("judge:"):
+        rank = min(rank, _JUDGED_CAP)
+    return rank, CONFIDENCE_RANK.get(meta.get("confidence") or "", 0)
+
+
+def _day(value: Any) -> str | None:
+    return value[:10] if isinstance(value, str) and len(value) >= 10 and value[:4].isdigit() else None
+
+
+def recorded(plan, candidate) -> bool:
+    """Whether the candidate's evidence was recorded with its notes (flagged, or every note written
+    by the user: an imported entry is) rather than claimed by a judge."""
+    return not candidate.isolated and evidence_cap(plan, candidate) == _USER_CAP
+
+
+def entry_recorded(meta: dict[str, Any]) -> bool:
+    """Whether a stored entry's evidence was recorded (not a judge's claim: ``source`` ``judge:...``)."""
+    return not str(meta.get("source") or "").startswith("judge:")
+
+
+#: One side of :func:`prevails`: ((evidence rank, confidence rank), ISO date last observed or None,
+#: evidence recorded rather than claimed by a judge).
+Standing = tuple[tuple[int, int], Any, bool]
+
+
+def prevails(new: Standing, old: Standing, *, by_confidence: bool = True) -> str:
+    """Which of two incompatible statements stands: ``"new"``, ``"old"`` or ``"tie"`` (the rule of
+    the module docstring, point 3).
+
+    Each side is a :data:`Standing`: its credited strength (:func:`credited_strength`,
+    :func:`entry_strength`), the ISO date it was last observed holding (None or ``unknown``: no
+    recency) and whether its evidence was recorded (:func:`recorded`, :func:`entry_recorded`).
+    ``by_confidence=False`` leaves confidence out (an update replaces a statement of equal evidence
+    whatever its confidence): a tie instead."""
+    (new_ev, new_conf), (old_ev, old_conf) = new[0], old[0]
+    if new_ev != old_ev:
+        return "new" if new_ev > old_ev else "old"
+    new_day, old_day = _day(new[1]), _day(old[1])
+    if new_day and old_day and new_day != old_day:
+        newer, older, side = (new, old, "new") if new_day > old_day else (old, new, "old")
+        return side if newer[2] or not older[2] else "tie"  # never the older; the newer when of equal standing
+    if by_confidence and new_conf != old_conf:
+        return "new" if new_conf > old_conf else "old"
+    return "tie"
+
+
+def may_overrule(candidate, target_status: str | None) -> str | None:
+    """None when the candidate may supersede, reject or dispute an entry of ``target_status``;
+    else why not (one short clause, for the event's reason)."""
+    if candidate.isolated:
+        return f"judged from a note worded as an instruction to the judge ({candidate.isolated})"
+    if candidate.status == "quarantined" and (target_status or "active") != "quarantined":
+        return "a quarantined candidate never supersedes, rejects or disputes an active entry"
+    return None

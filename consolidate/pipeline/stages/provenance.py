@@ -1,0 +1,70 @@
+"""Stage 8, provenance stamp: every entry to be written gets its id, provenance and metadata.
+
+``provenance = {session_id, run_id, date, evidence, source, prompt_version, reason, note_ids,
+valid_from}``; ``last_confirmed`` and ``valid_from`` come from its notes (an imported entry's dates,
+else today: consolidate/store/validity.py); an entry it supersedes gets ``valid_to``. The
+memory id is deterministic (``mem-`` + the first 16 hex digits of SHA-256 over scope, type and the
+normalised statement), so a replayed run overwrites instead of duplicating."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+
+from consolidate.rules.memory_types import normalize
+
+
+def memory_id(scope: str, type_: str, statement: str) -> str:
+    """Deterministic id of a memory."""
+    digest = hashlib.sha256(f"{scope}\x00{type_}\x00{normalize(statement)}".encode()).hexdigest()
+    return "mem-" + digest[:16]
+
+
+def run(plan, ctx):
+    """Stamp every candidate that will be written; link supersessions and disputes to its id."""
+    from consolidate.store import archive
+
+    from consolidate.pipeline.forget import check_resurrections
+    from consolidate.store.validity import candidate_dates, plan_day
+
+    check_resurrections(plan, ctx.store)  # a forgotten statement comes back only user-stated or flagged
+    now = _dt.datetime.fromtimestamp(ctx.now, _dt.timezone.utc)
+    dead = archive.tombstones(ctx.store) if plan.writes() else set()
+    for c in plan.writes():
+        c.memory_id = memory_id(plan.scope, c.type, c.statement)
+        if c.memory_id in dead:
+            c.outcome, c.outcome_reason = "rejected", f"{c.memory_id} was deleted (tombstone): never written again"
+            plan.decide("candidate.rejected", note_ids=c.note_ids, reason=c.outcome_reason, memory_id=c.memory_id)
+            continue
+        c.last_confirmed, valid_from = candidate_dates(plan, c)
+        links = {k: c.provenance[k] for k in ("supersedes", "disputes", "updates", "type_inferred", "fields_missing", "external")
+                 if c.provenance.get(k)}
+        c.provenance = {
+            "session_id": plan.session_id, "run_id": plan.run_id, "date": now.isoformat(timespec="seconds"),
+            "evidence": c.evidence, "source": c.source, "prompt_version": c.provenance.get("prompt_version"),
+            "reason": c.reason, "note_ids": list(c.note_ids), "valid_from": valid_from, **links,
+        }
+        for u in plan.updates:
+            if u.memory_id == links.get("supersedes"):
+                u.changes["superseded_by"] = c.memory_id
+                # it held until the statement replacing it became true; replaced by an older statement of
+                # stronger evidence, it held until this run learned so (never an end before its start)
+                start = u.changes.pop("_valid_from", None)
+                u.changes["valid_to"] = valid_from if not start or valid_from >= start else plan_day(plan)
+                u.edges.append([c.memory_id, "supersedes"])
+            elif u.memory_id == links.get("disputes"):
+                u.changes["disputed_with"] = c.memory_id
+                u.edges.append([c.memory_id, "disputes"])
+    anchor(plan, ctx)
+    return plan
+
+
+def anchor(plan, ctx) -> None:
+    """Record the code anchors of every durable entry to be written (consolidate.store.anchors): the
+    project files and symbols it names, with their content hashes (reads files, writes nothing)."""
+    from consolidate.store.anchors import find_anchors, project_root
+
+    root = project_root(ctx.store)
+    for c in plan.writes():
+        if c.tier == "durable" and c.memory_id:
+            c.anchors = find_anchors(root, " ".join([c.statement, *c.fields.values()]), c.entities)

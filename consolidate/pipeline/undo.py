@@ -1,0 +1,127 @@
+"""``consolidate undo RUN_ID``: revert one run from its undo record (``snapshots/<run_id>.json``).
+
+Removes the entries the run added, restores every entry it overwrote, re-confirmed, updated, archived
+or tombstoned to its earlier state (document, metadata and embedding), reverses its graph diff,
+lifts the tombstones it laid (a ``forget`` included), appends ``memory.undone`` / ``run.undone``
+events, and marks the run's entries in ``memory/notes.md`` as undone (struck through). Every step is
+idempotent, and the record is marked undone only at the end, so an interrupted undo is finished by
+running it again. Session notes the run consumed are not restored (they were scratch).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+from consolidate.store import events as event_log, graph, snapshots
+from consolidate.store.archive import lift_tombstones
+from consolidate.core.errors import BadInput
+from consolidate.core.private import private_umask
+from consolidate.store.store import write_json_atomic
+
+
+def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
+    """Revert ``run_id``; returns counts ``{removed, restored}`` (and ``nothing_written: True`` for a
+    run that wrote nothing: no notes, every note dropped, a failure; its undo only records itself).
+    Raises BadInput for an unknown run or one already undone."""
+    private_umask()  # the store stays private whatever the umask (consolidate/core/private.py)
+    try:
+        record = snapshots.load(store, run_id)
+    except BadInput:
+        end = _run_without_record(store, run_id)
+        if end is None:
+            raise
+        return _undo_nothing_written(store, run_id, end, lock_timeout)
+    if record.get("undone"):
+        raise BadInput(f"run {run_id} was already undone")
+    with store.lock(lock_timeout):
+        from consolidate.store.views import context_md
+        from consolidate.store import journal
+
+        # a graph file that cannot be read: refused before anything changes; the graph loaded here is the
+        # one reversed below unless a crashed run's replay appends to it first (one read, not two)
+        loaded = graph.load(store.sub("graph")) if record.get("graph") else None
+        if journal.finish_pending(store):
+            loaded = None
+        lt = store.longterm()
+        added = record.get("added", [])
+        before = record.get("before", {})
+        lt.delete(added)
+        if before:
+            lt.upsert([{"id": i, "document": r["document"], "metadata": r["metadata"], "embedding": r["embedding"]}
+                       for i, r in before.items()])
+        lift_tombstones(store, set(record.get("tombstoned", [])))
+        from consolidate.pipeline.forget import lift
+        from consolidate.store.views.notes_md import mark_run_undone
+
+        lift(store, run_id)  # an undone `forget` protects nothing any more
+        reversed_graph = _reverse_graph(store, record.get("graph"), loaded)
+        ts = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        lines = [{"ts": ts, "event": "memory.undone", "run_id": run_id, "memory_id": i, "action": "removed"} for i in added]
+        lines += [{"ts": ts, "event": "memory.undone", "run_id": run_id, "memory_id": i, "action": "restored"}
+                  for i in before]
+        lines.append({"ts": ts, "event": "run.undone", "run_id": run_id, "session_id": record.get("session_id"),
+                      "removed": len(added), "restored": len(before)})
+        event_log.append(store, lines)
+        context_md.write(store, store.project, touched=list(added) + list(before), undoing=run_id)  # merged: no full read
+        if store.sub("team.json").exists():  # a store in a team: the undo reaches the team store too
+            from consolidate.team.local import write_undo_outbox
+
+            write_undo_outbox(store, run_id, record, lines, (reversed_graph or {}).get("added_edges") or [])
+        mark_run_undone(store, run_id, f"undone {ts[:10]} by consolidate undo")
+        record["undone"] = ts
+        write_json_atomic(snapshots.path_of(store, run_id), record)
+    if store.sub("team.json").exists():
+        from consolidate.team.local import push_after_run
+
+        push_after_run(store)  # failures wait in the outbox for the next run or `consolidate sync`
+    return {"removed": len(added), "restored": len(before)}
+
+
+def _run_without_record(store, run_id: str) -> dict | None:
+    """The queue row of a run that wrote nothing to the index (no notes, every note dropped, a
+    failure, notes left waiting), so has no undo record; None for a run the queue does not know."""
+    if not store.exists or not store.sub("sessions.sqlite3").exists():
+        return None
+    return next((e for e in store.sessions.last_runs(10**6) if e.get("run_id") == run_id), None)
+
+
+def _undo_nothing_written(store, run_id: str, end: dict, lock_timeout: float) -> dict:
+    """Undo a run that wrote nothing: there is nothing to revert, so the undo only records itself
+    (a ``run.undone`` event and an undo record marked undone, so ``runs`` shows it undone and a
+    second undo is refused like any other). Returns ``{removed: 0, restored: 0}``."""
+    with store.lock(lock_timeout):
+        ts = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        event_log.append(store, [{"ts": ts, "event": "run.undone", "run_id": run_id, "session_id": end["session_id"],
+                                  "removed": 0, "restored": 0}])
+        write_json_atomic(snapshots.path_of(store, run_id), {
+            "run_id": run_id, "session_id": end["session_id"], "outcome": end.get("outcome"),
+            "started_at": end.get("finished_at") or 0.0, "added": [], "before": {}, "tombstoned": [], "graph": None,
+            "waiting": int((end.get("result") or {}).get("waiting") or 0), "undone": ts})
+    return {"removed": 0, "restored": 0, "nothing_written": True}
+
+
+def _reverse_graph(store, diff: dict | None, loaded=None) -> dict | None:
+    """Reverse the run's graph diff and rewrite the graph files; ``loaded``: the graph as the files
+    hold it now, when the caller has it. Returns the diff reversed (None: there was none)."""
+    if not diff:
+        return None
+    if "append" in diff:  # lines appended by the run: every such record becomes a diff before the rewrite
+        diff = snapshots.settle_graph_appends(store).get(diff["append"].get("run_id"))
+        if not diff:
+            return None
+    else:
+        snapshots.settle_graph_appends(store)
+    folder = store.sub("graph")
+    g = loaded if loaded is not None else graph.load(folder)
+    for u, v, k in diff.get("added_edges", []):
+        if g.has_edge(u, v, key=k):
+            g.remove_edge(u, v, key=k)
+    for node, attrs in diff.get("changed_nodes", {}).items():
+        if node in g:
+            g.nodes[node].clear()
+            g.nodes[node].update(attrs)
+    for node in diff.get("added_nodes", []):
+        if node in g and g.degree(node) == 0:
+            g.remove_node(node)
+    graph.save(g, folder)
+    return diff

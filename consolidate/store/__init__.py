@@ -1,0 +1,1 @@
+"""Layer 4, the store folder: the session tier, the long-term index, the graph, journal and views."""

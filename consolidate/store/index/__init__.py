@@ -1,0 +1,1 @@
+"""The long-term index: ChromaDB, embeddings, the lexical index, reindexing."""

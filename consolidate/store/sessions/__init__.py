@@ -1,0 +1,1 @@
+"""The session tier (SQLite): notes, ends, agents, the queue file."""

@@ -1,0 +1,1 @@
+"""Derived files of the store: NOTES.md, the context file, the start file."""

@@ -1,0 +1,1 @@
+"""Layer 6, a team store shared through a Chroma server."""

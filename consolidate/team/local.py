@@ -1,0 +1,507 @@
+"""Team memory on a Chroma server: the local side (standard library only; the session-end path and
+the hook import this module, never chromadb).
+
+A store joins a team with ``consolidate team init`` (consolidate/team/sync.py checks the server),
+which writes ``team.json`` in the store: the server URL, the project, the tenant, where the token is
+(the NAME of an environment variable, or the path of a file readable only by its owner: never the
+token itself), whether an insecure URL was allowed, and this machine's id. Local files of team mode,
+all under ``team/`` in the store::
+
+    team/outbox/<run_id>.json   one entry per applied run, waiting to be pushed (deleted once pushed)
+    team/ledger.json            the server version of each memory this machine last pulled or pushed,
+                                and the edge and tombstone ids it already has
+    team/state.json             last push and last pull (times, counts, last error)
+
+The outbox entry is written by apply's ``outbox`` step (journaled: a crash replays it) and names what
+to push, not a copy of it: the push reads the memories' current records from the local index, so a
+push repeated after a crash writes the same records again (upserts by deterministic ids).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as _dt
+import ipaddress
+import json
+import os
+import stat
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from consolidate.core.errors import ConfigError
+
+TEAM_FILE = "team.json"
+#: Default environment variable holding the team token.
+TOKEN_ENV = "CONSOLIDATE_TEAM_TOKEN"  # consolidate/core/settings.py: TEAM_TOKEN
+#: Seconds a SessionStart waits for the team's changes before using the last pulled copy, and the
+#: same for a run's pull before its contradiction check ($CONSOLIDATE_TEAM_PULL_SECONDS overrides both).
+START_PULL_SECONDS = 3.0
+RUN_PULL_SECONDS = 10.0
+#: Seconds a run's push may take before it is left in the outbox for the next run or ``sync``.
+PUSH_SECONDS = 30.0
+#: Statuses a memory keeps in a recall index; a server record with any other status (superseded,
+#: archived, expired, forgotten, deleted, rejudged-out) is dropped from each machine's index.
+LIVE_STATUSES = ("active", "quarantined", "disputed")
+
+
+@dataclasses.dataclass
+class TeamConfig:
+    """``team.json``: ``url`` (http(s)://HOST:PORT), ``project``, ``tenant``, ``token_env`` (the name of
+    the variable holding the token), ``token_file`` (a path outside the store, mode 0600),
+    ``insecure`` (plain http or no token allowed on a non-loopback address), ``machine`` (this store's
+    id, recorded as each write's ``origin``)."""
+
+    url: str
+    project: str
+    tenant: str = "default_tenant"
+    token_env: str = TOKEN_ENV
+    token_file: str | None = None
+    insecure: bool = False
+    machine: str = ""
+
+    @property
+    def database(self) -> str:
+        """The project's Chroma database: ``consolidate_<project>`` (letters, digits, ``_`` and ``-``)."""
+        return database_name(self.project)
+
+
+def database_name(project: str) -> str:
+    """``consolidate_<project>`` with every character outside ``[A-Za-z0-9_-]`` as ``_``. Raises
+    ConfigError for an empty project."""
+    clean = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "_-") else "_" for ch in project.strip())
+    if not clean.strip("_"):
+        raise ConfigError(f"bad team project name {project!r}: use letters, digits, - or _")
+    return f"consolidate_{clean}"[:63]
+
+
+def config_path(store_path: Path) -> Path:
+    return Path(store_path) / TEAM_FILE
+
+
+def load_config(store_path: Path) -> TeamConfig | None:
+    """The store's team configuration, or None for a store that is not in a team. Raises
+    ConfigError for a team.json that cannot be read."""
+    path = config_path(store_path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path} cannot be read ({exc}); run `consolidate team init` again") from None
+    if not isinstance(data, dict) or not data.get("url") or not data.get("project"):
+        raise ConfigError(f"{path} is not a team configuration; run `consolidate team init` again")
+    fields = {f.name for f in dataclasses.fields(TeamConfig)}
+    return TeamConfig(**{k: v for k, v in data.items() if k in fields})
+
+
+def save_config(store_path: Path, cfg: TeamConfig) -> None:
+    """Write ``team.json`` (0600, atomically). Raises ConfigError when a token value would be written."""
+    from consolidate.store.store import write_json_atomic
+
+    if not cfg.machine:
+        cfg.machine = uuid.uuid4().hex[:12]
+    write_json_atomic(config_path(store_path), dataclasses.asdict(cfg))
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback name or address (localhost, 127.0.0.0/8, ::1)."""
+    if host.lower() in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_url(url: str, token: str | None, insecure: bool) -> tuple[str, int, bool]:
+    """``(host, port, tls)`` of a team server URL. Raises ConfigError (one line) for a URL that is not
+    ``http(s)://HOST[:PORT]``, and, unless ``insecure``, for a plain-http URL or a missing token on an
+    address that is not loopback (the token would cross the network in clear, or anyone could write)."""
+    u = urlparse(url or "")
+    if u.scheme not in ("http", "https") or not u.hostname:
+        raise ConfigError(f"bad team server URL {url!r}: use https://HOST:PORT (or http://127.0.0.1:PORT)")
+    try:
+        port = u.port or (443 if u.scheme == "https" else 8000)
+    except ValueError:
+        raise ConfigError(f"bad team server URL {url!r}: the port is not a number") from None
+    if not insecure and not is_loopback(u.hostname):
+        if u.scheme != "https":
+            raise ConfigError(f"refused: {url} is plain http on a non-loopback address (the token and the"
+                              " memories would cross the network in clear); use https, or pass --insecure")
+        if not token:
+            raise ConfigError(f"refused: no team token for {url} (set ${TOKEN_ENV} or give --token-file);"
+                              " a server anyone can write is allowed only with --insecure")
+    return u.hostname, port, u.scheme == "https"
+
+
+def read_token(cfg: TeamConfig, store_path: Path | None = None) -> str | None:
+    """The team token: from ``$<token_env>``, else from ``token_file``. Raises ConfigError when the
+    file is readable by group or others, is inside the store folder, or cannot be read. None when
+    neither gives one."""
+    from consolidate.core.settings import TEAM_TOKEN
+
+    name = cfg.token_env or TOKEN_ENV
+    value = TEAM_TOKEN.get() if name == TEAM_TOKEN.name else os.environ.get(name)  # a variable the team named
+    if value and value.strip():
+        return value.strip()
+    if not cfg.token_file:
+        return None
+    path = Path(cfg.token_file).expanduser()
+    check_token_file(path, store_path)
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the team token file {path}: {exc.strerror or exc}") from None
+    return text or None
+
+
+def check_token_file(path: Path, store_path: Path | None = None) -> None:
+    """Raises ConfigError unless ``path`` is a regular file readable only by its owner (mode 0600 or
+    0400) and outside the store folder."""
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise ConfigError(f"team token file {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"team token file {path} is not a file")
+    if st.st_mode & 0o077:
+        raise ConfigError(f"refused: team token file {path} is readable by others (mode"
+                          f" {stat.S_IMODE(st.st_mode):04o}); chmod 600 it")
+    if store_path is not None:
+        try:
+            path.resolve().relative_to(Path(store_path).resolve())
+        except ValueError:
+            return
+        raise ConfigError(f"refused: the team token file {path} is inside the store folder; keep it outside")
+
+
+# -- outbox -------------------------------------------------------------------------------------
+def outbox_dir(store) -> Path:
+    return store.sub("team", "outbox")
+
+
+def outbox_entry(plan, writes, store) -> dict[str, Any] | None:
+    """What a run pushes (None: nothing). Success (and a maintenance plan: forget, batch maintenance,
+    a resolved dispute): its memories (written, re-confirmed, updated, removed with their last
+    status), tombstones and event lines. Failure: only its ``session.failed`` event. Aborted runs
+    never reach apply."""
+    from consolidate.store.events import run_lines as event_lines
+
+    lines = event_lines(plan, writes)
+    base = {"run_id": plan.run_id, "session_id": plan.session_id, "outcome": plan.outcome,
+            "created": time.time()}
+    if plan.outcome not in ("success", "maintenance"):  # maintenance: forget, batch, dispute resolution
+        failed = [x for x in lines if x.get("event") == "session.failed"]
+        return {**base, "memories": [], "removed": {}, "tombstones": [], "events": failed} if failed else None
+    memories = [c.memory_id for c in writes if c.tier == "durable"]
+    memories += [r.memory_id for r in plan.reconfirmations]
+    removed: dict[str, dict] = {}
+    tombstoned: list[str] = []
+    for u in plan.updates:
+        if u.action == "update":
+            memories.append(u.memory_id)
+        else:
+            removed[u.memory_id] = {"status": u.changes.get("status", "archived"),
+                                    **{k: v for k, v in u.changes.items() if isinstance(v, (str, int, float, bool))}}
+            if u.action == "tombstone":
+                tombstoned.append(u.memory_id)
+        for source, _kind in u.edges:
+            memories.append(source)
+    memories = [m for m in dict.fromkeys(memories) if m not in removed]
+    return {**base, "memories": memories, "removed": removed, "tombstones": tombstoned, "events": lines}
+
+
+def write_outbox(plan, store, writes) -> None:
+    """Apply's ``outbox`` step: write the run's entry (idempotent: the same file again on a replay)."""
+    if load_config(store.path) is None:
+        return
+    entry = outbox_entry(plan, writes, store)
+    if entry is None:
+        return
+    from consolidate.store.store import write_json_atomic
+
+    folder = outbox_dir(store)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = folder / f"{plan.run_id}.json"
+    if not path.exists():
+        write_json_atomic(path, entry)
+
+
+def write_undo_outbox(store, run_id: str, record: dict, lines: list[dict], removed_edges: list) -> None:
+    """``consolidate undo`` of a run in a team store: an outbox entry ``undo-<run_id>`` that pushes the
+    undo as the run's writes were pushed. The memories the run added get status ``undone`` on the
+    team store (every machine drops them), the ones it changed are written back as they were before
+    it (``restore``: this machine's records are the truth, not merged), the tombstones it laid are
+    lifted, the graph edges it added are marked removed, and the undo's events are added. Written
+    once (an interrupted undo run again finds it); pushed by the undo, else by the next run or sync."""
+    if load_config(store.path) is None:
+        return
+    from consolidate.store.store import write_json_atomic
+
+    before = record.get("before") or {}
+    entry = {"run_id": f"undo-{run_id}", "session_id": record.get("session_id"), "outcome": "undo",
+             "created": time.time(), "restore": True, "memories": sorted(before),
+             "removed": {i: {"status": "undone", "undone_by": run_id} for i in record.get("added") or [] if i not in before},
+             "tombstones": [], "lifted": sorted(record.get("tombstoned") or []),
+             "edges_removed": [[str(u), str(v), str(k)] for u, v, k in removed_edges],
+             "events": [{**x, "event_id": f"undo-{run_id}:{i}"} for i, x in enumerate(lines)]}
+    folder = outbox_dir(store)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = folder / f"undo-{run_id}.json"
+    if not path.exists():
+        write_json_atomic(path, entry)
+
+
+def pending(store) -> list[Path]:
+    """Outbox entries waiting to be pushed, oldest first."""
+    folder = outbox_dir(store)
+    if not folder.is_dir():
+        return []
+    return sorted(folder.glob("*.json"), key=lambda p: (p.stat().st_mtime, p.name))
+
+
+def pending_memory_ids(store) -> set[str]:
+    """Memory ids named by waiting outbox entries (a pull must not overwrite these local changes)."""
+    out: set[str] = set()
+    for path in pending(store):
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        out.update(entry.get("memories") or [])
+        out.update(entry.get("removed") or {})
+    return out
+
+
+# -- state and ledger ---------------------------------------------------------------------------
+def _read_json(path: Path, default):
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return data if isinstance(data, type(default)) else default
+    except (OSError, ValueError):
+        return default
+
+
+def read_state(store) -> dict[str, Any]:
+    """``team/state.json``: ``last_push``, ``last_pull`` (ISO UTC), counts and the last errors."""
+    return _read_json(store.sub("team", "state.json"), {})
+
+
+@contextlib.contextmanager
+def _files_lock(store):
+    """``team/.files.lock`` held for one read-modify-write of ``state.json`` or ``ledger.json``: a
+    push, a pull and a SessionStart of one store may run at once (the worker, the hook, the MCP
+    server, a timed-out push still finishing in its thread), and a whole-file rewrite from a copy
+    read earlier would drop what another wrote meanwhile."""
+    import filelock
+
+    folder = store.sub("team")
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    lock = filelock.FileLock(str(folder / ".files.lock"), mode=0o600, thread_local=False)
+    with lock.acquire(timeout=60):
+        yield folder
+
+
+def update_state(store, **changes) -> None:
+    """Merge ``changes`` into ``team/state.json`` (under the team files lock)."""
+    from consolidate.store.store import write_json_atomic
+
+    with _files_lock(store) as folder:
+        state = read_state(store)
+        state.update(changes)
+        write_json_atomic(folder / "state.json", state)
+
+
+def read_ledger(store) -> dict[str, Any]:
+    """``team/ledger.json``: ``memories`` ({id: server version}), ``etags`` ({id: the write id of that
+    version}, see :func:`consolidate.team.sync.write_id`), ``edges`` and ``tombstones`` (ids),
+    ``clock`` (the team clock token of the last pull)."""
+    data = _read_json(store.sub("team", "ledger.json"), {})
+    data.setdefault("memories", {})
+    data.setdefault("etags", {})
+    data.setdefault("edges", [])
+    data.setdefault("tombstones", [])
+    return data
+
+
+def update_ledger(store, fn) -> dict[str, Any]:
+    """Read ``team/ledger.json``, call ``fn(ledger)`` (it changes it in place) and write it back,
+    all under the team files lock, so two writers each keep what the other recorded. Returns the
+    ledger written."""
+    from consolidate.store.store import write_json_atomic
+
+    with _files_lock(store) as folder:
+        ledger = read_ledger(store)
+        fn(ledger)
+        write_json_atomic(folder / "ledger.json", ledger)
+    return ledger
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def pull_seconds(default: float) -> float:
+    """``$CONSOLIDATE_TEAM_PULL_SECONDS`` (consolidate/core/settings.py), else ``default``. Raises
+    ConfigError for a value that is not a positive number of seconds."""
+    from consolidate.core.settings import TEAM_PULL_SECONDS
+
+    value = TEAM_PULL_SECONDS.get()
+    return default if value is None else value
+
+
+def push_seconds() -> float:
+    """``$CONSOLIDATE_TEAM_PUSH_SECONDS`` (consolidate/core/settings.py), else PUSH_SECONDS. Raises
+    ConfigError for a value that is not a positive number of seconds."""
+    from consolidate.core.settings import TEAM_PUSH_SECONDS
+
+    value = TEAM_PUSH_SECONDS.get()
+    return PUSH_SECONDS if value is None else value
+
+
+def status(store) -> dict[str, Any] | None:
+    """The team part of ``consolidate status``: ``url``, ``project``, ``database``, ``last_push``,
+    ``last_pull``, ``pending_pushes``, ``last_error`` (None for a store not in a team)."""
+    cfg = load_config(store.path)
+    if cfg is None:
+        return None
+    state = read_state(store)
+    return {"url": cfg.url, "project": cfg.project, "database": cfg.database, "machine": cfg.machine,
+            "last_push": state.get("last_push"), "last_pull": state.get("last_pull"),
+            "pending_pushes": len(pending(store)), "last_error": state.get("last_error")}
+
+
+# -- calls from the pipeline and the hook (never raise) -----------------------------------------
+def log(store, message: str) -> None:
+    """One line in ``logs/team.log`` (never the token: messages are built without it)."""
+    try:
+        from consolidate.core.private import private_file
+
+        folder = store.sub("logs")
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with private_file(folder / "team.log", "a") as f:
+            f.write(f"{now_iso()} {' '.join(str(message).split())[:500]}\n")
+    except OSError:
+        pass
+
+
+def pull_before_run(store) -> dict | None:
+    """The bounded pull a run does before its contradiction check (team mode only); None when the
+    store is not in a team. A failure is logged and recorded in the state, never raised: the run goes
+    on with the last pulled copy."""
+    if not store.path.is_dir() or load_config(store.path) is None:
+        return None
+    try:
+        from consolidate.team.sync import pull
+
+        return pull(store, seconds=pull_seconds(RUN_PULL_SECONDS))
+    except Exception as exc:  # noqa: BLE001 - a team problem never stops a local run
+        message = f"pull failed: {_one_line(exc)}"
+        log(store, message)
+        update_state(store, last_error=message, last_error_at=now_iso())
+        return {"ok": False, "error": message}
+
+
+def push_after_run(store) -> dict | None:
+    """Push what waits in the outbox after a run (team mode only); never raises: a push that fails
+    stays in the outbox, logged, for the next run or ``consolidate sync``."""
+    if not store.path.is_dir() or load_config(store.path) is None or not pending(store):
+        return None
+    try:
+        from consolidate.team.sync import push
+
+        return push(store, seconds=push_seconds())
+    except Exception as exc:  # noqa: BLE001
+        message = f"push failed, {len(pending(store))} waiting in the outbox: {_one_line(exc)}"
+        log(store, message)
+        update_state(store, last_error=message, last_error_at=now_iso())
+        return {"ok": False, "error": message, "pending": len(pending(store))}
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:300]
+
+
+def fresh_pull(store_path: Path, *, context: bool) -> tuple[dict[str, Any], TeamConfig | None, float]:
+    """The bounded pull of SessionStart and of MCP ``recall``: ``(result, cfg, seconds)``; ``cfg`` None
+    for a store not in a team (nothing done). Pulls within START_PULL_SECONDS
+    ($CONSOLIDATE_TEAM_PULL_SECONDS); ``context`` rewrites ``memory/context.md``. Never raises: a
+    failure is ``{"ok": False, "error"}`` and the last pulled copy stays in use.
+
+    The team store's clock is read first over HTTP with the standard library
+    (consolidate/team/http.py): when it equals the one of the last pull, or the server cannot be
+    reached, chromadb is never imported."""
+    from consolidate.store.store import Store
+
+    try:
+        cfg = load_config(store_path)
+        if cfg is None:
+            return {"ok": True}, None, 0.0
+        store = Store(store_path, create=False)
+        token = read_token(cfg, store_path)
+        check_url(cfg.url, token, cfg.insecure)
+    except Exception as exc:  # noqa: BLE001
+        return {"ok": False, "unread": True, "error": _one_line(exc)}, TeamConfig(url="", project=""), 0.0
+    seconds = pull_seconds(START_PULL_SECONDS)
+    t0 = time.monotonic()
+    result: dict[str, Any]
+    try:
+        from consolidate.team.http import Unreachable, clock
+
+        try:
+            now = clock(cfg, token, seconds)
+        except Unreachable as exc:
+            result = {"ok": False, "timeout": exc.timeout, "error": str(exc)}
+            log(store, f"fresh pull: {exc}; the last pulled copy is used")
+        else:
+            if now is not None and now == read_ledger(store).get("clock") and not pending(store):
+                update_state(store, last_pull=now_iso())
+                result = {"ok": True}
+            else:
+                from consolidate.team.sync import pull
+
+                result = pull(store, seconds=max(0.5, seconds - (time.monotonic() - t0)), context=context)
+    except Exception as exc:  # noqa: BLE001
+        result = {"ok": False, "error": _one_line(exc)}
+        log(store, f"fresh pull failed: {result['error']}")
+    if not result.get("ok"):
+        result["last_pull"] = read_state(store).get("last_pull")
+    return result, cfg, seconds
+
+
+def where_from(store_path: Path, *, context: bool) -> str:
+    """Pull (:func:`fresh_pull`) and say where the memories come from: ``project P, pulled from the
+    team store just now``, ``not read: ...``, or the fallback to the last pulled copy with its time
+    ('' for a store not in a team). Never raises."""
+    result, cfg, seconds = fresh_pull(store_path, context=context)
+    if cfg is None:
+        return ""
+    if result.get("unread"):
+        return f"not read: {result['error']}"
+    if result.get("ok"):
+        return f"project {cfg.project}, pulled from the team store just now"
+    why = "not reached within %g s" % seconds if result.get("timeout") else "not reached"
+    last = result.get("last_pull")
+    return f"the team store was {why}; memories as last pulled {'at ' + last if last else ': never'}"
+
+
+def context_header(store_path: Path) -> str:
+    """SessionStart in team mode: pull within START_PULL_SECONDS, rewrite the context, and return the
+    header line saying where the memories come from ('' for a store not in a team). Never raises."""
+    line = where_from(store_path, context=True)
+    return f"(team memory: {line})" if line else ""
+
+
+def recall_line(store: Any) -> str:
+    """``recall`` (CLI and MCP) on a store in a team (``team.json``, a local store): the same bounded
+    pull as SessionStart first, so a memory another machine pushed since the session started is
+    found; returns where the memories come from ('' for a store not in a team or one read from a
+    Chroma server). ``store`` is a :class:`consolidate.store.store.Store`. Never raises."""
+    if store.chroma_url or not (store.path / "team.json").exists():
+        return ""
+    return where_from(store.path, context=False)
