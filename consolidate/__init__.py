@@ -21,18 +21,19 @@ ERRORS = ("ConsolidateError", "BadInput", "EmptyNote", "InvalidImportLine", "Sec
           "JudgeTimeout", "JudgeOutputInvalid", "CassetteMiss")
 
 
+#: The classes of the public API and the module each is imported from on first use.
+CLASSES = {"Store": "consolidate.store.store", "Plan": "consolidate.model.plan", "Note": "consolidate.model.plan",
+           "Candidate": "consolidate.model.plan", "RunContext": "consolidate.pipeline.run"}
+
+
 def __getattr__(name):
-    """``Store`` and the exceptions (``ConsolidateError`` and its subclasses) are imported on first
-    use, so that ``consolidate hook`` and the idle ``consolidate run`` (consolidate/agents/hooks/fast.py)
-    import nothing they do not use."""
-    if name == "Store":
-        from consolidate.store.store import Store
+    """The classes (``Store``, ``Plan``, ``Note``, ``Candidate``, ``RunContext``) and the exceptions
+    (``ConsolidateError`` and its subclasses) are imported on first use, so that ``consolidate hook``
+    and the idle ``consolidate run`` (consolidate/agents/hooks/fast.py) import nothing they do not use."""
+    if name in CLASSES or name in ERRORS:
+        import importlib
 
-        return Store
-    if name in ERRORS:
-        from consolidate.core import errors
-
-        return getattr(errors, name)
+        return getattr(importlib.import_module(CLASSES.get(name, "consolidate.core.errors")), name)
     raise AttributeError(f"module 'consolidate' has no attribute {name!r}")
 
 
@@ -57,4 +58,5 @@ def run_queue(*args, **kwargs):
     return _run(*args, **kwargs)
 
 
-__all__ = ["Store", "recall", "run_session", "run_queue", "__version__", *ERRORS]
+#: The public API, pinned by tests/test_public_api.py; test doubles are in consolidate.testing.
+__all__ = [*CLASSES, "recall", "run_session", "run_queue", "__version__", *ERRORS]

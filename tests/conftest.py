@@ -17,6 +17,7 @@ import pytest
 sys.dont_write_bytecode = False
 
 from consolidate import Store  # noqa: E402
+from consolidate.testing import DROP, keep  # noqa: E402, F401 - the tests import them from here
 
 #: ../shared beside the repository (present on developers' machines and in CI).
 SHARED = Path(os.environ.get("CONSOLIDATE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
@@ -62,13 +63,6 @@ def minilm_store(tmp_path):
     s.close()
 
 
-def keep(statement, type_="fact", evidence="observed-success", confidence="high", **fields):
-    """A scripted keep verdict."""
-    return {"verdict": "keep", "statement": statement, "type": type_, "evidence": evidence,
-            "confidence": confidence, "reason": "scripted keep", "fields": fields}
-
-
-DROP = {"verdict": "drop", "reason": "scripted drop"}
 
 
 def pytest_configure(config):
