@@ -32,6 +32,7 @@ from consolidate.core import settings
 from consolidate.core.errors import JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
 
 from .base import BaseJudge, JudgeContext, JudgeNote
+from .litellm_env import NOISY_LOGGERS, import_litellm as _import_litellm, missing_provider_keys, quiet_libraries  # noqa: F401
 # The prompts and their answer schemas live in judges.prompting (one place for every judge kind);
 # the names stay importable from here.
 from .prompting import (COMPARE_MODELS, COMPARE_PROMPT_VERSION, NOTES_CLOSE, NOTES_OPEN,  # noqa: F401
@@ -43,33 +44,6 @@ from .prompting import (COMPARE_MODELS, COMPARE_PROMPT_VERSION, NOTES_CLOSE, NOT
 TOKENS_PER_NOTE = 150
 MAX_TOKENS_CAP = 4096
 _DEFAULT_BY_KEY = (("OPENAI_API_KEY", "gpt-4o-mini"), ("ANTHROPIC_API_KEY", "anthropic/claude-3-5-haiku-latest"))
-
-
-def _import_litellm():
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    litellm.telemetry = False
-    litellm.suppress_debug_info = True
-    quiet_libraries()
-    return litellm
-
-
-#: Loggers of the libraries under the API judge that print their own retry and error lines on
-#: stderr (instructor: "API call failed on attempt 1: ..."; LiteLLM; the OpenAI SDK; httpx). The
-#: judge reports every failure itself (a judge event and one line), so they are silenced unless
-#: CONSOLIDATE_DEBUG is set.
-NOISY_LOGGERS = ("instructor", "LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "openai", "httpx", "httpcore")
-
-
-def quiet_libraries() -> None:
-    """Silence :data:`NOISY_LOGGERS` (unless ``$CONSOLIDATE_DEBUG``), keeping the one-line error format."""
-    import logging
-
-    if settings.DEBUG.get():
-        return
-    for name in NOISY_LOGGERS:
-        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 class APIJudge(BaseJudge):
@@ -119,9 +93,7 @@ class APIJudge(BaseJudge):
         server (``api_base``) nor a key is configured (no network; imports litellm)."""
         if self.api_base or self.api_key or not self.model:
             return []
-        from .registry import _missing_provider_keys
-
-        return _missing_provider_keys(self.model)
+        return missing_provider_keys(self.model)
 
     def judge(self, batch: list[JudgeNote], context: JudgeContext, timeout: float | None) -> list[dict]:
         """One structured call for the batch; returns raw verdict dicts (validated by the chain).

@@ -46,6 +46,8 @@ from typing import Any, Literal, Optional, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from .litellm_env import missing_provider_keys
+
 MEMORY_TYPES = ("decision", "constraint", "preference", "recipe", "failure", "fact")
 EVIDENCE_KINDS = ("user-stated", "observed-success", "observed-failure", "inferred")
 
@@ -363,9 +365,7 @@ class _Adapted(BaseJudge):
     def missing_keys(self) -> list[str]:
         # a plug-in that keeps an ``api_key`` (none given) and a model: litellm's keys for that model
         if hasattr(self._inner, "api_key") and not self.api_key and not self.api_base and self.model:
-            from .registry import _missing_provider_keys
-
-            return _missing_provider_keys(self.model)
+            return missing_provider_keys(self.model)
         return []
 
 

@@ -236,15 +236,3 @@ def availability(judge, probe: bool = True, probe_timeout: float = 1.0) -> tuple
         if missing:
             return False, f"{why}: {' or '.join(missing)} not set"
     return ok, why
-
-
-def _missing_provider_keys(model: str) -> list[str]:
-    """The provider key variables litellm needs for ``model`` and cannot find (no network; imports
-    litellm). Base-URL variables are not counted: providers such as ollama have a local default."""
-    try:
-        from .api import _import_litellm
-
-        report = _import_litellm().validate_environment(model=model)
-    except Exception:
-        return []
-    return [k for k in report.get("missing_keys") or [] if k.endswith(("_KEY", "_TOKEN"))]
