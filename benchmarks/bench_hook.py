@@ -108,7 +108,8 @@ def write_context_files(store: Path) -> None:
     """memory/context.md and context.json as a run writes them: the notice and 30 memory lines."""
     from consolidate.store.anchors import write_context_index
     from consolidate.store.views.context_md import render as _context_text
-    from consolidate.store.store import Store, write_text_atomic
+    from consolidate.core.atomic import write_text_atomic
+    from consolidate.store.store import Store
 
     s = Store(store, embedding="hash", project="bench")
     lines = [f"- **fact**: Service {i} listens on port {8000 + i} behind the nginx gateway, see deploy/nginx{i}.conf"

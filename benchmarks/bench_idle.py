@@ -44,7 +44,8 @@ def main() -> int:
     args = ap.parse_args()
     runs = args.runs
     check_venv()
-    from consolidate.store.store import Store, write_json_atomic
+    from consolidate.core.atomic import write_json_atomic
+    from consolidate.store.store import Store
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-idle-"))
     store = Store(tmp / "store", project="bench")

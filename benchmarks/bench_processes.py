@@ -33,7 +33,7 @@ from _bench import check_venv, interleaved, median, parser, spread  # noqa: E402
 
 def recall_latency(runs: int) -> None:
     from consolidate import Store
-    from consolidate.store.index.longterm import bump_generation
+    from consolidate.store.index.generation import bump_generation
     from many_processes import fill_sessions, finish, note_texts, start_cli
 
     with tempfile.TemporaryDirectory() as tmp:

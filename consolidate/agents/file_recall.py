@@ -127,7 +127,7 @@ def load_index(store_path: Path) -> dict[str, Any]:
         pass
     data = {"stamp": stamp, **build_index(store_path)}
     try:
-        from consolidate.store.store import write_json_atomic
+        from consolidate.core.atomic import write_json_atomic
 
         write_json_atomic(cache, data)
     except Exception:  # noqa: BLE001 - a read-only store: answer without caching

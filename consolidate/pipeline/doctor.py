@@ -58,7 +58,7 @@ def _bad_lines(path: Path) -> list[int]:
 
 def _quarantine_lines(path: Path, bad: list[int]) -> None:
     """Move the bad lines of a JSONL file to ``<file>.corrupt`` and rewrite the file without them."""
-    from consolidate.store.store import write_text_atomic
+    from consolidate.core.atomic import write_text_atomic
 
     lines = path.read_bytes().splitlines(keepends=True)
     bad_set = set(bad)
@@ -165,7 +165,7 @@ def _check_project(store, repair: bool) -> list[Finding]:
     f = Finding("manifest.json", f"no project recorded (a copied or moved store would take the folder's name);"
                                  f" its {n} memories belong to {project!r}")
     if repair:
-        from consolidate.store.store import write_json_atomic
+        from consolidate.core.atomic import write_json_atomic
 
         data = store.read_manifest() or {}
         data["project"] = project

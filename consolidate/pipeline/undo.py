@@ -16,7 +16,7 @@ from consolidate.store import events as event_log, graph, snapshots
 from consolidate.store.archive import lift_tombstones
 from consolidate.core.errors import BadInput
 from consolidate.core.private import private_umask
-from consolidate.store.store import write_json_atomic
+from consolidate.core.atomic import write_json_atomic
 
 
 def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:

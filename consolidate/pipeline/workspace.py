@@ -254,7 +254,7 @@ class Workspace:
                             fix="restore it or move the workspace away (nothing was changed)")
 
     def _save(self, data: dict[str, Any]) -> None:
-        from consolidate.store.store import write_json_atomic
+        from consolidate.core.atomic import write_json_atomic
 
         data["updated_at"] = _iso(time.time())
         write_json_atomic(self.state_path, data)
@@ -505,7 +505,7 @@ class Workspace:
             keep.append(it)
         for rel in sorted(redact_files):  # the secret does not stay in the store either
             p = self.root / rel
-            from consolidate.store.store import write_text_atomic
+            from consolidate.core.atomic import write_text_atomic
 
             write_text_atomic(p, secrets.redact(p.read_text(encoding="utf-8", errors="replace")))
         tier = self.store.sessions

@@ -576,7 +576,7 @@ CONTEXT_INDEX = "context.json"
 def write_context_index(store, rows: list[dict], lines: list[str]) -> None:
     """Write ``memory/context.json``: the memory id beside each line of ``memory/context.md``, so
     the SessionStart hook can mark drifted lines and leave stale ones out."""
-    from consolidate.store.store import write_json_atomic
+    from consolidate.core.atomic import write_json_atomic
 
     write_json_atomic(Path(store.path) / "memory" / CONTEXT_INDEX,
                       [{"id": r["id"], "line": line} for r, line in zip(rows, lines)])

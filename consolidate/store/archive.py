@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from consolidate.store.store import write_json_atomic
+from consolidate.core.atomic import write_json_atomic
 
 
 def _folder(store) -> Path:

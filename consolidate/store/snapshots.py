@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from consolidate.core.errors import BadInput, StoreCorrupt
-from consolidate.store.store import write_json_atomic
+from consolidate.core.atomic import write_json_atomic
 
 
 def path_of(store, run_id: str) -> Path:

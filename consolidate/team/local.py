@@ -100,7 +100,7 @@ def load_config(store_path: Path) -> TeamConfig | None:
 
 def save_config(store_path: Path, cfg: TeamConfig) -> None:
     """Write ``team.json`` (0600, atomically). Raises ConfigError when a token value would be written."""
-    from consolidate.store.store import write_json_atomic
+    from consolidate.core.atomic import write_json_atomic
 
     if not cfg.machine:
         cfg.machine = uuid.uuid4().hex[:12]
@@ -222,7 +222,7 @@ def write_outbox(plan, store, writes) -> None:
     entry = outbox_entry(plan, writes, store)
     if entry is None:
         return
-    from consolidate.store.store import write_json_atomic
+    from consolidate.core.atomic import write_json_atomic
 
     folder = outbox_dir(store)
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -240,7 +240,7 @@ def write_undo_outbox(store, run_id: str, record: dict, lines: list[dict], remov
     once (an interrupted undo run again finds it); pushed by the undo, else by the next run or sync."""
     if load_config(store.path) is None:
         return
-    from consolidate.store.store import write_json_atomic
+    from consolidate.core.atomic import write_json_atomic
 
     before = record.get("before") or {}
     entry = {"run_id": f"undo-{run_id}", "session_id": record.get("session_id"), "outcome": "undo",
@@ -308,7 +308,7 @@ def _files_lock(store):
 
 def update_state(store, **changes) -> None:
     """Merge ``changes`` into ``team/state.json`` (under the team files lock)."""
-    from consolidate.store.store import write_json_atomic
+    from consolidate.core.atomic import write_json_atomic
 
     with _files_lock(store) as folder:
         state = read_state(store)
@@ -332,7 +332,7 @@ def update_ledger(store, fn) -> dict[str, Any]:
     """Read ``team/ledger.json``, call ``fn(ledger)`` (it changes it in place) and write it back,
     all under the team files lock, so two writers each keep what the other recorded. Returns the
     ledger written."""
-    from consolidate.store.store import write_json_atomic
+    from consolidate.core.atomic import write_json_atomic
 
     with _files_lock(store) as folder:
         ledger = read_ledger(store)

@@ -669,7 +669,7 @@ def _requeue_lost(store, lt, lost: list[dict]) -> None:
     push merges the two. A memory no longer in the local index was removed here: its removal is
     pushed again with the status it has in the local archive."""
     from consolidate.store import archive
-    from consolidate.store.store import write_json_atomic
+    from consolidate.core.atomic import write_json_atomic
 
     here = lt.get([r["id"] for r in lost])
     removed = {}

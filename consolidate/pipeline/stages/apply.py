@@ -127,7 +127,7 @@ def roll_back(store, plan) -> None:
                             "embedding": r["embedding"]} for i, r in changed.items()])
         except Exception:
             steps = store.sub("journal") / f"{plan.run_id}.steps"
-            from consolidate.store.store import write_text_atomic
+            from consolidate.core.atomic import write_text_atomic
 
             write_text_atomic(steps, "snapshot\n")
             raise

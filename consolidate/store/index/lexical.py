@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from consolidate.store.index.generation import read_generation
+
 INDEX_FILE = "lexical.sqlite3"
 #: Every status a record of the recall index can have (for a search that filters none out).
 ALL_STATUSES = ("active", "disputed", "quarantined", "superseded", "archived", "expired", "forgotten", "deleted")
@@ -371,8 +373,6 @@ def token_of(store, lt) -> str:
     ``count:N`` for a Chroma server (no generation file)."""
     if store.chroma_url:
         return f"count:{lt.count()}"
-    from consolidate.store.index.longterm import read_generation
-
     return read_generation(store)
 
 

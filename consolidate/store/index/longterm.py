@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from consolidate.core.errors import ConsolidateError, EmbeddingMismatch, StoreCorrupt, StoreError
+from consolidate.store.index.generation import GENERATION_FILE, bump_generation, read_generation  # noqa: F401 - GENERATION_FILE: named in docs
 
 COLLECTION = "memories"
 
@@ -78,33 +79,8 @@ def _one_line(exc: BaseException, limit: int = 240) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-#: The file every write to the embedded index changes (store root): a random token, replaced
-#: before and after each write. A process compares it with the token it read when it opened its
-#: client; a different token means another process wrote, and its client is stale.
-GENERATION_FILE = "index.generation"
 #: Attempts of one read that fails because another process wrote while it ran (then reopened).
 READ_ATTEMPTS = 4
-
-
-def read_generation(store) -> str:
-    """The store's index generation token ('' when no write has recorded one)."""
-    try:
-        return store.sub(GENERATION_FILE).read_text(encoding="ascii").strip()
-    except (FileNotFoundError, UnicodeDecodeError):
-        return ""
-    except OSError:
-        return ""
-
-
-def bump_generation(store) -> str:
-    """Replace the generation token (atomically) and return the new one."""
-    import uuid
-
-    from consolidate.store.store import write_text_atomic
-
-    token = uuid.uuid4().hex
-    write_text_atomic(store.sub(GENERATION_FILE), token + "\n")
-    return token
 
 
 class _Index:
