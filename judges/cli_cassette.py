@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from consolidate.core import settings
+from consolidate.core.atomic import write_text_atomic
 from consolidate.core.errors import CassetteMiss, ConfigError
 
 FORMAT = "consolidate-cli-cassette/1"
@@ -216,8 +217,6 @@ class CLICassette:
         """Write one exchange (replacing one with the same kind and digest), under a file lock."""
         import filelock
         import yaml
-
-        from consolidate.store.store import write_text_atomic
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with _LOCK, filelock.FileLock(str(self.path) + ".lock"):
