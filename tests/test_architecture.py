@@ -31,7 +31,7 @@ LONG_FUNCTIONS = {
 OWN_IMPORTS_IN_FUNCTIONS = 676
 LARGEST_CYCLE = 49
 #: Upward imports still listed in the layers contract's ignore_imports: only goes down, to 0.
-LAYER_IGNORES = 27
+LAYER_IGNORES = 26
 
 
 def _sources() -> list[Path]:

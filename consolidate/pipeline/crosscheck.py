@@ -574,7 +574,7 @@ def _check_index(store, hist: History, nodes: dict, rows: dict | None, team: boo
                 missing.append(m)  # embedded again with the log's statement
             else:
                 lt.update_metadata(m, {"status": s["status"], "type": s["type"]})
-    done = rebuild(store, ids=missing, live=_as_nodes(store, live, pulled, nodes)) if missing else \
+    done = rebuild(store, hist.live(), ids=missing, live=_as_nodes(store, live, pulled, nodes)) if missing else \
         {"rebuilt": 0, "graph_only": 0}
     f.problem += f"; rebuilt {_memories(done['rebuilt'])}"
     if done["graph_only"]:

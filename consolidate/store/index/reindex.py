@@ -77,16 +77,6 @@ def missing_index_error(store, count_in_index: int):
                         memories=len(live))
 
 
-def _from_events(store, wanted: set[str]) -> dict[str, dict[str, Any]]:
-    """``{id: {"metadata", "statement" (or None), "fields" (or None)}}`` replayed from the event log
-    (consolidate.pipeline.crosscheck.replay) for the live ids in ``wanted``: the last ``memory.written``
-    (durable), then updates, re-confirmations and undos in order."""
-    from consolidate.pipeline.crosscheck import replay
-
-    return {m: {"metadata": dict(s["metadata"]), "statement": s["statement"], "fields": s["fields"]}
-            for m, s in replay(store).live().items() if m in wanted}
-
-
 def _full_statements(store) -> list[str]:
     """The statements of ``memory/notes.md`` (its ``- **type**: statement [confidence, evidence]
     (source)`` lines), for graph statements cut at :data:`GRAPH_STATEMENT_CHARS`."""
@@ -115,17 +105,22 @@ def _anchors(store) -> dict[str, str]:
     return out
 
 
-def records(store, live: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+def records(store, live: dict[str, dict[str, Any]],
+            described: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
     """The index records (``id``, ``document``, ``metadata``; no embedding yet) of the ``live``
     memories (:func:`live_memories`), and how many of them the event log does not describe (their
     metadata is read from the graph: type, status, scope, the session and run of its derived_from
-    edge; evidence ``inferred`` and confidence ``low`` as for an unconfirmed observation)."""
-    replayed = _from_events(store, set(live))
+    edge; evidence ``inferred`` and confidence ``low`` as for an unconfirmed observation).
+
+    ``described``: ``{id: {"metadata": dict, "statement": str or None, ...}}``, what the event log
+    says of each live memory (the last ``memory.written``, then updates, re-confirmations and undos
+    in order), as the caller folded it (consolidate.pipeline.crosscheck.History.live); ids not in
+    ``live`` are ignored."""
     anchors = _anchors(store)
     long_statements = None
     out, graph_only = [], 0
     for mid, node in live.items():
-        r = replayed.get(mid)
+        r = described.get(mid)
         statement = (r or {}).get("statement") or node.get("statement") or ""
         if not (r or {}).get("statement") and len(statement) >= GRAPH_STATEMENT_CHARS:
             if long_statements is None:
@@ -176,17 +171,19 @@ class allow_missing:
         return False
 
 
-def rebuild(store, ids: list[str] | None = None, live: dict[str, dict[str, Any]] | None = None) -> dict[str, int]:
+def rebuild(store, described: dict[str, dict[str, Any]], ids: list[str] | None = None,
+            live: dict[str, dict[str, Any]] | None = None) -> dict[str, int]:
     """Upsert the live memories missing from the recall index (or ``ids``), embedded again with the
-    store's embedding function, under the store lock. ``live``: ``{id: node attributes}`` of the
-    memories the index must hold (default: the graph's, :func:`live_memories`; doctor gives the
-    event log's, consolidate/pipeline/crosscheck.py). Returns ``{"rebuilt", "graph_only"}``."""
+    store's embedding function, under the store lock. ``described``: what the event log says of the
+    live memories (see :func:`records`; doctor folds the log, consolidate/pipeline/crosscheck.py).
+    ``live``: ``{id: node attributes}`` of the memories the index must hold (default: the graph's,
+    :func:`live_memories`; doctor gives the event log's). Returns ``{"rebuilt", "graph_only"}``."""
     with allow_missing(store), store.lock():
         live = live_memories(store) if live is None else live
         wanted = missing_from_index(store, live) if ids is None else [i for i in ids if i in live]
         if not wanted:
             return {"rebuilt": 0, "graph_only": 0}
-        recs, graph_only = records(store, {m: live[m] for m in wanted})
+        recs, graph_only = records(store, {m: live[m] for m in wanted}, described)
         lt = store.longterm()
         for start in range(0, len(recs), 256):
             chunk = recs[start:start + 256]
