@@ -3,7 +3,7 @@
 The secret gate's other rules need a keyword (``API_KEY=``, ``password is``), a documented prefix
 (``sk-``, ``ghp_``) or armour (``-----BEGIN ... PRIVATE KEY-----``). A line that is only key material
 (a PEM body line, an Azure storage account key, an AWS secret access key pasted alone) has none of
-them; :func:`find` is the rule for it (kind ``key-material``, consolidate/rules/secrets.py runs it last, so
+them; :func:`find` is the rule for it (kind ``key-material``, consolidate/rules/secrets/ runs it last, so
 any more specific rule wins an overlap).
 
 A *run* is a maximal stretch of ``[A-Za-z0-9+/_-]`` (and up to six ``=`` of padding), not glued to a

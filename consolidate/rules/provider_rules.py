@@ -63,7 +63,7 @@ RULES_FILE = Path(__file__).resolve().parent / "data" / "gitleaks.toml"
 EXCLUDED = {
     # Any variable named *key*, *token*, *auth*, *access*, *secret*, *password* given a 10+ character
     # value: the gate's secret-assignment rule covers the same ground with its placeholder, reference,
-    # path and identifier filters, and the prose rules in ~20 languages (consolidate/rules/secrets.py).
+    # path and identifier filters, and the prose rules in ~20 languages (consolidate/rules/secrets/).
     "generic-api-key": "covered by the gate's secret-assignment rule and its placeholder filters",
     # Curl commands: the gate's bearer-token, basic-auth-header and cli-password rules read the same
     # headers and -u user:password pairs; gitleaks' patterns nest lazy .*? loops that Python's
@@ -358,7 +358,7 @@ def find(text: str, low: str | None = None, present: set[str] | None = None) -> 
 
     Only rules one of whose keywords occurs in ``low`` run (``present``: the keywords of
     :func:`keywords` that occur, when the caller has looked for them already, e.g. with one
-    Aho-Corasick pass as consolidate/rules/secrets.py does); each rule is compiled on its first run."""
+    Aho-Corasick pass as consolidate/rules/secrets/providers.py does); each rule is compiled on its first run."""
     rs = _load()
     if low is None:
         low = text.lower()

@@ -1,0 +1,104 @@
+"""The secret gate's entry points: :func:`scan` runs every rule over a text, :func:`redact` and
+:func:`user_reason` replace what it finds by redacted previews."""
+
+from __future__ import annotations
+
+import functools
+
+from consolidate.rules.secrets.assignments import _assignments
+from consolidate.rules.secrets.credentials import _auth_headers, _connection_strings, _credential_pairs, _userinfo_pairs
+from consolidate.rules.secrets.findings import Finding, _Candidate, _P_JWT, _P_KEY_MATERIAL, _P_PRIVATE_KEY, _P_PROVIDER, _resolve
+from consolidate.rules.secrets.prose import _PROSE_WORDS_ALL, _cjk_set_password, _prose_secrets
+from consolidate.rules.secrets.providers import _JWT_RE, _aws, _detect_secrets, _private_keys, _vendor_rules
+
+
+def redact(text: str) -> str:
+    """The text with every finding replaced by its preview; safe to write to logs."""
+    findings = scan(text)
+    if not findings:
+        return text
+    parts: list[str] = []
+    pos = 0
+    for finding in findings:  # sorted and non-overlapping
+        parts.append(text[pos : finding.start])
+        parts.append(finding.preview)
+        pos = finding.end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def user_reason(text: str | None, default: str, limit: int = 500) -> str:
+    """A reason a user typed (``forget --reason``, ``review --approve/--decline --reason``) as it is
+    kept in events, archives and notes.md: whitespace folded, at most ``limit`` characters, and any
+    secret material the gate finds replaced by its redacted preview (:func:`redact`), so a reason never
+    stores a secret a note could not store. ``default`` when ``text`` is empty."""
+    why = " ".join((text or "").split()) or default
+    if text and scan(why):
+        why = redact(why)
+    return why[:limit]
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def scan(text: str) -> list[Finding]:
+    """Every secret in ``text``, sorted by position, never overlapping; ``[]`` means clean."""
+    if not isinstance(text, str):
+        raise TypeError(f"scan() takes a str, not {type(text).__name__}")
+    if len(text) < 5:  # the shortest secret in a text: 口令:春天 (a password word, a separator, a 2-letter word)
+        return []
+    ds = _detect_secrets()
+    # Every rule has needles: lower-case substrings one of which any match must contain. Looking
+    # for them in the lower-cased text is a superset test, and costs far less than running the
+    # regex: most notes skip most rules.
+    low = text.lower()
+    if len(low) != len(text):  # U+0130 lower-cases to two characters: keep offsets aligned
+        low = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in text).replace("\u0130", "i")
+    candidates: list[_Candidate] = []
+    add = candidates.append
+    # every needle of the gate's rules and every keyword of gitleaks' rules, in one Aho-Corasick pass
+    present = {needle for _, needle in ds.finder.iter(low)}
+    present.update(c for c in ds.single_char_needles if c in low)
+
+    for start, end in _private_keys(text, ds):
+        add(_Candidate(_P_PRIVATE_KEY, "private-key", start, end))
+
+    if "eyj" in low:
+        for m in _JWT_RE.finditer(text):
+            if ds.jwt_valid(m.group().rstrip(".")):
+                add(_Candidate(_P_JWT, "jwt", m.start(), m.end()))
+
+    # the provider rules one of whose needles occurs (most notes: none), in a fixed order
+    for i in sorted({i for needle in present for i in ds.rules_by_needle.get(needle, ())}):
+        kind, regex, span_of = ds.rules[i]
+        for m in regex.finditer(text):
+            span = span_of(m, text)
+            if span is not None:
+                add(_Candidate(_P_PROVIDER, kind, *span))
+
+    candidates.extend(_aws(text, low, ds, present))
+    candidates.extend(_vendor_rules(text, low, present, candidates))
+    candidates.extend(_connection_strings(text))
+    candidates.extend(_auth_headers(text, low))
+    candidates.extend(_assignments(text, low))
+    if not present.isdisjoint(_PROSE_WORDS_ALL):  # the secret-named words of prose, from the same pass
+        candidates.extend(_prose_secrets(text, low))
+    candidates.extend(_credential_pairs(text, low, present))
+    candidates.extend(_userinfo_pairs(text))
+    if not low.isascii():
+        candidates.extend(_cjk_set_password(text))
+    # key material with no keyword beside it (consolidate/rules/key_material.py): last, every rule above wins
+    keys = list(_key_material().find(text, [(c.start, c.end) for c in candidates]))
+    if keys:  # a run of key material holding a rule's match by chance: the whole run is the key
+        candidates = [c for c in candidates if not any(a <= c.start and c.end <= b and (a, b) != (c.start, c.end)
+                                                       for a, b in keys)]
+        candidates.extend(_Candidate(_P_KEY_MATERIAL, _key_material().KIND, a, b) for a, b in keys)
+
+    return _resolve(text, candidates)
+
+
+@functools.cache
+def _key_material():
+    from consolidate.rules import key_material
+
+    return key_material
