@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from consolidate import Store
-from consolidate.agents.hooks.fast import QUEUE_FILE
+from consolidate.store.sessions.queue_file import QUEUE_FILE
 
 CONSOLE = str(Path(sys.executable).parent / "consolidate")
 
@@ -217,7 +217,7 @@ def test_idle_run_light_path_imports_no_pipeline(tmp_path):
 
 def test_a_resumed_session_ends_its_open_part(store):
     """Start, end (light path), resume, end again (light path): the second end ends the resumed
-    part, as the full hook decides it (consolidate.agents.hooks.lifecycle.session_for_end)."""
+    part, as the full hook decides it (consolidate.store.sessions.segments.session_for_end)."""
     start = {"session_id": "s1", "hook_event_name": "SessionStart", "source": "startup", "cwd": "/tmp"}
     assert hook(store.path, start).returncode == 0
     assert hook(store.path, end_payload("s1"), "--no-worker").returncode == 0
@@ -239,3 +239,19 @@ def test_idle_run_summary_is_a_run_summary_of_no_notes():
     from consolidate.store.sessions.tables import EMPTY_RUN_SUMMARY
 
     assert run_summary(Plan("idle")) == EMPTY_RUN_SUMMARY
+
+
+def test_the_session_end_hook_imports_the_queue_file_module_and_no_database_code(store):
+    """The light session-end hook (a real SessionEnd payload on stdin, through cli.main in a fresh
+    interpreter) appends through consolidate.store.sessions.queue_file and loads nothing else of the
+    store: not the session tier, not its SQL (tables), not the segment rule, not sqlite3."""
+    code = ("import json, sys; from consolidate.cli.main import main; rc = main(sys.argv[1:]);"
+            " print(json.dumps(sorted(m for m in sys.modules if m.startswith(('consolidate', 'sqlite3')))))")
+    out = subprocess.run([sys.executable, "-c", code, "hook", "--store", str(store.path), "--no-worker"],
+                         input=json.dumps(end_payload("s1")), capture_output=True, text=True, env=_env(), timeout=60)
+    assert out.returncode == 0, out.stderr
+    loaded = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert "consolidate.store.sessions.queue_file" in loaded and queue_lines(store)[-1]["session_id"] == "s1"
+    assert not loaded & {"consolidate.store.sessions.tier", "consolidate.store.sessions.tables",
+                         "consolidate.store.sessions.segments", "consolidate.store.store", "sqlite3",
+                         "consolidate.agents.hooks.full", "consolidate.agents.hooks.lifecycle"}, sorted(loaded)

@@ -25,6 +25,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from consolidate.store.sessions.segments import session_for_end
+
 #: Tools whose input names a file the agent reads or edits.
 FILE_TOOLS = frozenset({"Read", "Edit", "MultiEdit", "Write", "NotebookEdit",
                         "read_file", "write_file", "replace", "read_many_files"})
@@ -269,8 +271,6 @@ def run(store_path: Path, sid: str | None, payload: dict[str, Any], *, record: b
         tier = SessionTier(store_path / "sessions.sqlite3")
         try:
             if sid:
-                from consolidate.agents.hooks.lifecycle import session_for_end
-
                 sid = session_for_end(tier, sid)
             shown = _printed(tier, sid) if sid else set()
             text, texts = file_context(store_path, payload, shown=shown)

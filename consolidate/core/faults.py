@@ -10,7 +10,7 @@ consolidate/agents/hooks/lifecycle.py): ``hook:end:queued`` (the session end and
 committed, no worker started), ``harvest:commit`` (a harvest's notes, keys and done mark written,
 not committed), ``hook:end:harvested`` (the harvest committed, nothing logged) and
 ``hook:precompact:recorded`` (PreCompact's pending harvest committed, not made); the light hook's
-``hook:queue-file:partial`` and ``queue-file:fold`` (consolidate/agents/hooks/fast.py).
+``hook:queue-file:partial`` and ``queue-file:fold`` (consolidate/store/sessions/queue_file.py).
 
 Pause injection for race tests: ``CONSOLIDATE_PAUSE_AT=<point>`` and ``CONSOLIDATE_PAUSE_DIR=<folder>``
 make the process create ``<folder>/<point>.reached`` when it reaches that point and wait (up to

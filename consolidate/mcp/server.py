@@ -48,6 +48,7 @@ from pydantic import Field
 
 from consolidate.core.errors import ConsolidateError
 from consolidate.pipeline.recall import MIN_SIMILARITY
+from consolidate.store.sessions.segments import resumed_part
 from consolidate.store.sessions.tier import OUTCOMES, check_session_id
 from consolidate.store.store import Store
 
@@ -157,12 +158,10 @@ def own_session_id(now: float | None = None) -> str:
 
 def resolve_session(s: Store, session_id: str | None, own_id: str) -> str:
     """The session a tool call is about: ``session_id`` when given (BadInput when blank or bad; an
-    agent session resumed after its end means its open resumed part, consolidate/agents/hooks/lifecycle.py);
+    agent session resumed after its end means its open resumed part, consolidate/store/sessions/segments.py);
     else the store's current agent
     session (recorded by the SessionStart hook, see consolidate.store.sessions.agents); else ``own_id``."""
     if session_id is not None and session_id != "":  # "" is how some clients leave an option out
-        from consolidate.agents.hooks.lifecycle import resumed_part
-
         return resumed_part(s.sessions, check_session_id(session_id))
     from consolidate.store.sessions.agents import current_session
     from consolidate.core.errors import StoreReadOnly

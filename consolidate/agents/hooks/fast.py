@@ -9,7 +9,8 @@ modules are imported, for the invocations users pay for every session.
   when a connection opens and by ``pending``/``queued``), so a queued end is seen by the worker,
   ``consolidate run``, ``status`` and the MCP server as before.
 - ``consolidate hook`` on SessionStart: the context printed from ``memory/context.start.json`` and
-  the session recorded on one connection (consolidate/store/views/start_file.py), when nothing needs the full hook.
+  the session recorded on one connection (consolidate/agents/hooks/fast_start.py), when nothing needs
+  the full hook.
 - ``consolidate run --session S`` for an ended session with no notes (the idle run): the queue row is
   finished in one SQLite transaction and the run's two summary lines printed, without importing the
   pipeline.
@@ -18,19 +19,11 @@ Anything else, or any doubt (a store folder that is missing or not private, a re
 id the gate would need to look at, a run left in the journal, an unknown option), returns None and
 the full command line handles it: the fast path never decides what the full one would decide
 differently. Standard library only; nothing of the package is imported here but
-``consolidate.core.settings`` (the environment variables; ``os`` only) and, for the SQLite work of the
-fold and the idle run, ``consolidate.store.sessions.tables``; fast_start, for a SessionStart, imports
-hook_lifecycle, agent_session and echo: standard library only too. The session-end hook opens no
+``consolidate.core.settings`` (the environment variables; ``os`` only) and the queue file's module
+(``consolidate.store.sessions.queue_file``: the append, the fold and the format of a record), and,
+for the SQLite work of the idle run, ``consolidate.store.sessions.tables``; a SessionStart imports
+consolidate.agents.hooks.fast_start (standard library only too). The session-end hook opens no
 database and imports neither.
-
-Queue file: each record is written as ``"\\n" + JSON + "\\n"`` in one ``write`` to a file opened
-``O_APPEND`` (0600), so concurrent hooks never interleave, and a line cut by a crash (the hook
-killed mid-write) stands alone and is skipped, never glued to the next one. The fold reads from
-the offset it recorded in ``sessions.sqlite3`` (table ``queue_file``: inode and offset), inserts
-every complete record and moves the offset in the same transaction (the statements are
-consolidate.store.sessions.tables'): a fold that dies before its commit is redone whole, one that committed is never redone, so each session end reaches the queue
-table exactly once. The file is not fsynced (as the SQLite queue with ``synchronous=NORMAL``: a
-killed process loses nothing, a power cut may lose the last ends).
 """
 
 from __future__ import annotations
@@ -41,16 +34,15 @@ import sys
 import time
 
 # the variables, declared in consolidate/core/settings.py (standard library only, like this module)
-from consolidate.core.settings import CRASH_AT, JUDGE_CHILD, STORE
+from consolidate.core.settings import JUDGE_CHILD, STORE
+# the queue file's append and fold, and its record's text check (standard library only)
+from consolidate.store.sessions.queue_file import OUTCOMES as _OUTCOMES
+from consolidate.store.sessions.queue_file import append_end, fold_queue_file
+from consolidate.store.sessions.queue_file import simple as _simple
 
-QUEUE_FILE = "queue.jsonl"
-#: Crash points (consolidate.core.faults; ``CONSOLIDATE_CRASH_AT``) of the queue file.
-CRASH_APPEND = "hook:queue-file:partial"  # half a record written, then SIGKILL
-CRASH_FOLD = "queue-file:fold"  # records inserted, offset moved, before the commit
 _END_EVENTS = ("sessionend", "stop")
 _START_EVENT = "sessionstart"
 _ALIASES = {"agentturncomplete": "stop"}
-_OUTCOMES = ("success", "failure", "aborted")
 _STORE_OPTIONS = ("--store", "--chroma-url", "--project", "--embedding")
 _STDIN_MAX_BYTES = 1_000_000
 _STDIN_TIMEOUT = 0.5
@@ -131,17 +123,6 @@ def _parse(argv: list[str]) -> dict | None:
     return opts
 
 
-def _crash(point: str) -> None:
-    if CRASH_AT.get() == point:
-        import signal
-
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _armed(point: str) -> bool:
-    return CRASH_AT.get() == point
-
-
 def _private_store(path: str) -> bool:
     """Whether ``path`` is an existing store folder already made private (0700, with its
     .gitignore): the full path creates or repairs one."""
@@ -180,13 +161,6 @@ def read_stdin(stream=None, timeout: float = _STDIN_TIMEOUT, max_bytes: int = _S
         chunks.append(chunk)
         size += len(chunk)
     return b"".join(chunks)
-
-
-def _simple(text, limit: int, extra: str = "") -> bool:
-    """Whether ``text`` is short plain ASCII (letters, digits, ``_`` and ``extra``): what needs no
-    secret scan and no text check."""
-    return isinstance(text, str) and 0 < len(text) <= limit and all(
-        c.isascii() and (c.isalnum() or c == "_" or c in extra) for c in text)
 
 
 class _Fallback(Exception):
@@ -301,19 +275,6 @@ def close_left_open() -> None:
         fast_start.LEFT_OPEN.pop().close()
 
 
-def append_end(store: str | os.PathLike, record: dict) -> None:
-    """Append one session-end record to the store's queue file (see the module docstring)."""
-    data = ("\n" + json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-    fd = os.open(os.path.join(store, QUEUE_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        if _armed(CRASH_APPEND):
-            os.write(fd, data[: len(data) // 2])
-            _crash(CRASH_APPEND)
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-
-
 def _spawn_worker(store: str, opts: dict) -> int | None:
     """``python -m consolidate worker`` detached (new session, stdin closed, output appended to
     logs/worker.log) with the store options and judges, as consolidate.agents.hooks.full.spawn_worker."""
@@ -389,63 +350,6 @@ def fallback_log(store: str, message: str, cause: BaseException | None = None) -
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-
-
-# --- the fold: queue file -> sessions.sqlite3 --------------------------------------------------------
-
-def fold_queue_file(conn, folder: str | os.PathLike, session_for_end=None) -> int:
-    """Insert the session ends appended to ``folder``/queue.jsonl since the last fold into the
-    ``session_ends`` table of ``conn`` (an autocommit connection to sessions.sqlite3), as
-    ``SessionTier.end`` records them; returns how many. ``session_for_end(session_id)`` names the
-    session an end event ends (a resumed agent session's open part, as the full hook asks
-    consolidate.agents.hooks.lifecycle); it is asked before the fold's transaction. A session consolidated
-    as a failure is not queued again (as ``end`` refuses it); a malformed record is skipped. Cheap
-    when there is nothing new (a stat and one read of the recorded offset). The statements are
-    consolidate.store.sessions.tables' (``queue_file_offset``, ``fold_ends``)."""
-    from consolidate.store.sessions.tables import fold_ends, queue_file_offset
-
-    path = os.path.join(folder, QUEUE_FILE)
-    for _attempt in range(5):
-        try:
-            st = os.stat(path)
-        except OSError:
-            return 0
-        row = queue_file_offset(conn, QUEUE_FILE)
-        if row is not None and row[0] == st.st_ino and row[1] >= st.st_size:
-            return 0
-        start = row[1] if row is not None and row[0] == st.st_ino else 0
-        with open(path, "rb") as f:
-            f.seek(start)
-            data = f.read()
-        end = data.rfind(b"\n") + 1  # complete records only; a record being written waits
-        records = [r for r in (_record(line) for line in data[:end].split(b"\n")) if r is not None]
-        if session_for_end is not None:
-            records = [(session_for_end(sid), *rest) for sid, *rest in records]
-        n = fold_ends(conn, QUEUE_FILE, st.st_ino, start, start + end, records, time.time(),
-                      before_commit=lambda: _crash(CRASH_FOLD))
-        if n is not None:
-            return n
-        # another process folded meanwhile: read again from its offset
-    return 0
-
-
-def _record(line: bytes):
-    """``(session_id, outcome, reason, ended_at)`` of a queue-file line, or None (blank, cut by a
-    crash, or not a record this module wrote)."""
-    if not line.strip():
-        return None
-    try:
-        obj = json.loads(line.decode("utf-8"))
-    except ValueError:
-        return None
-    if not isinstance(obj, dict):
-        return None
-    sid, outcome, reason, ended_at = obj.get("session_id"), obj.get("outcome"), obj.get("reason"), obj.get("ended_at")
-    if not _simple(sid, 200, "-.:@+/") or outcome not in _OUTCOMES or (reason is not None and not _simple(reason, 64)):
-        return None
-    if not isinstance(ended_at, (int, float)):
-        return None
-    return sid, outcome, reason, float(ended_at)
 
 
 # --- the idle run ------------------------------------------------------------------------------------

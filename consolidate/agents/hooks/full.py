@@ -30,6 +30,7 @@ from consolidate.pipeline.context_budget import CONTEXT_MAX_CHARS  # the Session
 from consolidate.store.views.start_file import session_line  # noqa: F401 - one wording for the full and the light SessionStart
 from consolidate.core.faults import crash_point
 from consolidate.core.settings import JUDGE_CHILD
+from consolidate.store.sessions.segments import session_for_end
 
 #: Environment guard set by our own judge subprocesses (``claude -p`` fires its hooks): a hook that
 #: sees it does nothing, so a judge never recurses into consolidation.
@@ -302,7 +303,7 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
                 # queue first, with what to harvest (consolidate/agents/hooks/lifecycle.py): a hook killed at its
                 # time budget has still recorded the session end, and its harvest is made by the worker
                 reason = payload.get("reason") if isinstance(payload.get("reason"), str) else None
-                from consolidate.agents.hooks.lifecycle import end_session, harvest_pending_part, session_for_end, summary
+                from consolidate.agents.hooks.lifecycle import end_session, harvest_pending_part, summary
 
                 sid = session_for_end(tier, sid)  # a resumed session's open part
                 mark = end_session(tier, sid, outcome, reason, transcript_path=payload.get("transcript_path"),
@@ -318,7 +319,7 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
                 log(store_path, f"{name} session={sid} queued ({outcome})"
                     + (f", {summary(harvested)}" if harvest_notes else "") + f"; worker pid {pid}")
             elif name == "precompact" and harvest_notes:
-                from consolidate.agents.hooks.lifecycle import PRECOMPACT_MAX_ENTRIES, harvest_pending_part, record_harvest, session_for_end
+                from consolidate.agents.hooks.lifecycle import PRECOMPACT_MAX_ENTRIES, harvest_pending_part, record_harvest
                 from consolidate.agents.hooks.lifecycle import summary
 
                 sid = session_for_end(tier, sid)

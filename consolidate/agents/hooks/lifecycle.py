@@ -26,11 +26,11 @@ the worker, ``run``, ``batch``, ``import-transcripts``), reading the transcript 
 size, each entry once; the next SessionStart starts a worker when such an end waits (:func:`stranded`).
 
 **Resumed sessions** (``claude --resume``: SessionStart with source ``resume`` on an id whose end
-already ran or is queued). The session end already in the queue is left as it is; the resumed part
-becomes a new session, ``<id>+r<n>`` (a segment), recorded as the store's current session: MCP
-notes without a session id go to it, the SessionEnd hook of ``<id>`` ends it, and its harvest skips
-the entries harvested before. So the notes after a resume are consolidated at its next end, and
-nothing twice. (A session consolidated as a failure stays one; its resumed part is judged on its own.)
+already ran or is queued; the rule is consolidate.store.sessions.segments'). The session end already
+in the queue is left as it is; the resumed part becomes a new session, ``<id>+r<n>`` (a segment),
+recorded as the store's current session: MCP notes without a session id go to it, the SessionEnd
+hook of ``<id>`` ends it, and its harvest skips the entries harvested before. So the notes after a
+resume are consolidated at its next end, and nothing twice. (A session consolidated as a failure stays one; its resumed part is judged on its own.)
 
 **Sessions whose end never fired** (terminal killed, crash, usage limit). At every SessionStart,
 the open sessions recorded in the store (a SessionStart and no end after it, less than 7 days old:
@@ -55,6 +55,9 @@ from __future__ import annotations
 import os
 import re
 import time
+
+from consolidate.store.sessions.segments import base_of, record_start
+
 TYPE_CHECKING = False  # typing is not imported at run time: the light SessionStart hook imports this module
 if TYPE_CHECKING:
     from typing import Any
@@ -68,7 +71,6 @@ BLIND_AGE = 12 * 3600.0
 #: PreCompact reads up to this many entries (the part about to be compacted is often longer than the
 #: 400 a SessionEnd reads; its hook may take 10 s).
 PRECOMPACT_MAX_ENTRIES = 2000
-SEGMENT_SEP = "+r"
 #: A recovery claimed this many seconds ago whose end was never queued (its hook was killed) may be
 #: claimed again.
 CLAIM_STALE = 60.0
@@ -86,64 +88,17 @@ def ensure(tier) -> None:
     ensure_hook_tables(tier.db)
 
 
-def base_of(session_id: str) -> str:
-    """The agent's session id of a segment (``abc+r2`` -> ``abc``)."""
-    return session_id.split(SEGMENT_SEP, 1)[0]
-
-
 def _str(payload: dict, key: str) -> str | None:
     value = payload.get(key)
     return value if isinstance(value, str) and value.strip() else None
 
 
-def open_segment(tier, session_id: str) -> str | None:
-    """The newest segment of the agent session ``session_id`` that has no end yet, or None."""
-    from consolidate.store.sessions.tables import segments
-
-    ensure(tier)
-    for seg in segments(tier.db, session_id):
-        if tier.session_end(seg) is None:
-            return seg
-    return None
-
-
 def session_for_start(tier, session_id: str, payload: dict, *, now: float | None = None) -> str:
-    """The session a SessionStart opens: ``session_id`` itself, or for a session whose end is
-    already recorded (a resume), its open segment or a new one (``<id>+r<n>``). Records it in
-    ``hook_sessions`` with the payload's transcript, cwd and source."""
-    from consolidate.store.sessions.tables import record_hook_session, segments
-
-    ensure(tier)
-    now = time.time() if now is None else now
-    sid = session_id
-    if tier.session_end(session_id) is not None:
-        segment = open_segment(tier, session_id)
-        if segment is not None:
-            sid = segment
-        else:
-            sid = f"{session_id}{SEGMENT_SEP}{len(segments(tier.db, session_id)) + 1}"
-    record_hook_session(tier.db, sid, session_id, transcript_path=_str(payload, "transcript_path"),
-                        cwd=_str(payload, "cwd"), source=_str(payload, "source") or _str(payload, "trigger"),
-                        started_at=now)
-    return sid
-
-
-def session_for_end(tier, session_id: str) -> str:
-    """The session an end event of the agent session ``session_id`` ends: its open segment when it
-    was resumed, else itself."""
-    return open_segment(tier, session_id) or session_id
-
-
-def resumed_part(tier, session_id: str) -> str:
-    """``session_id``, or its open resumed part when the session has an end and was resumed (an
-    agent that names the session id it had before the resume writes to the part that will be
-    consolidated). Never raises: ``session_id`` when the store cannot tell."""
-    try:
-        if tier.session_end(session_id) is None:
-            return session_id
-        return open_segment(tier, session_id) or session_id
-    except Exception:  # noqa: BLE001 - a read-only store
-        return session_id
+    """The session a SessionStart opens (consolidate.store.sessions.segments.record_start: ``session_id``
+    itself, or a resumed session's part ``<id>+r<n>``), recorded with the payload's transcript, cwd
+    and source; returns its id."""
+    return record_start(tier, session_id, transcript_path=_str(payload, "transcript_path"), cwd=_str(payload, "cwd"),
+                        source=_str(payload, "source") or _str(payload, "trigger"), now=now)
 
 
 def transcript_of(tier, session_id: str) -> str | None:

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from consolidate.model.plan import Note
 
 from consolidate.store.sessions import tables as session_tables
+from consolidate.store.sessions.queue_file import fold_queue_file
+from consolidate.store.sessions.segments import session_for_end
 from consolidate.core.errors import BadInput, EmptyNote, StoreCorrupt, UnknownSession
 
 #: Largest note accepted, in characters (1 MB of ASCII). A working note past this is almost surely a
@@ -437,19 +439,14 @@ class SessionTier:
 
     def fold_queue_file(self) -> int:
         """Fold the session ends the light hook appended to ``queue.jsonl`` into the queue table
-        (consolidate/agents/hooks/fast.py); returns how many. Never raises: they are folded next time."""
+        (consolidate.store.sessions.queue_file), each ending a resumed session's open part
+        (consolidate.store.sessions.segments.session_for_end); returns how many. Never raises: they
+        are folded next time."""
         if self.read_only or getattr(self._local, "folding", False):
             return 0
-        from consolidate.agents.hooks.fast import fold_queue_file
-
-        def session_for_end(sid: str) -> str:  # a resumed agent session's open part, as the full hook
-            from consolidate.agents.hooks.lifecycle import session_for_end as for_end
-
-            return for_end(self, sid)
-
         self._local.folding = True  # session_for_end reads the tier: no fold inside the fold
         try:
-            return fold_queue_file(self.db, self.path.parent, session_for_end)
+            return fold_queue_file(self.db, self.path.parent, lambda sid: session_for_end(self, sid))
         except (sqlite3.Error, OSError, ValueError):
             return 0
         finally:

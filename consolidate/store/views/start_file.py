@@ -198,7 +198,8 @@ def session_start(store: str, sid: str, payload: dict, *, gemini: bool = False) 
     """The SessionStart hook for ``sid`` (a plain session id) on the private store ``store``: print
     the session line and the start file's context and record the session, or raise Fallback (see the
     module docstring). Returns the exit code (0)."""
-    from consolidate.agents.hooks.fast import fold_queue_file
+    from consolidate.store.sessions.queue_file import fold_queue_file
+    from consolidate.store.sessions.segments import session_for_end
     from consolidate.store.sessions.tables import LightTier, connect
 
     db_path = os.path.join(store, "sessions.sqlite3")
@@ -209,7 +210,7 @@ def session_start(store: str, sid: str, payload: dict, *, gemini: bool = False) 
         raise Fallback
     conn = connect(db_path)
     try:
-        from consolidate.agents.hooks.lifecycle import missed_sessions, session_for_end, session_for_start, stranded
+        from consolidate.agents.hooks.lifecycle import missed_sessions, session_for_start, stranded
 
         tier = LightTier(conn)
         fold_queue_file(conn, store, lambda s: session_for_end(tier, s))
