@@ -30,7 +30,7 @@ LONG_FUNCTIONS = {
 OWN_IMPORTS_IN_FUNCTIONS = 676
 LARGEST_CYCLE = 49
 #: Upward imports still listed in the layers contract's ignore_imports: only goes down, to 0.
-LAYER_IGNORES = 22
+LAYER_IGNORES = 21
 
 
 def _sources() -> list[Path]:

@@ -11,6 +11,7 @@ import pytest
 
 from consolidate.store import journal
 from consolidate.pipeline import stages
+from consolidate.pipeline.stages import apply as apply_stage
 from consolidate.core.atomic import write_atomic, write_json_atomic
 from consolidate.core.jsonl import append_lines, cut_torn_tail, drop_lines, read_lines
 from consolidate.pipeline.run import RunContext, run_claimed, run_session, run_stages
@@ -255,8 +256,8 @@ def test_drain_replays_a_crashed_run_first_and_a_held_end_is_reported(store, mon
     from consolidate.pipeline.run import drain
 
     calls = []
-    real = journal.recover
-    monkeypatch.setattr(journal, "recover", lambda *a, **k: calls.append("recover") or real(*a, **k))
+    real = apply_stage.recover
+    monkeypatch.setattr(apply_stage, "recover", lambda *a, **k: calls.append("recover") or real(*a, **k))
     _queue(store, "a")
     assert store.sessions.claim("a") is not None  # this process holds it: claimable again by it
     monkeypatch.setattr(type(store.sessions), "claim", lambda self, sid, **k: None)  # another live process
@@ -276,7 +277,7 @@ def test_recover_takes_no_lock_when_the_journal_is_empty(store, monkeypatch):
 
     monkeypatch.setattr(type(store), "lock", refuse)
     assert not journal.has_pending(store)
-    assert journal.recover(store) == []
+    assert apply_stage.recover(store) == []
 
 
 # -- atomic writes --------------------------------------------------------------------------------

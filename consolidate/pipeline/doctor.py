@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from consolidate.core.errors import ConsolidateError
+from consolidate.pipeline.stages import apply as apply_stage
+from consolidate.store import journal
 
 
 @dataclass
@@ -112,12 +114,10 @@ def check(store, repair: bool = False) -> list[Finding]:
                 _quarantine_lines(path, bad)
                 f.repaired = True
             found.append(f)
-    from consolidate.store import journal
-
     if journal.has_pending(store):
         f = Finding("journal/", "an interrupted run is waiting to be replayed")
         if repair:
-            done = journal.recover(store)
+            done = apply_stage.recover(store)
             if done:  # which runs were finished, as `run` says it (consolidate.model.report.drain_notices)
                 f.problem = f"an interrupted run was waiting to be replayed: finished {', '.join(done)}"
             f.repaired = True

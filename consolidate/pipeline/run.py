@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 from consolidate.pipeline import stages
 from consolidate.model.plan import Plan
 from consolidate.pipeline.stages import Stage
+from consolidate.pipeline.stages import apply as apply_stage
 from consolidate.store.store import Store
 
 #: Default time box of one run, in seconds (the whole run: judging gets what is left).
@@ -101,7 +102,7 @@ def run_session(store: Store, session_id: str, *, outcome: str = "success", reas
 def run_stages(run: Sequence[Stage], plan: Plan, ctx: RunContext, lock_timeout: float = LOCK_TIMEOUT) -> Plan:
     """Run ``run``'s stages on ``plan``: the unlocked ones in order, then the locked ones in order
     under one hold of the store lock, after the runs a crash left in the journal are finished
-    (consolidate.store.journal.writing). A dry run takes no lock and leaves out the stages that write.
+    (consolidate.pipeline.stages.apply.writing). A dry run takes no lock and leaves out the stages that write.
     Returns the plan (``finished`` once applied). Raises StoreLocked when the lock is not free within
     ``lock_timeout`` seconds."""
     for stage in run:
@@ -114,9 +115,7 @@ def run_stages(run: Sequence[Stage], plan: Plan, ctx: RunContext, lock_timeout: 
                 _run_stage(stage, plan, ctx)
         return plan
     if locked:
-        from consolidate.store.journal import writing
-
-        with writing(ctx.store, lock_timeout):
+        with apply_stage.writing(ctx.store, lock_timeout):
             for stage in locked:
                 _run_stage(stage, plan, ctx)
     plan.finished = True
@@ -214,9 +213,7 @@ def drain(store: Store, *, session_id: str | None = None, concurrency: int | Non
     dry_run = bool(kwargs.get("dry_run"))
     plans = Drained()
     if not dry_run:
-        from consolidate.store.journal import recover
-
-        plans.replayed = _replayed(store, recover(store, kwargs.get("lock_timeout", LOCK_TIMEOUT)))
+        plans.replayed = _replayed(store, apply_stage.recover(store, kwargs.get("lock_timeout", LOCK_TIMEOUT)))
     team = _team_mode(store, kwargs)
     pulled = False
     while True:

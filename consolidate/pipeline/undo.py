@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as _dt
 
+from consolidate.pipeline.stages import apply as apply_stage
 from consolidate.store import events as event_log, graph, snapshots
 from consolidate.store.archive import lift_tombstones
 from consolidate.core.errors import BadInput
@@ -35,12 +36,11 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
         raise BadInput(f"run {run_id} was already undone")
     with store.lock(lock_timeout):
         from consolidate.store.views import context_md
-        from consolidate.store import journal
 
         # a graph file that cannot be read: refused before anything changes; the graph loaded here is the
         # one reversed below unless a crashed run's replay appends to it first (one read, not two)
         loaded = graph.load(store.sub("graph")) if record.get("graph") else None
-        if journal.finish_pending(store):
+        if apply_stage.finish_pending(store):
             loaded = None
         lt = store.longterm()
         added = record.get("added", [])

@@ -2,12 +2,13 @@
 
 ``journal/<run_id>.json`` holds the whole plan, written and fsynced before the first store write.
 ``journal/<run_id>.steps`` gets one line per apply step completed. A run that finds a journal left
-behind by a crash replays the steps not yet completed (every step is idempotent), then removes it.
+behind by a crash replays the steps not yet completed (every step is idempotent), then removes it:
+the replay is the apply stage's (consolidate.pipeline.stages.apply: ``finish_pending``, ``recover``,
+``writing``); this module only writes, reads and removes the journal's files.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from pathlib import Path
@@ -64,38 +65,6 @@ def has_pending(store) -> bool:
     """Whether a run is left in the journal (a crash between its journal write and its end)."""
     folder = store.sub("journal")
     return folder.is_dir() and any(folder.glob("*.json"))
-
-
-def finish_pending(store) -> list[str]:
-    """Finish the runs a crash left in the journal; returns their run ids (none: ``[]`` at once).
-    The caller holds the store lock. Raises StoreError when a step still fails (the run stays in the
-    journal; consolidate.pipeline.stages.apply.replay)."""
-    if not has_pending(store):
-        return []
-    from consolidate.pipeline.stages.apply import replay
-
-    return replay(store)
-
-
-def recover(store, lock_timeout: float = 60.0) -> list[str]:
-    """:func:`finish_pending` under the store lock, taken within ``lock_timeout`` seconds and only
-    when the journal holds a run; returns the run ids. Raises StoreLocked when the lock is not free
-    in time, StoreError like :func:`finish_pending`."""
-    if not has_pending(store):
-        return []
-    with store.lock(lock_timeout):
-        return finish_pending(store)
-
-
-@contextlib.contextmanager
-def writing(store, lock_timeout: float = 60.0):
-    """Hold the store lock for a write (taken within ``lock_timeout`` seconds; StoreLocked when it is
-    not free), having first finished the runs a crash left in the journal (:func:`finish_pending`),
-    so every write applies on top of a whole store: session runs (consolidate.pipeline.run) and
-    maintenance plans."""
-    with store.lock(lock_timeout):
-        finish_pending(store)
-        yield
 
 
 def pending(store) -> list[Plan]:

@@ -4,11 +4,14 @@ Order: journal (fsynced) -> Chroma upserts (deterministic ids) and re-confirmati
 (temporary file + rename) -> event log -> notes.md -> session rows cleaned -> queue row finished ->
 journal removed. Each step is recorded in the journal when done; a crash is repaired by the next run
 replaying the steps not yet done (:func:`replay`), and every step is idempotent, so a replay never
-duplicates an entry.
+duplicates an entry. The journal's files are consolidate.store.journal's; the replay is here:
+:func:`finish_pending` (the caller holds the lock: undo), :func:`recover` (takes it: the queue's drain
+and ``doctor --repair``) and :func:`writing` (every locked write: session runs, maintenance plans).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 
@@ -183,6 +186,36 @@ def replay(store) -> list[str]:
                              path=str(store.path), run_id=plan.run_id) from None
         done.append(plan.run_id)
     return done
+
+
+def finish_pending(store) -> list[str]:
+    """Finish the runs a crash left in the journal; returns their run ids (none: ``[]`` at once).
+    The caller holds the store lock. Raises StoreError when a step still fails (the run stays in the
+    journal; :func:`replay`)."""
+    if not journal.has_pending(store):
+        return []
+    return replay(store)
+
+
+def recover(store, lock_timeout: float = 60.0) -> list[str]:
+    """:func:`finish_pending` under the store lock, taken within ``lock_timeout`` seconds and only
+    when the journal holds a run; returns the run ids. Raises StoreLocked when the lock is not free
+    in time, StoreError like :func:`finish_pending`."""
+    if not journal.has_pending(store):
+        return []
+    with store.lock(lock_timeout):
+        return finish_pending(store)
+
+
+@contextlib.contextmanager
+def writing(store, lock_timeout: float = 60.0):
+    """Hold the store lock for a write (taken within ``lock_timeout`` seconds; StoreLocked when it is
+    not free), having first finished the runs a crash left in the journal (:func:`finish_pending`),
+    so every write applies on top of a whole store: session runs (consolidate.pipeline.run) and
+    maintenance plans."""
+    with store.lock(lock_timeout):
+        finish_pending(store)
+        yield
 
 
 def _apply_steps(plan, store, done: set[str], replayed: bool = False) -> None:
