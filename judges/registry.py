@@ -83,7 +83,7 @@ def check_specs(specs: list[str]) -> list[str]:
     """Check a judge chain without calling a model: every spec names a registered judge and the
     judge can be built (an unknown ``cli:`` preset, an empty template or a prompt version with no
     template is refused there). Returns ``specs``; raises ConfigError (one line) for the first
-    that fails. ``run`` and ``install-hook`` check the chain with it (consolidate.core.option_check)."""
+    that fails. ``run`` and ``install-hook`` check the chain with it (consolidate.pipeline.run_options)."""
     for spec in specs:
         load(spec)
     return specs

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from consolidate.cli.main import main
+from consolidate.cli.main import main, parse_hook_argv
 from consolidate.agents.install import consolidate_argv, hook_command, install, is_our_command
 
 EXISTING = {
@@ -218,4 +218,40 @@ def test_unknown_agent_is_refused(env):
     from consolidate.core.errors import BadInput
 
     with pytest.raises(BadInput, match="unknown agent 'cursor'"):
-        install("cursor")
+        install("cursor", parse_hook_argv=parse_hook_argv)
+
+
+#: Settings whose value the ``consolidate hook`` parser would take for an option (it begins with a
+#: dash): the command install-hook writes from them would not run.
+DASHED = [("CONSOLIDATE_PROJECT", "-x"), ("CONSOLIDATE_JUDGES", "-noop"), ("CONSOLIDATE_CHROMA_URL", "-http://h:1"),
+          ("CONSOLIDATE_EMBEDDING", "--hash")]
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "gemini-cli"])
+@pytest.mark.parametrize("name,value", DASHED, ids=[d[0] for d in DASHED])
+def test_a_command_the_hook_parser_refuses_is_not_written(tmp_path, agent, name, value):
+    """install-hook parses the command it is about to write with the ``consolidate hook`` command's own
+    parser (the CLI hands it to consolidate.agents.install: consolidate.cli.main.parse_hook_argv), so
+    what the hook would refuse is refused here: one line, exit 2, the settings file as it was."""
+    folder = tmp_path / (".claude" if agent == "claude-code" else ".gemini")
+    folder.mkdir()
+    (folder / "settings.json").write_text('{"theme": "dark"}\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONSOLIDATE_")}
+    env.update({"HOME": str(tmp_path), "CONSOLIDATE_EMBEDDING": "hash", name: value})
+    out = subprocess.run(["consolidate", "install-hook", agent], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 2 and out.stdout == "", out
+    [line] = out.stderr.splitlines()
+    assert line.startswith("error: the hook command would not run: error: consolidate hook: argument --")
+    assert line.endswith("expected one argument (see consolidate hook --help); nothing was written")
+    assert (folder / "settings.json").read_text() == '{"theme": "dark"}\n' and not list(folder.glob("*.bak-*"))
+
+
+def test_parse_hook_argv_is_the_hook_command_s_parser(capsys):
+    """What the installed hook parses is what install-hook checks: the same options, the same refusals."""
+    args = parse_hook_argv(["hook", "--store", "/s", "--judge", "noop", "--judge", "rules", "--harvest"])
+    assert (args.command, args.store, args.judge, args.harvest) == ("hook", "/s", ["noop", "rules"], True)
+    with pytest.raises(SystemExit) as refused:
+        parse_hook_argv(["hook", "--no-such-option"])
+    assert refused.value.code == 2
+    assert capsys.readouterr().err.startswith("error: consolidate: unrecognized arguments: --no-such-option")

@@ -3,7 +3,7 @@
 with ``unknown judge``, only in logs/worker.log, while the session ends piled up).
 
 - ``install-hook`` parses the hook command it would write with the real parser and checks its
-  options as ``run`` does (consolidate/core/option_check.py): exit 2 (4 for the store), one line, the
+  options as ``run`` does (consolidate/pipeline/run_options.py): exit 2 (4 for the store), one line, the
   settings file untouched; the same bad judge gives ``run`` the same line.
 - a worker that fails is recorded (logs/worker.status.json, consolidate/store/worker_health.py); ``status``
   and the next SessionStart (full and light path) say so, with the queued ends and the oldest's age,

@@ -16,7 +16,9 @@ not valid JSON (or not a JSON object) is an error and is left untouched. Only th
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import io
 import json
 import os
 import re
@@ -26,10 +28,14 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from consolidate.core import settings
 from consolidate.core.errors import BadInput
+from consolidate.pipeline.run_options import check_options
+
+if TYPE_CHECKING:
+    import argparse
 
 SCOPES = ("project", "user")
 
@@ -195,29 +201,25 @@ def mcp_command(agent: str, config: dict[str, Any]) -> str:
     return f"claude mcp add consolidate -- {server}"
 
 
-def check_command(command: str, *, default_store: Path | None = None,
-                  project_dir: str | os.PathLike | None = None) -> None:
+def check_command(command: str, *, parse_hook_argv: Callable[[list[str]], argparse.Namespace],
+                  default_store: Path | None = None, project_dir: str | os.PathLike | None = None) -> None:
     """Check the hook command about to be written as the hook will run it, so that a setting the
     worker would refuse is refused here instead (exit 2 or 4, one line, nothing written): its
-    arguments parsed by the real ``consolidate hook`` parser, then its store options and judge
-    chain checked as ``run`` checks them (consolidate/core/option_check.py; no model is built or
-    called). ``default_store``: the store the hook uses when the command names none (a project
-    install: the project's ``.memofs``; a user install: None, any project's).
+    arguments (from ``hook`` on) parsed by ``parse_hook_argv``, the ``consolidate hook`` command's
+    own parser (the CLI's, consolidate.cli.main.parse_hook_argv: it exits with one line on stderr for
+    arguments it refuses), then its store options and judge chain checked as ``run`` checks them
+    (consolidate.pipeline.run_options.check_options; no model is built or called).
+    ``default_store``: the store the hook uses when the command names none (a project install: the
+    project's ``.memofs``; a user install: None, any project's).
 
     Raises BadInput when the parser refuses the arguments; ConfigError, StorePathError or
     EmbeddingMismatch from the option check."""
-    import contextlib
-    import io
-
-    from consolidate.cli.main import build_parser
-    from consolidate.core.option_check import check_options
-
     tokens = shlex.split(command)
     argv = tokens[tokens.index("hook"):]
     said = io.StringIO()
     try:
         with contextlib.redirect_stderr(said):
-            args = build_parser(("lifecycle",)).parse_args(argv)
+            args = parse_hook_argv(argv)
     except SystemExit:
         line = " ".join(said.getvalue().split()) or "its arguments are refused"
         raise BadInput(f"the hook command would not run: {line}; nothing was written") from None
@@ -321,14 +323,16 @@ def _remove_ours(hooks: dict[str, Any], event: str) -> bool:
 def install(agent: str, scope: str = "project", *, dry_run: bool = False, store: str | None = None,
             harvest: bool = False, cwd: str | os.PathLike | None = None, now: float | None = None,
             chroma_url: str | None = None, project: str | None = None, embedding: str | None = None,
-            judges: list[str] | None = None, environ: dict[str, str] | None = None) -> InstallResult:
+            judges: list[str] | None = None, environ: dict[str, str] | None = None,
+            parse_hook_argv: Callable[[list[str]], argparse.Namespace]) -> InstallResult:
     """Install our hooks for ``agent`` (``claude-code`` or ``gemini-cli``) in its ``scope`` settings
     file. Writes nothing when ``dry_run`` or when the hooks are already there. The store options
-    and judges (given, else from the environment: :func:`hook_config`) go into the hook command;
-    ``result.config`` says what the hook will use and ``result.mcp_command`` how to add the MCP
-    server with the same options.
+    and judges (given, else from the environment: :func:`hook_config`) go into the hook command,
+    checked first by :func:`check_command` with ``parse_hook_argv`` (consolidate.cli.main's);
+    ``result.config`` says what the hook will use, ``result.mcp_command`` how to add the MCP server.
 
-    Raises BadInput when the existing file cannot be read, is not valid JSON or not a JSON object."""
+    Raises BadInput when the existing file cannot be read, is not valid JSON or not a JSON object;
+    what :func:`check_command` raises for a command the hook would refuse (nothing written)."""
     spec = _agent(agent)
     if harvest and agent == "codex":
         raise BadInput("--harvest reads Claude Code's transcripts, not Codex's: install the Codex hooks without it"
@@ -337,8 +341,8 @@ def install(agent: str, scope: str = "project", *, dry_run: bool = False, store:
     config = hook_config(store=store, chroma_url=chroma_url, project=project, embedding=embedding, judges=judges,
                          environ=environ)
     command = hook_command(harvest=harvest, output="gemini" if agent == "gemini-cli" else None, config=config)
-    check_command(command, default_store=Path(cwd or os.getcwd()) / ".memofs" if scope == "project" else None,
-                  project_dir=cwd)
+    default_store = Path(cwd or os.getcwd()) / ".memofs" if scope == "project" else None
+    check_command(command, parse_hook_argv=parse_hook_argv, default_store=default_store, project_dir=cwd)
     result = InstallResult(agent=spec.key, path=path, command=command, config=config,
                            mcp_command=mcp_command(spec.key, config))
 

@@ -63,6 +63,14 @@ def build_parser(modules: tuple[str, ...] = MODULES) -> argparse.ArgumentParser:
     return p
 
 
+def parse_hook_argv(argv: list[str]) -> argparse.Namespace:
+    """``argv`` (``["hook", OPTION ...]``) parsed by the ``consolidate hook`` command's own parser, as
+    the installed hook will parse it. Arguments it refuses: one line on stderr and SystemExit(2)
+    (consolidate.cli.parser.OneLineParser). ``install-hook`` gives it to
+    consolidate.agents.install.install, which checks the hook command before writing it."""
+    return build_parser(("lifecycle",)).parse_args(argv)
+
+
 def add_examples(parsers: Mapping[str, argparse.ArgumentParser]) -> None:
     """End each command's ``--help`` with its example from ``consolidate.cli.commands.COMMANDS``."""
     import argparse

@@ -1,27 +1,14 @@
-"""The one check of the options a consolidating process is given: the store options and the judge
-chain (issue 29, item 9: ``install-hook --judge bogus`` was written into the settings with exit 0,
-and every worker the hook started then died with ``unknown judge``, seen only in ``logs/worker.log``).
+"""The check of a Chroma server URL, the one option check the foundations can make alone.
 
-:func:`check_options` checks what ``run`` checks before it opens the store (and what the worker
-would find only once it is running), without building a model or calling one:
-
-- the judge chain (``--judge``, else ``$CONSOLIDATE_JUDGES``, else the store's ``consolidate.toml``,
-  else ``pyproject.toml``; judges.registry.check_specs): every name registered, every judge built
-  (an unknown ``cli:`` preset, an empty template, a prompt version with no template are refused);
-- the embedding function's name (consolidate.store.index.embeddings: ``minilm``, ``hash``, ``chroma:NAME``
-  with NAME in Chroma's registry), and for an existing store, that it is the store's own;
-- the Chroma URL (:func:`check_chroma_url`, the same check the long-term tier makes when it
-  connects);
-- the store path (not a file).
-
-``run`` and ``install-hook`` call it (``install-hook`` on the options of the hook command it is
-about to write, parsed by the real ``consolidate hook`` parser: consolidate.agents.install). Raises
-ConfigError / StorePathError / EmbeddingMismatch (exit 2 or 4, one line).
+:func:`check_chroma_url` is the same check wherever a URL is given: the long-term tier when it
+connects (consolidate.store.index.longterm) and the check of all of a consolidating process's
+options (consolidate.pipeline.run_options.check_options, which ``install-hook`` makes before it
+writes a hook command). The checks that need the store or the judges' registry live there, in the
+pipeline. Only the standard library is imported here. Raises ConfigError (exit 2, one line).
 """
 
 from __future__ import annotations
 
-import os
 from urllib.parse import urlparse
 
 from consolidate.core.errors import ConfigError
@@ -38,41 +25,3 @@ def check_chroma_url(url: str) -> tuple[str, int, bool]:
     if u.scheme not in ("http", "https") or not u.hostname:
         raise ConfigError(f"bad Chroma URL {url!r}: use http://HOST:PORT")
     return u.hostname, port or (443 if u.scheme == "https" else 8000), u.scheme == "https"
-
-
-def check_embedding(name: str) -> str:
-    """The manifest id of the embedding function called ``name`` (consolidate.store.index.embeddings.embedding_id),
-    nothing built; a ``chroma:NAME`` is looked up in Chroma's registry. Raises ConfigError for a
-    name no function has."""
-    from consolidate.store.index.embeddings import ChromaNamed, embedding_id, get_embedding_function
-
-    found = embedding_id(name)
-    if found is None:
-        get_embedding_function(name)  # raises the ConfigError listing the known names
-        raise ConfigError(f"unknown embedding function {name!r}")  # pragma: no cover - it raised
-    if found.startswith("chroma:"):
-        ChromaNamed(found.split(":", 1)[1])  # ConfigError for a name not in Chroma's registry
-    return found
-
-
-def check_options(*, store: str | os.PathLike | None = None, chroma_url: str | None = None,
-                  embedding: str | None = None, judges: list[str] | None = None,
-                  project_dir: str | os.PathLike | None = None) -> list[str]:
-    """Check the options a consolidating process will run with (see the module docstring); returns
-    the judge chain's specs. ``store`` None: the judge chain is looked up without a store's
-    ``consolidate.toml``. ``project_dir``: where ``pyproject.toml`` is looked for (default: cwd).
-
-    Raises ConfigError, StorePathError or EmbeddingMismatch (one line each)."""
-    from judges.registry import chain_specs, check_specs
-
-    if chroma_url:
-        check_chroma_url(chroma_url)
-    if embedding:
-        check_embedding(embedding)
-    if store is not None:
-        from consolidate.store.store import Store
-
-        opened = Store(store, chroma_url=chroma_url, embedding=embedding, create=False)  # StorePathError: a file
-        if opened.exists:
-            opened.check_embedding_name()
-    return check_specs(chain_specs(judges, store, project_dir))

@@ -11,12 +11,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+from consolidate.cli.main import parse_hook_argv
+
 
 def cmd_install_hook(args) -> int:
     from consolidate.agents.install import AGENTS, install
 
     res = install(args.agent, args.scope, dry_run=args.dry_run, store=args.store, harvest=args.harvest,
-                  chroma_url=args.chroma_url, project=args.project, embedding=args.embedding, judges=args.judge)
+                  chroma_url=args.chroma_url, project=args.project, embedding=args.embedding, judges=args.judge,
+                  parse_hook_argv=parse_hook_argv)
     label = AGENTS[res.agent].label
     if not res.changed:
         print(f"{label} hooks already installed in {res.path}: nothing to change")

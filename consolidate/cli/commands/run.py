@@ -17,7 +17,7 @@ from consolidate.cli.options import add_dry_run, add_json, add_judge, add_sessio
 def cmd_run(args) -> int:
     from consolidate.pipeline.run import run_queue
 
-    if args.judge:  # refused before the store is opened: the check install-hook makes (consolidate/core/option_check.py)
+    if args.judge:  # refused before the store is opened: the check install-hook makes (consolidate/pipeline/run_options.py)
         from judges.registry import chain_specs, check_specs
 
         check_specs(chain_specs(args.judge))

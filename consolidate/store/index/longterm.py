@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from consolidate.core.errors import ConsolidateError, EmbeddingMismatch, StoreCorrupt, StoreError
+from consolidate.core.option_check import check_chroma_url
 from consolidate.store.index.generation import GENERATION_FILE, bump_generation, read_generation  # noqa: F401 - GENERATION_FILE: named in docs
 
 COLLECTION = "memories"
@@ -32,8 +33,6 @@ def _client(store, path=None):
 
     settings = Settings(anonymized_telemetry=False)
     if store.chroma_url:
-        from consolidate.core.option_check import check_chroma_url
-
         host, port, tls = check_chroma_url(store.chroma_url)
         try:
             return chromadb.HttpClient(host=host, port=port, ssl=tls, settings=settings)
