@@ -46,10 +46,9 @@ from typing import Any, Literal, Optional, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from .litellm_env import missing_provider_keys
+from consolidate.core.vocab import VERDICTS
 
-MEMORY_TYPES = ("decision", "constraint", "preference", "recipe", "failure", "fact")
-EVIDENCE_KINDS = ("user-stated", "observed-success", "observed-failure", "inferred")
+from .litellm_env import missing_provider_keys
 
 
 @dataclass
@@ -87,7 +86,7 @@ class Verdict(BaseModel):
     candidate, so a bad shape is dropped there, never here). For ``drop``: ``reason``."""
 
     id: str
-    verdict: Literal["keep", "drop"]
+    verdict: Literal[VERDICTS]  # type: ignore[valid-type]  # Literal["keep", "drop"], from the one copy
     statement: Optional[str] = None
     type: Optional[str] = None
     fields: dict[str, str] = Field(default_factory=dict)

@@ -17,6 +17,7 @@ from typing import Any
 from consolidate.core import interruptible
 from consolidate.core.errors import CassetteMiss, JudgeError, JudgeOutputInvalid, JudgeTimeout
 from consolidate.core.settings import REASK
+from consolidate.core.vocab import COMPARE_ALIASES, COMPARE_RELATIONS
 
 from .base import (BaseJudge, ChainResult, Item, Judged, JudgeContext, JudgeNote, Pair, Verdict,  # noqa: F401 (re-exported)
                    as_judge, validate_verdicts)
@@ -281,11 +282,6 @@ class JudgeChain:
             reasons[item.key].append(f"{judge.name}: {kind}: {message}")
 
 
-RELATIONS = ("duplicate", "updates", "contradicts", "unrelated")
-#: Other spellings of a relation a model may answer (``update`` for ``updates``, ...).
-_RELATION_ALIASES = {"update": "updates", "updated": "updates", "replaces": "updates", "supersedes": "updates",
-                     "contradict": "contradicts", "contradiction": "contradicts", "conflict": "contradicts",
-                     "conflicts": "contradicts", "same": "duplicate", "duplicates": "duplicate"}
 #: Pairs per contradiction call: 40 pairs of two statements stay far inside an 8k context, and 40
 #: relations fit the API judge's output budget for them (60 tokens each + 100, judges/api.py).
 MAX_PAIRS_PER_CALL = 40
@@ -364,12 +360,12 @@ def _compare_chunk(chain: "JudgeChain", pairs: list[Pair], context: JudgeContext
                 problems.append(f"answer {str(item)[:60]!r} is not an object; ignored")
                 continue
             pid, rel = str(item.get("id", "")).strip(), str(item.get("relation", "")).strip().lower()
-            rel = _RELATION_ALIASES.get(rel, rel)
+            rel = COMPARE_ALIASES.get(rel, rel)
             if pid not in ids and f"p{pid}" in ids:
                 pid = f"p{pid}"
             if pid not in ids:
                 problems.append(f"relation for unknown pair id {pid[:40]!r} ignored")
-            elif rel not in RELATIONS:
+            elif rel not in COMPARE_RELATIONS:
                 problems.append(f"unknown relation {rel[:40]!r} for pair {pid!r} ignored")
             elif ids[pid].key in answered:
                 problems.append(f"second relation for pair {pid!r} ignored")

@@ -23,6 +23,8 @@ from typing import Optional
 from pydantic import BaseModel, Field
 
 from consolidate.core import settings
+from consolidate.core.vocab import (COMPARE_RELATIONS, CONFIDENCE_LEVELS, ENTITY_RELATIONS, EVIDENCE_KINDS, MEMORY_TYPES,
+                                    UPDATES, VERDICTS)
 
 from .base import JudgeContext, JudgeNote
 
@@ -92,12 +94,12 @@ def render_prompt(batch: list[JudgeNote], context: JudgeContext, version: str = 
 
 class _ApiVerdict(BaseModel):
     id: str = Field(description="the note id exactly as given, e.g. n1")
-    verdict: str = Field(description="keep or drop")
+    verdict: str = Field(description=" or ".join(VERDICTS))
     statement: Optional[str] = Field(None, description="for a keep: one standalone sentence")
-    type: Optional[str] = Field(None, description="decision|constraint|preference|recipe|failure|fact")
+    type: Optional[str] = Field(None, description="|".join(MEMORY_TYPES))
     fields: Optional[dict[str, str]] = Field(None, description="the type's required fields")
-    evidence: Optional[str] = Field(None, description="user-stated|observed-success|observed-failure|inferred")
-    confidence: Optional[str] = Field(None, description="low|medium|high")
+    evidence: Optional[str] = Field(None, description="|".join(EVIDENCE_KINDS))
+    confidence: Optional[str] = Field(None, description="|".join(CONFIDENCE_LEVELS))
     reason: Optional[str] = Field(None, description="why, at most 12 words")
     entities: Optional[list[str]] = Field(None, description="files, packages, tools named")
 
@@ -123,7 +125,7 @@ class Verdicts(BaseModel):
 
 class _RelationTriple(BaseModel):
     source: str = Field(description="an entity the note names")
-    relation: str = Field(description="depends_on|uses|part_of|replaces|conflicts_with")
+    relation: str = Field(description="|".join(ENTITY_RELATIONS))
     target: str = Field(description="an entity the note names")
 
 
@@ -168,7 +170,7 @@ def render_compare_prompt(pairs: list, context: JudgeContext, version: str = COM
 
 class _Relation(BaseModel):
     id: str = Field(description="the pair id exactly as given, e.g. p1")
-    relation: str = Field(description="duplicate | contradicts | unrelated")
+    relation: str = Field(description=" | ".join(r for r in COMPARE_RELATIONS if r != UPDATES))
     reason: Optional[str] = Field(None, description="why, at most 12 words")
 
 
@@ -193,7 +195,7 @@ class Relations(BaseModel):
 
 class _RelationV2(BaseModel):
     id: str = Field(description="the pair id exactly as given, e.g. p1")
-    relation: str = Field(description="duplicate | updates | contradicts | unrelated")
+    relation: str = Field(description=" | ".join(COMPARE_RELATIONS))
     reason: Optional[str] = Field(None, description="why, at most 12 words")
 
 

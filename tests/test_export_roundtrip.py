@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from consolidate.agents.export_md import BEGIN, END, parse_block, render_block, visible
 from consolidate.rules.memory_types import TYPES
-from consolidate.model.plan import EVIDENCE_KINDS
+from consolidate.core.vocab import EVIDENCE_KINDS
 
 REALNOTES = Path(__file__).resolve().parents[2] / "shared" / "data" / "realnotes"
 if not REALNOTES.is_dir():

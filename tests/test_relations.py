@@ -19,7 +19,8 @@ from consolidate import Store
 from consolidate.store import graph
 from consolidate.pipeline.forget import forget
 from consolidate.pipeline.run import run_queue
-from consolidate.store.relations import RELATIONS, entity_name, match_key, parse
+from consolidate.core.vocab import ENTITY_RELATIONS
+from consolidate.store.relations import entity_name, match_key, parse
 from consolidate.pipeline.recall import recall
 from consolidate.pipeline.undo import undo_run
 from conftest import keep
@@ -199,7 +200,7 @@ def test_graph_command_subprocess(tmp_path):
 def test_parse_never_raises_and_keeps_only_the_vocabulary(raw):
     out, dropped = parse(raw)
     for src, kind, dst in out:
-        assert kind in RELATIONS and src and dst and src == entity_name(src) and dst == entity_name(dst)
+        assert kind in ENTITY_RELATIONS and src and dst and src == entity_name(src) and dst == entity_name(dst)
     assert all(isinstance(n, int) and n > 0 for n in dropped.values())
 
 

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from consolidate.core.errors import BadInput
-from consolidate.model.plan import EVIDENCE_KINDS
+from consolidate.core.vocab import CONFIDENCE_LEVELS, EVIDENCE_KINDS
 
 BEGIN = "<!-- consolidate:begin"
 END = "<!-- consolidate:end -->"
@@ -115,7 +115,7 @@ def exportable(store, limit: int = EXPORT_LIMIT) -> tuple[list[dict[str, Any]], 
     if not store.exists or not store.has_longterm:
         return [], left_out
     stale = read_section(store.path)["stale"]
-    rank = {"high": 0, "medium": 1, "low": 2}
+    rank = {level: i for i, level in enumerate(reversed(CONFIDENCE_LEVELS))}
     rows = [r for r in store.longterm().active(store.project) if r["id"] not in stale]
     rows.sort(key=lambda r: (rank.get(r["metadata"].get("confidence"), 3),
                              _neg(r["metadata"].get("last_confirmed")), r["id"]))

@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from consolidate.core.errors import BadInput
-
-RELATIONS = ("duplicate", "updates", "contradicts", "unrelated")
+from consolidate.core.vocab import COMPARE_RELATIONS
 
 
 @dataclass
@@ -43,7 +42,7 @@ def load_pairs(path: str | Path, limit: int | None = None) -> list[LabeledPair]:
     """Read a JSONL pair file (all of it, or its first ``limit`` pairs). Raises BadInput for an
     unreadable or empty file or a bad ``limit``, and InvalidImportLine
     (``path``, ``line``) for a line without a unique ``id``, non-empty ``old``/``new``/``type`` strings,
-    or with a ``relation`` (or an ``also`` entry) outside RELATIONS."""
+    or with a ``relation`` (or an ``also`` entry) outside COMPARE_RELATIONS."""
     if limit is not None and limit < 1:
         raise BadInput(f"--limit must be at least 1 (got {limit})")
     from consolidate.core.jsonl import read_objects
@@ -60,8 +59,8 @@ def load_pairs(path: str | Path, limit: int | None = None) -> list[LabeledPair]:
                 raise bad(f"no `{key}` (a non-empty string is required)")
         rel = obj.get("relation")
         also = obj.get("also") or []
-        if rel not in RELATIONS or not isinstance(also, list) or any(a not in RELATIONS for a in also):
-            raise bad(f"`relation` and `also` must be among {', '.join(RELATIONS)} (got {rel!r}, {also!r})")
+        if rel not in COMPARE_RELATIONS or not isinstance(also, list) or any(a not in COMPARE_RELATIONS for a in also):
+            raise bad(f"`relation` and `also` must be among {', '.join(COMPARE_RELATIONS)} (got {rel!r}, {also!r})")
         pairs.append(LabeledPair(pid, obj["type"], obj["old"], obj["new"], rel, list(also),
                                  obj.get("category"), obj.get("source")))
         if limit is not None and len(pairs) >= limit:
@@ -103,7 +102,7 @@ def evaluate_pairs(chain, pairs: list[LabeledPair], context=None, deadline: floa
     answers = {k: rel for k, (rel, _judge) in answered.items()}
     by_relation: dict[str, dict[str, int]] = {}
     by_category: dict[str, dict[str, int]] = {}
-    confusion: dict[str, dict[str, int]] = {g: {a: 0 for a in RELATIONS} for g in RELATIONS}
+    confusion: dict[str, dict[str, int]] = {g: {a: 0 for a in COMPARE_RELATIONS} for g in COMPARE_RELATIONS}
     for p in pairs:
         got = answers.get(p.id)
         for table, key in ((by_relation, p.relation), (by_category, p.category or "-")):
@@ -134,7 +133,7 @@ def render_pair_report(report: PairReport, name: str = "") -> str:
              ""]
     for title, table in (("gold relation", report.by_relation), ("category", report.by_category)):
         lines.append(f"{title:<14} {'pairs':>5} {'answered':>8} {'strict':>7} {'accepted':>8}")
-        order = [k for k in RELATIONS if k in table] + sorted(k for k in table if k not in RELATIONS)
+        order = [k for k in COMPARE_RELATIONS if k in table] + sorted(k for k in table if k not in COMPARE_RELATIONS)
         tot = {"pairs": 0, "answered": 0, "strict": 0, "accepted": 0}
         for key in order:
             row = table[key]
@@ -146,7 +145,7 @@ def render_pair_report(report: PairReport, name: str = "") -> str:
                      f" {_ratio(tot['accepted'], tot['answered']):>8}")
         lines.append("")
     lines.append("confusion (rows: gold, columns: answered)")
-    lines.append(f"{'':<12} " + " ".join(f"{a:>11}" for a in RELATIONS))
-    for g in RELATIONS:
-        lines.append(f"{g:<12} " + " ".join(f"{report.confusion[g][a]:>11}" for a in RELATIONS))
+    lines.append(f"{'':<12} " + " ".join(f"{a:>11}" for a in COMPARE_RELATIONS))
+    for g in COMPARE_RELATIONS:
+        lines.append(f"{g:<12} " + " ".join(f"{report.confusion[g][a]:>11}" for a in COMPARE_RELATIONS))
     return "\n".join(lines)

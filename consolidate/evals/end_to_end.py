@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from consolidate.core.errors import BadInput
+from consolidate.core.vocab import VERDICTS
 
 OUTCOMES = ("active", "quarantined", "disputed", "transient", "rejected", "duplicate", "dropped", "purged",
             "blocked", "unjudged")
@@ -56,7 +57,7 @@ def label_rows(labels: Path) -> list[dict[str, Any]]:
     for _lineno, obj, bad in read_objects(Path(labels), what="label file"):
         if not isinstance(obj.get("session_id"), str) or not obj["session_id"].strip():
             raise bad("no `session_id`: --end-to-end needs the session of every labeled note")
-        if obj.get("verdict") not in ("keep", "drop"):
+        if obj.get("verdict") not in VERDICTS:
             raise bad("`verdict` must be keep or drop")
         rows.append({"id": str(obj.get("id")), "session_id": obj["session_id"], "verdict": obj["verdict"],
                      "type": obj.get("type")})

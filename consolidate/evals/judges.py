@@ -34,8 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from consolidate.core.errors import BadInput
-
-VERDICTS = ("keep", "drop")
+from consolidate.core.vocab import VERDICTS
 
 
 @dataclass

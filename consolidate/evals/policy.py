@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from consolidate.core.vocab import CONFIDENCE_LEVELS, EVIDENCE_KINDS
+
 #: The policy's events and the outcome each means.
 OUTCOMES = {"candidate.rejected": "rejected", "candidate.transient": "transient",
             "candidate.quarantined": "quarantined", "candidate.blocked": "blocked"}
@@ -37,7 +39,7 @@ def policy_outcomes(judged: dict[int, Any], contents: dict[int, str]) -> dict[in
     """``key -> (outcome, rule)`` for every keep in ``judged`` (chain result: key -> Judged), where
     outcome is ``written``, ``rejected``, ``transient``, ``quarantined`` or ``blocked``; ``contents``
     maps the same keys to the notes' text. Runs stages.write_policy on a throwaway plan."""
-    from consolidate.model.plan import CONFIDENCE_LEVELS, EVIDENCE_KINDS, Candidate, Note, Plan, inferred_confidence, initial_confidence
+    from consolidate.model.plan import Candidate, Note, Plan, inferred_confidence, initial_confidence
     from consolidate.pipeline.stages import write_policy
 
     plan = Plan(session_id="eval")

@@ -21,8 +21,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-CONFIDENCE_LEVELS = ("low", "medium", "high")
-EVIDENCE_KINDS = ("user-stated", "observed-success", "observed-failure", "inferred")
+from consolidate.core.vocab import CONFIDENCE_LEVELS
 
 
 def initial_confidence(evidence: str) -> str:
@@ -80,7 +79,7 @@ class Candidate:
     judges/injection.py): such a keeper is quarantined and confirms nothing. ``anchors`` are the
     files and symbols of the project it names, with their content hashes (consolidate.store.anchors).
     ``relations`` are how its entities relate, ``[[source, kind, target]]`` with kind from
-    consolidate.store.relations.RELATIONS (written as entity -> entity graph edges).
+    consolidate.core.vocab.ENTITY_RELATIONS (written as entity -> entity graph edges).
     """
 
     note_ids: list[int]

@@ -48,6 +48,7 @@ from typing import Any
 
 from consolidate.core.errors import BadInput, PathRefused, UnknownSession
 from consolidate.store.sessions.tier import OUTCOMES, check_session_id
+from consolidate.core.vocab import MEMORY_TYPES
 
 #: Largest file in a workspace, in bytes (UTF-8). A bigger write or append is refused whole.
 MAX_FILE_BYTES = 1_000_000
@@ -73,10 +74,8 @@ STATE_FIELDS = {"session_id": (("string",), True), "state": ((STATES,), True),
                 "blocked_items": (("object",), False), "extract_flag": (("boolean",), False)}
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
-_KIND_HEADING = {"decision": "decision", "decisions": "decision", "constraint": "constraint",
-                 "constraints": "constraint", "preference": "preference", "preferences": "preference",
-                 "recipe": "recipe", "recipes": "recipe", "failure": "failure", "failures": "failure",
-                 "fact": "fact", "facts": "fact"}
+#: A heading of the working file naming a memory type, singular or plural ("## Decisions").
+_KIND_HEADING = {name: t for t in MEMORY_TYPES for name in (t, t + "s")}
 
 
 def _iso(ts: float | None) -> str | None:

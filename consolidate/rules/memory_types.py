@@ -17,6 +17,8 @@ import re
 
 from pydantic import BaseModel, ValidationError, field_validator
 
+from consolidate.core.vocab import MEMORY_TYPES
+
 
 class _Memory(BaseModel):
     statement: str
@@ -55,10 +57,9 @@ class Fact(_Memory):
     pass
 
 
-TYPES: dict[str, type[_Memory]] = {
-    "decision": Decision, "constraint": Constraint, "preference": Preference,
-    "recipe": Recipe, "failure": Failure, "fact": Fact,
-}
+#: The model of each memory type (consolidate.core.vocab.MEMORY_TYPES, in that order).
+TYPES: dict[str, type[_Memory]] = dict(zip(MEMORY_TYPES, (Decision, Constraint, Preference, Recipe, Failure, Fact),
+                                           strict=True))
 
 
 def missing_fields(type_: str, statement: str, fields: dict[str, str]) -> str | None:

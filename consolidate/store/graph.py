@@ -5,7 +5,7 @@ Nodes carry ``kind``: ``memory`` (id = memory id), ``session`` (id ``session:<id
 (id ``entity:<name>``, with ``entity_kind`` file|package|tool). Edges carry ``kind``:
 ``derived_from`` (memory -> session), ``mentions`` (memory -> entity), ``supersedes`` and ``disputes``
 (memory -> memory, with the status change that made them), and the relations a judge gave between
-entities (entity -> entity, kind one of consolidate.store.relations.RELATIONS, key ``KIND:MEMORY_ID``, with
+entities (entity -> entity, kind one of consolidate.core.vocab.ENTITY_RELATIONS, key ``KIND:MEMORY_ID``, with
 ``memory_id`` and ``run_id`` as provenance: one edge per memory that states it, so forgetting,
 superseding or undoing that memory takes its edge out of what :func:`relations_of` follows). Saving writes each file to a temporary file and renames it, so a
 crash leaves the old graph or the new one, never half of one.

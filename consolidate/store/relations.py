@@ -6,7 +6,7 @@ does the understanding, in any wording or language; this module only checks and 
 gets, and apply writes each relation as a graph edge ``entity:SOURCE -> entity:TARGET`` (key
 ``RELATION:MEMORY_ID``, with the memory and run as provenance: consolidate/store/graph.py).
 
-The vocabulary (:data:`RELATIONS`) is small and closed, so that ``consolidate graph`` and recall can
+The vocabulary (``consolidate.core.vocab.ENTITY_RELATIONS``, other spellings in ``RELATION_ALIASES``) is small and closed, so that ``consolidate graph`` and recall can
 follow edges without guessing what a kind means:
 
 - ``depends_on``: SOURCE needs TARGET to build or run (a package, a service, a module);
@@ -30,12 +30,8 @@ import re
 import unicodedata
 from typing import Any
 
-#: The relation kinds a judge may give (see the module docstring).
-RELATIONS = ("depends_on", "uses", "part_of", "replaces", "conflicts_with")
-#: Other spellings of the same kinds, after :func:`_kind_key`.
-ALIASES = {"depends": "depends_on", "requires": "depends_on", "needs": "depends_on", "relies_on": "depends_on",
-           "use": "uses", "belongs_to": "part_of", "component_of": "part_of", "supersedes": "replaces", "replaced": "replaces",
-           "conflicts": "conflicts_with", "incompatible_with": "conflicts_with"}
+from consolidate.core.vocab import ENTITY_RELATIONS, RELATION_ALIASES
+
 #: The most relations kept per memory (a judge listing more is cut, the rest counted as dropped).
 MAX_PER_MEMORY = 10
 #: The longest entity name kept (characters), as consolidate.store.graph.extract_entities cuts a judge's entities.
@@ -65,8 +61,8 @@ def relation_kind(value: Any) -> str | None:
     if not isinstance(value, str):
         return None
     key = _kind_key(value)
-    key = ALIASES.get(key, key)
-    return key if key in RELATIONS else None
+    key = RELATION_ALIASES.get(key, key)
+    return key if key in ENTITY_RELATIONS else None
 
 
 def parse(raw: Any) -> tuple[list[list[str]], dict[str, int]]:

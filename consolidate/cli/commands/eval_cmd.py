@@ -9,6 +9,7 @@ import time
 
 
 from consolidate.cli.options import add_json, add_judge, add_limit, add_session, add_time_box, count_1_to
+from consolidate.core.vocab import COMPARE_RELATIONS
 
 
 def _chain(args):
@@ -98,7 +99,7 @@ def register(sub, common) -> None:
     what.add_argument("--labels", help="JSONL file: id, content, optional section, verdict keep|drop, optional type"
                                        " (with --end-to-end: session_id too)")
     what.add_argument("--pairs", help="JSONL file of labeled pairs for the compare prompt: id, type, old, new,"
-                                      " relation duplicate|updates|contradicts|unrelated, optional also, category")
+                                      " relation " + "|".join(COMPARE_RELATIONS) + ", optional also, category")
     add_limit(s, 10**9, None, "only the first N labeled notes (or pairs, with --pairs)")
     s.add_argument("--project", default="default", help="project name given to the judge as context")
     s.add_argument("--prompt-version", help="judge prompt version (judge-v1, judge-v2, judge-v5, judge-v7, judge-v8; default:"

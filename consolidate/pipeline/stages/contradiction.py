@@ -42,6 +42,7 @@ import re
 
 from consolidate.rules.memory_types import normalize
 from consolidate.model.plan import MemoryUpdate, Reconfirmation, step_confidence
+from consolidate.core.vocab import CONFIDENCE_RANK, EVIDENCE_RANK
 
 #: Cosine similarity at or above which two statements are the same memory without asking a judge.
 #: MiniLM-L6-v2 scores rewrites of one sentence above 0.95 and paraphrases of one rule 0.85-0.95.
@@ -63,14 +64,12 @@ CANDIDATE_SIMILARITY = 0.55
 #: 2.4 % -> 1.2 %, gold keepers active unchanged (cassettes/e2e-realnotes-*-capable).
 CROSS_TYPE_SIMILARITY = 0.65
 NEIGHBOURS = 5
-_EVIDENCE_RANK = {"inferred": 0, "observed-failure": 1, "observed-success": 1, "user-stated": 2}
-_CONFIDENCE_RANK = {"low": 0, "medium": 1, "high": 2}
 
 
 def strength(evidence: str | None, confidence: str | None) -> tuple[int, int]:
     """Comparable strength of an entry: evidence rank (user-stated > observed > inferred), then
     confidence."""
-    return _EVIDENCE_RANK.get(evidence or "", 0), _CONFIDENCE_RANK.get(confidence or "", 0)
+    return EVIDENCE_RANK.get(evidence or "", 0), CONFIDENCE_RANK.get(confidence or "", 0)
 
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
@@ -296,7 +295,7 @@ def _reconfirm(plan, c, match, today) -> None:
             evidence = c.evidence
         elif evidence == "inferred":
             evidence = "observed-success"  # corroborated by an independent session
-        confidence = max(confidence, "medium", key=_CONFIDENCE_RANK.__getitem__)
+        confidence = max(confidence, "medium", key=CONFIDENCE_RANK.__getitem__)
     c.outcome, c.duplicate_of = "duplicate", match["id"]
     c.outcome_reason = f"re-confirms {match['id']} (similarity {match['similarity']:.3f})"
     from consolidate.store.validity import candidate_dates

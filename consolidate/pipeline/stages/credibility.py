@@ -50,9 +50,7 @@ from __future__ import annotations
 
 from typing import Any
 
-#: Rank of each evidence kind (user-stated > observed > inferred), as docs/design.md#evidence-and-confidence orders them.
-EVIDENCE_RANK = {"inferred": 0, "observed-failure": 1, "observed-success": 1, "user-stated": 2}
-CONFIDENCE_RANK = {"low": 0, "medium": 1, "high": 2}
+from consolidate.core.vocab import CONFIDENCE_RANK, EVIDENCE_RANK
 
 #: Note ``metadata["source"]`` values that mean the user wrote the note.
 USER_SOURCES = frozenset({"user", "transcript:user"})

@@ -9,12 +9,13 @@ write policy, which never demotes it for its wording (stages/write_policy.py).""
 from __future__ import annotations
 
 from consolidate.rules.memory_types import TYPES, fields_from_text, infer_type
-from consolidate.model.plan import EVIDENCE_KINDS, Candidate, initial_confidence
+from consolidate.model.plan import Candidate, initial_confidence
+from consolidate.core.vocab import EVIDENCE_KINDS, FAILURE, OBSERVED_FAILURE, PREFERENCE, USER_STATED
 
 
 #: Evidence of a flagged note without ``evidence`` metadata: a preference is the user's word, a
 #: failure was observed failing, anything else was observed holding when the agent flagged it.
-_DEFAULT_EVIDENCE = {"preference": "user-stated", "failure": "observed-failure"}
+_DEFAULT_EVIDENCE = {PREFERENCE: USER_STATED, FAILURE: OBSERVED_FAILURE}
 
 
 def run(plan, ctx):

@@ -8,7 +8,8 @@ start of the write policy stage."""
 from __future__ import annotations
 
 from consolidate.core.faults import crash_point
-from consolidate.model.plan import EVIDENCE_KINDS, CONFIDENCE_LEVELS, Candidate, inferred_confidence, initial_confidence
+from consolidate.model.plan import Candidate, inferred_confidence, initial_confidence
+from consolidate.core.vocab import CONFIDENCE_LEVELS, EVIDENCE_KINDS
 
 
 def run(plan, ctx):

@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from consolidate.core.vocab import NOTE_KINDS
+
 if TYPE_CHECKING:
     from consolidate.model.plan import Note
 
@@ -199,17 +201,13 @@ def check_content(content: str, session_id: str, *, flag: bool = False) -> str:
     return content
 
 
-#: The memory types a note's ``kind`` may name (docs/design.md#memory-types).
-KINDS = ("decision", "constraint", "preference", "recipe", "failure", "fact")
-
-
 def check_kind(kind) -> str | None:
     """The kind in lower case, None for no kind; BadInput for anything but the six memory types."""
     if kind is None or (isinstance(kind, str) and not kind.strip()):
         return None
     k = kind.strip().lower() if isinstance(kind, str) else None
-    if k not in KINDS:
-        raise BadInput(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}", kind=kind)
+    if k not in NOTE_KINDS:
+        raise BadInput(f"unknown kind {kind!r}: use one of {', '.join(NOTE_KINDS)}", kind=kind)
     return k
 
 

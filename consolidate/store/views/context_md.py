@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from consolidate.core.vocab import CONFIDENCE_LEVELS
+
 #: How many memories ``memory/context.md`` (the SessionStart context) holds.
 CONTEXT_MEMORIES = 30
 
@@ -35,7 +37,7 @@ CONTEXT_TOP = "context.top.json"
 #: Memories kept ranked below the shown ones in ``context.top.json``: as many members may leave the
 #: top (an undo, a forget, a weakened entry) before the index must be read again.
 CONTEXT_RESERVE = 30
-_CONFIDENCE_ORDER = ("high", "medium", "low")
+_CONFIDENCE_ORDER = tuple(reversed(CONFIDENCE_LEVELS))
 
 
 def write(store, scope: str, limit: int = CONTEXT_MEMORIES, touched: list[str] | None = None,
