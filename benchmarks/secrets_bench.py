@@ -20,7 +20,17 @@ The files are written before the clock starts; reading them is part of detect-se
 the last one before issue 14), each loaded from git into its own module and run side by side on the same notes in the same
 process, timing runs interleaved: recall, false positives, notes per second, and its flags on the
 real notes. Skipped when git or the commit is not there. The provider rules in use, and those left
-out with the reason (a rule that does not compile in Python is named here), are printed first.
+out with the reason (a rule that RE2 does not compile is named here), are printed first.
+
+"Provider rules engine" (issue 27 item 6): the gate with gitleaks' rules compiled as written by RE2
+(google-re2) side by side with the same gate running them through the Go-to-Python translator and
+Python's ``re`` of ``--engine-before REV``, in one process, interleaved: notes per second of ``scan``
+and of ``provider_rules.find`` alone on the corpus, the real notes and long notes, and how many notes
+get the same findings from both.
+
+"What detect-secrets adds" (issue 27 item 6): the corpus scanned with the gate as it is and with the
+rules it takes from detect-secrets switched off: their findings no other rule overlaps, the secret notes
+only they block, and false positives with and without them.
 
 Goals (issue 4): recall 100 %, false positives at most 1 %, at least 2,000 notes per second; issue
 14: none of the three worse than before.
@@ -180,6 +190,125 @@ def key_material_table(samples: int) -> None:
         print(f"{size:>8}" + "".join(f"{c:>24}" for c in cells))
 
 
+#: The last commit whose consolidate/rules/provider_rules.py ran gitleaks' rules through the hand-written
+#: Go-to-Python translator and Python's ``re`` (issue 27 item 6 compiles them with google-re2 as written).
+ENGINE_BEFORE_REV = "84cfaf3"
+LONG_NOTE_CHARS = 64_000
+
+
+def engine_side_by_side(texts: list[str], contents: list[str], rev: str, runs: int) -> None:
+    """The gate with gitleaks' rules compiled by RE2 (now) and with the translator and Python ``re`` of
+    ``rev`` (before), in one process, timing runs interleaved: whole-``scan`` notes per second and
+    ``provider_rules.find`` alone, on the corpus notes, the real notes and long notes (real notes joined
+    into texts of :data:`LONG_NOTE_CHARS` characters, where a backtracking engine would pay the most);
+    and whether the two find the same secrets, note by note (every finding's kind and span, and every
+    gitleaks finding before the gate's overlap filter)."""
+    from _bench import module_at
+
+    from consolidate.rules import provider_rules
+    from consolidate.rules.secrets import providers
+
+    before = module_at(rev, "consolidate/rules/provider_rules.py")
+    if before is None:
+        print(f"\nprovider rules engine: commit {rev} not found in git; skipped")
+        return
+    # the module reads the rule file beside it: the same pinned file (a link, not a copy)
+    (Path(before.__file__).parent / "data").symlink_to(provider_rules.RULES_FILE.parent)
+    now_rules = providers._provider_rules
+
+    def with_rules(module):
+        providers._provider_rules = lambda: module  # the gate reaches gitleaks' rules through this one seam
+
+    def gate_findings(module, corpus):
+        with_rules(module)
+        try:
+            return [[(f.kind, f.start, f.end) for f in scan(t)] + [(v.rule, v.start, v.end) for v in module.find(t)]
+                    for t in corpus]
+        finally:
+            providers._provider_rules = now_rules
+
+    def timed_scan(module, corpus):
+        def run():
+            with_rules(module)
+            try:
+                [scan(t) for t in corpus]
+            finally:
+                providers._provider_rules = now_rules
+        return run
+
+    joined = "\n\n".join(contents)
+    long_notes = [joined[i:i + LONG_NOTE_CHARS] for i in range(0, len(joined), LONG_NOTE_CHARS)][:20]
+    print(f"\nprovider rules engine, side by side in one run (CPU time, median of {runs}, interleaved): "
+          f"RE2 (google-re2, rules as written) now, the translator + Python re of {rev} before")
+    print(f"{'':34}{'notes':>7}{'RE2 now':>14}{'re before':>14}{'now / before':>14}{'same findings':>16}")
+    for name, corpus in (("secret corpus", texts), ("real notes", contents),
+                         (f"long notes ({LONG_NOTE_CHARS // 1000} k chars)", long_notes)):
+        if not corpus:
+            continue
+        for module in (provider_rules, before):  # compile every rule a note opens, outside the clock
+            gate_findings(module, corpus)
+        same = sum(a == b for a, b in zip(gate_findings(provider_rules, corpus), gate_findings(before, corpus)))
+        t_now, t_before = timed_pair(timed_scan(provider_rules, corpus), timed_scan(before, corpus), runs)
+        print(f"{name + ': scan':34}{len(corpus):>7}{len(corpus) / t_now:>11,.0f}/s{len(corpus) / t_before:>11,.0f}/s"
+              f"{t_before / t_now:>13.2f}x{f'{same}/{len(corpus)}':>16}")
+        f_now, f_before = timed_pair(lambda c=corpus: [list(provider_rules.find(t)) for t in c],
+                                     lambda c=corpus: [list(before.find(t)) for t in c], runs)
+        print(f"{name + ': provider_rules.find':34}{len(corpus):>7}{len(corpus) / f_now:>11,.0f}/s"
+              f"{len(corpus) / f_before:>11,.0f}/s{f_before / f_now:>13.2f}x")
+    print("  (now / before: above 1.00x RE2 is faster)")
+
+
+def detect_secrets_share(entries: list[Entry]) -> None:
+    """What detect-secrets adds to the gate (issue 27 item 6: drop it if gitleaks' rules and the gate
+    cover it): the corpus scanned with the gate as it is and with every rule taken from detect-secrets
+    switched off (its plugin regexes, its AWS, PEM-label and PuTTY patterns, its JWT validation), the
+    gate's own rules and gitleaks' left as they are. Printed: the findings of detect-secrets' rules that
+    no other rule overlaps, by kind; the secret notes only it blocks, and those whose secret survives
+    ``redact`` without it, by format; false positives with and without it."""
+    import re
+
+    from consolidate.rules.secrets import gate, providers, redact
+
+    real = providers._detect_secrets
+    never = re.compile(r"(?!)")
+
+    def without_detect_secrets():
+        rules, by_needle = providers._indexed_rules((), ())  # the gate's own prefixed-key rules only
+        return real()._replace(aws_key_id=never, aws_secret_quoted=never, pem_header=never, putty_header=never,
+                               jwt_valid=lambda v: False, token_rules=(), extra_rules=(), rules=rules,
+                               rules_by_needle=by_needle)
+
+    def without(fn, text):
+        gate._detect_secrets = without_detect_secrets  # scan reaches detect-secrets' rules through this seam
+        try:
+            return fn(text)
+        finally:
+            gate._detect_secrets = real
+
+    only: Counter[str] = Counter()
+    blocked_only: Counter[str] = Counter()
+    leaked: Counter[str] = Counter()
+    false_pos = [0, 0]
+    for e in entries:
+        with_ds, without_ds = scan(e.text), without(scan, e.text)
+        if e.expect == "allow":
+            false_pos[0] += bool(with_ds)
+            false_pos[1] += bool(without_ds)
+            continue
+        only.update(f.kind for f in with_ds if not any(g.start < f.end and f.start < g.end for g in without_ds))
+        blocked_only[e.format] += bool(with_ds) and not without_ds
+        redacted = without(redact, e.text)
+        leaked[e.format] += any(s in redacted for s in e.secrets)
+    n_secret = sum(e.expect == "block" for e in entries)
+    print(f"\nwhat detect-secrets adds ({n_secret} secret notes, {len(entries) - n_secret} ordinary; the gate with and "
+          "without the rules it takes from detect-secrets):")
+    print("  its findings no other rule overlaps: " + (", ".join(f"{k} {v}" for k, v in only.most_common()) or "none"))
+    print("  secret notes only it blocks: " + (", ".join(f"{k} {v}" for k, v in blocked_only.most_common() if v) or "none"))
+    print("  secret notes whose secret survives redact without it: "
+          + (", ".join(f"{k} {v}" for k, v in leaked.most_common() if v) or "none"))
+    print(f"  false positives: {false_pos[0]} with it, {false_pos[1]} without")
+
+
 def pct(x: float) -> str:
     return f"{100 * x:6.2f} %"
 
@@ -193,6 +322,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shared", type=Path, default=SHARED, help="the shared/ folder (realnotes)")
     ap.add_argument("--before", action="append", help="commit of a gate to compare with, repeatable"
                     f" (default {' and '.join(BEFORE_REVS)})")
+    ap.add_argument("--engine-before", default=ENGINE_BEFORE_REV,
+                    help="commit whose provider_rules.py (translator + Python re) the RE2 engine is timed against"
+                         f" (default {ENGINE_BEFORE_REV}); '' skips it")
     ap.add_argument("--wall", action="store_true", help="time with the wall clock instead of CPU time")
     ap.add_argument("--key-samples", type=int, default=2000,
                     help="random keys per encoding and size in the key-material table; default 2000")
@@ -216,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     scan("warm up: import detect-secrets' plugin classes")
     stats = provider_rules.stats()
     print(f"gitleaks rules (commit {stats['upstream_commit'][:12]}): {stats['used']} of {stats['total']} in use, "
-          f"{len(stats['not_compiled'])} do not compile in Python re"
+          f"{len(stats['not_compiled'])} do not compile in RE2"
           + (f" ({', '.join(stats['not_compiled'])})" if stats["not_compiled"] else ""))
     for rule, reason in sorted(stats["skipped"].items()):
         print(f"  left out: {rule}: {reason}")
@@ -323,6 +455,10 @@ def main(argv: list[str] | None = None) -> int:
                   + ", ".join(f"{k} {v}" for k, v in types.most_common()) + ")")
     else:
         print(f"\nreal notes: none under {args.shared / 'data/realnotes/sessions'}; skipped")
+
+    detect_secrets_share(entries)
+    if args.engine_before:
+        engine_side_by_side(texts, [n.get("content") or "" for n in notes], args.engine_before, runs)
 
     key_material_table(args.key_samples)
 

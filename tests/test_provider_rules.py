@@ -1,17 +1,18 @@
-"""gitleaks' provider rules in the secret gate (issue 14, item 5): the pinned rule file, the Go-to-Python
-translation (rules that do not compile are counted, never silent), keywords, entropy and allowlists as
+"""gitleaks' provider rules in the secret gate (issue 14, item 5): the pinned rule file, its Go regexes
+compiled as written with RE2 (issue 27 item 6; rules that do not compile are counted, never silent), keywords, entropy and allowlists as
 gitleaks applies them, and a sample of providers the gate did not know blocked at note-write time and
 at consolidation. Recall and false positives over the whole corpus: tests/test_secret_corpus.py;
 speed: benchmarks/secrets_bench.py."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 import tomllib
 
 import pytest
+import re2
+from hypothesis import assume, given, settings, strategies as st
 
 from consolidate.rules import provider_rules as pr
 from consolidate.pipeline.run import run_session
@@ -50,53 +51,80 @@ def test_every_rule_is_used_or_left_out_with_a_reason():
     stats = pr.stats()
     assert stats["used"] + len(stats["skipped"]) == stats["total"] == 209
     assert stats["used"] >= 200
-    assert stats["not_compiled"] == []  # the pinned file translates whole
+    assert stats["not_compiled"] == []  # RE2 compiles the pinned file whole
     assert set(pr.EXCLUDED) <= set(stats["skipped"])
     assert all(reason for reason in stats["skipped"].values())
 
 
-# --- Go (RE2) to Python re ---------------------------------------------------------------------
+# --- Go's regexes, compiled as written with RE2 ---------------------------------------------------
 
 
-@pytest.mark.parametrize("go, python", [
-    (r"live_(?i)[a-z]{3}", r"live_(?i:[a-z]{3})"),  # a flag group mid-pattern scopes to the end
-    (r"(live_(?i)[a-z]{3})x", r"(live_(?i:[a-z]{3}))x"),  # ... of its group
-    (r"(a(?i)b|c)", r"(a(?i:b)|(?i:c))"),  # Go keeps the flag across "|" within the group
-    (r"(?i)abc", r"(?i)abc"),  # a leading flag group stays global
-    (r"x(?:[^a-z]|\z)", r"x(?:[^a-z]|\Z)"),
-    (r"[^]]+", r"[^\]]+"),  # a leading ] in a class is a literal
-    (r"[[:alpha:]]+", r"[A-Za-z]+"),
-    (r"(?i)[\w.-]{0,50}?(?:acme)x", r"(?i)(?:acme)x"),  # the lazy name prefix can match nothing
+def test_every_pattern_of_the_pinned_file_compiles_as_written():
+    """All 208 content regexes and every allowlist regex of gitleaks' file, byte for byte as upstream
+    writes them (no translation), also those of the rules the gate leaves out."""
+    config = tomllib.loads(pr.RULES_FILE.read_text(encoding="utf-8"))
+    patterns = [r["regex"] for r in config["rules"] if "regex" in r]
+    lists = [config["allowlist"]] + [a for r in config["rules"]
+                                      for a in ([r["allowlist"]] if "allowlist" in r else []) + r.get("allowlists", [])]
+    patterns += [p for a in lists for p in a.get("regexes", ())]
+    assert len([r for r in config["rules"] if "regex" in r]) == 208
+    for pattern in patterns:
+        re2.compile(pattern)
+    rs = pr._load()
+    assert all(rule.source == next(r["regex"] for r in config["rules"] if r["id"] == rule.id) for rule in rs.rules)
+
+
+def _rules_file(tmp_path, **patterns: str):
+    path = tmp_path / "rules.toml"
+    path.write_text("".join(f"[[rules]]\nid = \"{rid}\"\nregex = '''{rx}'''\nkeywords = [\"{rid}\"]\n\n"
+                            for rid, rx in patterns.items()), encoding="utf-8")
+    return pr._load(path)
+
+
+@pytest.mark.parametrize("go, hits, misses", [
+    (r"live_(?i)[a-z]{3}", ["live_ABC"], ["LIVE_abc"]),  # a flag group mid-pattern scopes to the rest
+    (r"(?:live_(?i)[a-z]{3})x", ["live_AbCx"], ["live_abcX"]),  # ... of its group
+    (r"(a(?i)b|c)", ["C", "aB"], ["Ab"]),  # Go keeps the flag across "|" within the group
+    (r"x(?:[^a-z]|\z)", ["x"], ["xa"]),  # \z: the end of the text
+    (r"[^]]+", ["abc"], ["]"]),  # a leading ] in a class is a literal
+    (r"[[:alpha:]]{3}", ["abc"], ["a1b"]),  # POSIX classes
+    (r"\bp8e-(?i)[a-z0-9]{4}\b", ["p8e-AbC1"], ["P8E-abc1", "ép8e-abc1"]),  # ASCII \b, flag scope
+    (r"uni_\p{L}{3}", ["uni_äöü"], ["uni_a1b"]),  # Unicode classes (Python re has none)
 ])
-def test_translate(go, python):
-    assert pr.translate(go) == python
-    re.compile(python)
-
-
-def test_translated_flags_match_like_go():
-    rx = re.compile(pr.translate(r"\b(p8e-(?i)[a-z0-9]{4})\b"), re.ASCII)
-    assert rx.search("p8e-AbC1") and not rx.search("P8E-abc1")  # only what follows the flag ignores case
-
-
-@pytest.mark.parametrize("go", [r"\p{L}+", r"(?U)a+"])
-def test_untranslatable_syntax_raises(go):
-    with pytest.raises(ValueError):
-        pr.translate(go)
+def test_go_syntax_means_what_it_means_in_go(tmp_path, go, hits, misses):
+    rs = _rules_file(tmp_path, rule=go)
+    [rule] = rs.rules
+    for text in hits:
+        assert [(f.start, f.end) for f in pr._run(rule, text, text, rs.global_allowlist)] == [(0, len(text))], text
+    for text in misses:
+        assert not [f for f in pr._run(rule, text, text, rs.global_allowlist) if (f.start, f.end) == (0, len(text))], text
 
 
 def test_a_rule_that_does_not_compile_is_counted_not_silent(tmp_path):
-    path = tmp_path / "rules.toml"
-    path.write_text(
-        "[[rules]]\nid = \"ok\"\nregex = '''okay_[a-z0-9]{20}'''\nkeywords = [\"okay_\"]\n\n"
-        "[[rules]]\nid = \"unicode\"\nregex = '''uni_\\p{L}{20}'''\nkeywords = [\"uni_\"]\n\n"
-        "[[rules]]\nid = \"broken\"\nregex = '''brk_([a-z'''\nkeywords = [\"brk_\"]\n",
-        encoding="utf-8")
-    rs = pr._load(path)
-    assert [r.id for r in rs.rules] == ["ok", "broken"]  # "broken" translates, fails when compiled
-    assert set(rs.skipped) == {"unicode"} and rs.skipped["unicode"].startswith("does not compile")
-    assert [f.rule for f in pr._run(rs.rules[1], "brk_(abc", rs.global_allowlist)] == []  # skipped, no error
-    assert rs.rules[1].error.startswith("does not compile")
+    rs = _rules_file(tmp_path, ok="okay_[a-z0-9]{20}", broken="brk_([a-z", backref="(a)\\1")
+    assert [r.id for r in rs.rules] == ["ok", "broken", "backref"] and not rs.skipped  # compiled on first use
+    assert [f.rule for f in pr._run(rs.rules[1], "brk_(abc", "brk_(abc", rs.global_allowlist)] == []  # no error
+    assert rs.rules[1].error.startswith("does not compile in RE2")
+    assert rs.rules[2].regex is None and rs.rules[2].error.startswith("does not compile in RE2")  # RE2 has no \1
     assert rs.rules[0].regex is not None and rs.rules[0].error is None
+
+
+_SURROUNDINGS = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40).map(lambda s: s.strip() + " ")
+
+
+@settings(max_examples=150, deadline=None)
+@given(before=_SURROUNDINGS, after=_SURROUNDINGS, kind=st.sampled_from(NEW_KINDS), seed=st.integers(0, 50))
+def test_offsets_are_character_offsets_in_any_script(before, after, kind, seed):
+    """An ASCII note goes to RE2 as bytes, any other as str: either way the finding's span is the
+    secret's span in characters (emoji, CJK, combining marks and astral characters before it)."""
+    value = fake(kind, seed)
+    core = f"token {value} "
+    alone = {(f.start, f.end) for f in pr.find(core)}
+    assume((core.index(value), core.index(value) + len(value)) in alone)  # a rule finds it (not every seed's value)
+    text = before + core + after
+    spans = {(f.start, f.end) for f in pr.find(text)}
+    assert {(a + len(before), b + len(before)) for a, b in alone} <= spans
+    assert all(0 <= a < b <= len(text) for a, b in spans)
 
 
 # --- how the rules run --------------------------------------------------------------------------

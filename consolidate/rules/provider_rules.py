@@ -23,37 +23,35 @@ What is not used, and why (counted in :func:`stats`, never silent):
 * rules that only apply to files of a given name (``path``: ``*.tf`` passwords, ``nuget.config``,
   Kubernetes ``*.yaml`` secrets, PHP Freemius keys, PKCS#12 files): a note is not a file;
 * :data:`EXCLUDED` rules, which the gate's own contextual rules replace (see there);
-* rules whose regex does not compile after translation (none in the pinned file; a newer file
-  may bring some: they are listed by :func:`stats` and by ``benchmarks/secrets_bench.py``).
+* rules whose regex RE2 refuses (none in the pinned file; a newer file may bring some: they are
+  listed by :func:`stats` and by ``benchmarks/secrets_bench.py``).
 
-Go's regex syntax differs from Python's ``re`` in a few places; :func:`translate` rewrites them
-mechanically at load: a flag group ``(?i)`` in the middle of a pattern (Go scopes it to the rest
-of the enclosing group; Python only takes global flags at the start) becomes a scoped ``(?i:...)``
-up to the end of that group; ``\\z`` becomes ``\\Z``; POSIX classes ``[:alpha:]`` become ranges.
-Patterns are compiled with ``re.ASCII``: Go's ``\\w``, ``\\d``, ``\\s`` and ``\\b`` are ASCII-only.
-A leading lazy ``[\\w.-]{0,50}?`` (the variable-name prefix of the keyword-assignment rules) is
-dropped unless a ``match``-target allowlist reads it: it can match the empty string, so it never
-decides whether a secret is found, and without it Python's backtracking engine does not retry up
-to 50 characters at every position of the text.
+The patterns are Go regexes, and Go's ``regexp`` package is RE2: they are compiled as written with
+google-re2 (the RE2 library's own Python binding), so every construct means what it means to gitleaks
+(flag groups scoped to the rest of their group, ``\\z``, POSIX classes, ASCII ``\\w``/``\\d``/``\\s``/``\\b``,
+Unicode classes) and no pattern can backtrack: RE2 matches in time linear in the text, also for the
+lazy ``[\\w.-]{0,50}?`` name prefixes and nested loops of the keyword-assignment rules. Offsets are
+character offsets of the ``str`` scanned (a text that is ASCII is handed to RE2 as bytes, the same
+offsets, without the binding re-encoding it for every rule).
 
-Loading is lazy and once per process: the TOML is parsed and translated on the first :func:`find`
-(under 0.1 s); each rule's regex is compiled the first time one of its keywords occurs in a scanned
-text (compiling all 200 would cost about 0.2 s). :func:`stats` compiles them all, to report those
-Python's ``re`` refuses.
+Loading is lazy and once per process: the TOML is parsed on the first :func:`find` (under 0.1 s);
+each rule's regex is compiled the first time one of its keywords occurs in a scanned text (compiling
+all 200 costs about 0.05 s). :func:`stats` compiles them all, to report those RE2 refuses.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import re
 import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Pattern
+from typing import Any, Iterator
 
-__all__ = ["UPSTREAM_COMMIT", "RULES_FILE", "EXCLUDED", "VendorFinding", "find", "stats", "translate"]
+import re2
+
+__all__ = ["UPSTREAM_COMMIT", "RULES_FILE", "EXCLUDED", "VendorFinding", "find", "stats"]
 
 #: The gitleaks commit ``consolidate/rules/data/gitleaks.toml`` was copied from (github.com/gitleaks/gitleaks).
 UPSTREAM_COMMIT = "420a0f55f4a7a03dfe701ceb1f4f66a7c68b26b4"
@@ -86,7 +84,7 @@ class VendorFinding:
 class _Allowlist:
     condition: str  # "OR" | "AND"
     target: str  # "secret" | "match" | "line"
-    regex: Pattern[str] | None  # the allowlist's regexes as one alternation
+    regex: Any  # the allowlist's regexes as one alternation (an RE2 pattern), or None
     stopwords: tuple[str, ...]
     has_paths: bool  # paths/commits: never match a note
 
@@ -108,23 +106,23 @@ class _Allowlist:
 @dataclass
 class _Rule:
     id: str
-    source: str  # the translated pattern
+    source: str  # the pattern as the rule file writes it (Go's RE2 syntax)
     keywords: tuple[str, ...]
     entropy: float
     secret_group: int
     allowlists: tuple[_Allowlist, ...]
-    _regex: Pattern[str] | None = field(default=None, repr=False)
-    error: str | None = None  # set when the translated pattern does not compile
+    _regex: Any = field(default=None, repr=False)
+    error: str | None = None  # set when RE2 refuses the pattern
 
     @property
-    def regex(self) -> Pattern[str] | None:
-        """The compiled pattern, compiled on first use; None (and :attr:`error` set) when Python's re
+    def regex(self) -> Any:
+        """The compiled RE2 pattern, compiled on first use; None (and :attr:`error` set) when RE2
         refuses it."""
         if self._regex is None and self.error is None:
             try:
-                self._regex = re.compile(self.source, re.ASCII)
-            except re.error as exc:
-                self.error = f"does not compile in Python re: {exc}"
+                self._regex = re2.compile(self.source)
+            except re2.error as exc:
+                self.error = f"does not compile in RE2: {exc}"
         return self._regex
 
 
@@ -139,116 +137,16 @@ class _RuleSet:
 
 
 # --------------------------------------------------------------------------------------------
-# Go (RE2) syntax to Python re
-# --------------------------------------------------------------------------------------------
-
-_POSIX = {
-    "alnum": "0-9A-Za-z", "alpha": "A-Za-z", "ascii": "\\x00-\\x7f", "blank": "\\t ", "cntrl": "\\x00-\\x1f\\x7f",
-    "digit": "0-9", "graph": "!-~", "lower": "a-z", "print": " -~", "punct": "!-/:-@\\[-`{-~",
-    "space": "\\t\\n\\v\\f\\r ", "upper": "A-Z", "word": "0-9A-Za-z_", "xdigit": "0-9A-Fa-f",
-}
-_INLINE_FLAGS = re.compile(r"\(\?([imsU-]+)\)")
-_LAZY_NAME_PREFIX = r"[\w.-]{0,50}?"
-
-
-def translate(pattern: str, keep_prefix: bool = False) -> str:
-    """A Go RE2 pattern as a Python ``re`` pattern with the same matches (see module docs).
-
-    Raises ``ValueError`` for a construct it cannot translate (Unicode classes ``\\p{...}``, the
-    ``U`` flag)."""
-    if "\\p{" in pattern or "\\P{" in pattern:
-        raise ValueError("Unicode classes \\p{...} have no Python re equivalent")
-    for name, chars in _POSIX.items():
-        pattern = pattern.replace(f"[:{name}:]", chars).replace(f"[:^{name}:]", "")  # [:^x:] rare
-    out: list[str] = []
-    scoped: list[list[str]] = [[]]  # per open group (the pattern itself first): flags opened inside it
-    i, n = 0, len(pattern)
-    in_class = False
-    while i < n:
-        ch = pattern[i]
-        if ch == "\\":
-            nxt = pattern[i + 1 : i + 2]
-            out.append("\\Z" if nxt == "z" and not in_class else ch + nxt)
-            i += 2
-            continue
-        if in_class:
-            if ch == "]":
-                in_class = False
-            out.append(ch)
-            i += 1
-            continue
-        if ch == "[":
-            in_class = True
-            j = i + 2 if pattern.startswith("[^", i) else i + 1
-            out.append(pattern[i:j])
-            if j < n and pattern[j] == "]":  # a leading ] is a literal
-                out.append("\\]")
-                j += 1
-            i = j
-            continue
-        if ch == "(":
-            flags = _INLINE_FLAGS.match(pattern, i)
-            if flags is not None:
-                if "U" in flags.group(1):
-                    raise ValueError("the ungreedy flag U has no Python re equivalent")
-                if i == 0:
-                    out.append(flags.group())
-                else:
-                    out.append(f"(?{flags.group(1)}:")
-                    scoped[-1].append(flags.group(1))
-                i = flags.end()
-                continue
-            scoped.append([])
-            out.append(ch)
-            i += 1
-            continue
-        if ch == ")":
-            out.append(")" * len(scoped.pop() if len(scoped) > 1 else ()))
-            out.append(ch)
-            i += 1
-            continue
-        if ch == "|" and scoped[-1]:
-            # Go keeps a flag set by (?i) to the end of its group, across "|": close the scoped
-            # groups before the bar and open them again after it
-            out.append(")" * len(scoped[-1]) + "|" + "".join(f"(?{f}:" for f in scoped[-1]))
-            i += 1
-            continue
-        out.append(ch)
-        i += 1
-    out.append(")" * len(scoped[0]))
-    result = "".join(out)
-    if not keep_prefix:
-        result = _drop_lazy_prefix(result)
-    return result
-
-
-def _drop_lazy_prefix(p: str) -> str:
-    """Drop leading lazy ``[\\w.-]{0,50}?`` prefixes (also right after a leading ``(?i)`` or inside a
-    leading ``(?i:`` group): each can match the empty string, so no secret depends on them."""
-    head = ""
-    if p.startswith("(?i)"):
-        head, p = "(?i)", p[4:]
-    while p.startswith(_LAZY_NAME_PREFIX):
-        p = p[len(_LAZY_NAME_PREFIX):]
-    if p.startswith("(?i:" + _LAZY_NAME_PREFIX):
-        p = "(?i:" + p[4 + len(_LAZY_NAME_PREFIX):]
-    return head + p
-
-
-# --------------------------------------------------------------------------------------------
 # Loading
 # --------------------------------------------------------------------------------------------
 
 
-def _one_of(patterns) -> Pattern[str] | None:
-    """Go patterns as one Python alternation (one search instead of one per pattern); a leading global
-    flag group of a member becomes a scoped one."""
-    parts = []
-    for p in patterns:
-        p = translate(p, keep_prefix=True)
-        flags = _INLINE_FLAGS.match(p)
-        parts.append(f"(?{flags.group(1)}:{p[flags.end():]})" if flags else f"(?:{p})")
-    return re.compile("|".join(parts), re.ASCII) if parts else None
+def _one_of(patterns) -> Any:
+    """Go patterns as one RE2 alternation (one search instead of one per pattern), each in a group of its
+    own, so that a flag group such as ``(?i)`` keeps to its pattern as it does in Go. Raises
+    ``re2.error`` when RE2 refuses one."""
+    parts = [f"(?:{p})" for p in patterns]
+    return re2.compile("|".join(parts)) if parts else None
 
 
 def _allowlist(spec: dict) -> _Allowlist:
@@ -283,18 +181,16 @@ def _load(path: Path = RULES_FILE) -> _RuleSet:
         if "allowlist" in spec:  # the older single-table form
             allowlists.append(spec["allowlist"])
         allowlists.extend(spec.get("allowlists", ()))
-        keep_prefix = any(a.get("regexTarget") == "match" for a in allowlists)
-        try:  # translated now; compiled on the first note that holds a keyword (stats() compiles all)
-            source = translate(spec["regex"], keep_prefix=keep_prefix)
+        try:  # the rule's regex is compiled on the first note that holds a keyword (stats() compiles all)
             lists = tuple(_allowlist(a) for a in allowlists)
-        except (ValueError, re.error) as exc:
-            skipped[rid] = f"does not compile in Python re: {exc}"
+        except re2.error as exc:
+            skipped[rid] = f"does not compile in RE2: {exc}"
             continue
         keywords = tuple(sorted({k.lower() for k in spec.get("keywords", ())}))
         if not keywords:
             skipped[rid] = "no keywords: would run on every note"
             continue
-        rules.append(_Rule(rid, source, keywords, float(spec.get("entropy", 0.0)), int(spec.get("secretGroup", 0)),
+        rules.append(_Rule(rid, spec["regex"], keywords, float(spec.get("entropy", 0.0)), int(spec.get("secretGroup", 0)),
                            lists))
     by_keyword: dict[str, list[_Rule]] = {}
     for rule in rules:
@@ -343,18 +239,23 @@ def _entropy(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(value).values()) if n else 0.0
 
 
-def _secret_span(rule: _Rule, m: re.Match[str]) -> tuple[int, int]:
+def _secret_span(rule: _Rule, span: Any, named: set[int]) -> tuple[int, int]:
+    """The secret of a match (``span``: the match's ``span`` method; ``named``: the numbers of the
+    regex's named groups): the rule's ``secretGroup``, else the first unnamed group that matched
+    something, else the whole match."""
     if rule.secret_group:
-        return m.span(rule.secret_group)
-    named = set(m.re.groupindex.values())
-    for g in range(1, (m.re.groups or 0) + 1):
-        if g not in named and m.group(g):
-            return m.span(g)
-    return m.span()
+        return span(rule.secret_group)
+    for g in range(1, rule.regex.groups + 1):
+        if g not in named:
+            start, end = span(g)
+            if end > start:
+                return start, end
+    return span()
 
 
 def find(text: str, low: str | None = None, present: set[str] | None = None) -> Iterator[VendorFinding]:
-    """The secrets gitleaks' rules find in ``text`` (``low``: ``text`` lower-cased, same length).
+    """The secrets gitleaks' rules find in ``text`` (``low``: ``text`` lower-cased, same length), as
+    :class:`VendorFinding` objects with character offsets into ``text``.
 
     Only rules one of whose keywords occurs in ``low`` run (``present``: the keywords of
     :func:`keywords` that occur, when the caller has looked for them already, e.g. with one
@@ -364,20 +265,26 @@ def find(text: str, low: str | None = None, present: set[str] | None = None) -> 
         low = text.lower()
     if present is None:
         present = {kw for kw in rs.keywords if kw in low}
+    # RE2 reads UTF-8: an ASCII text is encoded once here (its byte offsets are its character offsets),
+    # not by the binding once per rule; any other text goes as str and the binding maps the offsets
+    subject: str | bytes = text.encode("ascii") if present and text.isascii() else text
     seen: set[str] = set()
     for kw in present:
         for rule in rs.by_keyword.get(kw, ()):
             if rule.id not in seen:
                 seen.add(rule.id)
-                yield from _run(rule, text, rs.global_allowlist)
+                yield from _run(rule, text, subject, rs.global_allowlist)
 
 
-def _run(rule: _Rule, text: str, global_allowlist: _Allowlist) -> Iterator[VendorFinding]:
+def _run(rule: _Rule, text: str, subject: str | bytes, global_allowlist: _Allowlist) -> Iterator[VendorFinding]:
     regex = rule.regex
     if regex is None:  # does not compile: left out, and named by stats()
         return
-    for m in regex.finditer(text):
-        start, end = _secret_span(rule, m)
+    named: set[int] | None = None
+    for m in regex.finditer(subject):
+        if named is None:
+            named = set(regex.groupindex.values())
+        start, end = _secret_span(rule, m.span, named)
         if end <= start:
             continue
         secret = text[start:end]
@@ -386,10 +293,11 @@ def _run(rule: _Rule, text: str, global_allowlist: _Allowlist) -> Iterator[Vendo
                 continue
             if rule.id.startswith("generic") and not any(c.isdigit() for c in secret):
                 continue
-        line_start = text.rfind("\n", 0, m.start()) + 1
-        line_end = text.find("\n", m.end())
+        m_start, m_end = m.span()
+        line_start = text.rfind("\n", 0, m_start) + 1
+        line_end = text.find("\n", m_end)
         line = text[line_start : line_end if line_end != -1 else len(text)]
-        match = m.group()
+        match = text[m_start:m_end]
         if global_allowlist.allows(secret, match, line):
             continue
         if any(a.allows(secret, match, line) for a in rule.allowlists):
