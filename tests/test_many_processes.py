@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from consolidate.agents.hooks.full import spawn_worker
+from consolidate.core.spawn import spawn_worker
 
 from many_processes import (MCPSession, applied_per_session, check_index, cli_env, expected_memories,
                             fill_sessions, finish, note_texts, start_cli)
@@ -141,7 +141,8 @@ def test_writers_interleaved_with_mcp_alive(tmp_path):
         assert mcp.recall_ids(note_texts("seed", 1)[0])
         # the hook's worker (started the way the hook starts it) beside a manual run
         fill_sessions(store_path, ["h1", "h2"], LATER)
-        pid = spawn_worker(store_path, {k: v for k, v in cli_env(store_path).items() if k.startswith("CONSOLIDATE_")})
+        pid = spawn_worker(store_path, extra_env={k: v for k, v in cli_env(store_path).items()
+                                                  if k.startswith("CONSOLIDATE_")})
         run = start_cli(store_path, "run")
         ok(finish([run]))
         assert wait_worker(pid) == 0

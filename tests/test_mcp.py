@@ -177,23 +177,19 @@ def test_recall_on_an_empty_store_creates_nothing(store):
     assert store.read_manifest() is None and not store.sub("chroma").exists()
 
 
-def test_spawn_auto_prefers_the_projects_worker(monkeypatch, store):
+def test_spawn_auto_starts_the_worker_through_the_one_starter(monkeypatch, store):
+    from consolidate.core import spawn as starter
     from consolidate.mcp import server as mcp_server
 
-    spawner, name = mcp_server.find_spawner()
-    assert spawner is None or name in ("consolidate.pipeline.worker.spawn", "consolidate.agents.hooks.full.spawn_worker")
-    if name == "consolidate.agents.hooks.full.spawn_worker":
-        import consolidate.agents.hooks.full as hook
-
-        seen = {}
-        monkeypatch.setattr(hook, "spawn_worker",
-                            lambda path, env=None, options=None: seen.update(path=path, options=options) or 4242)
-        spawner, _ = mcp_server.find_spawner(["scripted:x.json", "noop"])
-        spawner(store)
-        assert seen["path"] == store.path.resolve()
-        argv = hook.worker_argv(seen["path"], seen["options"])
-        assert argv[argv.index("--embedding") + 1] == "hash" and argv[argv.index("--project") + 1] == "testproj"
-        assert [argv[i + 1] for i, a in enumerate(argv) if a == "--judge"] == ["scripted:x.json", "noop"]
+    seen = {}
+    monkeypatch.setattr(starter, "_launch", lambda argv, env, out: seen.update(argv=argv) or 4242)
+    spawner, name = mcp_server.find_spawner(["scripted:x.json", "noop"])
+    assert name == "consolidate.core.spawn.spawn_worker"
+    assert spawner(store) == 4242
+    argv = seen["argv"]
+    assert argv[argv.index("--store") + 1] == str(store.path.resolve())
+    assert argv[argv.index("--embedding") + 1] == "hash" and argv[argv.index("--project") + 1] == "testproj"
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--judge"] == ["scripted:x.json", "noop"]
 
 
 def test_stdio_server_subprocess(tmp_path):

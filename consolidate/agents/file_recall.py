@@ -25,6 +25,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from consolidate.agents.hooks.payload import PRE_TOOL_USE_NAME, cwd_of, raw_event_name
 from consolidate.store.sessions.segments import session_for_end
 
 #: Tools whose input names a file the agent reads or edits.
@@ -190,7 +191,7 @@ def file_context(store_path: Path, payload: dict[str, Any], *, root: Path | None
     paths = tool_paths(payload)
     if not paths:
         return "", []
-    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+    cwd = cwd_of(payload)
     root = root or (Path(cwd) if cwd else store_path.parent)
     index = load_index(store_path)
     if not index.get("memories"):
@@ -263,8 +264,7 @@ def run(store_path: Path, sid: str | None, payload: dict[str, Any], *, record: b
             return ""
         if not record:
             text, _ = file_context(store_path, payload, shown=set())
-            name = payload.get("hook_event_name")
-            return hook_output(text, name if isinstance(name, str) else "PreToolUse") if text else ""
+            return hook_output(text, raw_event_name(payload, PRE_TOOL_USE_NAME)) if text else ""
         from consolidate.store.echo import record_shown
         from consolidate.store.sessions.tier import SessionTier
 
@@ -281,8 +281,6 @@ def run(store_path: Path, sid: str | None, payload: dict[str, Any], *, record: b
             tier.close()
         if not text:
             return ""
-        name = payload.get("hook_event_name")
-        name = name if isinstance(name, str) else "PreToolUse"
-        return hook_output(text, name)
+        return hook_output(text, raw_event_name(payload, PRE_TOOL_USE_NAME))
     except Exception:  # noqa: BLE001 - the hook never fails the agent
         return ""

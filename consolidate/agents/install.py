@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from consolidate.agents.hooks.payload import (BEFORE_TOOL_NAME, PRE_COMPACT_NAME, PRE_TOOL_USE_NAME, SESSION_END_NAME,
+                                              SESSION_START_NAME, STOP_NAME)
 from consolidate.core import settings
 from consolidate.core.errors import BadInput
 from consolidate.pipeline.run_options import check_options
@@ -72,20 +74,20 @@ AGENTS: dict[str, Agent] = {
     # share about 1.5 s in total by default (CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS).
     "claude-code": Agent(
         key="claude-code", label="Claude Code", folder=".claude",
-        hooks=(HookSpec("SessionEnd", 5), HookSpec("SessionStart", 10),
-               HookSpec("PreCompact", 10, harvest_only=True),
-               HookSpec("PreToolUse", 5, matcher="Read|Edit|MultiEdit|Write|NotebookEdit")),
+        hooks=(HookSpec(SESSION_END_NAME, 5), HookSpec(SESSION_START_NAME, 10),
+               HookSpec(PRE_COMPACT_NAME, 10, harvest_only=True),
+               HookSpec(PRE_TOOL_USE_NAME, 5, matcher="Read|Edit|MultiEdit|Write|NotebookEdit")),
     ),
     # https://geminicli.com/docs/hooks/reference : timeout in milliseconds (default 60000); Gemini
     # CLI does not wait for SessionEnd hooks. PreCompact is called PreCompress there.
     "gemini-cli": Agent(
         key="gemini-cli", label="Gemini CLI", folder=".gemini",
         hooks=(
-            HookSpec("SessionEnd", 5000, "consolidate-session-end",
+            HookSpec(SESSION_END_NAME, 5000, "consolidate-session-end",
                      "consolidate: queue the session end; a background worker consolidates the notes"),
-            HookSpec("SessionStart", 10000, "consolidate-session-start",
+            HookSpec(SESSION_START_NAME, 10000, "consolidate-session-start",
                      "consolidate: recall project memory as context for the new session"),
-            HookSpec("BeforeTool", 5000, "consolidate-file-recall",
+            HookSpec(BEFORE_TOOL_NAME, 5000, "consolidate-file-recall",
                      "consolidate: recall the memories about the file a tool reads or edits",
                      matcher="read_file|write_file|replace|read_many_files"),
         ),
@@ -100,7 +102,7 @@ AGENTS: dict[str, Agent] = {
     "codex": Agent(
         key="codex", label="Codex CLI", folder=".codex", settings_file="hooks.json",
         toml_flag=("features", "codex_hooks"),
-        hooks=(HookSpec("Stop", 5), HookSpec("SessionStart", 10)),
+        hooks=(HookSpec(STOP_NAME, 5), HookSpec(SESSION_START_NAME, 10)),
         project_notes=("Codex reads a project's .codex/ only when the project is trusted.",),
     ),
 }

@@ -33,8 +33,6 @@ module imports ``mcp``: only ``consolidate mcp`` imports it, never the hook's fa
 from __future__ import annotations
 
 import datetime as _dt
-import importlib
-import importlib.util
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -47,6 +45,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from consolidate.core.errors import ConsolidateError
+from consolidate.core.spawn import spawn_worker
 from consolidate.pipeline.recall import MIN_SIMILARITY
 from consolidate.store.sessions.segments import resumed_part
 from consolidate.store.sessions.tier import OUTCOMES, check_session_id
@@ -93,24 +92,16 @@ def _one_line(text: object, limit: int = 300) -> str:
 
 
 def find_spawner(judges: list[str] | None = None) -> tuple[Callable[[Store], Any] | None, str]:
-    """The function that starts a detached worker for a store, and its name; ``(None, why)`` when
-    the project has none. Prefers ``consolidate.pipeline.worker.spawn(store)``; else
-    ``consolidate.agents.hooks.full.spawn_worker`` with the store's options (Chroma URL, project, embedding) and
-    ``judges`` on the worker's command line, so the worker opens the same store the same way."""
-    if importlib.util.find_spec("consolidate.pipeline.worker") is not None:
-        spawn = getattr(importlib.import_module("consolidate.pipeline.worker"), "spawn", None)
-        if callable(spawn):
-            return spawn, "consolidate.pipeline.worker.spawn"
-    if importlib.util.find_spec("consolidate.agents.hooks.full") is not None:
-        spawn_worker = getattr(importlib.import_module("consolidate.agents.hooks.full"), "spawn_worker", None)
-        if callable(spawn_worker):
-            def spawn(store: Store):
-                options = {"chroma_url": store.chroma_url, "project": store.project,
-                           "embedding": store.embedding_name, "judges": list(judges or ())}
-                return spawn_worker(store.path.resolve(), options=options)
+    """The function that starts a detached worker for a store, and its name: the one starter
+    (``consolidate.core.spawn.spawn_worker``) with the store's options (Chroma URL, project,
+    embedding) and ``judges`` on the worker's command line, so the worker opens the same store the
+    same way."""
+    def spawn(store: Store) -> int:
+        options = {"chroma_url": store.chroma_url, "project": store.project,
+                   "embedding": store.embedding_name, "judges": list(judges or ())}
+        return spawn_worker(store.path.resolve(), options)
 
-            return spawn, "consolidate.agents.hooks.full.spawn_worker"
-    return None, "no worker is available in this installation"
+    return spawn, "consolidate.core.spawn.spawn_worker"
 
 
 def recall_result(s: Store, query: Any, *, k: Any, include_quarantined: bool, min_similarity: Any,

@@ -34,15 +34,15 @@ import sys
 import time
 
 # the variables, declared in consolidate/core/settings.py (standard library only, like this module)
+from consolidate.agents.hooks.payload import (END_EVENTS, EVENT_KEY, START_EVENTS, cwd_of, event_name, find_store,
+                                              gemini_output, raw_cwd, reason_of, session_id_of)
 from consolidate.core.settings import JUDGE_CHILD, STORE
+from consolidate.core.spawn import spawn_worker
 # the queue file's append and fold, and its record's text check (standard library only)
 from consolidate.store.sessions.queue_file import OUTCOMES as _OUTCOMES
 from consolidate.store.sessions.queue_file import append_end, fold_queue_file
 from consolidate.store.sessions.queue_file import simple as _simple
 
-_END_EVENTS = ("sessionend", "stop")
-_START_EVENT = "sessionstart"
-_ALIASES = {"agentturncomplete": "stop"}
 _STORE_OPTIONS = ("--store", "--chroma-url", "--project", "--embedding")
 _STDIN_MAX_BYTES = 1_000_000
 _STDIN_TIMEOUT = 0.5
@@ -208,36 +208,27 @@ def _hook_end(opts: dict, raw: bytes, outcome: str) -> int:
         raise _Fallback from None
     if not isinstance(payload, dict):
         raise _Fallback
-    if opts.get("event") and "hook_event_name" not in payload:
-        payload["hook_event_name"] = opts["event"]  # as the full hook: setdefault
-    name = payload.get("hook_event_name") or payload.get("type") or payload.get("event") or ""
-    name = str(name).replace("-", "").replace("_", "").lower()
-    name = _ALIASES.get(name, name)
-    if name not in _END_EVENTS and name != _START_EVENT:
+    if opts.get("event") and EVENT_KEY not in payload:
+        payload[EVENT_KEY] = opts["event"]  # as the full hook: setdefault
+    name = event_name(payload)
+    if name not in END_EVENTS and name not in START_EVENTS:
         raise _Fallback
-    sid = None
-    for key in ("session_id", "sessionId", "thread-id", "thread_id", "conversation_id"):
-        value = payload.get(key)
-        if isinstance(value, str) and value.strip():
-            sid = value.strip()
-            break
-    reason = payload.get("reason") if isinstance(payload.get("reason"), str) else None
+    sid = session_id_of(payload)
+    reason = reason_of(payload)
     if sid is None or not _simple(sid, 200, "-.:@+/") or (reason and not _simple(reason, 64)):
         raise _Fallback  # the full hook checks the id and scans the reason for secrets
-    store = opts.get("store") or STORE.get()
-    if not store:
-        cwd = payload.get("cwd")
-        if cwd is not None and not (isinstance(cwd, str) and os.path.isabs(cwd)):
-            raise _Fallback  # the full hook refuses it (consolidate.cli.commands.lifecycle.hook_refusal)
-        store = os.path.join(cwd, ".memofs") if cwd else ".memofs"
+    cwd = raw_cwd(payload)
+    if not (opts.get("store") or STORE.get()) and cwd is not None and not (isinstance(cwd, str) and os.path.isabs(cwd)):
+        raise _Fallback  # the full hook refuses it (consolidate.cli.commands.lifecycle.hook_refusal)
+    store = find_store(payload, opts.get("store"))
     if not _private_store(store):
         raise _Fallback
-    if name == _START_EVENT:
+    if name in START_EVENTS:
         return _session_start(store, sid, payload, opts)
     os.umask(0o077)
     record = {"session_id": sid, "outcome": outcome, "reason": reason or None, "ended_at": time.time(), "event": name}
     append_end(store, record)
-    pid = None if opts.get("no_worker") else _spawn_worker(store, opts)
+    pid = None if opts.get("no_worker") else spawn_worker(store, opts)
     _log(store, f"{name} session={sid} queued ({outcome}); worker pid {pid}")
     return 0
 
@@ -247,11 +238,13 @@ def _session_start(store: str, sid: str, payload: dict, opts: dict) -> int:
     from consolidate.store.views.start_file import Fallback, session_start
 
     try:
-        code = session_start(store, sid, payload, gemini=opts.get("output") == "gemini")
+        gemini = opts.get("output") == "gemini"
+        text = session_start(store, sid, payload, cwd=cwd_of(payload), gemini=gemini)
     except Fallback:
         raise _Fallback from None
+    sys.stdout.write((gemini_output(text) if gemini else text) + "\n")
     _log(store, f"sessionstart session={sid}: recorded as the current session")
-    return code
+    return 0
 
 
 def exit_now(code: int) -> None:
@@ -275,34 +268,6 @@ def close_left_open() -> None:
         fast_start.LEFT_OPEN.pop().close()
 
 
-def _spawn_worker(store: str, opts: dict) -> int | None:
-    """``python -m consolidate worker`` detached (new session, stdin closed, output appended to
-    logs/worker.log) with the store options and judges, as consolidate.agents.hooks.full.spawn_worker."""
-    argv = [sys.executable, "-m", "consolidate", "worker", "--store", str(store)]
-    for key in ("chroma_url", "project", "embedding"):
-        if opts.get(key):
-            argv += ["--" + key.replace("_", "-"), str(opts[key])]
-    for judge in opts.get("judges") or ():
-        argv += ["--judge", str(judge)]
-    logs = os.path.join(store, "logs")
-    os.makedirs(logs, mode=0o700, exist_ok=True)
-    out = os.open(os.path.join(logs, "worker.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    null = os.open(os.devnull, os.O_RDONLY)
-    sys.stdout.flush()
-    pid = os.fork()
-    if pid == 0:  # the child: a new session, then the worker
-        try:
-            os.setsid()
-            os.dup2(null, 0)
-            os.dup2(out, 1)
-            os.dup2(out, 2)
-            os.closerange(3, 1024)
-            os.execv(argv[0], argv)
-        finally:
-            os._exit(127)
-    os.close(out)
-    os.close(null)
-    return pid
 
 
 def _log(store: str, message: str) -> None:

@@ -21,15 +21,17 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from consolidate.pipeline.context_budget import CONTEXT_MAX_CHARS  # the SessionStart bound: one budget, core.md and the memories
 from consolidate.store.views.start_file import session_line  # noqa: F401 - one wording for the full and the light SessionStart
+from consolidate.agents.hooks.payload import (  # noqa: F401 - event_name and the event sets: the hook's names for them
+    BEFORE_TOOL, END_EVENTS, PRE_COMPACT, PRE_TOOL_USE, SESSION_END, SESSION_START, START_EVENTS, STOP, TOOL_EVENTS,
+    cwd_of, event_name, reason_of, session_id_of, transcript_path_of)
 from consolidate.core.faults import crash_point
 from consolidate.core.settings import JUDGE_CHILD
+from consolidate.core.spawn import spawn_worker
 from consolidate.store.sessions.segments import session_for_end
 
 #: Environment guard set by our own judge subprocesses (``claude -p`` fires its hooks): a hook that
@@ -38,11 +40,6 @@ CHILD_GUARD = JUDGE_CHILD.name
 #: stdin bounds: at most this many bytes, waiting at most this many seconds in total.
 STDIN_MAX_BYTES = 1_000_000
 STDIN_TIMEOUT = 0.5
-END_EVENTS = {"sessionend", "stop"}
-START_EVENTS = {"sessionstart"}
-#: Claude Code's PreToolUse and Gemini CLI's BeforeTool: recall about the file a tool reads or edits.
-TOOL_EVENTS = {"pretooluse", "beforetool"}
-_ALIASES = {"agentturncomplete": "stop", "precompress": "precompact"}  # Codex's notify; Gemini's PreCompress
 #: Harvest bounds: the last this many transcript entries, each text cut at this many characters.
 HARVEST_MAX_ENTRIES = 400
 HARVEST_MAX_CHARS = 4_000
@@ -70,21 +67,6 @@ def parse_event(raw: bytes) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def event_name(payload: dict[str, Any]) -> str:
-    """Normalised event name: ``sessionend``, ``stop``, ``precompact``, ``sessionstart``, or ''."""
-    name = payload.get("hook_event_name") or payload.get("type") or payload.get("event") or ""
-    name = str(name).replace("-", "").replace("_", "").lower()
-    return _ALIASES.get(name, name)
-
-
-def session_id_of(payload: dict[str, Any]) -> str | None:
-    for key in ("session_id", "sessionId", "thread-id", "thread_id", "conversation_id"):
-        value = payload.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
-
-
 def log(store_path: Path, message: str) -> None:
     """Append one line to ``logs/hook.log``; when the store cannot take it (read-only, full, gone),
     to the fallback log instead (:func:`consolidate.agents.hooks.fast.fallback_log`: the user's state folder
@@ -104,48 +86,6 @@ def log(store_path: Path, message: str) -> None:
         from consolidate.agents.hooks.fast import fallback_log
 
         fallback_log(str(store_path), message, exc)
-
-
-#: The store options a hook or MCP server carries to the worker it starts (``--chroma-url`` ...), in
-#: ``consolidate worker``'s option names; ``judges`` is a list (``--judge`` repeated).
-STORE_OPTIONS = ("chroma_url", "project", "embedding")
-
-
-def worker_argv(store_path: Path, options: dict[str, Any] | None = None) -> list[str]:
-    """``python -m consolidate worker --store PATH`` plus every store option and judge in ``options``
-    (``{"chroma_url", "project", "embedding", "judges"}``; None or empty values are left out)."""
-    argv = [sys.executable, "-m", "consolidate", "worker", "--store", str(store_path)]
-    options = options or {}
-    for key in STORE_OPTIONS:
-        if options.get(key):
-            argv += ["--" + key.replace("_", "-"), str(options[key])]
-    for judge in options.get("judges") or ():
-        argv += ["--judge", str(judge)]
-    return argv
-
-
-def spawn_worker(store_path: Path, extra_env: dict[str, str] | None = None,
-                 options: dict[str, Any] | None = None, after: int | None = None) -> int | None:
-    """Start ``consolidate worker`` detached (new process session, stdin closed, output appended to
-    ``logs/worker.log``) with the store options and judges in ``options`` (see :func:`worker_argv`);
-    with ``after`` (a pid: the hook's own), the worker first waits until that process has exited
-    (``CONSOLIDATE_WORKER_AFTER``, bounded). Returns its pid, or None when it could not be started."""
-    if after is not None:
-        from consolidate.core.settings import WORKER_AFTER
-
-        extra_env = {**(extra_env or {}), WORKER_AFTER.name: str(after)}
-    folder = store_path / "logs"
-    folder.mkdir(parents=True, exist_ok=True)
-    from consolidate.core.private import private_file, private_umask
-
-    private_umask()
-    with private_file(folder / "worker.log", "ab") as out:
-        proc = subprocess.Popen(
-            worker_argv(store_path, options),
-            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, **(extra_env or {})}, close_fds=True,
-        )
-    return proc.pid
 
 
 def tail_lines(path: str | os.PathLike, max_lines: int = HARVEST_MAX_ENTRIES,
@@ -302,11 +242,11 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
             if name in END_EVENTS:
                 # queue first, with what to harvest (consolidate/agents/hooks/lifecycle.py): a hook killed at its
                 # time budget has still recorded the session end, and its harvest is made by the worker
-                reason = payload.get("reason") if isinstance(payload.get("reason"), str) else None
+                reason = reason_of(payload)
                 from consolidate.agents.hooks.lifecycle import end_session, harvest_pending_part, summary
 
                 sid = session_for_end(tier, sid)  # a resumed session's open part
-                mark = end_session(tier, sid, outcome, reason, transcript_path=payload.get("transcript_path"),
+                mark = end_session(tier, sid, outcome, reason, transcript_path=transcript_path_of(payload),
                                    harvest=harvest_notes, event=name)
                 crash_point(CRASH_END_QUEUED)
                 # the worker now: it survives this hook being killed, and waits for the harvest below
@@ -318,13 +258,13 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
                 tier.close()
                 log(store_path, f"{name} session={sid} queued ({outcome})"
                     + (f", {summary(harvested)}" if harvest_notes else "") + f"; worker pid {pid}")
-            elif name == "precompact" and harvest_notes:
+            elif name == PRE_COMPACT and harvest_notes:
                 from consolidate.agents.hooks.lifecycle import PRECOMPACT_MAX_ENTRIES, harvest_pending_part, record_harvest
                 from consolidate.agents.hooks.lifecycle import summary
 
                 sid = session_for_end(tier, sid)
                 # recorded first: a hook killed before its harvest commits leaves it to the worker at the end
-                mark = record_harvest(tier, sid, payload.get("transcript_path"), part="precompact", event=name,
+                mark = record_harvest(tier, sid, transcript_path_of(payload), part=PRE_COMPACT, event=name,
                                       since_compaction=True, max_entries=PRECOMPACT_MAX_ENTRIES)
                 crash_point(CRASH_PRECOMPACT_RECORDED)
                 harvested = harvest_pending_part(tier, mark, log=lambda line: log(store_path, line))
@@ -345,13 +285,13 @@ def read_only(store_path: Path) -> bool:
 
 
 #: What each hook event could not do on a read-only store (the one line it gives).
-_NOT_DONE = {"sessionstart": "session {sid} was not recorded (its MCP notes need session_id, and nothing can be"
+_NOT_DONE = {SESSION_START: "session {sid} was not recorded (its MCP notes need session_id, and nothing can be"
                              " written to the store)",
-             "sessionend": "the end of session {sid} was not queued (it is not consolidated)",
-             "stop": "the end of session {sid} was not queued (it is not consolidated)",
-             "precompact": "nothing was harvested for session {sid} before the compaction",
-             "pretooluse": "what session {sid} was shown about the file is not recorded (it may be shown again)",
-             "beforetool": "what session {sid} was shown about the file is not recorded (it may be shown again)"}
+             SESSION_END: "the end of session {sid} was not queued (it is not consolidated)",
+             STOP: "the end of session {sid} was not queued (it is not consolidated)",
+             PRE_COMPACT: "nothing was harvested for session {sid} before the compaction",
+             PRE_TOOL_USE: "what session {sid} was shown about the file is not recorded (it may be shown again)",
+             BEFORE_TOOL: "what session {sid} was shown about the file is not recorded (it may be shown again)"}
 
 
 def _on_read_only(store_path: Path, name: str, sid: str | None, payload: dict[str, Any]) -> str:
@@ -404,7 +344,7 @@ def _record_start(store_path: Path, sid: str, payload: dict[str, Any], agent: st
         prepare_store_dir(store_path)
         tier = SessionTier(store_path / "sessions.sqlite3")
         try:
-            cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+            cwd = cwd_of(payload)
             record_start(tier, sid, agent=agent, cwd=cwd)
             record_shown(tier, sid, memory_texts(shown))
         finally:
@@ -450,7 +390,7 @@ def _recover_missed(store_path: Path, sid: str, payload: dict[str, Any], *, outc
 
         tier = SessionTier(store_path / "sessions.sqlite3")
         try:
-            cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+            cwd = cwd_of(payload)
             recovered = recover_missed(tier, sid, cwd=cwd, outcome=outcome, harvest=harvest_notes,
                                        log=lambda line: log(store_path, line))
             unfinished = stranded(tier)

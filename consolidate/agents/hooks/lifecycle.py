@@ -56,6 +56,7 @@ import os
 import re
 import time
 
+from consolidate.agents.hooks.payload import cwd_of, source_of, transcript_path_of
 from consolidate.store.sessions.segments import base_of, record_start
 
 TYPE_CHECKING = False  # typing is not imported at run time: the light SessionStart hook imports this module
@@ -88,17 +89,13 @@ def ensure(tier) -> None:
     ensure_hook_tables(tier.db)
 
 
-def _str(payload: dict, key: str) -> str | None:
-    value = payload.get(key)
-    return value if isinstance(value, str) and value.strip() else None
-
-
 def session_for_start(tier, session_id: str, payload: dict, *, now: float | None = None) -> str:
     """The session a SessionStart opens (consolidate.store.sessions.segments.record_start: ``session_id``
     itself, or a resumed session's part ``<id>+r<n>``), recorded with the payload's transcript, cwd
-    and source; returns its id."""
-    return record_start(tier, session_id, transcript_path=_str(payload, "transcript_path"), cwd=_str(payload, "cwd"),
-                        source=_str(payload, "source") or _str(payload, "trigger"), now=now)
+    and source (consolidate.agents.hooks.payload); returns its id."""
+    cwd = cwd_of(payload)
+    return record_start(tier, session_id, transcript_path=transcript_path_of(payload),
+                        cwd=cwd if cwd and cwd.strip() else None, source=source_of(payload), now=now)
 
 
 def transcript_of(tier, session_id: str) -> str | None:

@@ -8,6 +8,8 @@ import os
 import sys
 from pathlib import Path
 
+from consolidate.agents.hooks.payload import (EVENT_KEY, TOOL_EVENTS, command_line_payload, event_name, find_store, gemini_output,
+                                              raw_cwd, session_ids)
 from consolidate.core.settings import STORE
 from consolidate.cli.options import add_json, add_judge, add_outcome, add_session, add_time_box, open_store
 
@@ -17,31 +19,22 @@ def cmd_hook(args) -> int:
     from consolidate.agents.hooks.full import log, parse_event, read_stdin, run_hook
 
     try:
-        payload = {} if args.session else parse_event(read_stdin())
-        if args.session:
-            payload = {"hook_event_name": args.event or "SessionEnd", "session_id": args.session}
-        elif args.event:
-            payload.setdefault("hook_event_name", args.event)
+        payload = command_line_payload(args.session, args.event) if args.session else parse_event(read_stdin())
+        if args.event and not args.session:
+            payload.setdefault(EVENT_KEY, args.event)
         refused = hook_refusal(args, payload)
         if refused:
             sys.stderr.write(f"consolidate hook: refused: {refused}; nothing was written\n")
             return HOOK_REFUSED
-        store = args.store or STORE.get()
-        if not store:
-            cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-            store = str(Path(cwd) / ".memofs") if cwd else ".memofs"
+        store = find_store(payload, args.store)
         options = {"chroma_url": args.chroma_url, "project": args.project, "embedding": args.embedding,
                    "judges": args.judge}
         code, text = run_hook(Path(store), payload=payload, outcome=args.outcome, harvest_notes=args.harvest,
                               spawn=not args.no_worker, options=options, wait_worker=True,
                               agent="gemini-cli" if args.output == "gemini" else None)
-        from consolidate.agents.hooks.full import TOOL_EVENTS, event_name
-
         if text and event_name(payload) in TOOL_EVENTS:
             sys.stdout.write(text + "\n")  # already the JSON both agents read (consolidate/agents/file_recall.py)
         elif text and args.output == "gemini":
-            from consolidate.store.views.start_file import gemini_output  # Gemini CLI takes a SessionStart hook's stdout as JSON only
-
             sys.stdout.write(gemini_output(text) + "\n")
         elif text:
             sys.stdout.write(text + "\n")
@@ -56,7 +49,6 @@ def cmd_hook(args) -> int:
 #: Exit code of a refused hook call: a non-blocking error in Claude Code's and Gemini CLI's hook
 #: contracts (0 success, 2 blocking, any other code: shown to the user, the agent goes on).
 HOOK_REFUSED = 1
-_ID_KEYS = ("session_id", "sessionId", "thread-id", "thread_id", "conversation_id")
 
 
 def hook_refusal(args, payload: dict) -> str | None:
@@ -67,14 +59,12 @@ def hook_refusal(args, payload: dict) -> str | None:
     from consolidate.core.errors import BadInput
     from consolidate.store.sessions.tier import check_session_id
 
-    for key in _ID_KEYS:
-        value = payload.get(key)
-        if isinstance(value, str) and value.strip():
-            try:
-                check_session_id(value)
-            except BadInput as exc:
-                return f"{key}: {exc}"
-    cwd = payload.get("cwd")
+    for key, value in session_ids(payload):
+        try:
+            check_session_id(value)
+        except BadInput as exc:
+            return f"{key}: {exc}"
+    cwd = raw_cwd(payload)
     if args.store or STORE.get() or cwd is None:
         return None
     if not isinstance(cwd, str) or not cwd.strip() or "\x00" in cwd:

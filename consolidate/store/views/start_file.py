@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 START_FILE = "context.start.json"
 #: Format of the start file; a file of another format is stale.
@@ -65,11 +64,6 @@ def session_line(sid: str, unrecorded: str | None = None) -> str:
                 " depends on the store taking its end.")
     return (f"consolidate: this is session {sid}. Notes you write with the consolidate MCP `note` tool"
             " (no session_id needed) belong to it and are consolidated when the session ends.")
-
-
-def gemini_output(text: str) -> str:
-    """Gemini CLI takes a SessionStart hook's stdout as JSON only: ``text`` as its additional context."""
-    return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})
 
 
 def check_root(store_path) -> str:
@@ -194,10 +188,11 @@ def _anchored(store: str) -> list[str]:
 LEFT_OPEN: list = []
 
 
-def session_start(store: str, sid: str, payload: dict, *, gemini: bool = False) -> int:
-    """The SessionStart hook for ``sid`` (a plain session id) on the private store ``store``: print
-    the session line and the start file's context and record the session, or raise Fallback (see the
-    module docstring). Returns the exit code (0)."""
+def session_start(store: str, sid: str, payload: dict, *, cwd: str | None = None, gemini: bool = False) -> str:
+    """The SessionStart hook for ``sid`` (a plain session id) on the private store ``store``: record
+    the session and return the text to print (the session line and the start file's context), or
+    raise Fallback (see the module docstring). ``cwd``: the payload's
+    (consolidate.agents.hooks.payload.cwd_of); ``gemini``: the session is Gemini CLI's."""
     from consolidate.store.sessions.queue_file import fold_queue_file
     from consolidate.store.sessions.segments import session_for_end
     from consolidate.store.sessions.tables import LightTier, connect
@@ -214,7 +209,6 @@ def session_start(store: str, sid: str, payload: dict, *, gemini: bool = False) 
 
         tier = LightTier(conn)
         fold_queue_file(conn, store, lambda s: session_for_end(tier, s))
-        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
         if tier.session_end(sid) is not None or missed_sessions(tier, sid, cwd=cwd) or stranded(tier):
             raise Fallback  # a resume, sessions to recover, or a harvest a killed hook left: the full hook
         from consolidate.store.sessions.agents import insert_start
@@ -231,6 +225,4 @@ def session_start(store: str, sid: str, payload: dict, *, gemini: bool = False) 
     warning = start_line(store, conn)  # workers failing, ends piling up: read at every start
     LEFT_OPEN.append(conn)
     context = (warning + "\n\n" + start["text"] if start["text"] else warning) if warning else start["text"]
-    text = session_line(sid) + ("\n\n" + context if context else "")
-    sys.stdout.write((gemini_output(text) if gemini else text) + "\n")
-    return 0
+    return session_line(sid) + ("\n\n" + context if context else "")
