@@ -8,6 +8,9 @@ from __future__ import annotations
 import ast
 import json
 import os
+import select
+import signal
+import sys
 import time
 from pathlib import Path
 
@@ -86,29 +89,99 @@ def test_no_other_module_builds_or_starts_the_worker():
     assert set(found) == {owner}, {k: v for k, v in found.items() if k != owner}
 
 
-def test_the_worker_starts_detached_and_logs_in_the_store(tmp_path):
-    """A real start: its own session, stdin /dev/null, output appended to logs/worker.log (0600),
-    ``after`` and ``extra_env`` in its environment; the starter reaps it once it has exited."""
+_CHILD = """
+import json, os, sys
+null = os.stat(os.devnull)
+stdin = os.fstat(0)
+fds = sorted(int(f) for f in os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+print(json.dumps({"leader": os.getsid(0) == os.getpid(), "stdin_null": (stdin.st_rdev, stdin.st_ino) == (null.st_rdev, null.st_ino),
+                  "after": os.environ.get("CONSOLIDATE_WORKER_AFTER"), "extra": os.environ.get("X_EXTRA"), "fds": fds}))
+print("to stderr", file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("how", ["posix_spawn", "fork and exec"])
+def test_the_start_is_detached(tmp_path, monkeypatch, how):
+    """What the starter gives the process it starts: its own session, stdin /dev/null, stdout and
+    stderr appended to the log, no other descriptor, the environment it was given; both ways of
+    starting it (posix_spawn, and fork+exec where posix_spawn cannot start a session)."""
+    if how == "fork and exec":
+        def no_setsid(*args, **kwargs):
+            raise NotImplementedError
+
+        monkeypatch.setattr(os, "posix_spawn", no_setsid)
+    log = tmp_path / "out.log"
+    log.write_text("before\n")
+    keep = os.open(tmp_path / "other", os.O_WRONLY | os.O_CREAT, 0o600)  # not inheritable (PEP 446)
+    out = os.open(log, os.O_WRONLY | os.O_APPEND)
+    try:
+        env = {**os.environ, "CONSOLIDATE_WORKER_AFTER": "123", "X_EXTRA": "yes"}
+        pid = starter._launch([sys.executable, "-c", _CHILD], env, out)
+    finally:
+        os.close(out)
+        os.close(keep)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    first, report, err = log.read_text().splitlines()
+    seen = json.loads(report)
+    assert first == "before" and err == "to stderr"
+    assert seen["leader"] and seen["stdin_null"] and seen["after"] == "123" and seen["extra"] == "yes"
+    if seen["fds"] is not None:
+        assert len([fd for fd in seen["fds"] if fd > 2]) <= 1, seen  # the descriptor of listdir itself
+
+
+def test_an_inherited_descriptor_does_not_reach_the_worker(tmp_path):
+    """A pipe the agent CLI left inheritable in the hook's process is closed in the worker (the agent
+    would otherwise wait for its end as long as the worker runs)."""
+    r, w = os.pipe()
+    os.set_inheritable(w, True)
+    out = os.open(tmp_path / "out.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        pid = starter._launch([sys.executable, "-c", "import time; time.sleep(30)"], dict(os.environ), out)
+    finally:
+        os.close(out)
+        os.close(w)
+    try:
+        ready, _, _ = select.select([r], [], [], 10.0)
+        assert ready and os.read(r, 1) == b"", "the write end is closed in the worker: EOF while it runs"
+    finally:
+        os.close(r)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
+def test_the_starter_gives_the_worker_after_and_extra_env(tmp_path, monkeypatch):
+    store = tmp_path / ".memofs"
+    seen = {}
+
+    def launch(argv, env, out):
+        seen.update(argv=argv, env=env)
+        return 999_999_999
+
+    monkeypatch.setattr(starter, "_launch", launch)
+    assert starter.spawn_worker(store, {"embedding": "hash"}, after=4321, extra_env={"X_EXTRA": "1"}) == 999_999_999
+    assert seen["env"]["CONSOLIDATE_WORKER_AFTER"] == "4321" and seen["env"]["X_EXTRA"] == "1"
+    assert seen["argv"][-2:] == ["--embedding", "hash"]
+    assert oct((store / "logs").stat().st_mode & 0o777) == "0o700"
+    assert oct((store / "logs" / "worker.log").stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_real_worker_runs_and_is_reaped(tmp_path):
+    """``consolidate worker`` started for real on an empty store: it runs, logs no traceback, and the
+    starter reaps it once it has exited (no zombie in a long-lived starter)."""
     store = tmp_path / ".memofs"
     Store(store, embedding="hash", project="p").close()
     before = os.umask(0o022)
     try:
-        pid = starter.spawn_worker(store, {"embedding": "hash", "project": "p"}, after=os.getpid(),
-                                   extra_env={"CONSOLIDATE_EMBEDDING": "hash"})
+        pid = starter.spawn_worker(store, {"embedding": "hash", "project": "p"})
     finally:
         os.umask(before)
-    if os.path.exists(f"/proc/{pid}/environ"):
-        try:
-            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-            assert f"CONSOLIDATE_WORKER_AFTER={os.getpid()}".encode() in environ
-            assert os.readlink(f"/proc/{pid}/fd/0") == os.devnull
-        except (FileNotFoundError, ProcessLookupError):
-            pass  # it already exited (exec'd and finished): the log below still shows it ran
-    assert os.getsid(pid) == pid, "the worker leads its own session"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while pid not in starter.reap():
         assert time.monotonic() < deadline, "the worker did not exit"
         time.sleep(0.05)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaped: no zombie left
     log = store / "logs" / "worker.log"
     assert log.exists() and oct(log.stat().st_mode & 0o777) == "0o600"
     assert "Traceback" not in log.read_text(encoding="utf-8")

@@ -73,13 +73,32 @@ def spawn_worker(store: str | os.PathLike, options: dict | None = None, *, after
 
 def _launch(argv: list[str], env: dict[str, str], out: int) -> int:
     """Start ``argv`` in a new session, stdin /dev/null, stdout and stderr on the descriptor ``out``;
-    its pid. Every other descriptor is close-on-exec (Python opens them so: PEP 446)."""
+    its pid. No other descriptor reaches it: Python opens its own close-on-exec (PEP 446), and the
+    inheritable ones this process was given (an agent CLI's pipes) are closed in the child."""
     actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                (os.POSIX_SPAWN_DUP2, out, 1), (os.POSIX_SPAWN_DUP2, out, 2)]
+    actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable()]
     try:
         return os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
     except NotImplementedError:  # no POSIX_SPAWN_SETSID here
         return _fork_exec(argv, env, out)
+
+
+def _inheritable() -> list[int]:
+    """The open descriptors above 2 that a started process would inherit."""
+    folder = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"
+    try:
+        fds = [int(name) for name in os.listdir(folder)]
+    except (OSError, ValueError):
+        fds = list(range(3, 256))
+    found = []
+    for fd in fds:
+        try:
+            if fd > 2 and os.get_inheritable(fd):
+                found.append(fd)
+        except OSError:  # closed meanwhile, or listdir's own descriptor
+            continue
+    return found
 
 
 def _fork_exec(argv: list[str], env: dict[str, str], out: int) -> int:
