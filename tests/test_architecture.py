@@ -23,14 +23,14 @@ LONG_FUNCTIONS = {
     "consolidate/agents/harvest.py:harvest_lines": 110, "consolidate/agents/hooks/full.py:run_hook": 92,
     "consolidate/team/sync.py:_apply_pulled": 106, "consolidate/cli/commands/run.py:cmd_run": 95,
     "consolidate/cli/commands/read.py:cmd_status": 96, "consolidate/store/anchors.py:check": 96,
-    "consolidate/mcp/server.py:build_server": 207,
+    "consolidate/mcp/server.py:build_server": 206,
 }
 #: Imports of the project's own modules inside functions, and the biggest import cycle counting
 #: them (strongly connected modules of the graph grimp builds): both may only go down, to 0 and 1.
 OWN_IMPORTS_IN_FUNCTIONS = 650
 LARGEST_CYCLE = 16
 #: Upward imports still listed in the layers contract's ignore_imports: only goes down, to 0.
-LAYER_IGNORES = 17
+LAYER_IGNORES = 11
 
 
 def _sources() -> list[Path]:

@@ -232,7 +232,7 @@ def test_every_drain_pulls_before_and_pushes_after_on_a_team_store(store, monkey
     calls = []
     monkeypatch.setattr(team, "pull_before_run", lambda st: calls.append(("pull", len(st.sessions.pending()))))
     monkeypatch.setattr(team, "push_after_run", lambda st: calls.append(("push", len(st.sessions.pending()))))
-    monkeypatch.setattr("consolidate.pipeline.run._team_mode", lambda st, kwargs: True)  # as with a team.json
+    monkeypatch.setattr(type(store), "replica", lambda self: team.TeamReplica(self))  # as with a team.json
     _queue(store, "a", "b")
     factory = lambda: JudgeChain([ScriptedJudge()])  # noqa: E731
     if how == "run_queue":

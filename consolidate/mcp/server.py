@@ -361,9 +361,8 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
         entry left out; ``as_of``: the memories valid on that date (superseded ones marked
         ``[superseded DATE]``)."""
         def search(s: Store) -> dict[str, Any]:
-            from consolidate.team.local import recall_line
-
-            team_line = recall_line(s)  # a store in a team: its fresh memories first (bounded)
+            replica = s.replica()
+            team_line = replica.recall_line() if replica is not None else ""  # a team: its fresh memories first (bounded)
             out = recall_result(s, query, k=k, include_quarantined=include_quarantined,
                                 min_similarity=min_similarity, session_id=_current_or_none(s), as_of=as_of)
             if team_line:

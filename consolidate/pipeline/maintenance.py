@@ -30,10 +30,9 @@ def apply_updates(store, plan: Plan, lock_timeout: float = 60.0) -> Plan:
     from consolidate.pipeline.run import apply_plan
 
     apply_plan(store, plan, lock_timeout)
-    if store.sub("team.json").exists():
-        from consolidate.team.local import push_after_run
-
-        push_after_run(store)  # a store in a team: forget, batch maintenance and resolutions reach it too
+    replica = store.replica()
+    if replica is not None:
+        replica.push()  # a store in a team: forget, batch maintenance and resolutions reach it too
     return plan
 
 

@@ -18,6 +18,7 @@ from consolidate.pipeline import stages
 from consolidate.model.plan import Plan
 from consolidate.pipeline.stages import Stage
 from consolidate.pipeline.stages import apply as apply_stage
+from consolidate.store.replica import Replica
 from consolidate.store.store import Store
 
 #: Default time box of one run, in seconds (the whole run: judging gets what is left).
@@ -214,14 +215,12 @@ def drain(store: Store, *, session_id: str | None = None, concurrency: int | Non
     plans = Drained()
     if not dry_run:
         plans.replayed = _replayed(store, apply_stage.recover(store, kwargs.get("lock_timeout", LOCK_TIMEOUT)))
-    team = _team_mode(store, kwargs)
+    replica = _replica(store, kwargs)
     pulled = False
     while True:
         rows = store.sessions.pending(session_id)
-        if team and rows and not pulled:
-            from consolidate.team.local import pull_before_run
-
-            pull_before_run(store)  # the team's memories before any contradiction check (bounded)
+        if replica is not None and rows and not pulled:
+            replica.pull()  # the team's memories before any contradiction check (bounded)
             pulled = True
         if dry_run:
             rows = sorted(rows + _partial_rows(store, session_id), key=lambda r: (r["ended_at"], r["session_id"]))
@@ -242,10 +241,8 @@ def drain(store: Store, *, session_id: str | None = None, concurrency: int | Non
         plans.extend(round_plans)
         if not rounds or not round_plans or not store.sessions.pending(session_id):
             break
-    if team:
-        from consolidate.team.local import push_after_run
-
-        plans.team_push = push_after_run(store)  # failures stay in the outbox for the next run or `consolidate sync`
+    if replica is not None:
+        plans.team_push = replica.push()  # failures stay in the outbox for the next run or `consolidate sync`
     return plans
 
 
@@ -338,9 +335,10 @@ def _take_in_threads(rows: list[dict], one: Callable[[dict], Taken], concurrency
     return out
 
 
-def _team_mode(store, kwargs: dict) -> bool:
-    """Whether this call pulls before and pushes after (a store in a team; not a dry run)."""
-    return not kwargs.get("dry_run") and store.sub("team.json").exists()
+def _replica(store, kwargs: dict) -> Replica | None:
+    """The replica this call pulls from before and pushes to after (a store in a team, not a dry
+    run: consolidate/store/replica.py), else None."""
+    return None if kwargs.get("dry_run") else store.replica()
 
 
 def _requeue_waiting(store, session_id: str | None, kwargs: dict) -> list[str]:

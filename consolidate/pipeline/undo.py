@@ -63,17 +63,15 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
                       "removed": len(added), "restored": len(before)})
         event_log.append(store, lines)
         context_md.write(store, store.project, touched=list(added) + list(before), undoing=run_id)  # merged: no full read
-        if store.sub("team.json").exists():  # a store in a team: the undo reaches the team store too
-            from consolidate.team.local import write_undo_outbox
-
-            write_undo_outbox(store, run_id, record, lines, (reversed_graph or {}).get("added_edges") or [])
+        replica = store.replica()
+        if replica is not None:  # a store in a team: the undo reaches the team store too
+            replica.undo_outbox(run_id, record, lines, (reversed_graph or {}).get("added_edges") or [])
         mark_run_undone(store, run_id, f"undone {ts[:10]} by consolidate undo")
         record["undone"] = ts
         write_json_atomic(snapshots.path_of(store, run_id), record)
-    if store.sub("team.json").exists():
-        from consolidate.team.local import push_after_run
-
-        push_after_run(store)  # failures wait in the outbox for the next run or `consolidate sync`
+    replica = store.replica()
+    if replica is not None:
+        replica.push()  # failures wait in the outbox for the next run or `consolidate sync`
     return {"removed": len(added), "restored": len(before)}
 
 

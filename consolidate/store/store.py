@@ -31,6 +31,7 @@ from typing import Any
 
 from consolidate.core import settings
 from consolidate.core.errors import EmbeddingMismatch, StoreCorrupt, StorePathError
+from consolidate.store import replica as _replica
 from consolidate.store.sessions.tier import SessionTier
 
 LAYOUT_VERSION = 1
@@ -127,6 +128,12 @@ class Store:
     def has_longterm(self) -> bool:
         """Whether the long-term tier exists (a manifest, an embedded Chroma folder, or a server)."""
         return bool(self.chroma_url) or self.sub("manifest.json").exists() or self.sub("chroma").is_dir()
+
+    def replica(self) -> _replica.Replica | None:
+        """The store's replica (consolidate/store/replica.py): the team store's local side for a store
+        in a team (``team.json``), else None. Every caller that pulls, pushes or writes the outbox
+        goes through here; the team code is imported only for a store in a team."""
+        return _replica.load(self)
 
     # -- paths ----------------------------------------------------------------------------------
     def sub(self, *parts: str) -> Path:
@@ -326,7 +333,7 @@ def project_note(store) -> str | None:
 def _team_project(path: Path) -> str | None:
     """The project of a store in a team (``team.json``, consolidate/team/local.py), else None."""
     try:
-        data = json.loads((path / "team.json").read_text(encoding="utf-8"))
+        data = json.loads((path / _replica.TEAM_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data.get("project") if isinstance(data, dict) and isinstance(data.get("project"), str) else None

@@ -33,8 +33,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from consolidate.core.errors import ConfigError
-
-TEAM_FILE = "team.json"
+from consolidate.store.replica import TEAM_FILE  # noqa: F401 - the one name of the team configuration file
 #: Default environment variable holding the team token.
 TOKEN_ENV = "CONSOLIDATE_TEAM_TOKEN"  # consolidate/core/settings.py: TEAM_TOKEN
 #: Seconds a SessionStart waits for the team's changes before using the last pulled copy, and the
@@ -502,6 +501,33 @@ def recall_line(store: Any) -> str:
     pull as SessionStart first, so a memory another machine pushed since the session started is
     found; returns where the memories come from ('' for a store not in a team or one read from a
     Chroma server). ``store`` is a :class:`consolidate.store.store.Store`. Never raises."""
-    if store.chroma_url or not (store.path / "team.json").exists():
+    if store.chroma_url or not config_path(store.path).exists():
         return ""
     return where_from(store.path, context=False)
+
+
+class TeamReplica:
+    """The team store's local side as the store's replica (consolidate.store.replica.Replica),
+    built by ``Store.replica()`` for a store in a team. Each method is the module function of the
+    same job (looked up when called), so it never raises and is bounded in time as they are."""
+
+    def __init__(self, store: Any):
+        self.store = store
+
+    def pull(self) -> dict | None:
+        return pull_before_run(self.store)
+
+    def push(self) -> dict | None:
+        return push_after_run(self.store)
+
+    def outbox(self, plan: Any, writes: list) -> None:
+        write_outbox(plan, self.store, writes)
+
+    def undo_outbox(self, run_id: str, record: dict, lines: list[dict], removed_edges: list) -> None:
+        write_undo_outbox(self.store, run_id, record, lines, removed_edges)
+
+    def start_header(self) -> str:
+        return context_header(self.store.path)
+
+    def recall_line(self) -> str:
+        return recall_line(self.store)

@@ -33,6 +33,7 @@ from consolidate.core.faults import crash_point
 from consolidate.core.settings import JUDGE_CHILD
 from consolidate.core.spawn import spawn_worker
 from consolidate.store.sessions.segments import session_for_end
+from consolidate.store.store import Store
 
 #: Environment guard set by our own judge subprocesses (``claude -p`` fires its hooks): a hook that
 #: sees it does nothing, so a judge never recurses into consolidation.
@@ -320,14 +321,14 @@ def _on_read_only(store_path: Path, name: str, sid: str | None, payload: dict[st
 
 
 def team_context_header(store_path: Path) -> str:
-    """For a store in a team (``team.json``): pull the team's changes within a time bound and return
-    the header saying whether the context is fresh or the last pulled copy ('' otherwise; never
-    raises). A store not in a team imports nothing for this."""
-    if not (store_path / "team.json").exists():
+    """For a store with a replica (a team: consolidate/store/replica.py): pull the team's changes
+    within a time bound and return the header saying whether the context is fresh or the last pulled
+    copy ('' otherwise; never raises). A store not in a team imports nothing of the team code."""
+    try:
+        replica = Store(store_path, create=False).replica()
+    except Exception:  # noqa: BLE001 - the hook never fails the agent
         return ""
-    from consolidate.team.local import context_header
-
-    return context_header(store_path)
+    return replica.start_header() if replica is not None else ""
 
 
 def _record_start(store_path: Path, sid: str, payload: dict[str, Any], agent: str | None,

@@ -17,10 +17,9 @@ def cmd_recall(args) -> int:
 
     check_options(args.query, args.k, args.min_similarity)  # bad input before the store is opened
     day = as_of_day(args.as_of)
-    from consolidate.team.local import recall_line
-
     store = open_store(args, create=False)
-    team_line = recall_line(store)  # a store in a team: pull first, as MCP recall and SessionStart do
+    replica = store.replica()
+    team_line = replica.recall_line() if replica is not None else ""  # a team: pull first, as MCP recall and SessionStart do
     result = recall(store, args.query, k=args.k, min_similarity=args.min_similarity, include_quarantined=args.all,
                     as_of=day)
     hits = result.memories

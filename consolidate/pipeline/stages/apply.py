@@ -287,11 +287,11 @@ def _chroma(plan, store, durable) -> None:
 
 
 def _outbox(plan, store, writes) -> None:
-    """Team mode (consolidate/team/local.py): the run's entry in the team outbox, pushed after the run."""
-    if store.sub("team.json").exists():
-        from consolidate.team.local import write_outbox
-
-        write_outbox(plan, store, writes)
+    """A store with a replica (a team: consolidate/store/replica.py): the run's entry in its outbox,
+    pushed after the run."""
+    replica = store.replica()
+    if replica is not None:
+        replica.outbox(plan, writes)
 
 
 def _anchors(plan, store, durable) -> None:
