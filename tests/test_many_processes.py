@@ -141,7 +141,7 @@ def test_writers_interleaved_with_mcp_alive(tmp_path):
         assert mcp.recall_ids(note_texts("seed", 1)[0])
         # the hook's worker (started the way the hook starts it) beside a manual run
         fill_sessions(store_path, ["h1", "h2"], LATER)
-        pid = spawn_worker(store_path, extra_env={k: v for k, v in cli_env(store_path).items()
+        pid = spawn_worker(store_path, log=store_path / "logs" / "worker.log", extra_env={k: v for k, v in cli_env(store_path).items()
                                                   if k.startswith("CONSOLIDATE_")})
         run = start_cli(store_path, "run")
         ok(finish([run]))

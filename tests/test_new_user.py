@@ -262,12 +262,12 @@ def read_only_store(tmp_path):
 
 def _snapshot(folder):
     """Every file's bytes, left out: SQLite's shared-memory and WAL files, which a reader may create,
-    and the store lock's holder record (consolidate.core.locking.HOLDER_FILE: who holds the lock, rewritten
+    and the store lock's holder record (consolidate.store.layout.LOCK_HOLDER: who holds the lock, rewritten
     by every command that takes it, data of the lock, not of the store)."""
-    from consolidate.core.locking import HOLDER_FILE
+    from consolidate.store.layout import LOCK_HOLDER
 
     return {str(p.relative_to(folder)): p.read_bytes() if p.is_file() else b"" for p in sorted(folder.rglob("*"))
-            if not p.name.endswith(("-shm", "-wal")) and p.name != HOLDER_FILE}
+            if not p.name.endswith(("-shm", "-wal")) and p.name != LOCK_HOLDER.name}
 
 
 def test_mcp_starts_read_only_on_a_read_only_store(read_only_store):

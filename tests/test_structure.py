@@ -142,7 +142,7 @@ def test_sql_is_only_in_the_session_tier():
     hits = {name: [line.strip() for line in text.splitlines() if SQL.search(line)] for name, text in src.items()}
     outside = {name: lines[:3] for name, lines in hits.items() if lines and name not in SESSION_TIER + [LEXICAL]}
     assert outside == {}
-    assert "sessions.sqlite3" not in src[LEXICAL] and 'INDEX_FILE = "lexical.sqlite3"' in src[LEXICAL]
+    assert "sessions.sqlite3" not in src[LEXICAL] and 'INDEX_FILE = LEXICAL_DB.name' in src[LEXICAL]
     assert all(len(hits[name]) > 10 for name in SESSION_TIER)  # the pattern finds the tier's own statements
 
 

@@ -159,7 +159,7 @@ def test_the_starter_gives_the_worker_after_and_extra_env(tmp_path, monkeypatch)
         return 999_999_999
 
     monkeypatch.setattr(starter, "_launch", launch)
-    assert starter.spawn_worker(store, {"embedding": "hash"}, after=4321, extra_env={"X_EXTRA": "1"}) == 999_999_999
+    assert starter.spawn_worker(store, {"embedding": "hash"}, log=store / "logs" / "worker.log", after=4321, extra_env={"X_EXTRA": "1"}) == 999_999_999
     assert seen["env"]["CONSOLIDATE_WORKER_AFTER"] == "4321" and seen["env"]["X_EXTRA"] == "1"
     assert seen["argv"][-2:] == ["--embedding", "hash"]
     assert oct((store / "logs").stat().st_mode & 0o777) == "0o700"
@@ -173,7 +173,7 @@ def test_a_real_worker_runs_and_is_reaped(tmp_path):
     Store(store, embedding="hash", project="p").close()
     before = os.umask(0o022)
     try:
-        pid = starter.spawn_worker(store, {"embedding": "hash", "project": "p"})
+        pid = starter.spawn_worker(store, {"embedding": "hash", "project": "p"}, log=store / "logs" / "worker.log")
     finally:
         os.umask(before)
     deadline = time.monotonic() + 120

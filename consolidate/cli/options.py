@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 
+from consolidate.store.layout import GITIGNORE
+
 #: The default judge chain in words: the same in every --help and in the README (judges.registry
 #: builds it; tests/test_docs_consistency.py keeps the three in step).
 DEFAULT_CHAIN_TEXT = "the first agent CLI on PATH (claude, llm, ollama, codex), then api, then noop"
@@ -33,7 +35,7 @@ def open_store(args, create: bool = True, writes: bool | None = None):
         if not create and store.exists:  # a writer that did not create it: private all the same
             from consolidate.core.private import prepare_store_dir
 
-            prepare_store_dir(store.path)
+            prepare_store_dir(store.path, GITIGNORE.name)
     return store
 
 

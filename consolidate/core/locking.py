@@ -10,20 +10,19 @@ import uuid
 from consolidate.core.errors import StoreLocked
 
 
-#: The file the holder of the store lock writes when it takes it (its pid and a random token): a
-#: waiter that sees it change knows the lock changed hands, so the writers ahead of it make progress.
-HOLDER_FILE = ".lock.holder"
 #: How often a waiter looks at the holder file, in seconds.
 POLL = 0.5
 
 
 @contextlib.contextmanager
-def store_lock(store, timeout: float = 60.0):
-    """Hold ``<store>/.lock`` for the block; raises StoreLocked when one holder kept it for
+def store_lock(store, lock_path, holder_path, timeout: float = 60.0):
+    """Hold ``lock_path`` (the store's ``.lock``, consolidate.store.layout) for the block; raises StoreLocked when one holder kept it for
     ``timeout`` seconds while this process waited (``timeout=0``: fail at once when another process
     holds it). The wait starts again each time the lock changes hands: eight runs queued on one store
     each wait for the runs ahead of them, however long they take together, and only a holder that is
-    stuck (or a run longer than ``timeout``) makes a waiter give up."""
+    stuck (or a run longer than ``timeout``) makes a waiter give up. The holder of the lock writes
+    ``holder_path`` (its pid and a random token) when it takes it: a waiter that sees it change knows
+    the lock changed hands, so the writers ahead of it make progress."""
     import filelock
 
     from consolidate.core.private import FILE_MODE, private_umask
@@ -32,8 +31,8 @@ def store_lock(store, timeout: float = 60.0):
     if require is not None:
         require()  # a read-only store: StoreReadOnly naming it, before any lock file is attempted
     private_umask()  # the holder of the store lock writes the store
-    lock = filelock.FileLock(str(store.sub(".lock")), mode=FILE_MODE)
-    holder = store.sub(HOLDER_FILE)
+    lock = filelock.FileLock(str(lock_path), mode=FILE_MODE)
+    holder = holder_path
     seen = _holder(holder)
     deadline = time.monotonic() + timeout
     while True:

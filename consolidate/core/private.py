@@ -63,8 +63,9 @@ def private_file(path, mode: str = "w", encoding: str | None = "utf-8"):
     return f
 
 
-def prepare_store_dir(path: Path) -> None:
-    """Create the store folder ``0700`` (with its ``.gitignore``), or make an existing one private:
+def prepare_store_dir(path: Path, gitignore: str) -> None:
+    """Create the store folder ``0700`` (with its ignore file ``gitignore``, ``.gitignore``:
+    consolidate.store.layout.GITIGNORE), or make an existing one private:
     a folder that is not ``0700`` gets every folder and file under it set to ``0700``/``0600``.
 
     Raises OSError when the folder cannot be created."""
@@ -73,7 +74,7 @@ def prepare_store_dir(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
     if stat.S_IMODE(path.stat().st_mode) != DIR_MODE:
         make_private(path)
-    ignore = path / ".gitignore"
+    ignore = path / gitignore
     if not ignore.exists():
         try:
             fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)

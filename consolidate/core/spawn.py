@@ -28,8 +28,6 @@ from consolidate.core.settings import WORKER_AFTER
 #: The store options a starter carries to the worker (``--chroma-url`` ...), in ``consolidate
 #: worker``'s option names; ``judges`` is a list (``--judge`` repeated).
 STORE_OPTIONS = ("chroma_url", "project", "embedding")
-#: Where the worker's output goes, under the store folder.
-LOG_FOLDER, LOG_FILE = "logs", "worker.log"
 
 #: Pids of the workers this process started and has not reaped yet.
 _STARTED: set[int] = set()
@@ -49,10 +47,12 @@ def worker_argv(store: str | os.PathLike, options: dict | None = None) -> list[s
     return argv
 
 
-def spawn_worker(store: str | os.PathLike, options: dict | None = None, *, after: int | None = None,
-                 extra_env: dict[str, str] | None = None) -> int:
+def spawn_worker(store: str | os.PathLike, options: dict | None = None, *, log: str | os.PathLike,
+                 after: int | None = None, extra_env: dict[str, str] | None = None) -> int:
     """Start the worker of ``store`` detached (see the module docstring) with ``options``
-    (:func:`worker_argv`); returns its pid. Creates ``logs/`` (0700) when missing. Raises OSError
+    (:func:`worker_argv`), its output appended to ``log`` (the store's ``logs/worker.log``:
+    consolidate.store.layout.WORKER_LOG names it); returns its pid. Creates the log's folder (0700)
+    when missing. Raises OSError
     when the log cannot be opened or the process cannot be started."""
     reap()
     env = dict(os.environ)
@@ -60,9 +60,8 @@ def spawn_worker(store: str | os.PathLike, options: dict | None = None, *, after
     if after is not None:
         env[WORKER_AFTER.name] = str(after)
     private_umask()  # the worker inherits it: nothing it writes is readable by others
-    folder = os.path.join(str(store), LOG_FOLDER)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    out = os.open(os.path.join(folder, LOG_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.makedirs(os.path.dirname(os.fspath(log)), mode=0o700, exist_ok=True)
+    out = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         pid = _launch(worker_argv(store, options), env, out)
     finally:

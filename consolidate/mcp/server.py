@@ -50,6 +50,7 @@ from consolidate.pipeline.recall import MIN_SIMILARITY
 from consolidate.store.sessions.segments import resumed_part
 from consolidate.store.sessions.tier import OUTCOMES, check_session_id
 from consolidate.store.store import Store
+from consolidate.store.layout import WORKER_LOG
 
 log = logging.getLogger("consolidate.mcp")
 
@@ -99,7 +100,7 @@ def find_spawner(judges: list[str] | None = None) -> tuple[Callable[[Store], Any
     def spawn(store: Store) -> int:
         options = {"chroma_url": store.chroma_url, "project": store.project,
                    "embedding": store.embedding_name, "judges": list(judges or ())}
-        return spawn_worker(store.path.resolve(), options)
+        return spawn_worker(store.path.resolve(), options, log=store.sub(WORKER_LOG).resolve())
 
     return spawn, "consolidate.core.spawn.spawn_worker"
 

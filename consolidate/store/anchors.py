@@ -41,6 +41,7 @@ import re
 import subprocess
 from pathlib import Path
 from typing import Any, Iterable
+from consolidate.store.layout import CONTEXT_MD, MANIFEST, MANIFEST_LOCK, CONTEXT_INDEX as _INDEX
 
 SECTION = "anchors"
 #: Files larger than this are not anchored (a memory about a 50 MB data file is not about code).
@@ -234,7 +235,7 @@ def read_section(store_path: Path) -> dict[str, Any]:
     """The manifest's ``anchors`` section (empty when the manifest or the section is missing or
     unreadable: a drift check never fails a recall)."""
     try:
-        with open(Path(store_path) / "manifest.json", encoding="utf-8") as f:
+        with open(MANIFEST.of(Path(store_path)), encoding="utf-8") as f:
             data = json.load(f)
     except (OSError, ValueError):
         return _empty()
@@ -254,11 +255,11 @@ def update_section(store_path: Path, change) -> bool:
     import filelock
 
     store_path = Path(store_path)
-    path = store_path / "manifest.json"
+    path = MANIFEST.of(store_path)
     if not path.exists() or not os.access(store_path, os.W_OK):  # a read-only store: check, never write
         return False
     try:
-        with filelock.FileLock(str(store_path / ".manifest.lock"), timeout=10):
+        with filelock.FileLock(str(MANIFEST_LOCK.of(store_path)), timeout=10):
             data = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(data, dict):
                 return False
@@ -570,7 +571,7 @@ def drift_suffix(meta: dict) -> str:
 
 # -- the SessionStart context -------------------------------------------------------------------
 
-CONTEXT_INDEX = "context.json"
+CONTEXT_INDEX = _INDEX.name
 
 
 def write_context_index(store, rows: list[dict], lines: list[str]) -> None:
@@ -578,7 +579,7 @@ def write_context_index(store, rows: list[dict], lines: list[str]) -> None:
     the SessionStart hook can mark drifted lines and leave stale ones out."""
     from consolidate.core.atomic import write_json_atomic
 
-    write_json_atomic(Path(store.path) / "memory" / CONTEXT_INDEX,
+    write_json_atomic(_INDEX.of(Path(store.path)),
                       [{"id": r["id"], "line": line} for r, line in zip(rows, lines)])
 
 
@@ -588,8 +589,8 @@ def context_text(store_path: Path) -> str | None:
     is no ``memory/context.json`` (then the hook prints context.md as it is)."""
     store_path = Path(store_path)
     try:
-        index = json.loads((store_path / "memory" / CONTEXT_INDEX).read_text(encoding="utf-8"))
-        md = (store_path / "memory" / "context.md").read_text(encoding="utf-8")
+        index = json.loads(_INDEX.of(store_path).read_text(encoding="utf-8"))
+        md = CONTEXT_MD.of(store_path).read_text(encoding="utf-8")
     except (OSError, ValueError):
         return None
     if not isinstance(index, list):

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from consolidate.core.atomic import write_json_atomic
+from consolidate.store.layout import ARCHIVE, TOMBSTONES
 
 
 def _folder(store) -> Path:
-    return store.sub("archive")
+    return store.sub(ARCHIVE)
 
 
 def save(store, memory_id: str, record: dict[str, Any], reason: str, run_id: str) -> Path:
@@ -55,7 +56,7 @@ def tombstones(store) -> set[str]:
     from consolidate.core.jsonl import read_lines
 
     # a torn last line from a crash is skipped: the tombstone is re-appended by the replay
-    return {row["id"] for row in read_lines(_folder(store) / "tombstones.jsonl") if isinstance(row.get("id"), str)}
+    return {row["id"] for row in read_lines(_folder(store) / TOMBSTONES.name) if isinstance(row.get("id"), str)}
 
 
 def lift_tombstones(store, ids: set[str]) -> int:
@@ -64,7 +65,7 @@ def lift_tombstones(store, ids: set[str]) -> int:
         return 0
     from consolidate.core.jsonl import drop_lines
 
-    return drop_lines(_folder(store) / "tombstones.jsonl", lambda row: isinstance(row.get("id"), str) and row["id"] in ids)
+    return drop_lines(_folder(store) / TOMBSTONES.name, lambda row: isinstance(row.get("id"), str) and row["id"] in ids)
 
 
 def tombstone(store, memory_id: str, reason: str, run_id: str) -> None:
@@ -73,4 +74,4 @@ def tombstone(store, memory_id: str, reason: str, run_id: str) -> None:
         return
     from consolidate.core.jsonl import append_lines
 
-    append_lines(_folder(store) / "tombstones.jsonl", [json.dumps({"id": memory_id, "reason": reason, "run_id": run_id}) + "\n"])
+    append_lines(_folder(store) / TOMBSTONES.name, [json.dumps({"id": memory_id, "reason": reason, "run_id": run_id}) + "\n"])

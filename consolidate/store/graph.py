@@ -30,6 +30,7 @@ from typing import Any
 from consolidate.core.errors import StoreCorrupt
 from consolidate.core.json_check import check_fields
 from consolidate.core.jsonl import append_lines, cut_torn_tail  # the store's JSONL appends (consolidate/core/jsonl.py)
+from consolidate.store.layout import GRAPH_EDGES, GRAPH_NODES
 
 _PATH = re.compile(r"(?<![\w/.-])((?:\.{0,2}/)?(?:[\w@.-]+/)+[\w@.-]+\.[A-Za-z0-9]{1,6}|[\w-]+\.(?:py|js|ts|tsx|jsx|json|toml|ya?ml|md|sh|rs|go|java|sql|css|html|lock|cfg|ini|env))(?![\w/])")
 _INSTALL = re.compile(r"\b(?:pip|pip3|npm|pnpm|yarn|uv|cargo|gem|go|poetry|bun)\s+(?:install|add|i|get)\s+((?:[@\w./-]+(?:==[\w.]+)?\s*){1,4})", re.IGNORECASE)
@@ -70,8 +71,10 @@ KEEP = "_keep"
 #: a memory the graph may not hold).
 IF = "_if"
 #: The fields of a graph line and their JSON kinds (consolidate/core/json_check.py).
-LINE_FIELDS: dict[str, dict[str, tuple[tuple, bool]]] = {"nodes.jsonl": {"id": (("string",), True)},
-               "edges.jsonl": {"source": (("string",), True), "target": (("string",), True),
+#: The file of each kind of graph line.
+_FILES = {"nodes": GRAPH_NODES.name, "edges": GRAPH_EDGES.name}
+LINE_FIELDS: dict[str, dict[str, tuple[tuple, bool]]] = {GRAPH_NODES.name: {"id": (("string",), True)},
+               GRAPH_EDGES.name: {"source": (("string",), True), "target": (("string",), True),
                                "key": (("string", "integer", "null"), False)}}
 
 
@@ -82,7 +85,7 @@ def load(folder: Path, strict: bool = True):
     import networkx as nx
 
     g = nx.MultiDiGraph()
-    for name in ("nodes.jsonl", "edges.jsonl"):
+    for name in (GRAPH_NODES.name, GRAPH_EDGES.name):
         path = folder / name
         if not path.exists():
             continue
@@ -112,7 +115,7 @@ def load(folder: Path, strict: bool = True):
                 only_if = obj.pop(IF, None)
                 if only_if is not None and only_if not in g:
                     continue
-                if name == "nodes.jsonl":
+                if name == GRAPH_NODES.name:
                     node = obj.pop("id")
                     if obj.pop(KEEP, False) and node in g:
                         continue
@@ -125,8 +128,8 @@ def load(folder: Path, strict: bool = True):
 def save(g, folder: Path) -> None:
     """Write the graph to ``folder`` atomically per file (temporary file, fsync, rename)."""
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    _write_lines(folder / "nodes.jsonl", ({"id": n, **attrs} for n, attrs in g.nodes(data=True)))
-    _write_lines(folder / "edges.jsonl", ({"source": u, "target": v, "key": k, **attrs}
+    _write_lines(folder / GRAPH_NODES.name, ({"id": n, **attrs} for n, attrs in g.nodes(data=True)))
+    _write_lines(folder / GRAPH_EDGES.name, ({"source": u, "target": v, "key": k, **attrs}
                                           for u, v, k, attrs in g.edges(keys=True, data=True)))
 
 
@@ -141,7 +144,7 @@ def positions(folder: Path) -> dict[str, list[int]]:
     there yet), torn tails cut first: where the next append starts."""
     out = {}
     for kind in ("nodes", "edges"):
-        path = folder / f"{kind}.jsonl"
+        path = folder / _FILES[kind]
         cut_torn_tail(path)
         try:
             st = path.stat()
@@ -156,7 +159,7 @@ def append(folder: Path, nodes: list[dict], edges: list[dict]) -> dict[str, list
     ...attrs}``) to the graph files, each file flushed and fsynced; returns :func:`positions` after."""
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     for kind, rows in (("nodes", nodes), ("edges", edges)):
-        path = folder / f"{kind}.jsonl"
+        path = folder / _FILES[kind]
         cut_torn_tail(path)
         if not rows:
             path.touch(exist_ok=True)
@@ -172,7 +175,7 @@ def truncate_to(folder: Path, starts: dict[str, list[int]]) -> None:
     still the same file (same inode) and at least that long: a failed run's appends removed."""
     for kind in ("nodes", "edges"):
         ino, size = (starts.get(kind) or [0, 0])[:2]
-        path = folder / f"{kind}.jsonl"
+        path = folder / _FILES[kind]
         try:
             st = path.stat()
         except FileNotFoundError:
@@ -236,7 +239,7 @@ def relation_edges(folder: Path) -> list[tuple[str, str, str, str]]:
     without building the graph (only the lines naming a ``memory_id`` are parsed, found by a byte
     search; bad lines skipped) and kept while the file is unchanged: what recall follows on every
     query. Whether each memory is still live is the caller's check."""
-    path = folder / "edges.jsonl"
+    path = folder / GRAPH_EDGES.name
     try:
         st = path.stat()
     except FileNotFoundError:
@@ -320,7 +323,7 @@ def appended_diffs(folder: Path, segments: dict[str, dict[str, list[int]]]) -> d
     valid = set(segments)
     files = {}
     for kind in ("nodes", "edges"):
-        path = folder / f"{kind}.jsonl"
+        path = folder / _FILES[kind]
         try:
             files[kind] = (path.stat().st_ino, path.read_bytes())
         except FileNotFoundError:
@@ -346,7 +349,7 @@ def appended_diffs(folder: Path, segments: dict[str, dict[str, list[int]]]) -> d
             inside = si < len(spans) and spans[si][0] <= at < spans[si][1]
             try:
                 obj = json.loads(raw)
-                check_fields(obj, "", LINE_FIELDS[kind + ".jsonl"], fix="")
+                check_fields(obj, "", LINE_FIELDS[_FILES[kind]], fix="")
             except (ValueError, StoreCorrupt):
                 continue  # a bad line (doctor reports it) is skipped here as one that is not JSON
             only_if = obj.pop(IF, None)

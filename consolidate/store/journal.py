@@ -15,10 +15,11 @@ from pathlib import Path
 
 from consolidate.core.errors import StoreCorrupt
 from consolidate.model.plan import Plan
+from consolidate.store.layout import JOURNAL, JOURNAL_PLAN, JOURNAL_STEPS
 
 
 def _folder(store) -> Path:
-    folder = store.sub("journal")
+    folder = store.sub(JOURNAL)
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     return folder
 
@@ -27,7 +28,7 @@ def write(store, plan: Plan) -> Path:
     """Write the plan to the journal, fsynced; returns its path."""
     from consolidate.core.atomic import write_atomic
 
-    path = _folder(store) / f"{plan.run_id}.json"
+    path = _folder(store) / JOURNAL_PLAN.fill(plan.run_id).name
     # a failed write (a full disk) removes its temporary file: no half journal (and the notes in it) is kept
     write_atomic(path, json.dumps(_encoded(plan), ensure_ascii=False), sync_folder=True)
     return path
@@ -35,7 +36,7 @@ def write(store, plan: Plan) -> Path:
 
 def done_steps(store, run_id: str) -> set[str]:
     """Names of the apply steps already completed for ``run_id``."""
-    p = _folder(store) / f"{run_id}.steps"
+    p = _folder(store) / JOURNAL_STEPS.fill(run_id).name
     try:
         return {line.strip() for line in p.read_text(encoding="utf-8").splitlines() if line.strip()}
     except FileNotFoundError:
@@ -46,7 +47,7 @@ def mark(store, run_id: str, step: str) -> None:
     """Record that ``step`` completed (appended and fsynced)."""
     from consolidate.core.private import private_file
 
-    with private_file(_folder(store) / f"{run_id}.steps", "a") as f:
+    with private_file(_folder(store) / JOURNAL_STEPS.fill(run_id).name, "a") as f:
         f.write(step + "\n")
         f.flush()
         os.fsync(f.fileno())
@@ -54,28 +55,28 @@ def mark(store, run_id: str, step: str) -> None:
 
 def clear(store, run_id: str) -> None:
     """Remove the journal of a fully applied run."""
-    for suffix in (".json", ".steps"):
+    for entry in (JOURNAL_PLAN, JOURNAL_STEPS):
         try:
-            (_folder(store) / f"{run_id}{suffix}").unlink()
+            (_folder(store) / entry.fill(run_id).name).unlink()
         except FileNotFoundError:
             pass
 
 
 def has_pending(store) -> bool:
     """Whether a run is left in the journal (a crash between its journal write and its end)."""
-    folder = store.sub("journal")
-    return folder.is_dir() and any(folder.glob("*.json"))
+    folder = store.sub(JOURNAL)
+    return folder.is_dir() and any(folder.glob(JOURNAL_PLAN.name))
 
 
 def pending(store) -> list[Plan]:
     """Plans left in the journal by an interrupted apply, oldest first.
 
     Raises StoreCorrupt for a journal file that is not a plan."""
-    folder = store.sub("journal")
+    folder = store.sub(JOURNAL)
     if not folder.is_dir():
         return []
     plans = []
-    for p in sorted(folder.glob("*.json"), key=lambda x: x.stat().st_mtime):
+    for p in sorted(folder.glob(JOURNAL_PLAN.name), key=lambda x: x.stat().st_mtime):
         try:
             plans.append(Plan.from_dict(_decoded(json.loads(p.read_text(encoding="utf-8")))))
         except (ValueError, TypeError, KeyError) as exc:

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any, Protocol
+from consolidate.store.layout import TEAM_JSON
 
 if TYPE_CHECKING:  # typing only: nothing more is imported at hook time
     from consolidate.model.plan import Plan
 
 #: The team configuration in the store folder (written by ``consolidate team init``).
-TEAM_FILE = "team.json"
+TEAM_FILE = TEAM_JSON.name
 #: The one implementation: ``{kind: "module:Class"}``; ``Class(store)`` builds the replica.
 IMPLEMENTATIONS = {"team": "consolidate.team.local:TeamReplica"}
 

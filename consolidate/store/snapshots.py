@@ -14,10 +14,11 @@ from typing import Any
 
 from consolidate.core.errors import BadInput, StoreCorrupt
 from consolidate.core.atomic import write_json_atomic
+from consolidate.store.layout import GRAPH, SNAPSHOT, SNAPSHOTS
 
 
 def path_of(store, run_id: str) -> Path:
-    return store.sub("snapshots", f"{run_id}.json")
+    return store.sub(SNAPSHOT.fill(run_id))
 
 
 #: The fields of an undo record and their JSON kinds (consolidate/core/json_check.py).
@@ -113,9 +114,9 @@ def settle_graph_appends(store) -> dict[str, dict]:
     ``{run_id: diff}``. A record whose lines are no longer in the files keeps no graph diff."""
     from consolidate.store import graph
 
-    folder = store.sub("snapshots")
+    folder = store.sub(SNAPSHOTS)
     records = {}
-    for p in folder.glob("*.json") if folder.is_dir() else []:
+    for p in folder.glob(SNAPSHOT.name) if folder.is_dir() else []:
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
         except ValueError:
@@ -125,7 +126,7 @@ def settle_graph_appends(store) -> dict[str, dict]:
             records[data["run_id"]] = (p, data, seg)
     if not records:
         return {}
-    diffs = graph.appended_diffs(store.sub("graph"), {rid: seg for rid, (_, _, seg) in records.items()})
+    diffs = graph.appended_diffs(store.sub(GRAPH), {rid: seg for rid, (_, _, seg) in records.items()})
     for rid, (p, data, _) in records.items():
         data["graph"] = diffs.get(rid) or {"added_nodes": [], "changed_nodes": {}, "added_edges": []}
         write_json_atomic(p, data)
@@ -134,9 +135,9 @@ def settle_graph_appends(store) -> dict[str, dict]:
 
 def list_runs(store) -> list[dict[str, Any]]:
     """Every undo record, newest first, without the bulky earlier states."""
-    folder = store.sub("snapshots")
+    folder = store.sub(SNAPSHOTS)
     out = []
-    for p in folder.glob("*.json") if folder.is_dir() else []:
+    for p in folder.glob(SNAPSHOT.name) if folder.is_dir() else []:
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
         except ValueError:

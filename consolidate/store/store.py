@@ -32,6 +32,7 @@ from typing import Any
 from consolidate.core import settings
 from consolidate.core.errors import EmbeddingMismatch, StoreCorrupt, StorePathError
 from consolidate.store import replica as _replica
+from consolidate.store.layout import CHROMA, CORE_MD, EVENT_LOG, GITIGNORE, LOCK_FILE, LOCK_HOLDER, MANIFEST, NOTES_MD, SESSIONS_DB, TEAM_JSON, Entry
 from consolidate.store.sessions.tier import SessionTier
 
 LAYOUT_VERSION = 1
@@ -76,7 +77,7 @@ class Store:
             try:
                 from consolidate.core.private import prepare_store_dir
 
-                prepare_store_dir(self.path)  # 0700 folders, 0600 files, a .gitignore (consolidate/core/private.py)
+                prepare_store_dir(self.path, GITIGNORE.name)  # 0700 folders, 0600 files, a .gitignore (consolidate/core/private.py)
             except OSError as exc:
                 raise StorePathError(f"cannot create store folder {self.path}: {exc.strerror or exc}",
                                      path=str(self.path)) from None
@@ -127,7 +128,7 @@ class Store:
     @property
     def has_longterm(self) -> bool:
         """Whether the long-term tier exists (a manifest, an embedded Chroma folder, or a server)."""
-        return bool(self.chroma_url) or self.sub("manifest.json").exists() or self.sub("chroma").is_dir()
+        return bool(self.chroma_url) or self.sub(MANIFEST).exists() or self.sub(CHROMA).is_dir()
 
     def replica(self) -> _replica.Replica | None:
         """The store's replica (consolidate/store/replica.py): the team store's local side for a store
@@ -136,28 +137,29 @@ class Store:
         return _replica.load(self)
 
     # -- paths ----------------------------------------------------------------------------------
-    def sub(self, *parts: str) -> Path:
-        """A path inside the store."""
-        return self.path.joinpath(*parts)
+    def sub(self, *parts: Entry | str) -> Path:
+        """A path inside the store: an entry of consolidate.store.layout (``store.sub(GRAPH)``), then
+        names under it (``store.sub(SNAPSHOTS, f"{run_id}.json")``)."""
+        return self.path.joinpath(*(q for p in parts for q in (p.parts if isinstance(p, Entry) else (p,))))
 
     @property
     def events_path(self) -> Path:
-        return self.sub("events", "memory-events.jsonl")
+        return self.sub(EVENT_LOG)
 
     @property
     def notes_md_path(self) -> Path:
-        return self.sub("memory", "notes.md")
+        return self.sub(NOTES_MD)
 
     @property
     def core_md_path(self) -> Path:
-        return self.sub("memory", "core.md")
+        return self.sub(CORE_MD)
 
     # -- tiers ----------------------------------------------------------------------------------
     @property
     def sessions(self) -> SessionTier:
         """The session tier (opened on first use)."""
         if self._sessions is None:
-            self._sessions = SessionTier(self.sub("sessions.sqlite3"))
+            self._sessions = SessionTier(self.sub(SESSIONS_DB))
         return self._sessions
 
     def embedder(self):
@@ -233,7 +235,7 @@ class Store:
         """The manifest, or None for a store that has no long-term tier yet.
 
         Raises StoreCorrupt when manifest.json is not a JSON object."""
-        p = self.sub("manifest.json")
+        p = self.sub(MANIFEST)
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -274,7 +276,7 @@ class Store:
         manifest = self.read_manifest()
         if manifest is None:
             try:
-                write_json_atomic(self.sub("manifest.json"), {
+                write_json_atomic(self.sub(MANIFEST), {
                     "layout_version": LAYOUT_VERSION,
                     "embedding": {"id": embedding_id, "dimension": dimension},
                     "project": self.project,  # the store's own project from now on, wherever it is copied
@@ -301,7 +303,7 @@ class Store:
         when used as a context manager through :func:`consolidate.core.locking.store_lock`."""
         from consolidate.core.locking import store_lock
 
-        return store_lock(self, timeout)
+        return store_lock(self, self.sub(LOCK_FILE), self.sub(LOCK_HOLDER), timeout)
 
     def close(self) -> None:
         if self._sessions is not None:
@@ -313,7 +315,7 @@ def _recorded_project(path: Path) -> str | None:
     """The project recorded in ``manifest.json`` (when it was first written), else None; a manifest
     that cannot be read counts as none here (read_manifest reports it)."""
     try:
-        data = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+        data = json.loads(MANIFEST.of(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     value = data.get("project") if isinstance(data, dict) else None
@@ -333,7 +335,7 @@ def project_note(store) -> str | None:
 def _team_project(path: Path) -> str | None:
     """The project of a store in a team (``team.json``, consolidate/team/local.py), else None."""
     try:
-        data = json.loads((path / _replica.TEAM_FILE).read_text(encoding="utf-8"))
+        data = json.loads(TEAM_JSON.of(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data.get("project") if isinstance(data, dict) and isinstance(data.get("project"), str) else None

@@ -20,8 +20,9 @@ import datetime as _dt
 import json
 import os
 import time
+from consolidate.store.layout import SESSIONS_DB, WORKER_STATUS
 
-STATUS_FILE = "worker.status.json"
+STATUS_FILE = WORKER_STATUS.name
 #: A queued session end older than this (seconds) is piling up: a worker normally takes it within
 #: its time box (120 s a session) of the session's end.
 PILING_UP_AFTER = 30 * 60
@@ -31,7 +32,7 @@ MAX_ERROR_CHARS = 300
 
 def status_path(store_path) -> str:
     """``<store>/logs/worker.status.json``."""
-    return os.path.join(str(store_path), "logs", STATUS_FILE)
+    return WORKER_STATUS.join(str(store_path))
 
 
 def read(store_path) -> dict:
@@ -117,7 +118,7 @@ def start_line(store_path, conn=None) -> str:
         if conn is None:
             from consolidate.store.sessions.tables import connect_read_only
 
-            db = os.path.join(str(store_path), "sessions.sqlite3")
+            db = SESSIONS_DB.join(str(store_path))
             if not os.path.exists(db):
                 return ""
             own = conn = connect_read_only(db)

@@ -42,6 +42,7 @@ from consolidate.core.spawn import spawn_worker
 from consolidate.store.sessions.queue_file import OUTCOMES as _OUTCOMES
 from consolidate.store.sessions.queue_file import append_end, fold_queue_file
 from consolidate.store.sessions.queue_file import simple as _simple
+from consolidate.store.layout import WORKER_LOG
 
 _STORE_OPTIONS = ("--store", "--chroma-url", "--project", "--embedding")
 _STDIN_MAX_BYTES = 1_000_000
@@ -228,7 +229,7 @@ def _hook_end(opts: dict, raw: bytes, outcome: str) -> int:
     os.umask(0o077)
     record = {"session_id": sid, "outcome": outcome, "reason": reason or None, "ended_at": time.time(), "event": name}
     append_end(store, record)
-    pid = None if opts.get("no_worker") else spawn_worker(store, opts)
+    pid = None if opts.get("no_worker") else spawn_worker(store, opts, log=WORKER_LOG.join(store))
     _log(store, f"{name} session={sid} queued ({outcome}); worker pid {pid}")
     return 0
 

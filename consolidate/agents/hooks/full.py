@@ -34,6 +34,7 @@ from consolidate.core.settings import JUDGE_CHILD
 from consolidate.core.spawn import spawn_worker
 from consolidate.store.sessions.segments import session_for_end
 from consolidate.store.store import Store
+from consolidate.store.layout import CONTEXT_MD, CORE_MD, GITIGNORE, HOOK_LOG, LOGS, SESSIONS_DB, TEAM_JSON, WORKER_LOG
 
 #: Environment guard set by our own judge subprocesses (``claude -p`` fires its hooks): a hook that
 #: sees it does nothing, so a judge never recurses into consolidation.
@@ -75,13 +76,13 @@ def log(store_path: Path, message: str) -> None:
     try:
         from consolidate.core.private import prepare_store_dir
 
-        prepare_store_dir(store_path)
-        folder = store_path / "logs"
+        prepare_store_dir(store_path, GITIGNORE.name)
+        folder = LOGS.of(store_path)
         folder.mkdir(parents=True, exist_ok=True)
         stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         from consolidate.core.private import private_file
 
-        with private_file(folder / "hook.log", "a") as f:
+        with private_file(HOOK_LOG.of(store_path), "a") as f:
             f.write(f"{stamp} {' '.join(message.split())[:500]}\n")
     except OSError as exc:
         from consolidate.agents.hooks.fast import fallback_log
@@ -134,12 +135,12 @@ def recalled_context(store_path: Path, max_chars: int = CONTEXT_MAX_CHARS) -> st
     from consolidate.rules.context_count import memory_lines, recount
 
     try:
-        core = (store_path / "memory" / "core.md").read_text(encoding="utf-8").strip()
+        core = CORE_MD.of(store_path).read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
         core = ""
     context, stale = "", 0
     try:
-        text = (store_path / "memory" / "context.md").read_text(encoding="utf-8").strip()
+        text = CONTEXT_MD.of(store_path).read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
         text = ""
     if text:
@@ -237,8 +238,8 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
         from consolidate.core.private import prepare_store_dir
         from consolidate.store.sessions.tier import SessionTier
 
-        prepare_store_dir(store_path)
-        tier = SessionTier(store_path / "sessions.sqlite3")
+        prepare_store_dir(store_path, GITIGNORE.name)
+        tier = SessionTier(SESSIONS_DB.of(store_path))
         try:
             if name in END_EVENTS:
                 # queue first, with what to harvest (consolidate/agents/hooks/lifecycle.py): a hook killed at its
@@ -251,7 +252,8 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
                                    harvest=harvest_notes, event=name)
                 crash_point(CRASH_END_QUEUED)
                 # the worker now: it survives this hook being killed, and waits for the harvest below
-                pid = spawn_worker(store_path, options=options, after=os.getpid() if wait_worker else None) \
+                pid = spawn_worker(store_path, options=options, log=WORKER_LOG.of(store_path),
+                                   after=os.getpid() if wait_worker else None) \
                     if spawn else None
                 harvested = harvest_pending_part(tier, mark, log=lambda line: log(store_path, line)) \
                     if mark is not None else {}
@@ -342,8 +344,8 @@ def _record_start(store_path: Path, sid: str, payload: dict[str, Any], agent: st
         from consolidate.core.private import prepare_store_dir
         from consolidate.store.sessions.tier import SessionTier
 
-        prepare_store_dir(store_path)
-        tier = SessionTier(store_path / "sessions.sqlite3")
+        prepare_store_dir(store_path, GITIGNORE.name)
+        tier = SessionTier(SESSIONS_DB.of(store_path))
         try:
             cwd = cwd_of(payload)
             record_start(tier, sid, agent=agent, cwd=cwd)
@@ -366,8 +368,8 @@ def _session_for_start(store_path: Path, sid: str, payload: dict[str, Any]) -> s
         from consolidate.core.private import prepare_store_dir
         from consolidate.store.sessions.tier import SessionTier
 
-        prepare_store_dir(store_path)
-        tier = SessionTier(store_path / "sessions.sqlite3")
+        prepare_store_dir(store_path, GITIGNORE.name)
+        tier = SessionTier(SESSIONS_DB.of(store_path))
         try:
             opened = session_for_start(tier, sid, payload)
         finally:
@@ -389,7 +391,7 @@ def _recover_missed(store_path: Path, sid: str, payload: dict[str, Any], *, outc
         from consolidate.agents.hooks.lifecycle import recover_missed, stranded
         from consolidate.store.sessions.tier import SessionTier
 
-        tier = SessionTier(store_path / "sessions.sqlite3")
+        tier = SessionTier(SESSIONS_DB.of(store_path))
         try:
             cwd = cwd_of(payload)
             recovered = recover_missed(tier, sid, cwd=cwd, outcome=outcome, harvest=harvest_notes,
@@ -404,6 +406,6 @@ def _recover_missed(store_path: Path, sid: str, payload: dict[str, Any], *, outc
             log(store_path, f"sessionstart session={sid}: the harvest of {', '.join(unfinished[:5])} did not finish"
                 " (its hook was stopped); " + ("a worker makes it" if spawn else "the next run makes it"))
         if spawn and (any(r["notes"] or r["harvested"] for r in recovered) or unfinished):
-            spawn_worker(store_path, options=options)
+            spawn_worker(store_path, options=options, log=WORKER_LOG.of(store_path))
     except Exception as exc:  # noqa: BLE001
         log(store_path, f"error recovering missed sessions at session={sid}: {type(exc).__name__}: {exc}")

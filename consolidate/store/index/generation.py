@@ -9,17 +9,18 @@ from __future__ import annotations
 import uuid
 
 from consolidate.core.atomic import write_text_atomic
+from consolidate.store.layout import INDEX_GENERATION
 
 #: The file every write to the embedded index changes (store root): a random token, replaced
 #: before and after each write. A process compares it with the token it read when it opened its
 #: client; a different token means another process wrote, and its client is stale.
-GENERATION_FILE = "index.generation"
+GENERATION_FILE = INDEX_GENERATION.name
 
 
 def read_generation(store) -> str:
     """The store's index generation token ('' when no write has recorded one)."""
     try:
-        return store.sub(GENERATION_FILE).read_text(encoding="ascii").strip()
+        return store.sub(INDEX_GENERATION).read_text(encoding="ascii").strip()
     except (FileNotFoundError, UnicodeDecodeError):
         return ""
     except OSError:
@@ -29,5 +30,5 @@ def read_generation(store) -> str:
 def bump_generation(store) -> str:
     """Replace the generation token (atomically) and return the new one."""
     token = uuid.uuid4().hex
-    write_text_atomic(store.sub(GENERATION_FILE), token + "\n")
+    write_text_atomic(store.sub(INDEX_GENERATION), token + "\n")
     return token

@@ -44,8 +44,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from consolidate.store.index.generation import read_generation
+from consolidate.store.layout import LEXICAL_DB
 
-INDEX_FILE = "lexical.sqlite3"
+INDEX_FILE = LEXICAL_DB.name
 #: Every status a record of the recall index can have (for a search that filters none out).
 ALL_STATUSES = ("active", "disputed", "quarantined", "superseded", "archived", "expired", "forgotten", "deleted")
 SCHEMA_VERSION = "1"

@@ -20,6 +20,7 @@ from typing import Any
 from consolidate.core.errors import ConsolidateError, EmbeddingMismatch, StoreCorrupt, StoreError
 from consolidate.core.option_check import check_chroma_url
 from consolidate.store.index.generation import GENERATION_FILE, bump_generation, read_generation  # noqa: F401 - GENERATION_FILE: named in docs
+from consolidate.store.layout import CHROMA, OPEN_LOCK
 
 COLLECTION = "memories"
 
@@ -39,7 +40,7 @@ def _client(store, path=None):
         except Exception as exc:
             raise StoreError(f"cannot reach the Chroma server at {store.chroma_url}: {_one_line(exc)}",
                              path=store.chroma_url) from None
-    path = path or store.sub("chroma")
+    path = path or store.sub(CHROMA)
     try:
         return chromadb.PersistentClient(path=str(path), settings=settings)
     except Exception as exc:
@@ -117,7 +118,7 @@ class _Index:
 
     def _open(self, store) -> None:
         guard = not store.chroma_url and not getattr(store, "allow_missing_index", False)
-        if guard and not store.sub("chroma").exists():
+        if guard and not store.sub(CHROMA).exists():
             _refuse_missing(store)  # before Chroma creates a new, empty folder in its place
         self.seen = read_generation(store) if not store.chroma_url else None
         if store.chroma_url:
@@ -129,7 +130,7 @@ class _Index:
 
             # Chroma's embedded client fails ("database is locked") when several processes open the
             # same folder at the same instant: open it one process at a time.
-            with filelock.FileLock(str(store.sub(".open.lock")), timeout=60):
+            with filelock.FileLock(str(store.sub(OPEN_LOCK)), timeout=60):
                 self.client = _client(store)
         try:
             self.collection = self.client.get_or_create_collection(COLLECTION, embedding_function=None,
@@ -154,8 +155,8 @@ class _Index:
         if self.copy_dir is not None:
             self.copy_dir.cleanup()
         self.copy_dir = tempfile.TemporaryDirectory(prefix="consolidate-ro-")
-        target = os.path.join(self.copy_dir.name, "chroma")
-        src = store.sub("chroma")
+        target = CHROMA.join(self.copy_dir.name)
+        src = store.sub(CHROMA)
         try:
             if src.is_dir():
                 shutil.copytree(src, target)
@@ -191,7 +192,7 @@ _INDEXES_LOCK = threading.Lock()
 
 
 def _index_for(store) -> _Index:
-    key = store.chroma_url or str(store.sub("chroma").resolve())
+    key = store.chroma_url or str(store.sub(CHROMA).resolve())
     with _INDEXES_LOCK:
         idx = _INDEXES.get(key)
         if idx is None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 from typing import Any
+from consolidate.store.layout import CHROMA, GRAPH, GRAPH_NODES
 
 #: The statuses of memories the recall index holds (archived, superseded, expired and tombstoned
 #: entries live in ``archive/``); consolidate/team/local.py uses the same three.
@@ -40,13 +41,13 @@ def live_memories(store) -> dict[str, dict[str, Any]]:
     (:data:`LIVE`). Raises StoreCorrupt when a graph file cannot be read (doctor reports it)."""
     from consolidate.store import graph
 
-    g = graph.load(store.sub("graph"))
+    g = graph.load(store.sub(GRAPH))
     return {n: dict(a) for n, a in g.nodes(data=True) if a.get("kind") == "memory" and a.get("status") in LIVE}
 
 
 def graph_has_memory_lines(store) -> bool:
     """Whether ``graph/nodes.jsonl`` holds any memory node line (a cheap scan that stops at the first)."""
-    path = store.sub("graph", "nodes.jsonl")
+    path = store.sub(GRAPH_NODES)
     try:
         with open(path, "rb") as f:
             return any(b'"kind": "memory"' in line for line in f)
@@ -70,7 +71,7 @@ def missing_index_error(store, count_in_index: int):
         return None  # the graph itself is damaged: doctor reports that first
     if not live:
         return None
-    folder = store.sub("chroma")
+    folder = store.sub(CHROMA)
     state = "is missing" if not folder.exists() else "is empty"
     return StoreCorrupt(f"the recall index {folder} {state} while the store holds {len(live)} memories"
                         f" (graph and event log); {REPAIR}. Nothing was changed", path=str(folder),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from consolidate.store.layout import CONTEXT_MD, CONTEXT_TOP as _TOP
 
 from consolidate.core.vocab import CONFIDENCE_LEVELS
 
@@ -22,18 +23,18 @@ CONTEXT_MEMORIES = 30
 
 def path_of(store) -> Path:
     """The path of ``memory/context.md`` in ``store``."""
-    return store.sub("memory", "context.md")
+    return store.sub(CONTEXT_MD)
 
 
 def top_path(store) -> Path:
     """The path of ``memory/context.top.json`` in ``store``."""
-    return store.sub("memory", CONTEXT_TOP)
+    return store.sub(_TOP)
 
 
 #: The ids of the memories ``memory/context.md`` shows and of the next CONTEXT_RESERVE below them,
 #: with the scope, whether they were every memory it could show, and a rank no memory outside them
 #: beats: what the next :func:`write` starts from.
-CONTEXT_TOP = "context.top.json"
+CONTEXT_TOP = _TOP.name
 #: Memories kept ranked below the shown ones in ``context.top.json``: as many members may leave the
 #: top (an undo, a forget, a weakened entry) before the index must be read again.
 CONTEXT_RESERVE = 30

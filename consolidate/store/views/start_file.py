@@ -42,12 +42,13 @@ from __future__ import annotations
 import json
 import os
 
-START_FILE = "context.start.json"
+from consolidate.store.layout import CONTEXT_INDEX, CONTEXT_MD, CORE_MD, MANIFEST, MEMORY, SESSIONS_DB, TEAM_JSON, START_FILE as _START
+
+START_FILE = _START.name
 #: Format of the start file; a file of another format is stale.
 FORMAT = 1
 #: The store files the printed context is made from (under ``memory/``, and the store's manifest).
-_MEMORY_FILES = ("core.md", "context.md", "context.json")
-_STORE_FILES = ("manifest.json", "team.json")
+_STAMPED = (CORE_MD, CONTEXT_MD, CONTEXT_INDEX, MANIFEST, TEAM_JSON)
 
 
 class Fallback(Exception):
@@ -101,8 +102,7 @@ def stamps(store_path, anchored: list[str], root: str) -> dict:
     """The stamps of the module docstring for a store whose context is anchored to ``anchored``
     (paths relative to ``root``)."""
     store = str(store_path)
-    files = {name: _stat(os.path.join(store, "memory", name)) for name in _MEMORY_FILES}
-    files.update({name: _stat(os.path.join(store, name)) for name in _STORE_FILES})
+    files = {e.name: _stat(e.join(store)) for e in _STAMPED}
     return {"files": files, "root": root, "anchored": {rel: _stat(root + os.sep + rel) for rel in anchored},
             "code": code_stamp()}
 
@@ -111,12 +111,12 @@ def load(store_path) -> dict | None:
     """The start file of ``store_path`` when every stamp holds (``{"text", "digests", ...}``), else
     None (missing, unreadable, another format, or stale)."""
     try:
-        with open(os.path.join(str(store_path), "memory", START_FILE), encoding="utf-8") as f:
+        with open(_START.join(str(store_path)), encoding="utf-8") as f:
             data = json.load(f)
         saved = data["stamps"]
         if data.get("format") != FORMAT or not isinstance(data["text"], str) or not isinstance(data["digests"], list):
             return None
-        if saved["files"].get("team.json") is not None:
+        if saved["files"].get(TEAM_JSON.name) is not None:
             return None
         now = stamps(store_path, list(saved["anchored"]), check_root(store_path))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -133,7 +133,7 @@ def write(store_path) -> bool:
     from consolidate.store.store import write_json_atomic
 
     store = str(store_path)
-    if not os.path.isdir(os.path.join(store, "memory")):
+    if not os.path.isdir(MEMORY.join(store)):
         return False
     root = check_root(store)
     for _attempt in range(2):  # the drift check may update the manifest's hash cache the first time
@@ -147,7 +147,7 @@ def write(store_path) -> bool:
     if any(v is None for v in before["anchored"].values()):
         return False  # an anchored file is gone: the full hook looks for a rename every time
     digests = sorted({digest(t) for t in memory_texts(text) if t and t.strip()})
-    write_json_atomic(_path(store) / "memory" / START_FILE,
+    write_json_atomic(_START.of(_path(store)),
                       {"format": FORMAT, "stamps": before, "text": text, "digests": digests})
     return True
 
@@ -170,10 +170,10 @@ def _path(store: str):
 
 def _anchored(store: str) -> list[str]:
     """The files the memories of ``memory/context.json`` are anchored to (consolidate.store.anchors)."""
-    from consolidate.store.anchors import CONTEXT_INDEX, anchored_paths, read_section
+    from consolidate.store.anchors import anchored_paths, read_section
 
     try:
-        with open(os.path.join(store, "memory", CONTEXT_INDEX), encoding="utf-8") as f:
+        with open(CONTEXT_INDEX.join(store), encoding="utf-8") as f:
             index = json.load(f)
     except (OSError, ValueError):
         return []
@@ -197,8 +197,8 @@ def session_start(store: str, sid: str, payload: dict, *, cwd: str | None = None
     from consolidate.store.sessions.segments import session_for_end
     from consolidate.store.sessions.tables import LightTier, connect
 
-    db_path = os.path.join(store, "sessions.sqlite3")
-    if os.path.exists(os.path.join(store, "team.json")) or not os.path.exists(db_path):
+    db_path = SESSIONS_DB.join(store)
+    if os.path.exists(TEAM_JSON.join(store)) or not os.path.exists(db_path):
         raise Fallback
     start = load(store)
     if start is None:
