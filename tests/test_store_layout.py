@@ -29,8 +29,8 @@ def _names():
         if "*" in e.rel:
             as_path.update(p for p in e.parts if "*" not in p)
             continue
-        if len(e.parts) > 1:
-            always.add(e.rel)
+        if len(e.parts) > 1 or e.kind in (layout.DIR, layout.TREE):
+            always.add(e.label)  # "graph/nodes.jsonl", "graph/"
         # a file's name names it anywhere, but a bare extension (.lock, .gitignore) only as a path
         distinct = e.kind in (layout.FILE, layout.LOCK) and "." in e.name.lstrip(".")
         (always if distinct else as_path).add(e.name)
@@ -84,12 +84,23 @@ def store_literals(source: str) -> list[str]:
     return hits
 
 
+def test_no_literal_outside_the_layout_module_names_a_store_entry():
+    found = {}
+    for pkg in ("consolidate", "judges"):
+        for p in sorted((ROOT / pkg).rglob("*.py")):
+            rel = p.relative_to(ROOT).as_posix()
+            if rel != OWNER and (hits := store_literals(p.read_text(encoding="utf-8"))):
+                found[rel] = hits
+    assert found == {}
+
+
 @pytest.mark.parametrize("source, hits", [
     ('store.sub("graph")', ["1: 'graph'"]),
     ('p = root / "memory" / "notes.md"', ["1: 'memory'", "1: 'notes.md'"]),
     ('os.path.join(store, "logs")', ["1: 'logs'"]),
     ('where = "events/memory-events.jsonl"', ["1: 'events/memory-events.jsonl'"]),
     ('NAME = "team.json"', ["1: 'team.json'"]),
+    ('f = Finding("journal/", "waiting")', ["1: 'journal/'"]),
     ('lock = FileLock(str(store.sub(".worker.lock")))', ["1: '.worker.lock'"]),
     ('for name in ("journal", "graph"):\n    pass', ["1: 'journal'", "1: 'graph'"]),
     ('spec = F if path.parent.name == "graph" else None', ["1: 'graph'"]),

@@ -24,6 +24,7 @@ import json
 import os
 from pathlib import Path
 from typing import Any
+from consolidate.store.layout import FILE_INDEX, GRAPH, GRAPH_EDGES, GRAPH_NODES, MANIFEST, SESSIONS_DB
 
 from consolidate.agents.hooks.payload import PRE_TOOL_USE_NAME, cwd_of, raw_event_name
 from consolidate.store.sessions.segments import session_for_end
@@ -34,7 +35,7 @@ FILE_TOOLS = frozenset({"Read", "Edit", "MultiEdit", "Write", "NotebookEdit",
 #: At most this many memories per tool call, each cut to this many characters.
 MAX_MEMORIES = 5
 MAX_LINE_CHARS = 240
-INDEX = "files.json"
+INDEX = FILE_INDEX.name
 _SHOWN_STATUSES = ("active", "disputed")
 
 
@@ -85,13 +86,12 @@ def build_index(store_path: Path) -> dict[str, Any]:
     memories: dict[str, dict] = {}
     files: dict[str, list[str]] = {}
     entity_files: set[str] = set()
-    graph = store_path / "graph"
     from consolidate.core.jsonl import read_lines
 
-    for name in ("nodes.jsonl", "edges.jsonl"):
+    for entry in (GRAPH_NODES, GRAPH_EDGES):
         try:  # an unreadable graph file: the index is built from the rest
-            for obj in read_lines(graph / name):  # torn or damaged lines skipped
-                if name == "nodes.jsonl":
+            for obj in read_lines(entry.of(store_path)):  # torn or damaged lines skipped
+                if entry is GRAPH_NODES:
                     if obj.get("kind") == "memory" and isinstance(obj.get("statement"), str):
                         memories[obj["id"]] = {"text": obj["statement"], "status": obj.get("status") or "active"}
                     elif obj.get("kind") == "entity" and obj.get("entity_kind") in ("file", "named"):
@@ -115,13 +115,13 @@ def build_index(store_path: Path) -> dict[str, Any]:
 
 
 def _sources(store_path: Path) -> list[Path]:
-    return [store_path / "graph" / "nodes.jsonl", store_path / "graph" / "edges.jsonl", store_path / "manifest.json"]
+    return [GRAPH_NODES.of(store_path), GRAPH_EDGES.of(store_path), MANIFEST.of(store_path)]
 
 
 def load_index(store_path: Path) -> dict[str, Any]:
     """The cached index (``memory/files.json``), rebuilt when the graph or the manifest changed."""
     stamp = _stamp(_sources(store_path))
-    cache = store_path / "memory" / INDEX
+    cache = FILE_INDEX.of(store_path)
     try:
         data = json.loads(cache.read_text(encoding="utf-8"))
         if data.get("stamp") == stamp:
@@ -260,7 +260,7 @@ def run(store_path: Path, sid: str | None, payload: dict[str, Any], *, record: b
     what it shows for the session; ``record`` False (a read-only store) reads only: the session tier
     is not opened, so a memory already shown this session may be shown again. Never raises."""
     try:
-        if not tool_paths(payload) or not (store_path / "graph").exists():
+        if not tool_paths(payload) or not GRAPH.of(store_path).exists():
             return ""
         if not record:
             text, _ = file_context(store_path, payload, shown=set())
@@ -268,7 +268,7 @@ def run(store_path: Path, sid: str | None, payload: dict[str, Any], *, record: b
         from consolidate.store.echo import record_shown
         from consolidate.store.sessions.tier import SessionTier
 
-        tier = SessionTier(store_path / "sessions.sqlite3")
+        tier = SessionTier(SESSIONS_DB.of(store_path))
         try:
             if sid:
                 sid = session_for_end(tier, sid)

@@ -47,8 +47,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from consolidate.core.errors import BadInput
+from consolidate.store.layout import TRANSCRIPTS_LEDGER
 
-LEDGER = ("imports", "transcripts.jsonl")
 #: The most of one transcript that is read (its end): a larger file is harvested from its last 256 MB.
 MAX_BYTES = 256 * 1024 * 1024
 #: The most entries of one transcript harvested.
@@ -318,7 +318,7 @@ def _ledger(store) -> tuple[dict[str, dict[str, Any]], dict[str, set[str]]]:
     from consolidate.core.jsonl import read_lines
     from consolidate.agents.undone_imports import runs_by_session, undone_at
 
-    rows = [r for r in read_lines(store.sub(*LEDGER)) if isinstance(r.get("path"), str)]
+    rows = [r for r in read_lines(store.sub(TRANSCRIPTS_LEDGER)) if isinstance(r.get("path"), str)]
     runs = runs_by_session(store) if any(r.get("keys") for r in rows) else {}
     out: dict[str, dict[str, Any]] = {}
     undone_keys: dict[str, set[str]] = {}
@@ -359,7 +359,7 @@ def _record(store, row: dict[str, Any]) -> None:
     from consolidate.core.private import private_file
 
     row = {**row, "ts": time.time()}  # which run took its notes (an undone one: imported again)
-    path = store.sub(*LEDGER)
+    path = store.sub(TRANSCRIPTS_LEDGER)
     path.parent.mkdir(parents=True, exist_ok=True)
     with private_file(path, "a") as f:
         f.write(json.dumps(row, ensure_ascii=False) + "\n")

@@ -50,7 +50,7 @@ from consolidate.pipeline.recall import MIN_SIMILARITY
 from consolidate.store.sessions.segments import resumed_part
 from consolidate.store.sessions.tier import OUTCOMES, check_session_id
 from consolidate.store.store import Store
-from consolidate.store.layout import WORKER_LOG
+from consolidate.store.layout import GRAPH, WORKER_LOG
 
 log = logging.getLogger("consolidate.mcp")
 
@@ -452,7 +452,7 @@ def graph_result(s: Store, entity: Any, depth: Any) -> dict[str, Any]:
         return {"entity": name, "found": False, "relations": [], "memories": {}}
     from consolidate.store.index.longterm import RECALLED
 
-    res = relations_of(load(s.sub("graph")), name, depth, statuses=RECALLED)  # what recall shows an agent
+    res = relations_of(load(s.sub(GRAPH)), name, depth, statuses=RECALLED)  # what recall shows an agent
     for m in res["memories"].values():
         if unsafe_reason(m["statement"] or ""):
             m["statement"] = "(held back: worded as an instruction to the agent)"

@@ -37,6 +37,7 @@ import datetime as _dt
 import json
 from dataclasses import dataclass, field
 from typing import Any
+from consolidate.store.layout import ARCHIVE, CHROMA, CONTEXT_MD, EVENT_LOG, FORGOTTEN, GRAPH, GRAPH_NODES, NOTES_MD, SNAPSHOT, SNAPSHOTS, TOMBSTONES
 
 #: The mark of an event line appended by ``doctor --repair`` from a derived file.
 RECOVERED = "doctor"
@@ -184,9 +185,9 @@ def replay(store, events=None) -> History:
 def _undo_records(store) -> dict[str, dict[str, Any]]:
     """``{run_id: {"ids": set of memory ids it added or changed, "undone": bool}}`` of every readable
     undo record."""
-    folder = store.sub("snapshots")
+    folder = store.sub(SNAPSHOTS)
     out = {}
-    for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+    for p in sorted(folder.glob(SNAPSHOT.name)) if folder.is_dir() else []:
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -223,7 +224,7 @@ def _graph(store):
     """The graph as its files hold it (bad lines skipped: their own finding)."""
     from consolidate.store import graph
 
-    return graph.load(store.sub("graph"), strict=False)
+    return graph.load(store.sub(GRAPH), strict=False)
 
 
 def _graph_memories(g) -> dict[str, dict[str, Any]]:
@@ -298,23 +299,23 @@ def _read_index(store, repair: bool, n_live: int):
     from consolidate.core.errors import EmbeddingMismatch, StoreError
 
     embedded = not store.chroma_url
-    if embedded and not store.sub("chroma").exists():
+    if embedded and not store.sub(CHROMA).exists():
         return {}, None
     try:
         return _index_rows(store), None
     except EmbeddingMismatch as exc:
-        return None, Finding("chroma/", str(exc), repairable=False)
+        return None, Finding(CHROMA.label, str(exc), repairable=False)
     except StoreError as exc:
         if not embedded:
             return None, Finding(store.chroma_url, str(exc), repairable=False)
         cause = getattr(exc, "cause", None) or str(exc)
-        f = Finding("chroma/", f"the recall index cannot be opened ({cause}); --repair moves it to chroma.corrupt"
+        f = Finding(CHROMA.label, f"the recall index cannot be opened ({cause}); --repair moves it to chroma.corrupt"
                                f" and rebuilds it from the event log ({_memories(n_live)})")
         if repair:
             from consolidate.store.index.longterm import close_all
 
             close_all()
-            aside = _move_aside(store.sub("chroma"))
+            aside = _move_aside(store.sub(CHROMA))
             f.problem += f" (moved to {aside.name})"
             f.repaired = True  # provisionally: the rebuild below says what it put back
             return {}, f
@@ -362,7 +363,7 @@ def _check_log(store, hist: History, nodes: dict, rows: dict, repair: bool):
              (len(lost_undos), f"{len(lost_undos)} undo(s) the undo records name"),
              (len(lost), f"{_memories(len(lost))} the graph and the recall index hold have no event"),
              (len(lost_changes), f"{len(lost_changes)} later change(s) of memories (their removal, status or type) are not in it")]
-    f = Finding("events/memory-events.jsonl", "the event log is damaged (lines lost or cut): " + _counts(parts)
+    f = Finding(EVENT_LOG.rel, "the event log is damaged (lines lost or cut): " + _counts(parts)
                 + "; the graph and the recall index are the whole source for those")
     if not repair:
         return f, hist
@@ -462,7 +463,7 @@ def _check_graph(store, hist: History, g, nodes: dict, rows: dict, team: bool, r
     parts = [(len(missing), f"lacks {len(missing)}"), (len(stale), f"{len(stale)} with another status"),
              (len(undone), f"{len(undone)} undone but live"), (len(extra), f"{len(extra)} no event describes"),
              (len(lost_edges), f"{len(lost_edges)} edge(s) missing")]
-    f = Finding("graph/", f"the event log holds {_memories(len(expected))}; the graph " + _counts(parts))
+    f = Finding(GRAPH.label, f"the event log holds {_memories(len(expected))}; the graph " + _counts(parts))
     if not repair:
         return f
     from types import SimpleNamespace
@@ -502,11 +503,11 @@ def _check_graph(store, hist: History, g, nodes: dict, rows: dict, team: bool, r
         if not g.has_edge(u, v, key=k):
             g.add_edge(u, v, key=k, kind=k, **({"run_id": _edge_run(expected[u], v)} if k == "derived_from" else {}))
     if extra:
-        with private_file(store.sub("graph", "nodes.jsonl.corrupt"), "a") as out:
+        with private_file(store.sub(GRAPH, GRAPH_NODES.name + ".corrupt"), "a") as out:
             for m in extra:
                 out.write(json.dumps({"id": m, **g.nodes[m]}, ensure_ascii=False, sort_keys=True) + "\n")
         g.remove_nodes_from(extra)
-    graph.save(g, store.sub("graph"))
+    graph.save(g, store.sub(GRAPH))
     f.problem += "; rebuilt from the event log" + (" (the extra nodes kept in graph/nodes.jsonl.corrupt)"
                                                    if extra else "")
     f.repaired = True
@@ -544,7 +545,7 @@ def _check_index(store, hist: History, nodes: dict, rows: dict | None, team: boo
         return None
     n = len(want)
     if missing and not (not_live or extra or stale):
-        what = ("is missing" if not store.chroma_url and not store.sub("chroma").exists() and opened is None
+        what = ("is missing" if not store.chroma_url and not store.sub(CHROMA).exists() and opened is None
                 else "is empty" if len(missing) == n and not rows else f"lacks {len(missing)} of them")
         text = f"the event log holds {_memories(n)}; the recall index {what}"
         if what == "is missing":
@@ -555,7 +556,7 @@ def _check_index(store, hist: History, nodes: dict, rows: dict | None, team: boo
                  (len(extra), f"{len(extra)} no event describes"),
                  (len(stale), f"{len(stale)} whose status, type or statement differ from the log")]
         text = f"the event log holds {_memories(n)}; the recall index " + _counts(parts)
-    f = opened if opened is not None else Finding("chroma/", text)
+    f = opened if opened is not None else Finding(CHROMA.label, text)
     if opened is not None:
         f.problem += f"; {text}"
     if not repair:
@@ -605,7 +606,7 @@ def _check_notes(store, hist: History, team: bool, repair: bool):
     missing, extra = diff
     parts = [(missing, f"lacks {missing} line(s) of memories the log says were written"),
              (extra, f"{extra} line(s) no event describes")]
-    f = Finding("memory/notes.md", _counts(parts))
+    f = Finding(NOTES_MD.rel, _counts(parts))
     if repair:
         aside = notes_md.rebuild(store, hist, whole=not team)
         f.problem += f"; rebuilt from the event log (the old file kept as {aside})"
@@ -620,7 +621,7 @@ def _check_context(store, repair: bool):
     problem = context_md.differences(store)
     if problem is None:
         return None
-    f = Finding("memory/context.md", problem)
+    f = Finding(CONTEXT_MD.rel, problem)
     if repair:
         top = context_md.read_top(store) or {}
         scope = top.get("scope")
@@ -663,7 +664,7 @@ def _check_tombstones(store, hist: History, team: bool, repair: bool):
              (len(lack_forgotten), f"forgotten.jsonl lacks {len(lack_forgotten)} forgotten memory(ies) (a session"
                                    " could write them again)"),
              (len(extra_forgotten), f"forgotten.jsonl holds {len(extra_forgotten)} the log does not say are forgotten")]
-    f = Finding("archive/", _counts(parts))
+    f = Finding(ARCHIVE.label, _counts(parts))
     if not repair:
         return f
     for m in lack_dead:
@@ -673,10 +674,10 @@ def _check_tombstones(store, hist: History, team: bool, repair: bool):
         s, r = want_forgotten[m], want_forgotten[m]["removal"]
         forget._append(store, {"id": m, "statement": s["statement"], "type": s["type"], "run_id": r["run_id"],
                                "reason": r["reason"], "forgotten_at": r["ts"]})
-    for name, ids in (("tombstones.jsonl", extra_dead), ("forgotten.jsonl", extra_forgotten)):
+    for name, ids in ((TOMBSTONES.name, extra_dead), (FORGOTTEN.name, extra_forgotten)):
         if not ids:
             continue
-        path = store.sub("archive", name)
+        path = store.sub(ARCHIVE, name)
         keep = set(ids)
         with private_file(path.with_name(name + ".corrupt"), "a") as out:
             for line in path.read_text(encoding="utf-8").splitlines():

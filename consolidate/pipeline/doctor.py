@@ -22,6 +22,7 @@ from pathlib import Path
 from consolidate.core.errors import ConsolidateError
 from consolidate.pipeline.stages import apply as apply_stage
 from consolidate.store import journal
+from consolidate.store.layout import CHROMA, EVENT_LOG, GRAPH, GRAPH_EDGES, GRAPH_NODES, JOURNAL, MANIFEST, SESSIONS_DB, TOMBSTONES
 
 
 @dataclass
@@ -44,7 +45,7 @@ def _bad_lines(path: Path) -> list[int]:
     from consolidate.store.graph import LINE_FIELDS
     from consolidate.core.json_check import check_fields
 
-    spec = LINE_FIELDS.get(path.name) if path.parent.name == "graph" else None
+    spec = LINE_FIELDS.get(path.name) if path.parent.name == GRAPH.name else None
     bad = []
     with open(path, "rb") as f:
         for i, raw in enumerate(f, 1):
@@ -83,20 +84,20 @@ def check(store, repair: bool = False) -> list[Finding]:
     try:
         store.read_manifest()
     except ConsolidateError as exc:
-        found.append(Finding("manifest.json", str(exc), repairable=False))
+        found.append(Finding(MANIFEST.rel, str(exc), repairable=False))
     sessions_ok = _check_sessions(store, repair, found)
-    if not found or found[0].where != "manifest.json":
+    if not found or found[0].where != MANIFEST.rel:
         found += _check_project(store, repair)
     for path in sorted(store.path.rglob("*.tmp")):
-        if "chroma" in path.parts:
+        if CHROMA.name in path.parts:
             continue
         f = Finding(str(path.relative_to(store.path)), "leftover temporary file from an interrupted write")
         if repair:
             path.unlink(missing_ok=True)
             f.repaired = True
         found.append(f)
-    for rel in ("events/memory-events.jsonl", "graph/nodes.jsonl", "graph/edges.jsonl", "archive/tombstones.jsonl"):
-        path = store.sub(*rel.split("/"))
+    for entry in (EVENT_LOG, GRAPH_NODES, GRAPH_EDGES, TOMBSTONES):
+        rel, path = entry.rel, store.sub(entry)
         if not path.exists():
             continue
         if not path.is_file():
@@ -107,7 +108,7 @@ def check(store, repair: bool = False) -> list[Finding]:
             f = Finding(rel, f"{len(bad)} corrupt line(s): {', '.join(map(str, bad[:10]))}"
                               + (" …" if len(bad) > 10 else ""))
             if repair:
-                if rel.startswith("graph/"):
+                if entry in (GRAPH_NODES, GRAPH_EDGES):
                     from consolidate.store import snapshots
 
                     snapshots.settle_graph_appends(store)  # the lines undo records point to move
@@ -115,14 +116,14 @@ def check(store, repair: bool = False) -> list[Finding]:
                 f.repaired = True
             found.append(f)
     if journal.has_pending(store):
-        f = Finding("journal/", "an interrupted run is waiting to be replayed")
+        f = Finding(JOURNAL.label, "an interrupted run is waiting to be replayed")
         if repair:
             done = apply_stage.recover(store)
             if done:  # which runs were finished, as `run` says it (consolidate.model.report.drain_notices)
                 f.problem = f"an interrupted run was waiting to be replayed: finished {', '.join(done)}"
             f.repaired = True
         found.append(f)
-    if not any(x.where.startswith(("manifest", "journal/")) and not x.repaired for x in found):
+    if not any(x.where.startswith((MANIFEST.rel, JOURNAL.label)) and not x.repaired for x in found):
         # every derived file against the event log (consolidate/pipeline/crosscheck.py); not while a run
         # waits in the journal (its lines are half written) or the log's own lines are bad
         from consolidate.pipeline import crosscheck
@@ -130,7 +131,7 @@ def check(store, repair: bool = False) -> list[Finding]:
 
         with allow_missing(store):
             found += crosscheck.check(store, repair)
-            if not any(not x.repaired for x in found if x.where.startswith(("chroma", "manifest"))):
+            if not any(not x.repaired for x in found if x.where.startswith((CHROMA.rel, MANIFEST.rel))):
                 found += _check_lexical(store, repair)
     for sid, pid in (store.sessions.dead_claims() if sessions_ok else ()):
         f = Finding(f"queue:{sid}", f"claimed by process {pid}, which is gone")
@@ -147,7 +148,7 @@ def _check_project(store, repair: bool) -> list[Finding]:
     moved store folder keeps it; memories of several projects need a person (``--project``)."""
     from collections import Counter
 
-    if store.recorded_project or store.chroma_url or not store.sub("manifest.json").exists():
+    if store.recorded_project or store.chroma_url or not store.sub(MANIFEST).exists():
         return []
     try:
         from consolidate.store.index import reindex
@@ -159,17 +160,17 @@ def _check_project(store, repair: bool) -> list[Finding]:
         return []
     if len(scopes) > 1:
         names = ", ".join(f"{p!r} ({n})" for p, n in scopes.most_common(5))
-        return [Finding("manifest.json", f"no project recorded and the memories belong to several: {names}; give"
+        return [Finding(MANIFEST.rel, f"no project recorded and the memories belong to several: {names}; give"
                         " --project (or CONSOLIDATE_PROJECT) wherever the store is used", repairable=False)]
     [(project, n)] = scopes.items()
-    f = Finding("manifest.json", f"no project recorded (a copied or moved store would take the folder's name);"
+    f = Finding(MANIFEST.rel, f"no project recorded (a copied or moved store would take the folder's name);"
                                  f" its {n} memories belong to {project!r}")
     if repair:
         from consolidate.core.atomic import write_json_atomic
 
         data = store.read_manifest() or {}
         data["project"] = project
-        write_json_atomic(store.sub("manifest.json"), data)
+        write_json_atomic(store.sub(MANIFEST), data)
         store.recorded_project = project
         f.problem += "; recorded"
         f.repaired = True
@@ -187,12 +188,12 @@ def _check_sessions(store, repair: bool, found: list[Finding]) -> bool:
     needs a person (``sqlite3 sessions.sqlite3 .recover``). True when the tier can be used."""
     import sqlite3
 
-    path = store.sub("sessions.sqlite3")
+    path = store.sub(SESSIONS_DB)
     try:
         ok = store.sessions.integrity()
     except (ConsolidateError, sqlite3.DatabaseError) as exc:
         cause = getattr(exc, "cause", None) or str(exc)
-        f = Finding("sessions.sqlite3", f"not a usable SQLite database ({cause}): {_SESSIONS_LOSS};"
+        f = Finding(SESSIONS_DB.rel, f"not a usable SQLite database ({cause}): {_SESSIONS_LOSS};"
                                         " --repair moves it to sessions.sqlite3.corrupt and starts an empty session tier"
                                         " (restore the file from a backup instead if you have one)")
         if repair:
@@ -205,7 +206,7 @@ def _check_sessions(store, repair: bool, found: list[Finding]) -> bool:
         found.append(f)
         return False
     if ok != "ok":
-        found.append(Finding("sessions.sqlite3", f"integrity check: {' '.join(str(ok).split())[:200]}: some of"
+        found.append(Finding(SESSIONS_DB.rel, f"integrity check: {' '.join(str(ok).split())[:200]}: some of"
                              " its notes may be unreadable; copy the store, then recover the file with"
                              " `sqlite3 sessions.sqlite3 .recover`", repairable=False))
     return True

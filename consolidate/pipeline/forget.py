@@ -20,6 +20,7 @@ from typing import Any
 
 from consolidate.core.errors import BadInput
 from consolidate.rules.memory_types import normalize
+from consolidate.store.layout import FORGOTTEN
 
 #: Two statements this similar (difflib ratio over the folded text) are the same statement.
 SIMILAR = 0.9
@@ -29,7 +30,7 @@ OVERRIDE_SOURCE = ("flagged",)
 
 
 def _path(store):
-    return store.sub("archive", "forgotten.jsonl")
+    return store.sub(FORGOTTEN)
 
 
 def tombstones(store) -> list[dict[str, Any]]:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from consolidate.core.errors import BadInput
+from consolidate.store.layout import GRAPH
 
 #: Default similarity floor (cosine). Unrelated memories score near 0 with MiniLM (-0.05 was seen
 #: for an unrelated memory over MCP); 0.2 keeps the related ones.
@@ -261,7 +262,7 @@ def _graph_linked(store, lt, query: str, vector, hits: list[dict], statuses) -> 
     from consolidate.store.graph import relation_edges
     from consolidate.store.relations import match_key
 
-    edges = relation_edges(store.sub("graph"))
+    edges = relation_edges(store.sub(GRAPH))
     if not edges:
         return []
     q = match_key(query)

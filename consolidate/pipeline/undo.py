@@ -18,6 +18,7 @@ from consolidate.store.archive import lift_tombstones
 from consolidate.core.errors import BadInput
 from consolidate.core.private import private_umask
 from consolidate.core.atomic import write_json_atomic
+from consolidate.store.layout import GRAPH, SESSIONS_DB
 
 
 def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
@@ -39,7 +40,7 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
 
         # a graph file that cannot be read: refused before anything changes; the graph loaded here is the
         # one reversed below unless a crashed run's replay appends to it first (one read, not two)
-        loaded = graph.load(store.sub("graph")) if record.get("graph") else None
+        loaded = graph.load(store.sub(GRAPH)) if record.get("graph") else None
         if apply_stage.finish_pending(store):
             loaded = None
         lt = store.longterm()
@@ -78,7 +79,7 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
 def _run_without_record(store, run_id: str) -> dict | None:
     """The queue row of a run that wrote nothing to the index (no notes, every note dropped, a
     failure, notes left waiting), so has no undo record; None for a run the queue does not know."""
-    if not store.exists or not store.sub("sessions.sqlite3").exists():
+    if not store.exists or not store.sub(SESSIONS_DB).exists():
         return None
     return next((e for e in store.sessions.last_runs(10**6) if e.get("run_id") == run_id), None)
 
@@ -109,7 +110,7 @@ def _reverse_graph(store, diff: dict | None, loaded=None) -> dict | None:
             return None
     else:
         snapshots.settle_graph_appends(store)
-    folder = store.sub("graph")
+    folder = store.sub(GRAPH)
     g = loaded if loaded is not None else graph.load(folder)
     for u, v, k in diff.get("added_edges", []):
         if g.has_edge(u, v, key=k):

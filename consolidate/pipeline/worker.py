@@ -12,6 +12,7 @@ import datetime as _dt
 import sys
 
 from consolidate.core.settings import TIME_BOX
+from consolidate.store.layout import WORKER_LOCK
 
 #: Default time box of one session in the worker, in seconds (configurable: --time-box or
 #: CONSOLIDATE_TIME_BOX).
@@ -57,7 +58,7 @@ def run_worker(store, *, time_box: float | None = None, judges: list[str] | None
 
     out = out or sys.stdout
     time_box = time_box or time_box_from_env()
-    lock = filelock.FileLock(str(store.sub(".worker.lock")))
+    lock = filelock.FileLock(str(store.sub(WORKER_LOCK)))
     try:
         lock.acquire(timeout=0)
     except filelock.Timeout:

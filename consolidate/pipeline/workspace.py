@@ -49,6 +49,7 @@ from typing import Any
 from consolidate.core.errors import BadInput, PathRefused, UnknownSession
 from consolidate.store.sessions.tier import OUTCOMES, check_session_id
 from consolidate.core.vocab import MEMORY_TYPES
+from consolidate.store.layout import CONTEXT_MD, WORKSPACES, WORKSPACE_CONTEXT, WORKSPACE_CORE, WORKSPACE_LOCK, WORKSPACE_MEMORIES, WORKSPACE_OUTPUT, WORKSPACE_SESSION, WORKSPACE_STATE, WORKSPACE_WORKING
 
 #: Largest file in a workspace, in bytes (UTF-8). A bigger write or append is refused whole.
 MAX_FILE_BYTES = 1_000_000
@@ -59,8 +60,8 @@ MAX_TASK_CHARS = 4_000
 #: How many memories ``context/memories.md`` holds.
 CONTEXT_MEMORIES = 10
 #: The folders of a workspace; the agent may write only to the last two.
-FOLDERS = ("context", "working", "output")
-WRITABLE = ("working", "output")
+FOLDERS = (WORKSPACE_CONTEXT.name, WORKSPACE_WORKING.name, WORKSPACE_OUTPUT.name)
+WRITABLE = (WORKSPACE_WORKING.name, WORKSPACE_OUTPUT.name)
 #: Extensions :meth:`Workspace.extract` reads in ``output/``.
 MARKDOWN = (".md", ".markdown", ".txt")
 JSONL = (".jsonl", ".ndjson")
@@ -220,14 +221,14 @@ class Workspace:
                  max_workspace_bytes: int = MAX_WORKSPACE_BYTES):
         self.store = store
         self.session_id = check_session_id(session_id)
-        self.root = store.sub("workspaces", folder_name(self.session_id))
+        self.root = store.sub(WORKSPACES, folder_name(self.session_id))
         self.max_file_bytes = max_file_bytes
         self.max_workspace_bytes = max_workspace_bytes
 
     # -- state ----------------------------------------------------------------------------------
     @property
     def state_path(self) -> Path:
-        return self.root / "workspace.json"
+        return self.root / WORKSPACE_STATE.name
 
     @property
     def exists(self) -> bool:
@@ -266,7 +267,7 @@ class Workspace:
         self.store.require_writable()  # a read-only store: one line naming it (StoreReadOnly), nothing tried
         private_umask()  # a workspace write: the store stays private whatever the umask
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return filelock.FileLock(str(self.root / ".lock"), timeout=30, mode=FILE_MODE)
+        return filelock.FileLock(str(self.root / WORKSPACE_LOCK.name), timeout=30, mode=FILE_MODE)
 
     def describe(self) -> dict[str, Any]:
         """What an agent needs: session id, state, task, the workspace path and its folders, and
@@ -319,7 +320,7 @@ class Workspace:
         if not parts:
             raise PathRefused(f"path {shown!r} names the workspace itself, not a file", path=shown)
         if write and parts[0] not in WRITABLE:
-            where = "context/ is a read-only snapshot" if parts[0] == "context" else "writes go to working/ or output/"
+            where = "context/ is a read-only snapshot" if parts[0] == WORKSPACE_CONTEXT.name else "writes go to working/ or output/"
             raise PathRefused(f"path {shown!r} refused: {where}", path=shown)
         if not write and parts[0] not in FOLDERS:
             raise PathRefused(f"path {shown!r} refused: read from context/, working/ or output/", path=shown)
@@ -437,7 +438,7 @@ class Workspace:
         skipped (other extensions). Raises InvalidImportLine for a bad JSONL line."""
         items: list[Item] = []
         skipped: list[str] = []
-        base = self.root / "output"
+        base = self.root / WORKSPACE_OUTPUT.name
         if not base.is_dir():
             return items, skipped
         root = self.root.resolve()
@@ -557,7 +558,7 @@ class Workspace:
             result["notes"] = self.store.sessions.count(self.session_id)
             data.update(state=outcome, outcome=outcome, reason=reason, completed_at=_iso(time.time()))
             if outcome == "success":
-                shutil.rmtree(self.root / "working", ignore_errors=True)
+                shutil.rmtree(self.root / WORKSPACE_WORKING.name, ignore_errors=True)
                 result["working_removed"] = True
             self._save(data)
         if outcome == "failure" and ephemeral:
@@ -603,7 +604,7 @@ def _context_memories(store, task: str | None) -> tuple[str, int]:
         head = f"# Memories recalled for the task ({len(lines)})"
     else:
         try:
-            text = store.sub("memory", "context.md").read_text(encoding="utf-8").strip()
+            text = store.sub(CONTEXT_MD).read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError):
             text = ""
         lines = _guard([ln for ln in text.splitlines() if ln.startswith("- ")])
@@ -663,7 +664,7 @@ def start(store, session_id: str | None = None, task: str | None = None, **bound
                 os.chmod(ws.root, 0o700)
             except OSError:
                 pass
-            context = ws.root / "context"
+            context = ws.root / WORKSPACE_CONTEXT.name
             text, memories = _context_memories(store, task)
             def put(name: str, content: str) -> None:
                 p = context / name
@@ -672,15 +673,15 @@ def start(store, session_id: str | None = None, task: str | None = None, **bound
                 with private_file(p, "w") as f:
                     f.write(content)
 
-            put("memories.md", text)
+            put(WORKSPACE_MEMORIES.name, text)
             record_context_shown(store, sid, text)  # shown to this session: a repeat of it is an echo
             core = store.core_rules()
-            put("core.md", core or "# Project rules\n\n(memory/core.md is empty)\n")
-            put("session.json", json.dumps({
+            put(WORKSPACE_CORE.name, core or "# Project rules\n\n(memory/core.md is empty)\n")
+            put(WORKSPACE_SESSION.name, json.dumps({
                 "session_id": sid, "task": secrets.redact(task) if task else None, "started_at": _iso(time.time()),
                 "store": str(store.path.resolve()), "project": store.project,
-                "write_to": {"working": "scratch files (removed on success)",
-                             "output": "durable memory candidates: Markdown list items or JSONL lines"},
+                "write_to": {WORKSPACE_WORKING.name: "scratch files (removed on success)",
+                             WORKSPACE_OUTPUT.name: "durable memory candidates: Markdown list items or JSONL lines"},
             }, ensure_ascii=False, indent=1))
             for p in context.iterdir():
                 os.chmod(p, 0o400)  # read-only, private to the user like the rest of the store

@@ -13,8 +13,8 @@ module, and that a store made by the CLI holds exactly the entries listed here.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing is not imported at run time: the light hook imports this module
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -49,6 +49,11 @@ class Entry:
     def name(self) -> str:
         """The last part of the path (``nodes.jsonl``)."""
         return self.parts[-1]
+
+    @property
+    def label(self) -> str:
+        """How messages name it: its path, a folder's with a ``/`` after it (``graph/``)."""
+        return self.rel + "/" if self.kind in (DIR, TREE) else self.rel
 
     def of(self, root: Path, *more: str) -> Path:
         """This entry under the store folder ``root`` (a pathlib.Path), then ``more`` parts."""

@@ -34,6 +34,7 @@ from urllib.parse import urlparse
 
 from consolidate.core.errors import ConfigError
 from consolidate.store.replica import TEAM_FILE  # noqa: F401 - the one name of the team configuration file
+from consolidate.store.layout import LOGS, TEAM, TEAM_FILES_LOCK, TEAM_JSON, TEAM_LEDGER, TEAM_LOG, TEAM_OUTBOX, TEAM_OUTBOX_ITEM, TEAM_STATE
 #: Default environment variable holding the team token.
 TOKEN_ENV = "CONSOLIDATE_TEAM_TOKEN"  # consolidate/core/settings.py: TEAM_TOKEN
 #: Seconds a SessionStart waits for the team's changes before using the last pulled copy, and the
@@ -78,7 +79,7 @@ def database_name(project: str) -> str:
 
 
 def config_path(store_path: Path) -> Path:
-    return Path(store_path) / TEAM_FILE
+    return TEAM_JSON.of(Path(store_path))
 
 
 def load_config(store_path: Path) -> TeamConfig | None:
@@ -180,7 +181,7 @@ def check_token_file(path: Path, store_path: Path | None = None) -> None:
 
 # -- outbox -------------------------------------------------------------------------------------
 def outbox_dir(store) -> Path:
-    return store.sub("team", "outbox")
+    return store.sub(TEAM_OUTBOX)
 
 
 def outbox_entry(plan, writes, store) -> dict[str, Any] | None:
@@ -225,7 +226,7 @@ def write_outbox(plan, store, writes) -> None:
 
     folder = outbox_dir(store)
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path = folder / f"{plan.run_id}.json"
+    path = folder / TEAM_OUTBOX_ITEM.fill(plan.run_id).name
     if not path.exists():
         write_json_atomic(path, entry)
 
@@ -250,7 +251,7 @@ def write_undo_outbox(store, run_id: str, record: dict, lines: list[dict], remov
              "events": [{**x, "event_id": f"undo-{run_id}:{i}"} for i, x in enumerate(lines)]}
     folder = outbox_dir(store)
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path = folder / f"undo-{run_id}.json"
+    path = folder / TEAM_OUTBOX_ITEM.fill(f"undo-{run_id}").name
     if not path.exists():
         write_json_atomic(path, entry)
 
@@ -260,7 +261,7 @@ def pending(store) -> list[Path]:
     folder = outbox_dir(store)
     if not folder.is_dir():
         return []
-    return sorted(folder.glob("*.json"), key=lambda p: (p.stat().st_mtime, p.name))
+    return sorted(folder.glob(TEAM_OUTBOX_ITEM.name), key=lambda p: (p.stat().st_mtime, p.name))
 
 
 def pending_memory_ids(store) -> set[str]:
@@ -287,7 +288,7 @@ def _read_json(path: Path, default):
 
 def read_state(store) -> dict[str, Any]:
     """``team/state.json``: ``last_push``, ``last_pull`` (ISO UTC), counts and the last errors."""
-    return _read_json(store.sub("team", "state.json"), {})
+    return _read_json(store.sub(TEAM_STATE), {})
 
 
 @contextlib.contextmanager
@@ -298,9 +299,9 @@ def _files_lock(store):
     read earlier would drop what another wrote meanwhile."""
     import filelock
 
-    folder = store.sub("team")
+    folder = store.sub(TEAM)
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    lock = filelock.FileLock(str(folder / ".files.lock"), mode=0o600, thread_local=False)
+    lock = filelock.FileLock(str(folder / TEAM_FILES_LOCK.name), mode=0o600, thread_local=False)
     with lock.acquire(timeout=60):
         yield folder
 
@@ -312,14 +313,14 @@ def update_state(store, **changes) -> None:
     with _files_lock(store) as folder:
         state = read_state(store)
         state.update(changes)
-        write_json_atomic(folder / "state.json", state)
+        write_json_atomic(folder / TEAM_STATE.name, state)
 
 
 def read_ledger(store) -> dict[str, Any]:
     """``team/ledger.json``: ``memories`` ({id: server version}), ``etags`` ({id: the write id of that
     version}, see :func:`consolidate.team.sync.write_id`), ``edges`` and ``tombstones`` (ids),
     ``clock`` (the team clock token of the last pull)."""
-    data = _read_json(store.sub("team", "ledger.json"), {})
+    data = _read_json(store.sub(TEAM_LEDGER), {})
     data.setdefault("memories", {})
     data.setdefault("etags", {})
     data.setdefault("edges", [])
@@ -336,7 +337,7 @@ def update_ledger(store, fn) -> dict[str, Any]:
     with _files_lock(store) as folder:
         ledger = read_ledger(store)
         fn(ledger)
-        write_json_atomic(folder / "ledger.json", ledger)
+        write_json_atomic(folder / TEAM_LEDGER.name, ledger)
     return ledger
 
 
@@ -380,9 +381,9 @@ def log(store, message: str) -> None:
     try:
         from consolidate.core.private import private_file
 
-        folder = store.sub("logs")
+        folder = store.sub(LOGS)
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with private_file(folder / "team.log", "a") as f:
+        with private_file(store.sub(TEAM_LOG), "a") as f:
             f.write(f"{now_iso()} {' '.join(str(message).split())[:500]}\n")
     except OSError:
         pass

@@ -31,6 +31,7 @@ from consolidate.core import interruptible
 from consolidate.team import local as team
 from consolidate.core.errors import ConfigError, ConsolidateError, EmbeddingMismatch, TeamError, TeamTimeout
 from consolidate.core.faults import crash_point, pause_point
+from consolidate.store.layout import GRAPH, TEAM_OUTBOX_ITEM, TEAM_PUSH_LOCK
 
 MEMORIES, EDGES, TOMBSTONES, EVENTS = "memories", "edges", "tombstones", "events"
 UNIT = [1.0]
@@ -233,7 +234,7 @@ def push(store, seconds: float | None = None) -> dict[str, Any]:
     if not team.pending(store):
         return {"ok": True, "pushed": [], "memories": 0, "events": 0, "pending": 0}
     _load_local_parts(store)
-    lock = filelock.FileLock(str(store.sub("team", ".push.lock")), mode=0o600, thread_local=False)
+    lock = filelock.FileLock(str(store.sub(TEAM_PUSH_LOCK)), mode=0o600, thread_local=False)
 
     def work():
         try:
@@ -269,7 +270,7 @@ def _push(store, entries: list[Path]) -> dict[str, Any]:
             edges: set[str] = set()
             if entry.get("memories") or entry.get("removed"):
                 if g is None:
-                    g = graph.load(store.sub("graph"))
+                    g = graph.load(store.sub(GRAPH))
                 written, edges = _push_memories(client, store, entry, team.read_ledger(store), g, seen)
                 n_memories += written
             if entry.get("tombstones"):
@@ -619,7 +620,7 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
         if lifted:
             archive.lift_tombstones(store, lifted)  # an undo on another machine lifted them
         if live or gone or fetched["edges"]:
-            folder = store.sub("graph")
+            folder = store.sub(GRAPH)
             g = graph.load(folder)
             for r in live + gone:
                 m = r["metadata"] or {}
@@ -682,7 +683,7 @@ def _requeue_lost(store, lt, lost: list[dict]) -> None:
     run_id = f"repair-{write_id('x').split(':')[1]}"
     folder = team.outbox_dir(store)
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    write_json_atomic(folder / f"{run_id}.json", {"run_id": run_id, "session_id": None, "outcome": "repair",
+    write_json_atomic(folder / TEAM_OUTBOX_ITEM.fill(run_id).name, {"run_id": run_id, "session_id": None, "outcome": "repair",
                                                    "created": time.time(), "memories": memories, "removed": removed,
                                                    "tombstones": [], "events": []})
     team.log(store, f"{len(lost)} memories written here were overwritten on the team store by another machine's"

@@ -42,7 +42,7 @@ from consolidate.core.spawn import spawn_worker
 from consolidate.store.sessions.queue_file import OUTCOMES as _OUTCOMES
 from consolidate.store.sessions.queue_file import append_end, fold_queue_file
 from consolidate.store.sessions.queue_file import simple as _simple
-from consolidate.store.layout import WORKER_LOG
+from consolidate.store.layout import GITIGNORE, HOOK_LOG, JOURNAL, LOGS, SESSIONS_DB, WORKER_LOG
 
 _STORE_OPTIONS = ("--store", "--chroma-url", "--project", "--embedding")
 _STDIN_MAX_BYTES = 1_000_000
@@ -131,7 +131,7 @@ def _private_store(path: str) -> bool:
         st = os.stat(path)
     except OSError:
         return False
-    return (st.st_mode & 0o777) == 0o700 and os.path.exists(os.path.join(path, ".gitignore")) \
+    return (st.st_mode & 0o777) == 0o700 and os.path.exists(GITIGNORE.join(path)) \
         and os.access(path, os.W_OK)
 
 
@@ -275,7 +275,7 @@ def _log(store: str, message: str) -> None:
     """One line in logs/hook.log (consolidate.agents.hooks.full.log); the fallback log when the store cannot
     take it (:func:`fallback_log`). Never raises."""
     try:
-        _append_log(os.path.join(store, "logs"), message)
+        _append_log(LOGS.join(store), message)
     except OSError as exc:
         fallback_log(store, message, exc)
 
@@ -285,7 +285,7 @@ def _append_log(folder: str, message: str) -> None:
 
     os.makedirs(folder, mode=0o700, exist_ok=True)
     stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    fd = os.open(os.path.join(folder, "hook.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = os.open(os.path.join(folder, HOOK_LOG.name), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         os.write(fd, f"{stamp} {' '.join(message.split())[:500]}\n".encode("utf-8", "replace"))
     finally:
@@ -308,7 +308,7 @@ def fallback_log(store: str, message: str, cause: BaseException | None = None) -
     where = ""
     try:
         _append_log(fallback_dir(), line)
-        where = f" (logged in {os.path.join(fallback_dir(), 'hook.log')})"
+        where = f" (logged in {os.path.join(fallback_dir(), HOOK_LOG.name)})"
     except OSError:
         pass
     try:
@@ -326,10 +326,10 @@ def _idle_run(opts: dict) -> int | None:
     if not sid or not _simple(sid, 200, "-.:@+/") or any(opts.get(k) for k in ("chroma_url",)):
         return None
     store = opts.get("store") or STORE.get() or ".memofs"
-    db_path = os.path.join(store, "sessions.sqlite3")
+    db_path = SESSIONS_DB.join(store)
     if not _private_store(store) or not os.path.exists(db_path):
         return None
-    journal = os.path.join(store, "journal")
+    journal = JOURNAL.join(store)
     if os.path.isdir(journal) and any(n.endswith(".json") for n in os.listdir(journal)):
         return None  # a crashed run is replayed first by the full run
     from consolidate.store.sessions.tables import connect, finish_idle_end

@@ -34,7 +34,7 @@ from consolidate.core.settings import JUDGE_CHILD
 from consolidate.core.spawn import spawn_worker
 from consolidate.store.sessions.segments import session_for_end
 from consolidate.store.store import Store
-from consolidate.store.layout import CONTEXT_MD, CORE_MD, GITIGNORE, HOOK_LOG, LOGS, SESSIONS_DB, TEAM_JSON, WORKER_LOG
+from consolidate.store.layout import CONTEXT_MD, CORE_MD, GITIGNORE, HOOK_LOG, LOGS, SESSIONS_DB, WORKER_LOG
 
 #: Environment guard set by our own judge subprocesses (``claude -p`` fires its hooks): a hook that
 #: sees it does nothing, so a judge never recurses into consolidation.

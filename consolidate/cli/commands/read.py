@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from consolidate.cli.options import add_json, count_1_to, open_store, similarity
+from consolidate.store.layout import GRAPH
 
 
 def cmd_recall(args) -> int:
@@ -54,7 +55,7 @@ def cmd_graph(args) -> int:
         from consolidate.core.errors import BadInput
 
         raise BadInput("empty entity name: give the name of a package, module, service or file")
-    g = load(store.sub("graph")) if store.exists else None
+    g = load(store.sub(GRAPH)) if store.exists else None
     res: dict[str, Any] = (relations_of(g, name, args.depth) if g is not None
                            else {"entity": name, "found": False, "relations": [], "memories": {}})
     if args.json:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from consolidate.cli.options import add_outcome, add_session, duration, open_store, read_text_arg
+from consolidate.store.layout import SESSIONS_DB, WORKSPACES
 
 
 def cmd_note(args) -> int:
@@ -90,12 +91,12 @@ def _require_known_for_end(store, sid: str) -> None:
     through the session tier directly and are not refused."""
     from consolidate.core.errors import UnknownSession
 
-    if store.exists and (store.sub("workspaces").is_dir() or store.sub("sessions.sqlite3").exists()):
-        if store.sub("sessions.sqlite3").exists() and (store.sessions.count(sid) or store.sessions.session_end(sid)):
+    if store.exists and (store.sub(WORKSPACES).is_dir() or store.sub(SESSIONS_DB).exists()):
+        if store.sub(SESSIONS_DB).exists() and (store.sessions.count(sid) or store.sessions.session_end(sid)):
             return
         from consolidate.pipeline.workspace import folder_name
 
-        if store.sub("workspaces", folder_name(sid)).is_dir():
+        if store.sub(WORKSPACES, folder_name(sid)).is_dir():
             return
     raise UnknownSession(f"unknown session {sid!r}: it has no notes, no workspace and no session end"
                          " (nothing queued; write a note first, or check the id)", session_id=sid)

@@ -19,6 +19,7 @@ from consolidate.store.views import context_md, notes_md
 from consolidate.store import events as event_log, journal, snapshots
 from consolidate.core.faults import crash_point
 from consolidate.model.plan import run_summary as summary
+from consolidate.store.layout import EVENTS, GRAPH, JOURNAL, JOURNAL_STEPS, MEMORY, PREFLIGHT, SNAPSHOTS
 
 # The graph goes before Chroma: a graph file that cannot be read stops the run before the recall
 # index changes (the journal keeps the run for a replay once `consolidate doctor --repair` ran).
@@ -114,7 +115,7 @@ def roll_back(store, plan) -> None:
         if appended:  # the run's appended lines cut off: nothing was appended after them (store lock)
             from consolidate.store import graph as _graph_files
 
-            _graph_files.truncate_to(store.sub("graph"), {k: appended[k][:2] for k in ("nodes", "edges")})
+            _graph_files.truncate_to(store.sub(GRAPH), {k: appended[k][:2] for k in ("nodes", "edges")})
         elif "graph" in journal.done_steps(store, plan.run_id) or record.get("graph"):
             _reverse_graph(store, record.get("graph"))
         try:
@@ -129,7 +130,7 @@ def roll_back(store, plan) -> None:
                 lt.upsert([{"id": i, "document": r["document"], "metadata": r["metadata"],
                             "embedding": r["embedding"]} for i, r in changed.items()])
         except Exception:
-            steps = store.sub("journal") / f"{plan.run_id}.steps"
+            steps = store.sub(JOURNAL_STEPS.fill(plan.run_id))
             from consolidate.core.atomic import write_text_atomic
 
             write_text_atomic(steps, "snapshot\n")
@@ -149,9 +150,9 @@ def preflight(store) -> None:
     one cannot: read-only, full, or a file where a folder should be."""
     from consolidate.core.errors import StoreError
 
-    for name in ("journal", "events", "graph", "memory", "snapshots"):
-        folder = store.sub(name)
-        probe = folder / ".preflight"
+    for entry in (JOURNAL, EVENTS, GRAPH, MEMORY, SNAPSHOTS):
+        name, folder = entry.name, store.sub(entry)
+        probe = folder / PREFLIGHT.name
         try:
             from consolidate.core.private import private_file
 
@@ -313,7 +314,7 @@ def _graph(plan, store, durable) -> None:
     roll back recover the diff (consolidate.store.snapshots.record_graph_append)."""
     from consolidate.store import archive, graph
 
-    folder = store.sub("graph")
+    folder = store.sub(GRAPH)
     nodes: list[dict] = []
     edges: list[dict] = []
     dead = archive.tombstones(store) - {u.memory_id for u in plan.updates if u.action == "tombstone"}

@@ -28,13 +28,14 @@ import os
 import time
 
 from consolidate.core.settings import CRASH_AT
+from consolidate.store.layout import QUEUE
 
 TYPE_CHECKING = False  # typing is not imported at run time: the light hook imports this module
 if TYPE_CHECKING:
     import sqlite3
     from collections.abc import Callable
 
-QUEUE_FILE = "queue.jsonl"
+QUEUE_FILE = QUEUE.name
 #: Crash points (consolidate.core.faults; ``CONSOLIDATE_CRASH_AT``) of the queue file.
 CRASH_APPEND = "hook:queue-file:partial"  # half a record written, then SIGKILL
 CRASH_FOLD = "queue-file:fold"  # records inserted, offset moved, before the commit
