@@ -39,8 +39,6 @@ from .base import BaseJudge, as_judge
 GROUP = "consolidate.judges"
 #: The default chain after the local CLI judge (which is there only when a CLI is on PATH).
 DEFAULT_CHAIN = ("api", "noop")
-#: The store's own configuration file (in the store folder).
-STORE_CONFIG = "consolidate.toml"
 
 # Fallback for running from a source tree that is not pip-installed (entry points unavailable).
 _BUILTIN = {
@@ -140,11 +138,13 @@ def default_chain() -> list[str]:
     return specs + list(DEFAULT_CHAIN)
 
 
-def chain_config(explicit: list[str] | None = None, store_path: str | os.PathLike | None = None,
+def chain_config(explicit: list[str] | None = None, store_config: str | os.PathLike | None = None,
                  project_dir: str | os.PathLike | None = None) -> tuple[list[str], str]:
     """The configured chain and where it came from (``"--judge"``, ``"CONSOLIDATE_JUDGES"``, a
-    file's path, or ``"default"``). See the module docstring for the order. Raises ConfigError for a
-    malformed configuration file."""
+    file's path, or ``"default"``). See the module docstring for the order. ``store_config``: the
+    store's own configuration file (``consolidate.toml`` in the store folder; the store names it:
+    consolidate.store.layout.STORE_CONFIG), None for no store. Raises ConfigError for a malformed
+    configuration file."""
     if explicit:
         specs: list[str] = []
         for s in explicit:
@@ -156,8 +156,8 @@ def chain_config(explicit: list[str] | None = None, store_path: str | os.PathLik
     env = JUDGES.get()
     if env:
         return env, JUDGES.name
-    if store_path is not None:
-        path = Path(store_path) / STORE_CONFIG
+    if store_config is not None:
+        path = Path(store_config)
         found = _toml_judges(path, ())
         if found:
             return found, str(path)
@@ -168,13 +168,13 @@ def chain_config(explicit: list[str] | None = None, store_path: str | os.PathLik
     return default_chain(), "default"
 
 
-def chain_specs(explicit: list[str] | None = None, store_path: str | os.PathLike | None = None,
+def chain_specs(explicit: list[str] | None = None, store_config: str | os.PathLike | None = None,
                 project_dir: str | os.PathLike | None = None) -> list[str]:
     """The configured chain as a list of specs (see the module docstring for precedence)."""
-    return chain_config(explicit, store_path, project_dir)[0]
+    return chain_config(explicit, store_config, project_dir)[0]
 
 
-def build_chain(explicit: list | None = None, store_path: str | os.PathLike | None = None,
+def build_chain(explicit: list | None = None, store_config: str | os.PathLike | None = None,
                 project_dir: str | os.PathLike | None = None):
     """A JudgeChain of the configured judges. ``explicit`` may mix specs and judge objects (anything
     with a ``judge`` method, e.g. ``ScriptedJudge(...)``); with an object in it, it is the chain, in
@@ -190,7 +190,7 @@ def build_chain(explicit: list | None = None, store_path: str | os.PathLike | No
             else:
                 judges.append(as_judge(j))  # ConfigError for an object with no judge method
         return JudgeChain(judges)
-    return JudgeChain([load(s) for s in chain_specs(explicit, store_path, project_dir)])
+    return JudgeChain([load(s) for s in chain_specs(explicit, store_config, project_dir)])
 
 
 def probe_api_base(api_base: str, api_key: str | None = None, timeout: float = 1.0) -> tuple[bool, str]:

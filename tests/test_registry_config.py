@@ -57,17 +57,17 @@ def test_precedence_flags_env_store_pyproject_default(clean, monkeypatch):
     store, project = clean["store"], clean["project"]
     store.mkdir()
     (project / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.consolidate]\njudges = ["rules", "noop"]\n')
-    assert registry.chain_config(store_path=store) == (["rules", "noop"], f"{project / 'pyproject.toml'} [tool.consolidate]")
+    assert registry.chain_config(store_config=store / "consolidate.toml") == (["rules", "noop"], f"{project / 'pyproject.toml'} [tool.consolidate]")
     (store / "consolidate.toml").write_text('judges = ["cli:template:mycli --x a,b", "api:openai/gpt-4o-mini"]\n')
-    specs, source = registry.chain_config(store_path=store)
+    specs, source = registry.chain_config(store_config=store / "consolidate.toml")
     assert specs == ["cli:template:mycli --x a,b", "api:openai/gpt-4o-mini"]  # list items are not split on commas
     assert source == str(store / "consolidate.toml")
     # without the store path the store file is not read
     assert registry.chain_specs() == ["rules", "noop"]
     monkeypatch.setenv("CONSOLIDATE_JUDGES", "scripted, noop")
-    assert registry.chain_config(store_path=store) == (["scripted", "noop"], "CONSOLIDATE_JUDGES")
-    assert registry.chain_config(["api,noop", "rules"], store_path=store) == (["api", "noop", "rules"], "--judge")
-    chain = registry.build_chain(["noop"], store_path=store)
+    assert registry.chain_config(store_config=store / "consolidate.toml") == (["scripted", "noop"], "CONSOLIDATE_JUDGES")
+    assert registry.chain_config(["api,noop", "rules"], store_config=store / "consolidate.toml") == (["api", "noop", "rules"], "--judge")
+    chain = registry.build_chain(["noop"], store_config=store / "consolidate.toml")
     assert chain.names == ["noop"]
 
 
@@ -80,9 +80,9 @@ def test_project_dir_and_irrelevant_files(clean, tmp_path):
     (clean["project"] / "pyproject.toml").write_text('[project]\nname = "x"\n[tool.other]\njudges = ["rules"]\n')
     clean["store"].mkdir()
     (clean["store"] / "consolidate.toml").write_text("time_box = 30\n")
-    assert registry.chain_config(store_path=clean["store"]) == (["api", "noop"], "default")
+    assert registry.chain_config(store_config=clean["store"] / "consolidate.toml") == (["api", "noop"], "default")
     (clean["store"] / "consolidate.toml").write_text("judges = []\n")
-    assert registry.chain_config(store_path=clean["store"])[1] == "default"
+    assert registry.chain_config(store_config=clean["store"] / "consolidate.toml")[1] == "default"
 
 
 @pytest.mark.parametrize("text,match", [("judges = [\n", "cannot read"), ("judges = 3\n", "must be a list"),
@@ -91,7 +91,7 @@ def test_malformed_store_config_is_a_config_error(clean, text, match):
     clean["store"].mkdir()
     (clean["store"] / "consolidate.toml").write_text(text)
     with pytest.raises(ConfigError, match=match) as err:
-        registry.chain_specs(store_path=clean["store"])
+        registry.chain_specs(store_config=clean["store"] / "consolidate.toml")
     assert "consolidate.toml" in str(err.value)
 
 

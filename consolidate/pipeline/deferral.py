@@ -93,7 +93,7 @@ def build_chain(store, judges: list | None = None, chain_factory: Callable | Non
         return chain_factory()
     from judges.registry import build_chain as _build
 
-    return _build(judges, store_path=store.path)
+    return _build(judges, store_config=store.judges_config)
 
 
 def requeue_ready(store, *, judges: list | None = None, chain_factory: Callable | None = None,

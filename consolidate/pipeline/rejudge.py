@@ -12,6 +12,7 @@ import json
 import time
 
 from consolidate.model.plan import MemoryUpdate
+from consolidate.store.layout import STORE_CONFIG
 
 
 def candidates(store, *, current: str | None, since=None, prompt_version: str | None = None):
@@ -48,7 +49,7 @@ def _chain(store, judges, chain_factory):
         return chain_factory()
     from judges.registry import build_chain
 
-    return build_chain(judges, store_path=store.path)
+    return build_chain(judges, store_config=store.sub(STORE_CONFIG))
 
 
 def _judge_rows(store, plan, chain, rows, time_box: float | None, counts: dict[str, int], *, on_drop, on_keep) -> None:

@@ -20,6 +20,7 @@ from consolidate.pipeline.stages import Stage
 from consolidate.pipeline.stages import apply as apply_stage
 from consolidate.store.replica import Replica
 from consolidate.store.store import Store
+from consolidate.store.layout import STORE_CONFIG
 
 #: Default time box of one run, in seconds (the whole run: judging gets what is left).
 DEFAULT_TIME_BOX = 120.0
@@ -52,7 +53,7 @@ class RunContext:
             else:
                 from judges.registry import build_chain
 
-                self._chain = build_chain(self.judge_specs, store_path=self.store.path)
+                self._chain = build_chain(self.judge_specs, store_config=self.store.sub(STORE_CONFIG))
         return self._chain
 
 
@@ -368,7 +369,7 @@ def _share_chain(store, kwargs: dict) -> dict:
         if "chain" not in box:
             from judges.registry import build_chain
 
-            box["chain"] = build_chain(judges, store_path=store.path)
+            box["chain"] = build_chain(judges, store_config=store.sub(STORE_CONFIG))
         return box["chain"]
 
     return {**kwargs, "chain_factory": factory}

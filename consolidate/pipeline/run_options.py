@@ -58,8 +58,10 @@ def check_options(*, store: str | os.PathLike | None = None, chroma_url: str | N
         check_chroma_url(chroma_url)
     if embedding:
         check_embedding(embedding)
+    config = None
     if store is not None:
         opened = Store(store, chroma_url=chroma_url, embedding=embedding, create=False)  # StorePathError: a file
         if opened.exists:
             opened.check_embedding_name()
-    return check_specs(chain_specs(judges, store, project_dir))
+        config = opened.judges_config
+    return check_specs(chain_specs(judges, config, project_dir))

@@ -125,6 +125,7 @@ INDEX_GENERATION = _entry("index.generation", FILE, "token of the recall index's
 CHROMA = _entry("chroma", TREE, "ChromaDB's persistent store, unless a Chroma server is used"
                 " (consolidate/store/index/longterm.py)")
 TEAM_JSON = _entry("team.json", FILE, "the team store this store shares with (consolidate/team/local.py)")
+STORE_CONFIG = _entry("consolidate.toml", FILE, "optional, written by people: the store's judge chain (judges/registry.py)")
 
 # -- memory/: the derived and the hand-kept files --------------------------------------------------
 MEMORY = _entry("memory", DIR, "the markdown files people and agents read")

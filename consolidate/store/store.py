@@ -32,7 +32,7 @@ from typing import Any
 from consolidate.core import settings
 from consolidate.core.errors import EmbeddingMismatch, StoreCorrupt, StorePathError
 from consolidate.store import replica as _replica
-from consolidate.store.layout import CHROMA, CORE_MD, EVENT_LOG, GITIGNORE, LOCK_FILE, LOCK_HOLDER, MANIFEST, NOTES_MD, SESSIONS_DB, TEAM_JSON, Entry
+from consolidate.store.layout import CHROMA, CORE_MD, EVENT_LOG, GITIGNORE, LOCK_FILE, LOCK_HOLDER, MANIFEST, NOTES_MD, SESSIONS_DB, STORE_CONFIG, TEAM_JSON, Entry
 from consolidate.store.sessions.tier import SessionTier
 
 LAYOUT_VERSION = 1
@@ -141,6 +141,11 @@ class Store:
         """A path inside the store: an entry of consolidate.store.layout (``store.sub(GRAPH)``), then
         names under it (``store.sub(SNAPSHOTS, f"{run_id}.json")``)."""
         return self.path.joinpath(*(q for p in parts for q in (p.parts if isinstance(p, Entry) else (p,))))
+
+    @property
+    def judges_config(self) -> Path:
+        """The store's own judge configuration file (``consolidate.toml``: judges.registry reads it)."""
+        return self.sub(STORE_CONFIG)
 
     @property
     def events_path(self) -> Path:

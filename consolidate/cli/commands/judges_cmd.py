@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 from consolidate.cli.options import add_json
+from consolidate.store.layout import STORE_CONFIG
 
 
 def cmd_judges(args) -> int:
@@ -20,7 +21,7 @@ def cmd_judges(args) -> int:
     from consolidate.store.store import resolve_store_path
 
     store_path = resolve_store_path(args.store)
-    specs, source = registry.chain_config(args.judge, store_path=store_path)
+    specs, source = registry.chain_config(args.judge, store_config=STORE_CONFIG.of(store_path))
     chain = []
     broken = False
     for spec in specs:
