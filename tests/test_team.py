@@ -922,3 +922,28 @@ def test_https_team_store_checks_its_certificate(tmp_path):
         assert "the team store was not reached" in untrusted and "refunds-v2 queue" in untrusted
     finally:
         srv.stop()
+
+
+# -- the layout: a team store's folder holds only the entries consolidate/store/layout.py lists --------
+
+
+def test_the_stores_of_a_team_hold_only_the_layouts_entries(tmp_path, server):
+    """Two machines in a team (a run pushed on A, pulled by B's SessionStart hook and a sync): every
+    file and folder of both stores is an entry of consolidate.store.layout, and the team's own
+    entries are among them (issue 27 item 3; tests/test_store_layout.py does one store alone)."""
+    from consolidate.store import layout
+
+    a = machine(tmp_path, "a", server.url)
+    b = machine(tmp_path, "b", server.url)
+    session(a, "a1", "Run pnpm install --frozen-lockfile before tests; package.json pins pnpm 9")
+    hook = subprocess.run(CONSOLIDATE + ["hook", "--store", str(b)], input=json.dumps(
+        {"session_id": "b1", "hook_event_name": "SessionStart", "cwd": str(tmp_path / "b")}), capture_output=True,
+        text=True, env=env(), timeout=120)
+    assert hook.returncode == 0, hook.stderr
+    cli(b, "sync")
+    made = set()
+    for store in (a, b):
+        found = sorted(p.relative_to(store).as_posix() for p in store.rglob("*"))
+        assert [rel for rel in found if layout.entry_of(rel) is None] == []
+        made |= {layout.entry_of(rel) for rel in found}
+    assert {layout.TEAM_JSON, layout.TEAM, layout.TEAM_STATE, layout.TEAM_LEDGER} <= made
