@@ -252,8 +252,7 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
                                    harvest=harvest_notes, event=name)
                 crash_point(CRASH_END_QUEUED)
                 # the worker now: it survives this hook being killed, and waits for the harvest below
-                pid = spawn_worker(store_path, options=options, log=WORKER_LOG.of(store_path),
-                                   after=os.getpid() if wait_worker else None) \
+                pid = spawn_worker(store_path, options=options, log=WORKER_LOG.of(store_path), after=os.getpid() if wait_worker else None) \
                     if spawn else None
                 harvested = harvest_pending_part(tier, mark, log=lambda line: log(store_path, line)) \
                     if mark is not None else {}
