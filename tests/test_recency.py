@@ -25,7 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from consolidate.pipeline.stages.credibility import prevails
-from consolidate.store.validity import valid_on, validity
+from consolidate.model.validity import valid_on, validity
 
 FAKE = Path(__file__).resolve().parent / "fake_cli" / "modal.py"
 JUDGE = f"cli:template:{shlex.quote(sys.executable)} {shlex.quote(str(FAKE))}"

@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 from consolidate import Store
 from consolidate.core.errors import BadInput, EmptyNote
-from consolidate.store.sessions.tier import MAX_STATEMENT_CHARS, check_content, statement_length
+from consolidate.core.textmeasure import MAX_STATEMENT_CHARS, statement_length
+from consolidate.store.sessions.tier import check_content
 
 FAKE = Path(__file__).resolve().parent / "fake_cli"
 #: the installed command (the venv's script), running this tree's code through PYTHONPATH

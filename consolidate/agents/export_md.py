@@ -162,7 +162,7 @@ def render_block(store, rows: list[dict[str, Any]], newline: str = "\n") -> str:
     from consolidate.model.report import suffix
 
     lines = [BEGIN_LINE, HEADING, "", NOTICE, ""]
-    from consolidate.store.validity import validity
+    from consolidate.model.validity import validity
 
     for r in rows:
         m = r["metadata"]
@@ -173,7 +173,7 @@ def render_block(store, rows: list[dict[str, Any]], newline: str = "\n") -> str:
             meta["evidence"] = m["evidence"]  # kept by the import (the suffix shows it too)
         since = validity(m)[0]
         if since:
-            meta["since"] = since  # when it became true (consolidate/store/validity.py)
+            meta["since"] = since  # when it became true (consolidate/model/validity.py)
         shown = visible(r["document"])
         if statement_of(shown, {}) != r["document"]:
             meta["text"] = r["document"]  # the exact text (comment markers, line breaks)
@@ -438,7 +438,7 @@ def import_block(store, path: str | os.PathLike, rev: str | None = None) -> dict
         if e["confirmed"]:
             metadata["confirmed"] = e["confirmed"]  # kept as the memory's last_confirmed (stages/provenance.py)
         if e["since"]:
-            metadata["since"] = e["since"]  # kept as the memory's valid_from (consolidate/store/validity.py)
+            metadata["since"] = e["since"]  # kept as the memory's valid_from (consolidate/model/validity.py)
         note_id = store.sessions.add_note(sid, e["statement"], flag=True, kind=e["type"], metadata=metadata)
         if getattr(note_id, "notice", None):
             result["secret"].append(note_id.notice)

@@ -100,6 +100,12 @@ def parse_stored(value: str | None) -> _dt.datetime | None:
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=_dt.timezone.utc)
 
 
+def iso(ts: float) -> str:
+    """Unix seconds as an ISO date-time in UTC, to the minute (``2026-12-07T08:10Z``): a deferral's
+    bounds in events and summaries (consolidate/pipeline/deferral.py)."""
+    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
+
+
 def utc_iso(ts: float) -> str:
     """Unix time as stored: ISO 8601 in UTC with its offset (``2026-06-30T22:30:00+00:00``)."""
     return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).isoformat(timespec="seconds")

@@ -68,6 +68,21 @@ _UNSPACED_RANGES: tuple[tuple[int, int, str], ...] = (
 )
 
 
+#: Characters of a memory's statement, at most: a flagged note (kept as it is written) longer than
+#: this is refused when it is written (consolidate.store.sessions.tier ``check_content``), and a judge's statement longer than
+#: this is rejected by the write policy (consolidate.rules.memory_types.memorability_problem). About 1,500
+#: words: above the longest memories the write policy keeps by design (a 9,175-character flagged
+#: runbook and 2,000-character decisions, tests/test_text_policy.py); the 1,000,000 of a note is
+#: scratch for a judge to condense, not a memory.
+MAX_STATEMENT_CHARS = 10_000
+
+
+def statement_length(text: str) -> int:
+    """Characters of ``text`` as a memory's statement: stripped, in Unicode NFC (a letter with its
+    accent counts once, however it was typed)."""
+    return len(unicodedata.normalize("NFC", text.strip()))
+
+
 def unspaced_script(ch: str) -> str | None:
     """The group (``han``, ``kana``, ``southeast_asian``) of a character of a script written without
     spaces between words, or None for any other character."""

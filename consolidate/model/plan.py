@@ -21,7 +21,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from consolidate.core.dates import iso
 from consolidate.core.vocab import CONFIDENCE_LEVELS
+from consolidate.rules.redaction import redact_value
 
 
 def initial_confidence(evidence: str) -> str:
@@ -173,8 +175,6 @@ class Plan:
 
     def decide(self, event: str, *, note_ids: list[int] | None = None, reason: str = "", **detail) -> dict:
         """Add one decision (an event with its reason) to the plan and return it."""
-        from consolidate.pipeline.stages.secret_gate import redact_value
-
         detail = redact_value(detail)  # the last net: no event carries a secret
         reason = redact_value(reason)
         record: dict[str, Any] = {"event": event, "run_id": self.run_id, "session_id": self.session_id}
@@ -265,8 +265,6 @@ def _judge_problems(plan) -> dict:
 def _partial_summary(plan) -> dict:
     """``partial`` (notes were left waiting for a judge), ``waiting`` (how many) and, when partial,
     ``waiting_until`` (the earliest bound, ISO UTC)."""
-    from consolidate.pipeline.deferral import iso
-
     out: dict = {"partial": bool(plan.waiting), "waiting": len(plan.waiting)}
     if plan.waiting:
         out["waiting_until"] = iso(min(w["until"] for w in plan.waiting))

@@ -6,6 +6,7 @@ import json
 import re
 
 from consolidate.model.plan import Plan
+from consolidate.model.validity import as_of_suffix
 
 #: C0/C1 control characters (tab and newline kept) and bidirectional overrides: printed escaped on a
 #: terminal so a note cannot move the cursor, recolour the screen or reverse the text around it.
@@ -70,15 +71,22 @@ def render_memory(document: str, meta: dict) -> str:
     :func:`consolidate.store.anchors.mark_hits`)."""
     status = meta.get("status")
     extra = f" [{status}]" if status in ("disputed", "quarantined") else ""
-    if status in ("superseded", "expired"):  # only an as-of recall shows one (consolidate/store/validity.py)
-        from consolidate.store.validity import as_of_suffix
-
+    if status in ("superseded", "expired"):  # only an as-of recall shows one (consolidate/model/validity.py)
         extra = as_of_suffix(meta)
     if meta.get("drifted") or meta.get("stale"):  # set by consolidate.store.anchors.mark_hits
-        from consolidate.store.anchors import drift_suffix
-
         extra += drift_suffix(meta)
     return f"{' '.join(document.split())} {suffix(meta)}{extra}"
+
+
+def drift_suffix(meta: dict) -> str:
+    """`` [drifted: a.py, b.py]`` / `` [stale: a.py gone]`` for a memory's metadata ('' for none): the
+    comma-joined ``drifted`` / ``stale`` paths that consolidate.store.anchors.mark_hits sets."""
+    out = ""
+    if meta.get("drifted"):
+        out += f" [drifted: {', '.join(meta['drifted'].split(','))}]"
+    if meta.get("stale"):
+        out += f" [stale: {', '.join(meta['stale'].split(','))} gone]"
+    return out
 
 
 def shorten(text: str, width: int = 90) -> str:

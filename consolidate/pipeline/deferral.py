@@ -22,8 +22,9 @@ Only the standard library is imported here (the session-end path).
 
 from __future__ import annotations
 
-import datetime as _dt
 from typing import Any, Callable
+
+from consolidate.core.dates import iso
 
 #: Default wait bound of an unjudged note, in days (issue 12: "default 7 days, configurable").
 DEFAULT_WAIT_DAYS = 7.0
@@ -44,11 +45,6 @@ def wait_days(value: float | None = None) -> float:
     from consolidate.core.settings import WAIT_DAYS
 
     return WAIT_DAYS.get()
-
-
-def iso(ts: float) -> str:
-    """Unix seconds as an ISO date-time in UTC, to the minute (``2026-12-07T08:10Z``)."""
-    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
 
 
 def answers_notes(judge) -> bool:

@@ -8,7 +8,7 @@
   memories score around 0, related ones 0.3 and up); memories below it are left out and counted;
 - ``include_quarantined``: also return quarantined entries (default: active and disputed ones, a disputed entry shown with its ``[disputed]`` suffix).
 - ``as_of``: a date (``2026-07-14``, ``2026-07``, ``yesterday``, ...; or a ``datetime.date``): the
-  memories that were valid on that day (consolidate/store/validity.py), those superseded since included,
+  memories that were valid on that day (consolidate/model/validity.py), those superseded since included,
   each with its ``status`` (``superseded`` ones shown ``[superseded YYYY-MM-DD]``).
 
 The search is **hybrid**: the nearest memories by embedding (cosine) and the best lexical matches
@@ -38,6 +38,8 @@ from typing import Any
 
 from consolidate.core.errors import BadInput
 from consolidate.store.layout import GRAPH
+from consolidate.model.validity import AS_OF_ARCHIVED, parse_day, valid_on
+from consolidate.store import archive
 
 #: Default similarity floor (cosine). Unrelated memories score near 0 with MiniLM (-0.05 was seen
 #: for an unrelated memory over MCP); 0.2 keeps the related ones.
@@ -108,8 +110,6 @@ def as_of_day(as_of: Any) -> str | None:
         return as_of.isoformat()
     if not isinstance(as_of, str):
         raise BadInput(f"bad as_of {as_of!r}: a date such as 2026-07-14")
-    from consolidate.store.validity import parse_day
-
     return parse_day(as_of)
 
 
@@ -128,10 +128,8 @@ def recall(store, query: str, *, k: int = 5, min_similarity: float = MIN_SIMILAR
     if not store.exists or not store.has_longterm:  # nothing consolidated yet: create nothing
         return result
     if day is not None:
-        from consolidate.store.validity import as_of as _as_of
-
-        result.memories, result.below_floor = _as_of(store, query, day, k=k, floor=floor,
-                                                     include_quarantined=include_quarantined)
+        result.memories, result.below_floor = recall_as_of(store, query, day, k=k, floor=floor,
+                                                            include_quarantined=include_quarantined)
         return result  # a view of the past: nothing is recorded as shown to a session
     lt = store.longterm()
     from consolidate.store.index.longterm import RECALLED
@@ -282,3 +280,33 @@ def _graph_linked(store, lt, query: str, vector, hits: list[dict], statuses) -> 
     ranked = sorted(zip(ids, sims), key=lambda t: (-float(t[1]), t[0]))[:GRAPH_EXTRA]
     return [{"id": i, "document": rows[i]["document"], "metadata": rows[i]["metadata"], "similarity": float(sim),
              "match": "graph", "via": via[i]} for i, sim in ranked]
+
+
+def recall_as_of(store, query: str, day: str, *, k: int, floor: float, include_quarantined: bool = False
+          ) -> tuple[list[dict[str, Any]], int]:
+    """The memories valid on ``day`` nearest ``query``: ``(hits, below_floor)``, hits best first
+    as recall returns them (``id``, ``document``, ``metadata``, ``similarity``), archived ones with
+    ``metadata["archived_at"]``. Live entries come from the recall index, superseded and expired
+    ones from the archive (embedded here: an as-of recall reads the whole archive)."""
+    from consolidate.store.index.longterm import RECALLED
+
+    lt = store.longterm()
+    statuses = (*RECALLED, "quarantined") if include_quarantined else RECALLED
+    rows = [r for r in lt.with_status(*statuses) if valid_on(r["metadata"] or {}, day)]
+    old = [r for r in archive.records(store)
+           if (r.get("metadata") or {}).get("status") in AS_OF_ARCHIVED and isinstance(r.get("document"), str)
+           and valid_on(r["metadata"], day, r.get("archived_at"))]
+    back = set(lt.get([r["id"] for r in old])) if old else set()  # archived, then restored (an undo)
+    rows += [{"id": r["id"], "document": r["document"],
+              "metadata": {**r["metadata"], "archived_at": r.get("archived_at")}}
+             for r in old if r["id"] not in back]
+    if not rows:
+        return [], 0
+    import numpy as np
+
+    vectors = np.asarray(lt.embed([query] + [r["document"] for r in rows]), dtype=np.float32)
+    for r, sim in zip(rows, vectors[1:] @ vectors[0]):  # cosine: the embeddings are L2-normalised
+        r["similarity"] = float(sim)
+    rows.sort(key=lambda r: -r["similarity"])
+    hits = [r for r in rows if r["similarity"] >= floor][:k]
+    return hits, len([r for r in rows[:k] if r["similarity"] < floor])

@@ -1,4 +1,4 @@
-"""Memory types and their required fields (docs/design.md#memory-types), as pydantic models, and the
+"""Memory types and their required fields (docs/design.md#memory-types), as a table, and the
 memorability rules the code can check.
 
 | type       | required besides the statement |
@@ -15,66 +15,38 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ValidationError, field_validator
-
+from consolidate.core.textmeasure import MAX_STATEMENT_CHARS, measure, statement_length
 from consolidate.core.vocab import MEMORY_TYPES
 
-
-class _Memory(BaseModel):
-    statement: str
-
-    @field_validator("*")
-    @classmethod
-    def _not_blank(cls, v):
-        if isinstance(v, str) and not v.strip():
-            raise ValueError("must not be empty")
-        return v
+#: The fields each memory type requires besides the statement (consolidate.core.vocab.MEMORY_TYPES,
+#: in that order).
+TYPES: dict[str, tuple[str, ...]] = dict(zip(MEMORY_TYPES, (("reason",), (), ("who",), ("command", "context"),
+                                                             ("symptom", "cause"), ()), strict=True))
 
 
-class Decision(_Memory):
-    reason: str
-
-
-class Constraint(_Memory):
-    pass
-
-
-class Preference(_Memory):
-    who: str
-
-
-class Recipe(_Memory):
-    command: str
-    context: str
-
-
-class Failure(_Memory):
-    symptom: str
-    cause: str
-
-
-class Fact(_Memory):
-    pass
-
-
-#: The model of each memory type (consolidate.core.vocab.MEMORY_TYPES, in that order).
-TYPES: dict[str, type[_Memory]] = dict(zip(MEMORY_TYPES, (Decision, Constraint, Preference, Recipe, Failure, Fact),
-                                           strict=True))
+def _given(value: object) -> bool:
+    """Whether a field's value counts as given: text (UTF-8 bytes read as text) that is not blank."""
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            value = bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    return isinstance(value, str) and bool(value.strip())
 
 
 def missing_fields(type_: str, statement: str, fields: dict[str, str]) -> str | None:
-    """None when ``fields`` hold what ``type_`` requires; else a one-line reason naming what is
-    missing (or that the type is unknown)."""
-    model = TYPES.get(type_)
-    if model is None:
+    """None when ``fields`` hold what ``type_`` requires (each of its :data:`TYPES` fields, and the
+    statement, given as non-blank text); else a one-line reason naming what is missing, sorted, with
+    the hints of :data:`FIELD_HINTS` (or that the type is unknown)."""
+    required = TYPES.get(type_)
+    if required is None:
         return f"unknown memory type {type_!r} (known: {', '.join(TYPES)})"
-    try:
-        model.model_validate({"statement": statement, **fields})
-    except ValidationError as exc:
-        names = sorted({str(e["loc"][0]) for e in exc.errors() if e.get("loc")})
-        hints = "; ".join(FIELD_HINTS[n] for n in names if n in FIELD_HINTS)
-        return f"a {type_} needs {', '.join(names)}" + (f" ({hints})" if hints else "")
-    return None
+    given = {"statement": statement, **fields}
+    names = sorted(n for n in ("statement", *required) if not _given(given.get(n)))
+    if not names:
+        return None
+    hints = "; ".join(FIELD_HINTS[n] for n in names if n in FIELD_HINTS)
+    return f"a {type_} needs {', '.join(names)}" + (f" ({hints})" if hints else "")
 
 
 #: Words that introduce a reason, in the languages of the real notes (en, es, pt, fr, de, ru, ja,
@@ -192,11 +164,7 @@ FIELD_HINTS = {
 def required_missing(type_: str, fields: dict[str, str]) -> list[str]:
     """Names of the required fields of ``type_`` that ``fields`` lacks (empty or blank counts as
     missing), in the model's order; [] for an unknown type."""
-    model = TYPES.get(type_)
-    if model is None:
-        return []
-    return [name for name, f in model.model_fields.items()
-            if name != "statement" and f.is_required() and not str(fields.get(name) or "").strip()]
+    return [name for name in TYPES.get(type_, ()) if not str(fields.get(name) or "").strip()]
 
 
 # -- type inference for a flagged note without a kind ----------------------------------------------
@@ -265,8 +233,6 @@ def memorability_problem(statement: str) -> str | None:
     memorable: too short (fewer than MIN_STATEMENT_WORDS words or MIN_STATEMENT_CHARS
     English-equivalent characters, measured for every script by :mod:`consolidate.core.textmeasure`), a
     bare number, URL or path, or a task-list / status line."""
-    from consolidate.core.textmeasure import measure
-
     s = statement.strip()
     if _BARE_NUMBER.match(s):
         return "a bare number"
@@ -276,8 +242,6 @@ def memorability_problem(statement: str) -> str | None:
         return "a bare path"
     if _TASK_LINE.match(s):
         return "a task-list or status line"
-    from consolidate.store.sessions.tier import MAX_STATEMENT_CHARS, statement_length
-
     if len(s) > MAX_STATEMENT_CHARS and statement_length(s) > MAX_STATEMENT_CHARS:
         return (f"too long for a memory ({statement_length(s):,} characters; a statement is at most"
                 f" {MAX_STATEMENT_CHARS:,})")

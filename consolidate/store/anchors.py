@@ -559,16 +559,6 @@ def mark_hits(store, hits: list[dict], *, for_context: bool = False) -> list[dic
     return out
 
 
-def drift_suffix(meta: dict) -> str:
-    """`` [drifted: a.py, b.py]`` / `` [stale: a.py gone]`` for a memory's metadata ('' for none)."""
-    out = ""
-    if meta.get("drifted"):
-        out += f" [drifted: {', '.join(meta['drifted'].split(','))}]"
-    if meta.get("stale"):
-        out += f" [stale: {', '.join(meta['stale'].split(','))} gone]"
-    return out
-
-
 # -- the SessionStart context -------------------------------------------------------------------
 
 CONTEXT_INDEX = _INDEX.name

@@ -6,6 +6,7 @@ import json
 import sys
 from typing import Any
 
+from consolidate.core.dates import iso
 from consolidate.cli.options import add_json, count_1_to, open_store, similarity
 from consolidate.store.layout import GRAPH
 
@@ -190,8 +191,6 @@ def cmd_status(args) -> int:
 
 def _waiting_status(store) -> dict:
     """Notes waiting for a judge: ``{"notes", "sessions": {id: count}, "first_until"}`` (ISO UTC)."""
-    from consolidate.pipeline.deferral import iso
-
     rows = store.sessions.waiting()
     sessions: dict[str, int] = {}
     for w in rows.values():

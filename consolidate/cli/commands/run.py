@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 
+from consolidate.core.dates import iso
 from consolidate.pipeline.deferral import EXIT_PARTIAL
 from consolidate.cli.options import add_dry_run, add_json, add_judge, add_session, add_time_box, open_store, positive_days
 
@@ -77,8 +78,6 @@ def cmd_run(args) -> int:
             return 0
         waiting = store.sessions.waiting() if not args.dry_run else {}
         if waiting:
-            from consolidate.pipeline.deferral import iso
-
             first = iso(min(w["until"] for w in waiting.values()))
             print(f"nothing queued; {len(waiting)} notes still wait for a judge (the first bound {first};"
                   f" exit {EXIT_PARTIAL})")

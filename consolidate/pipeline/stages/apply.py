@@ -38,7 +38,7 @@ def run(plan, ctx):
     if ctx.dry_run:
         return plan
     preflight(ctx.store)
-    from consolidate.store.validity import stamp_plan
+    from consolidate.model.validity import stamp_plan
 
     stamp_plan(plan)  # valid_to of every entry taken out, before the journal (a replay keeps it)
     journal.write(ctx.store, plan)

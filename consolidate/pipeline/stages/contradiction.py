@@ -298,7 +298,7 @@ def _reconfirm(plan, c, match, today) -> None:
         confidence = max(confidence, "medium", key=CONFIDENCE_RANK.__getitem__)
     c.outcome, c.duplicate_of = "duplicate", match["id"]
     c.outcome_reason = f"re-confirms {match['id']} (similarity {match['similarity']:.3f})"
-    from consolidate.store.validity import candidate_dates
+    from consolidate.model.validity import candidate_dates
 
     # seen again on the date the keeper was observed (today; an imported entry: its own date), never
     # moving an entry's date back
@@ -342,7 +342,7 @@ def _standings(plan, c, h) -> tuple[tuple, tuple]:
     strength (a judge's evidence claim capped by the note's origin), the date it was last
     observed (a keeper: its notes' date, an imported entry's own, else today; an entry: its
     ``last_confirmed``) and whether its evidence was recorded rather than a judge's claim."""
-    from consolidate.store.validity import candidate_dates
+    from consolidate.model.validity import candidate_dates
     from consolidate.pipeline.stages.credibility import credited_strength, entry_recorded, entry_strength, recorded
 
     other = h.get("candidate")
@@ -515,6 +515,6 @@ def _confirm_update(plan, match) -> None:
 def _superseded(meta: dict) -> dict:
     """The changes of a memory taken out as superseded: its status, and its start (``_valid_from``,
     read by the provenance stage so that its ``valid_to`` never falls before it; never stored)."""
-    from consolidate.store.validity import validity
+    from consolidate.model.validity import validity
 
     return {"status": "superseded", "_valid_from": validity(meta)[0]}

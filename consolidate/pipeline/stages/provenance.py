@@ -2,7 +2,7 @@
 
 ``provenance = {session_id, run_id, date, evidence, source, prompt_version, reason, note_ids,
 valid_from}``; ``last_confirmed`` and ``valid_from`` come from its notes (an imported entry's dates,
-else today: consolidate/store/validity.py); an entry it supersedes gets ``valid_to``. The
+else today: consolidate/model/validity.py); an entry it supersedes gets ``valid_to``. The
 memory id is deterministic (``mem-`` + the first 16 hex digits of SHA-256 over scope, type and the
 normalised statement), so a replayed run overwrites instead of duplicating."""
 
@@ -25,7 +25,7 @@ def run(plan, ctx):
     from consolidate.store import archive
 
     from consolidate.pipeline.forget import check_resurrections
-    from consolidate.store.validity import candidate_dates, plan_day
+    from consolidate.model.validity import candidate_dates, plan_day
 
     check_resurrections(plan, ctx.store)  # a forgotten statement comes back only user-stated or flagged
     now = _dt.datetime.fromtimestamp(ctx.now, _dt.timezone.utc)

@@ -4,11 +4,12 @@ It is never sent to a judge and never stored; the event keeps only redacted prev
 length; for 16+ characters at most the first eighth: ``consolidate.rules.secrets.redact_preview``), and the plan keeps only the redacted text (so the journal and
 ``run --dry-run --json`` hold no secret either). The same check runs again on every candidate before
 the write policy (:func:`gate_candidate`: judge-written text, flagged notes' fields taken from
-metadata) and, as a last net, on every event line (:func:`redact_value`)."""
+metadata) and, as a last net, on every event line (consolidate.rules.redaction ``redact_value``)."""
 
 from __future__ import annotations
 
 from consolidate.rules import secrets
+from consolidate.rules.redaction import redact_value
 
 
 def run(plan, ctx):
@@ -46,17 +47,6 @@ def redacted_at_write(plan, note) -> bool:
     plan.decide("note.blocked", note_ids=[note.id], reason="secret material (stored redacted when written)",
                 kinds=list(redaction.get("kinds") or []), previews=list(redaction.get("previews") or [])[:5])
     return True
-
-
-def redact_value(value):
-    """``value`` (str, list, dict, nested) with every secret in every string replaced by its preview."""
-    if isinstance(value, str):
-        return secrets.redact(value) if secrets.scan(value) else value
-    if isinstance(value, list):
-        return [redact_value(v) for v in value]
-    if isinstance(value, dict):
-        return {k: redact_value(v) for k, v in value.items()}
-    return value
 
 
 def gate_candidate(plan, candidate) -> bool:

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from consolidate.core.textmeasure import MAX_STATEMENT_CHARS, statement_length
 from consolidate.core.vocab import NOTE_KINDS
 
 if TYPE_CHECKING:
@@ -44,14 +45,6 @@ from consolidate.core.errors import BadInput, EmptyNote, StoreCorrupt, UnknownSe
 #: Largest note accepted, in characters (1 MB of ASCII). A working note past this is almost surely a
 #: pasted file or log; it is refused with a clear error rather than stored.
 MAX_NOTE_CHARS = 1_000_000
-#: Characters of a memory's statement, at most: a flagged note (kept as it is written) longer than
-#: this is refused when it is written (:func:`check_content`), and a judge's statement longer than
-#: this is rejected by the write policy (consolidate.rules.memory_types.memorability_problem). About 1,500
-#: words: above the longest memories the write policy keeps by design (a 9,175-character flagged
-#: runbook and 2,000-character decisions, tests/test_text_policy.py); the 1,000,000 of a note is
-#: scratch for a judge to condense, not a memory.
-MAX_STATEMENT_CHARS = 10_000
-
 OUTCOMES = ("success", "failure", "aborted")
 MAX_TTL_SECONDS = 10 * 365 * 86400.0
 
@@ -168,14 +161,6 @@ def _check_text(text: str, what: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise BadInput(f"{what} is not valid UTF-8 text (undecodable byte or lone surrogate at character {exc.start})") from None
-
-
-def statement_length(text: str) -> int:
-    """Characters of ``text`` as a memory's statement: stripped, in Unicode NFC (a letter with its
-    accent counts once, however it was typed)."""
-    import unicodedata
-
-    return len(unicodedata.normalize("NFC", text.strip()))
 
 
 def check_content(content: str, session_id: str, *, flag: bool = False) -> str:

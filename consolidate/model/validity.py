@@ -17,7 +17,7 @@ A store written before these fields existed reads sensibly (:func:`validity`): `
 earlier of the provenance date (the run that wrote it) and ``last_confirmed``; ``valid_to`` of an
 archived entry is its archive date.
 
-:func:`as_of` answers "what did the store hold on DATE": the memories valid on that date, the ones
+``recall --as-of`` (consolidate/pipeline/recall.py ``as_of``) answers "what did the store hold on DATE": the memories valid on that date, the ones
 superseded since included (the one view where a superseded memory appears; marked ``[superseded
 YYYY-MM-DD]`` by :func:`as_of_suffix`). Forgotten and undone entries never come back this way (the
 user took them out).
@@ -141,34 +141,3 @@ def as_of_suffix(meta: dict[str, Any]) -> str:
         return ""
     end = validity(meta, meta.get("archived_at"))[1]
     return f" [{meta.get('status')}{' ' + end if end else ''}]"
-
-
-def as_of(store, query: str, day: str, *, k: int, floor: float, include_quarantined: bool = False
-          ) -> tuple[list[dict[str, Any]], int]:
-    """The memories valid on ``day`` nearest ``query``: ``(hits, below_floor)``, hits best first
-    as recall returns them (``id``, ``document``, ``metadata``, ``similarity``), archived ones with
-    ``metadata["archived_at"]``. Live entries come from the recall index, superseded and expired
-    ones from the archive (embedded here: an as-of recall reads the whole archive)."""
-    from consolidate.store import archive
-    from consolidate.store.index.longterm import RECALLED
-
-    lt = store.longterm()
-    statuses = (*RECALLED, "quarantined") if include_quarantined else RECALLED
-    rows = [r for r in lt.with_status(*statuses) if valid_on(r["metadata"] or {}, day)]
-    old = [r for r in archive.records(store)
-           if (r.get("metadata") or {}).get("status") in AS_OF_ARCHIVED and isinstance(r.get("document"), str)
-           and valid_on(r["metadata"], day, r.get("archived_at"))]
-    back = set(lt.get([r["id"] for r in old])) if old else set()  # archived, then restored (an undo)
-    rows += [{"id": r["id"], "document": r["document"],
-              "metadata": {**r["metadata"], "archived_at": r.get("archived_at")}}
-             for r in old if r["id"] not in back]
-    if not rows:
-        return [], 0
-    import numpy as np
-
-    vectors = np.asarray(lt.embed([query] + [r["document"] for r in rows]), dtype=np.float32)
-    for r, sim in zip(rows, vectors[1:] @ vectors[0]):  # cosine: the embeddings are L2-normalised
-        r["similarity"] = float(sim)
-    rows.sort(key=lambda r: -r["similarity"])
-    hits = [r for r in rows if r["similarity"] >= floor][:k]
-    return hits, len([r for r in rows[:k] if r["similarity"] < floor])
