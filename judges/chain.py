@@ -18,6 +18,7 @@ from consolidate.core import interruptible
 from consolidate.core.errors import CassetteMiss, JudgeError, JudgeOutputInvalid, JudgeTimeout
 from consolidate.core.settings import REASK
 from consolidate.core.vocab import COMPARE_ALIASES, COMPARE_RELATIONS
+from consolidate.rules.redaction import error_text
 
 from .base import (BaseJudge, ChainResult, Item, Judged, JudgeContext, JudgeNote, Pair, Verdict,  # noqa: F401 (re-exported)
                    as_judge, validate_verdicts)
@@ -242,10 +243,10 @@ class JudgeChain:
         except CassetteMiss:
             raise  # a replayed prompt that changed: the regression test fails loudly, nothing is deferred
         except JudgeError as exc:
-            self._fail(judge, exc.kind, str(exc), pending, reasons, result, started)
+            self._fail(judge, exc.kind, error_text(exc), pending, reasons, result, started)
             return pending, False
         except Exception as exc:  # a plug-in's own bug must not end the run
-            self._fail(judge, "judge-error", f"{judge.name}: {type(exc).__name__}: {exc}", pending, reasons, result, started)
+            self._fail(judge, "judge-error", f"{judge.name}: {error_text(exc, typed=True)}", pending, reasons, result, started)
             return pending, False
         report = validate_verdicts(notes, raw)
         result.events.append({"event": "judge.call", "judge": judge.name, "batch_size": len(notes),
@@ -344,13 +345,13 @@ def _compare_chunk(chain: "JudgeChain", pairs: list[Pair], context: JudgeContext
             raise
         except JudgeError as exc:
             chain.failed[id(judge)] = exc.kind
-            events.append({"event": "judge.failed", "judge": judge.name, "kind": exc.kind, "reason": str(exc),
+            events.append({"event": "judge.failed", "judge": judge.name, "kind": exc.kind, "reason": error_text(exc),
                            "seconds": round(time.time() - started, 3), "stage": "contradiction"})
             continue
         except Exception as exc:
             chain.failed[id(judge)] = "judge-error"
             events.append({"event": "judge.failed", "judge": judge.name, "kind": "judge-error",
-                           "reason": f"{type(exc).__name__}: {exc}", "stage": "contradiction"})
+                           "reason": f"{error_text(exc, typed=True)}", "stage": "contradiction"})
             continue
         events.append({"event": "judge.call", "judge": judge.name, "stage": "contradiction",
                        "batch_size": len(ids), "seconds": round(time.time() - started, 3), **judge.last_call})

@@ -33,6 +33,7 @@ from typing import Any
 
 from consolidate.core.errors import ConfigError
 from consolidate.core.settings import JUDGES
+from consolidate.rules.redaction import error_text
 
 from .base import BaseJudge, as_judge
 
@@ -226,7 +227,7 @@ def availability(judge, probe: bool = True, probe_timeout: float = 1.0) -> tuple
     try:
         ok, why = judge.available()
     except Exception as exc:  # a plug-in's bug: report it, do not crash the listing
-        return False, f"available() raised {type(exc).__name__}: {exc}"
+        return False, f"available() raised {error_text(exc, typed=True)}"
     base = judge.api_base
     if ok and probe and base:
         answers, how = probe_api_base(base, judge.api_key, probe_timeout)

@@ -30,7 +30,7 @@ LONG_FUNCTIONS = {
 OWN_IMPORTS_IN_FUNCTIONS = 639
 LARGEST_CYCLE = 7
 #: Upward imports still listed in the layers contract's ignore_imports: only goes down, to 0.
-LAYER_IGNORES = 6
+LAYER_IGNORES = 4
 
 
 def _sources() -> list[Path]:

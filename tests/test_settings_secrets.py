@@ -121,18 +121,29 @@ def test_a_secret_settings_value_is_never_shown_even_when_the_gate_would_pass_it
 
 
 @pytest.mark.parametrize("kind", sorted(SECRETS))
-def test_any_config_error_passes_the_secret_gate(kind):
-    """Messages built elsewhere from a setting's value (an unknown judge, a bad Chroma or team URL)."""
+def test_any_config_error_passes_the_secret_gate_where_it_is_written(kind, capsys):
+    """Messages built elsewhere from a setting's value (an unknown judge, a bad Chroma or team URL):
+    the error carries them as built; the sink that writes it (the CLI's line, consolidate/cli/main.py
+    ``report_error``; every sink: tests/test_error_sinks.py) shows no secret."""
+    from consolidate.cli.main import report_error
+
     secret = SECRETS[kind]
     for message in (f"unknown judge {secret!r}; installed: api, noop", f"bad Chroma URL 'http://h/{secret}'"):
-        shown = str(ConfigError(message))
-        assert secret not in shown and _tail(secret) not in shown
-    assert str(ConfigError("unknown judge 'olama'; installed: api, noop")) == "unknown judge 'olama'; installed: api, noop"
+        report_error(ConfigError(message))
+        err = capsys.readouterr().err
+        assert secret not in err and _tail(secret) not in err and err.startswith("error: ")
+    report_error(ConfigError("unknown judge 'olama'; installed: api, noop"))
+    assert capsys.readouterr().err == "error: unknown judge 'olama'; installed: api, noop\n"
 
 
-def test_a_setting_error_keeps_only_the_shown_value_as_context(monkeypatch):
+def test_a_setting_error_keeps_the_shown_value_as_context(monkeypatch, capsys):
+    """The error names the variable and the value as shown (a ``secret`` setting's hidden whole);
+    redaction is the sinks' (below the gate, the settings cannot apply it)."""
+    from consolidate.cli.main import report_error
     from consolidate.core.settings import TIME_BOX
 
     with pytest.raises(ConfigError) as exc:
         TIME_BOX.get({"CONSOLIDATE_TIME_BOX": SECRETS["github"]})
-    assert SECRETS["github"] not in exc.value.value and exc.value.variable == "CONSOLIDATE_TIME_BOX"
+    assert exc.value.variable == "CONSOLIDATE_TIME_BOX" and exc.value.value == SECRETS["github"]
+    report_error(exc.value)
+    _assert_hidden(SECRETS["github"], "", capsys.readouterr().err)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 from consolidate.cli.commands import MODULES
 from consolidate import __version__
+from consolidate.rules.redaction import error_text
 
 # argparse, the command modules and the error classes are imported inside the functions: the
 # session-end hook and the idle run (consolidate/agents/hooks/fast.py) are answered before any of them.
@@ -102,6 +103,18 @@ def exit_codes_text() -> str:
     return "exit codes: " + ", ".join(f"{code} {label}" for code, label in exit_codes())
 
 
+def report_error(exc: BaseException) -> None:
+    """The one line a failed command leaves on stderr (``logs/worker.log`` for a detached worker):
+    ``error: <message>``, through the secret gate (consolidate.rules.redaction.error_text)."""
+    print(f"error: {error_text(exc)}", file=sys.stderr)
+
+
+def report_hook_refused(exc: BaseException) -> None:
+    """The line a hook refused before it wrote anything leaves on stderr (the agent shows it), through
+    the secret gate: ``consolidate hook: refused: <message>; nothing was written``."""
+    print(f"consolidate hook: refused: {error_text(exc)}; nothing was written", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     from consolidate.agents.plugin_env import apply, load_env_file
@@ -141,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.command == "hook":  # refused as the hook refuses (exit 1: shown, the agent goes on)
                 from consolidate.cli.commands.lifecycle import HOOK_REFUSED
 
-                print(f"consolidate hook: refused: {exc}; nothing was written", file=sys.stderr)
+                report_hook_refused(exc)
                 return HOOK_REFUSED
             raise
         if args.command != "hook":  # the hook queues whatever the settings (its worker reports them)
@@ -153,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         check_session_option(args)
         return args.func(args)
     except ConsolidateError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        report_error(exc)
         if args.command == "worker":  # status and the next SessionStart say workers are failing
             from consolidate.cli.commands.lifecycle import worker_failed
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from consolidate.rules.redaction import redacted
+
 
 class OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line on stderr (exit 2); see the module docstring."""
@@ -26,7 +28,7 @@ class OneLineParser(argparse.ArgumentParser):
         return super().parse_known_args(join_dash_values(self, argv), namespace)
 
     def error(self, message: str):  # noqa: D401 - argparse's hook
-        text = " ".join(str(message).split())
+        text = redacted(" ".join(str(message).split()))  # argparse echoes the value it refused
         self.exit(2, f"error: {self.prog}: {text} (see {self.prog} --help)\n")
 
     def exit(self, status: int = 0, message: str | None = None):

@@ -1,9 +1,12 @@
 """The error tree of consolidate.
 
 Every error the library raises on purpose is a :class:`ConsolidateError`. Subclasses carry their
-context as attributes (never secret material: a blocked value only ever appears as a redacted
-preview). The CLI maps each class to an exit code in one place (``consolidate.cli.main.EXIT_CODES``) and
-prints ``error: <message>`` on one line, never a traceback. Every class below is exported:
+context as attributes (a blocked value only ever appears as a redacted preview). A message may echo
+what its raiser saw (a setting's value, a line of a file): every place that writes an error's text
+(the CLI's stderr line, the MCP ToolError, the logs: ``consolidate.rules.redaction.SINKS``) passes
+it through the secret gate, so no secret reaches a terminal, a log or a file. The CLI maps each
+class to an exit code in one place (``consolidate.cli.main.EXIT_CODES``) and prints ``error:
+<message>`` on one line, never a traceback. Every class below is exported:
 ``from consolidate import JudgeTimeout`` (tests/test_provider_errors.py checks this drawing against
 the classes).
 
@@ -86,15 +89,10 @@ class PathRefused(BadInput):
 
 class ConfigError(BadInput):
     """A setting names something that does not exist (a judge, an embedding function), or a value of
-    a setting or a line of an ``--env-file`` cannot be parsed. Its one line passes the secret gate
-    (consolidate/rules/secrets.py ``redact``) whatever built it: a value echoed in it never shows a secret,
-    only the redacted preview (consolidate/core/settings.py ``shown_value`` hides the whole value of a
-    ``secret`` setting before that)."""
-
-    def __str__(self) -> str:
-        from consolidate.rules.secrets import redact  # here: an error path; secrets imports detect-secrets
-
-        return redact(super().__str__())
+    a setting or a line of an ``--env-file`` cannot be parsed. A value echoed in it may hold a secret:
+    like every error's text, it passes the secret gate where it is written (the sinks of
+    consolidate/rules/redaction.py), so it never shows a secret, only the redacted preview
+    (consolidate/core/settings.py ``shown_value`` hides the whole value of a ``secret`` setting)."""
 
 
 class UnknownSession(ConsolidateError):

@@ -5,9 +5,10 @@ by tests/test_docs_consistency.py).
 
 A value that cannot be parsed raises :class:`consolidate.core.errors.ConfigError` (exit 2 on the command
 line) in one line that names the variable and the value, e.g. ``CONSOLIDATE_WAIT_DAYS='abc': not a
-number (days)``; it is never replaced by the default in silence. The value is shown through the
-secret gate (:func:`shown_value`): a secret in it appears only as its redacted preview, and the value
-of a ``secret`` setting (an API key, a team token) never appears. The command line checks every
+number (days)``; it is never replaced by the default in silence. The value of a ``secret`` setting
+(an API key, a team token) never appears (:func:`shown_value`); any other value passes the secret
+gate where the error is written (consolidate/rules/redaction.py): a secret in it appears only as its
+redacted preview. The command line checks every
 variable once before a command runs (:func:`check_all`), so a bad value is reported whatever the
 command, except by ``hook``, which never fails an agent: it queues the session end and the worker
 reports the bad value in ``logs/worker.log``.
@@ -94,16 +95,23 @@ class Setting(_Generic[T]):
 
 def shown_value(text: str, *, secret: bool = False, limit: int = 80) -> str:
     """``text`` (a setting's value, a line of an env file) as an error message may echo it: with
-    ``secret`` none of it (``<secret, N chars>``); else every finding of the project's secret gate
-    replaced by its redacted preview (consolidate/rules/secrets.py ``redact``: kind, length, at most a
-    provider prefix), then cut to ``limit`` characters (``...`` ending a cut one). The gate is
-    imported here only: an error path, not the hook's fast path."""
+    ``secret`` none of it (``<secret, N chars>``); else the text, cut to ``limit`` characters
+    (``...`` ending a cut one). A cut never splits a run of non-space characters: the word it would
+    split is left out whole, so a secret in the text is either whole or gone. The secret gate is not
+    applied here (it is a layer above the foundations): every sink that writes an error's text
+    applies it (consolidate/rules/redaction.py ``error_text``), so a secret in the value still
+    appears only as its redacted preview."""
     if secret:
         return f"<secret, {len(text)} chars>"
-    from consolidate.rules.secrets import redact
-
-    text = redact(text)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    if len(text) <= limit:
+        return text
+    head = text[:limit - 3]
+    if not text[limit - 3].isspace():  # the cut falls inside a word: leave the word out
+        end = len(head)
+        while end and not head[end - 1].isspace():
+            end -= 1
+        head = head[:end]
+    return head.rstrip() + "..."
 
 
 def _show(value: object) -> str:

@@ -16,6 +16,7 @@ import shutil
 import tempfile
 import time
 from typing import Any
+from consolidate.rules.redaction import error_text
 
 # A fake key, assembled at run time so no scanner mistakes this file for a leak.
 _FAKE_KEY = "sk-" + "proj-" + "Zq7uT2mB9xKc4LwR8nVd1YhE6fJp3sGa"
@@ -105,7 +106,7 @@ def show_workspace(store, judges) -> None:
     try:
         ws.write("../../escape.md", "x")
     except PathRefused as exc:
-        print(f"  write ../../escape.md: refused ({exc})")
+        print(f"  write ../../escape.md: refused ({error_text(exc)})")
     ws.write("output/durable-memory.md",
              "## Decisions\n\n- Decided to cache the pip wheels on CI because installing them took 3 of the"
              " 5 minutes\n- CI_TOKEN=" + _FAKE_KEY + "\n")

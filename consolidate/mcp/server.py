@@ -35,6 +35,7 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import os
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Callable
@@ -46,6 +47,7 @@ from pydantic import Field
 
 from consolidate.core.errors import ConsolidateError
 from consolidate.core.spawn import spawn_worker
+from consolidate.rules.redaction import error_text, redacted
 from consolidate.pipeline.recall import MIN_SIMILARITY
 from consolidate.store.sessions.segments import resumed_part
 from consolidate.store.sessions.tier import OUTCOMES, check_session_id
@@ -87,9 +89,19 @@ def _iso(ts: float | None) -> str | None:
     return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _one_line(text: object, limit: int = 300) -> str:
-    one = " ".join(str(text).split())
+def _one_line(exc: BaseException, limit: int = 300) -> str:
+    one = error_text(exc)
     return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def tool_error(exc: Exception) -> ToolError:
+    """The ToolError a client is sent for ``exc``, a tool's failure: a ConsolidateError's one-line
+    message; for any other exception ``internal error: <class>: <message>`` (cut to 300 characters),
+    its traceback logged on stderr. Both pass the secret gate (consolidate.rules.redaction)."""
+    if isinstance(exc, ConsolidateError):
+        return ToolError(error_text(exc))
+    log.error("tool failed: %s", redacted("".join(traceback.format_exception(exc)).rstrip()))
+    return ToolError(f"internal error: {type(exc).__name__}: {_one_line(exc)}")
 
 
 def find_spawner(judges: list[str] | None = None) -> tuple[Callable[[Store], Any] | None, str]:
@@ -219,11 +231,8 @@ class StoreThread:
         future = self._pool.submit(self._call, fn)
         try:
             return await anyio.to_thread.run_sync(future.result)
-        except ConsolidateError as exc:
-            raise ToolError(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - a tool never answers with a traceback
-            log.exception("tool failed")
-            raise ToolError(f"internal error: {type(exc).__name__}: {_one_line(exc)}") from None
+            raise tool_error(exc) from None
 
 
 def build_server(store: Store | Callable[[], Store] | None = None, *,
@@ -269,7 +278,7 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
                 if own_used and await backend.run(lambda s: close_own_session(s, own_id)) and spawner is not None:
                     await backend.run(spawner)
             except Exception as exc:  # noqa: BLE001 - closing never fails the client
-                log.warning("could not queue the end of session %s: %s", own_id, exc)
+                log.warning("could not queue the end of session %s: %s", own_id, error_text(exc))
             await anyio.to_thread.run_sync(backend.stop)
 
     from consolidate.mcp.errors import OneLineErrorServer
@@ -413,7 +422,7 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
             try:
                 spawner(s)
             except Exception as exc:  # noqa: BLE001 - the session end is queued whatever happens
-                log.warning("could not start a worker: %s", exc)
+                log.warning("could not start a worker: %s", error_text(exc))
                 result["worker"] = "failed to start"
                 result["message"] = (f"queued, but the worker could not be started ({type(exc).__name__}: "
                                      f"{_one_line(exc)}); `consolidate run` will consolidate it")

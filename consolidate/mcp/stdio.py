@@ -29,6 +29,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
+from consolidate.rules.redaction import error_text
 
 log = logging.getLogger("consolidate.mcp")
 
@@ -49,7 +50,7 @@ def reply_for_bad_line(exc: Exception) -> SessionMessage | None:
     pydantic's ValidationError of ``mcp_types.jsonrpc_message_adapter``); None for a blank line.
     See the module docstring for the codes."""
     if not isinstance(exc, ValidationError):
-        return error_reply(types.PARSE_ERROR, "Parse error", f"{type(exc).__name__}: {exc}"[:300])
+        return error_reply(types.PARSE_ERROR, "Parse error", error_text(exc, typed=True, limit=300))
     errors = exc.errors()
     if any(e.get("type") == "json_invalid" for e in errors):
         line = next((e.get("input") for e in errors if e.get("type") == "json_invalid"), "")

@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from consolidate.store.layout import ARCHIVE, CHROMA, CONTEXT_MD, EVENT_LOG, FORGOTTEN, GRAPH, GRAPH_NODES, NOTES_MD, SNAPSHOT, SNAPSHOTS, TOMBSTONES
 
+from consolidate.rules.redaction import error_text
+
 #: The mark of an event line appended by ``doctor --repair`` from a derived file.
 RECOVERED = "doctor"
 
@@ -310,6 +312,12 @@ def _read_index(store, repair: bool, n_live: int):
             return None, Finding(store.chroma_url, str(exc), repairable=False)
         cause = getattr(exc, "cause", None) or str(exc)
         f = Finding(CHROMA.label, f"the recall index cannot be opened ({cause}); --repair moves it to chroma.corrupt"
+        return None, Finding("chroma/", error_text(exc), repairable=False)
+    except StoreError as exc:
+        if not embedded:
+            return None, Finding(store.chroma_url, error_text(exc), repairable=False)
+        cause = getattr(exc, "cause", None) or error_text(exc)
+        f = Finding("chroma/", f"the recall index cannot be opened ({cause}); --repair moves it to chroma.corrupt"
                                f" and rebuilds it from the event log ({_memories(n_live)})")
         if repair:
             from consolidate.store.index.longterm import close_all

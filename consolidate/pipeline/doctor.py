@@ -23,6 +23,7 @@ from consolidate.core.errors import ConsolidateError
 from consolidate.pipeline.stages import apply as apply_stage
 from consolidate.store import journal
 from consolidate.store.layout import CHROMA, EVENT_LOG, GRAPH, GRAPH_EDGES, GRAPH_NODES, JOURNAL, MANIFEST, SESSIONS_DB, TOMBSTONES
+from consolidate.rules.redaction import error_text
 
 
 @dataclass
@@ -85,6 +86,7 @@ def check(store, repair: bool = False) -> list[Finding]:
         store.read_manifest()
     except ConsolidateError as exc:
         found.append(Finding(MANIFEST.rel, str(exc), repairable=False))
+        found.append(Finding("manifest.json", error_text(exc), repairable=False))
     sessions_ok = _check_sessions(store, repair, found)
     if not found or found[0].where != MANIFEST.rel:
         found += _check_project(store, repair)
@@ -194,6 +196,8 @@ def _check_sessions(store, repair: bool, found: list[Finding]) -> bool:
     except (ConsolidateError, sqlite3.DatabaseError) as exc:
         cause = getattr(exc, "cause", None) or str(exc)
         f = Finding(SESSIONS_DB.rel, f"not a usable SQLite database ({cause}): {_SESSIONS_LOSS};"
+        cause = getattr(exc, "cause", None) or error_text(exc)
+        f = Finding("sessions.sqlite3", f"not a usable SQLite database ({cause}): {_SESSIONS_LOSS};"
                                         " --repair moves it to sessions.sqlite3.corrupt and starts an empty session tier"
                                         " (restore the file from a backup instead if you have one)")
         if repair:
@@ -259,7 +263,7 @@ def _check_lexical(store, repair: bool) -> list[Finding]:
             problem = "" if ok else (f"the lexical index holds {_memories(held)} and is out of step with the recall"
                                      f" index ({_memories(total)})")
         except sqlite3.Error as exc:
-            problem = f"the lexical index cannot be read ({exc})"
+            problem = f"the lexical index cannot be read ({error_text(exc)})"
         if not problem:
             return []
     f = Finding(lexical.INDEX_FILE, problem + "; --repair rebuilds it from the recall index (recall does on first use)")
@@ -268,7 +272,7 @@ def _check_lexical(store, repair: bool) -> list[Finding]:
             lexical.rebuild(store, lt).close()
             f.repaired = True
         except (sqlite3.Error, OSError) as exc:
-            f.problem += f" (rebuild failed: {exc})"
+            f.problem += f" (rebuild failed: {error_text(exc)})"
             f.repairable = False
     return [f]
 

@@ -21,6 +21,7 @@ from consolidate.pipeline.stages import apply as apply_stage
 from consolidate.store.replica import Replica
 from consolidate.store.store import Store
 from consolidate.store.layout import STORE_CONFIG
+from consolidate.rules.redaction import error_text
 
 #: Default time box of one run, in seconds (the whole run: judging gets what is left).
 DEFAULT_TIME_BOX = 120.0
@@ -177,7 +178,7 @@ def _finish_harvests(store: Store, session_id: str) -> None:
     try:
         finish_pending(store.sessions, [session_id], log=lambda line: log(store.path, line))
     except Exception as exc:  # noqa: BLE001 - the notes already there are consolidated anyway
-        log(store.path, f"session={session_id}: its pending harvest could not be checked: {type(exc).__name__}: {exc}")
+        log(store.path, f"session={session_id}: its pending harvest could not be checked: {error_text(exc, typed=True)}")
 
 
 @dataclass

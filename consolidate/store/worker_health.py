@@ -23,6 +23,9 @@ import time
 from consolidate.store.layout import SESSIONS_DB, WORKER_STATUS
 
 STATUS_FILE = WORKER_STATUS.name
+from consolidate.rules.redaction import redacted
+
+STATUS_FILE = "worker.status.json"
 #: A queued session end older than this (seconds) is piling up: a worker normally takes it within
 #: its time box (120 s a session) of the session's end.
 PILING_UP_AFTER = 30 * 60
@@ -57,7 +60,7 @@ def record(store_path, error: str | None = None, *, now: float | None = None) ->
                     **{k: data[k] for k in ("last_error", "last_failed", "failed_at") if k in data}}
         else:
             failures = data["failures"] if isinstance(data.get("failures"), int) else 0
-            data.update({"failures": failures + 1, "last_error": " ".join(str(error).split())[:MAX_ERROR_CHARS],
+            data.update({"failures": failures + 1, "last_error": redacted(" ".join(str(error).split()))[:MAX_ERROR_CHARS],
                          "last_failed": stamp, "failed_at": now})
         from consolidate.core.atomic import write_json_atomic
 

@@ -35,6 +35,7 @@ from urllib.parse import urlparse
 from consolidate.core.errors import ConfigError
 from consolidate.store.replica import TEAM_FILE  # noqa: F401 - the one name of the team configuration file
 from consolidate.store.layout import LOGS, TEAM, TEAM_FILES_LOCK, TEAM_JSON, TEAM_LEDGER, TEAM_LOG, TEAM_OUTBOX, TEAM_OUTBOX_ITEM, TEAM_STATE
+from consolidate.rules.redaction import error_text
 #: Default environment variable holding the team token.
 TOKEN_ENV = "CONSOLIDATE_TEAM_TOKEN"  # consolidate/core/settings.py: TEAM_TOKEN
 #: Seconds a SessionStart waits for the team's changes before using the last pulled copy, and the
@@ -423,8 +424,7 @@ def push_after_run(store) -> dict | None:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:300]
+    return error_text(exc, limit=300) or type(exc).__name__
 
 
 def fresh_pull(store_path: Path, *, context: bool) -> tuple[dict[str, Any], TeamConfig | None, float]:
@@ -456,8 +456,8 @@ def fresh_pull(store_path: Path, *, context: bool) -> tuple[dict[str, Any], Team
         try:
             now = clock(cfg, token, seconds)
         except Unreachable as exc:
-            result = {"ok": False, "timeout": exc.timeout, "error": str(exc)}
-            log(store, f"fresh pull: {exc}; the last pulled copy is used")
+            result = {"ok": False, "timeout": exc.timeout, "error": error_text(exc)}
+            log(store, f"fresh pull: {error_text(exc)}; the last pulled copy is used")
         else:
             if now is not None and now == read_ledger(store).get("clock") and not pending(store):
                 update_state(store, last_pull=now_iso())

@@ -32,6 +32,7 @@ from consolidate.team import local as team
 from consolidate.core.errors import ConfigError, ConsolidateError, EmbeddingMismatch, TeamError, TeamTimeout
 from consolidate.core.faults import crash_point, pause_point
 from consolidate.store.layout import GRAPH, TEAM_OUTBOX_ITEM, TEAM_PUSH_LOCK
+from consolidate.rules.redaction import error_text
 
 MEMORIES, EDGES, TOMBSTONES, EVENTS = "memories", "edges", "tombstones", "events"
 UNIT = [1.0]
@@ -44,8 +45,7 @@ BOOKKEEPING = ("version", "origin", "updated_at", "write_id")
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:300]
+    return error_text(exc, limit=300) or type(exc).__name__
 
 
 def explain(exc: BaseException, url: str) -> str:
@@ -263,7 +263,7 @@ def _push(store, entries: list[Path]) -> dict[str, Any]:
             except FileNotFoundError:
                 continue  # pushed by another process meanwhile
             except (OSError, ValueError) as exc:
-                team.log(store, f"outbox entry {path.name} unreadable ({exc}); moved aside")
+                team.log(store, f"outbox entry {path.name} unreadable ({error_text(exc)}); moved aside")
                 path.rename(path.with_suffix(".bad"))
                 continue
             seen: dict[str, list] = {}  # what this entry wrote or found: {id: [version, write id]}
@@ -484,14 +484,14 @@ def pull(store, seconds: float | None = None, context: bool = False) -> dict[str
     try:
         fetched = bounded(lambda: _fetch(store, ledger), seconds, "pull")
     except TeamTimeout as exc:
-        team.log(store, f"pull: {exc}; using the copy pulled at {team.read_state(store).get('last_pull')}")
-        return {"ok": False, "timeout": True, "error": str(exc)}
+        team.log(store, f"pull: {error_text(exc)}; using the copy pulled at {team.read_state(store).get('last_pull')}")
+        return {"ok": False, "timeout": True, "error": error_text(exc)}
     except ConsolidateError as exc:
-        team.log(store, f"pull failed: {exc}")
-        team.update_state(store, last_error=f"pull failed: {exc}", last_error_at=team.now_iso())
+        team.log(store, f"pull failed: {error_text(exc)}")
+        team.update_state(store, last_error=f"pull failed: {error_text(exc)}", last_error_at=team.now_iso())
         if isinstance(exc, (EmbeddingMismatch, ConfigError)):
             raise
-        return {"ok": False, "timeout": False, "error": str(exc)}
+        return {"ok": False, "timeout": False, "error": error_text(exc)}
     result = _apply_pulled(store, fetched, ledger, context)
     result["seconds"] = round(time.perf_counter() - t0, 3)
     team.update_state(store, last_pull=team.now_iso(), last_pull_changes=result["memories"] + result["removed"])

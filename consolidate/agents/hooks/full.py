@@ -35,6 +35,7 @@ from consolidate.core.spawn import spawn_worker
 from consolidate.store.sessions.segments import session_for_end
 from consolidate.store.store import Store
 from consolidate.store.layout import CONTEXT_MD, CORE_MD, GITIGNORE, HOOK_LOG, LOGS, SESSIONS_DB, WORKER_LOG
+from consolidate.rules.redaction import error_text
 
 #: Environment guard set by our own judge subprocesses (``claude -p`` fires its hooks): a hook that
 #: sees it does nothing, so a judge never recurses into consolidation.
@@ -276,7 +277,7 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
         finally:
             tier.close()
     except Exception as exc:  # the hook never fails the agent
-        log(store_path, f"error on {name} session={sid}: {type(exc).__name__}: {exc}")
+        log(store_path, f"error on {name} session={sid}: {error_text(exc, typed=True)}")
     return 0, ""
 
 
@@ -354,8 +355,8 @@ def _record_start(store_path: Path, sid: str, payload: dict[str, Any], agent: st
         log(store_path, f"sessionstart session={sid}: recorded as the current session")
         return None
     except Exception as exc:  # noqa: BLE001
-        log(store_path, f"error recording sessionstart session={sid}: {type(exc).__name__}: {exc}")
-        why = getattr(exc, "strerror", None) or " ".join(str(exc).split())[:160] or type(exc).__name__
+        log(store_path, f"error recording sessionstart session={sid}: {error_text(exc, typed=True)}")
+        why = getattr(exc, "strerror", None) or error_text(exc, limit=160) or type(exc).__name__
         return f"{type(exc).__name__}: {why}"
 
 
@@ -377,7 +378,7 @@ def _session_for_start(store_path: Path, sid: str, payload: dict[str, Any]) -> s
             log(store_path, f"sessionstart session={sid}: resumed after its end; its new part is session {opened}")
         return opened
     except Exception as exc:  # noqa: BLE001
-        log(store_path, f"error opening session={sid}: {type(exc).__name__}: {exc}")
+        log(store_path, f"error opening session={sid}: {error_text(exc, typed=True)}")
         return sid
 
 
@@ -407,4 +408,4 @@ def _recover_missed(store_path: Path, sid: str, payload: dict[str, Any], *, outc
         if spawn and (any(r["notes"] or r["harvested"] for r in recovered) or unfinished):
             spawn_worker(store_path, options=options, log=WORKER_LOG.of(store_path))
     except Exception as exc:  # noqa: BLE001
-        log(store_path, f"error recovering missed sessions at session={sid}: {type(exc).__name__}: {exc}")
+        log(store_path, f"error recovering missed sessions at session={sid}: {error_text(exc, typed=True)}")

@@ -58,6 +58,7 @@ import time
 
 from consolidate.agents.hooks.payload import cwd_of, source_of, transcript_path_of
 from consolidate.store.sessions.segments import base_of, record_start
+from consolidate.rules.redaction import error_text
 
 TYPE_CHECKING = False  # typing is not imported at run time: the light SessionStart hook imports this module
 if TYPE_CHECKING:
@@ -251,12 +252,12 @@ def finish_pending(tier, session_ids: list[str] | None = None, *, by: str = "the
         except BadInput as exc:
             clear_pending_harvest(tier.db, sid, mark["part"])
             if log is not None:
-                log(f"{what} session={sid}: its hook's harvest did not finish and cannot be made now ({exc}); dropped")
+                log(f"{what} session={sid}: its hook's harvest did not finish and cannot be made now ({error_text(exc)}); dropped")
             continue
         except Exception as exc:  # noqa: BLE001 - left pending, tried again by the next worker
             if log is not None:
                 log(f"{what} session={sid}: its hook's harvest did not finish; {by} could not make it either:"
-                    f" {type(exc).__name__}: {exc} (left pending)")
+                    f" {error_text(exc, typed=True)} (left pending)")
             continue
         if harvested:
             row = tier.session_end(sid)
@@ -364,14 +365,14 @@ def recover_missed(tier, current_session: str, *, cwd: str | None = None, outcom
                                harvest=harvest, event="recovery")
         except Exception as exc:  # noqa: BLE001 - e.g. a session consolidated as a failure
             if log is not None:
-                log(f"recovery session={sid} not queued: {type(exc).__name__}: {exc}")
+                log(f"recovery session={sid} not queued: {error_text(exc, typed=True)}")
             continue
         if mark is not None:
             try:
                 harvested = harvest_pending_part(tier, mark, log=log)
             except Exception as exc:  # noqa: BLE001 - the end is queued and the harvest pending: the worker makes it
                 if log is not None:
-                    log(f"recovery harvest session={sid} failed: {type(exc).__name__}: {exc} (left to the worker)")
+                    log(f"recovery harvest session={sid} failed: {error_text(exc, typed=True)} (left to the worker)")
         out.append({"session_id": sid, "notes": tier.count(sid), "harvested": sum(harvested.values())})
     return out
 

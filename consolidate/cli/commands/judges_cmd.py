@@ -12,6 +12,7 @@ import json
 
 from consolidate.cli.options import add_json
 from consolidate.store.layout import STORE_CONFIG
+from consolidate.rules.redaction import error_text
 
 
 def cmd_judges(args) -> int:
@@ -30,7 +31,7 @@ def cmd_judges(args) -> int:
             judge = registry.load(spec)
         except ConfigError as exc:
             broken = True
-            entry["why"] = f"error: {exc}"
+            entry["why"] = f"error: {error_text(exc)}"
             chain.append(entry)
             continue
         ok, why = registry.availability(judge, probe=not args.no_probe, probe_timeout=1.0)

@@ -12,6 +12,7 @@ from consolidate.agents.hooks.payload import (EVENT_KEY, TOOL_EVENTS, command_li
                                               raw_cwd, session_ids)
 from consolidate.core.settings import STORE
 from consolidate.cli.options import add_json, add_judge, add_outcome, add_session, add_time_box, open_store
+from consolidate.rules.redaction import error_text
 
 
 def cmd_hook(args) -> int:
@@ -40,7 +41,7 @@ def cmd_hook(args) -> int:
             sys.stdout.write(text + "\n")
     except BaseException as exc:  # noqa: BLE001 - the hook's promise is exit 0, whatever happens
         try:
-            log(Path(args.store or ".memofs"), f"hook failed: {type(exc).__name__}: {exc}")
+            log(Path(args.store or ".memofs"), f"hook failed: {error_text(exc, typed=True)}")
         except Exception:
             pass
     return 0
@@ -63,7 +64,7 @@ def hook_refusal(args, payload: dict) -> str | None:
         try:
             check_session_id(value)
         except BadInput as exc:
-            return f"{key}: {exc}"
+            return f"{key}: {error_text(exc)}"
     cwd = raw_cwd(payload)
     if args.store or STORE.get() or cwd is None:
         return None
@@ -112,7 +113,7 @@ def worker_failed(args, exc: BaseException) -> None:
     if path.is_dir():
         from consolidate.core.errors import ConsolidateError
 
-        record(path, str(exc) if isinstance(exc, ConsolidateError) and str(exc) else f"{type(exc).__name__}: {exc}")
+        record(path, error_text(exc) if isinstance(exc, ConsolidateError) and error_text(exc) else error_text(exc, typed=True))
 
 
 def register(sub, common) -> None:

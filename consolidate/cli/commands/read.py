@@ -9,6 +9,7 @@ from typing import Any
 from consolidate.core.dates import iso
 from consolidate.cli.options import add_json, count_1_to, open_store, similarity
 from consolidate.store.layout import GRAPH
+from consolidate.rules.redaction import error_text
 
 
 def cmd_recall(args) -> int:
@@ -121,7 +122,7 @@ def cmd_status(args) -> int:
             status["memories"] = store.longterm().counts()
         except StoreCorrupt as exc:  # a missing or unreadable recall index: the rest is still shown
             damaged = exc
-            status["memories_error"] = str(exc)
+            status["memories_error"] = error_text(exc)
         status["anchors"] = _anchor_counts(store)
     status["waiting"] = _waiting_status(store)
     from consolidate.store.worker_health import health_line, queue_state, read as worker_status

@@ -10,6 +10,7 @@ import json
 import sys
 
 from consolidate.cli.options import add_json, open_store
+from consolidate.rules.redaction import error_text
 
 
 def _print_entry(e: dict, index: int | None = None) -> None:
@@ -116,7 +117,7 @@ def prompt_loop(args, entries: list[dict]) -> int:
                 else:
                     continue
             except BadInput as exc:  # a bad edit, or an entry another decision already settled
-                print(f"error: {exc}")
+                print(f"error: {error_text(exc)}")
                 if "unknown memory" in str(exc):
                     break
                 continue

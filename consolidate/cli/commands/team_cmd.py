@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from consolidate.cli.options import add_json, open_store
+from consolidate.rules.redaction import error_text
 
 
 def team_lines(info: dict) -> list[str]:
@@ -73,7 +74,7 @@ def cmd_sync(args) -> int:
             info["server"] = server_counts(store)
         except Exception as exc:  # noqa: BLE001 - status reports, it does not fail on a down server
             info["server"] = None
-            info["server_error"] = " ".join(str(exc).split())[:300]
+            info["server_error"] = error_text(exc, limit=300)
         if args.json:
             print(json.dumps(info, ensure_ascii=False))
             return 0

@@ -20,6 +20,7 @@ from consolidate.store import events as event_log, journal, snapshots
 from consolidate.core.faults import crash_point
 from consolidate.model.plan import run_summary as summary
 from consolidate.store.layout import EVENTS, GRAPH, JOURNAL, JOURNAL_STEPS, MEMORY, PREFLIGHT, SNAPSHOTS
+from consolidate.rules.redaction import error_text
 
 # The graph goes before Chroma: a graph file that cannot be read stops the run before the recall
 # index changes (the journal keeps the run for a replay once `consolidate doctor --repair` ran).
@@ -68,11 +69,10 @@ def _cause_text(exc: BaseException) -> str:
     from consolidate.core.errors import ConsolidateError
 
     if isinstance(exc, ConsolidateError):
-        return str(exc)
+        return error_text(exc)
     if isinstance(exc, OSError) and exc.strerror:
         return f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else "")
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return f"{type(exc).__name__}: {text[:240]}"
+    return f"{type(exc).__name__}: {error_text(exc, limit=240) or type(exc).__name__}"
 
 
 def settle_failure(plan, store, failed: StepFailed):

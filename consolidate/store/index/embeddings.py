@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from consolidate.core.errors import ConfigError
+from consolidate.rules.redaction import error_text
 
 __all__ = [
     "EmbeddingFunction",
@@ -470,7 +471,7 @@ class ChromaNamed:
         except Exception as exc:  # a model download or an API call that failed: one line, not a traceback
             from consolidate.core.errors import EmbeddingUnavailable
 
-            text = " ".join(str(exc).split())[:200] or type(exc).__name__
+            text = error_text(exc, limit=200) or type(exc).__name__
             raise EmbeddingUnavailable(
                 f"Chroma embedding function {self.name!r} cannot embed now ({type(exc).__name__}: {text}); it"
                 " may need to download its model or reach its API: check the network, or use another embedding"

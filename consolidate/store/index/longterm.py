@@ -19,6 +19,7 @@ from typing import Any
 
 from consolidate.core.errors import ConsolidateError, EmbeddingMismatch, StoreCorrupt, StoreError
 from consolidate.core.option_check import check_chroma_url
+from consolidate.rules.redaction import error_text
 from consolidate.store.index.generation import GENERATION_FILE, bump_generation, read_generation  # noqa: F401 - GENERATION_FILE: named in docs
 from consolidate.store.layout import CHROMA, OPEN_LOCK
 
@@ -75,7 +76,7 @@ def _refuse_missing(store) -> None:
 
 
 def _one_line(exc: BaseException, limit: int = 240) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    text = error_text(exc) or type(exc).__name__
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
