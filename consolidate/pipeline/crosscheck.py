@@ -38,7 +38,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 from consolidate.store.layout import ARCHIVE, CHROMA, CONTEXT_MD, EVENT_LOG, FORGOTTEN, GRAPH, GRAPH_NODES, NOTES_MD, SNAPSHOT, SNAPSHOTS, TOMBSTONES
-
 from consolidate.rules.redaction import error_text
 
 #: The mark of an event line appended by ``doctor --repair`` from a derived file.
@@ -97,7 +96,7 @@ def _written(e: dict[str, Any]) -> dict[str, Any]:
                 "fields": json.dumps(fields or {}, ensure_ascii=False)}
         if prov.get("fields_missing"):
             meta["fields_missing"] = ",".join(prov["fields_missing"])
-        if isinstance(e.get("valid_from"), str):  # when it became true (consolidate/model/validity.py)
+        if isinstance(e.get("valid_from"), str):  # when it became true (consolidate/store/validity.py)
             meta["valid_from"] = prov["valid_from"] = e["valid_from"]
             meta["provenance"] = json.dumps(prov, ensure_ascii=False)
         if isinstance(e.get("last_confirmed"), str):  # an imported entry's own date
@@ -306,18 +305,12 @@ def _read_index(store, repair: bool, n_live: int):
     try:
         return _index_rows(store), None
     except EmbeddingMismatch as exc:
-        return None, Finding(CHROMA.label, str(exc), repairable=False)
-    except StoreError as exc:
-        if not embedded:
-            return None, Finding(store.chroma_url, str(exc), repairable=False)
-        cause = getattr(exc, "cause", None) or str(exc)
-        f = Finding(CHROMA.label, f"the recall index cannot be opened ({cause}); --repair moves it to chroma.corrupt"
-        return None, Finding("chroma/", error_text(exc), repairable=False)
+        return None, Finding(CHROMA.label, error_text(exc), repairable=False)
     except StoreError as exc:
         if not embedded:
             return None, Finding(store.chroma_url, error_text(exc), repairable=False)
         cause = getattr(exc, "cause", None) or error_text(exc)
-        f = Finding("chroma/", f"the recall index cannot be opened ({cause}); --repair moves it to chroma.corrupt"
+        f = Finding(CHROMA.label, f"the recall index cannot be opened ({cause}); --repair moves it to chroma.corrupt"
                                f" and rebuilds it from the event log ({_memories(n_live)})")
         if repair:
             from consolidate.store.index.longterm import close_all

@@ -85,8 +85,7 @@ def check(store, repair: bool = False) -> list[Finding]:
     try:
         store.read_manifest()
     except ConsolidateError as exc:
-        found.append(Finding(MANIFEST.rel, str(exc), repairable=False))
-        found.append(Finding("manifest.json", error_text(exc), repairable=False))
+        found.append(Finding(MANIFEST.rel, error_text(exc), repairable=False))
     sessions_ok = _check_sessions(store, repair, found)
     if not found or found[0].where != MANIFEST.rel:
         found += _check_project(store, repair)
@@ -194,10 +193,8 @@ def _check_sessions(store, repair: bool, found: list[Finding]) -> bool:
     try:
         ok = store.sessions.integrity()
     except (ConsolidateError, sqlite3.DatabaseError) as exc:
-        cause = getattr(exc, "cause", None) or str(exc)
-        f = Finding(SESSIONS_DB.rel, f"not a usable SQLite database ({cause}): {_SESSIONS_LOSS};"
         cause = getattr(exc, "cause", None) or error_text(exc)
-        f = Finding("sessions.sqlite3", f"not a usable SQLite database ({cause}): {_SESSIONS_LOSS};"
+        f = Finding(SESSIONS_DB.rel, f"not a usable SQLite database ({cause}): {_SESSIONS_LOSS};"
                                         " --repair moves it to sessions.sqlite3.corrupt and starts an empty session tier"
                                         " (restore the file from a backup instead if you have one)")
         if repair:

@@ -21,11 +21,9 @@ import json
 import os
 import time
 from consolidate.store.layout import SESSIONS_DB, WORKER_STATUS
-
-STATUS_FILE = WORKER_STATUS.name
 from consolidate.rules.redaction import redacted
 
-STATUS_FILE = "worker.status.json"
+STATUS_FILE = WORKER_STATUS.name
 #: A queued session end older than this (seconds) is piling up: a worker normally takes it within
 #: its time box (120 s a session) of the session's end.
 PILING_UP_AFTER = 30 * 60
