@@ -28,6 +28,9 @@ VOCABULARIES: dict[str, tuple[str, ...]] = {
     "verdicts": vocab.VERDICTS,
     "compare relations": vocab.COMPARE_RELATIONS,
     "entity relations": vocab.ENTITY_RELATIONS,
+    "memory statuses": vocab.MEMORY_STATUSES + vocab.REMOVED_STATUSES,
+    "session outcomes": vocab.SESSION_OUTCOMES,
+    "pending end statuses": vocab.END_PENDING,
 }
 _SEPARATORS = ("|", " | ", ", ", " or ", "/")
 
@@ -83,6 +86,9 @@ def test_no_module_but_vocab_lists_a_vocabulary():
     'd = {"x": "depends_on", "y": "uses"}',
     'desc = "duplicate | updates | contradicts | unrelated"',
     'msg = f"one of low|medium|high, got {x}"',
+    'def ok(row):\n    return row["status"] not in ("queued", "running")',
+    'RANK = {"quarantined": 0, "active": 1}',
+    'choices = ["success", "failure", "aborted"]',
 ])
 def test_the_walk_finds_a_copy(source):
     assert copies(source)
@@ -106,6 +112,11 @@ def test_the_lists_hold_distinct_words_and_the_ranks_cover_them():
     assert set(vocab.RELATION_ALIASES.values()) <= set(vocab.ENTITY_RELATIONS)
     assert set(vocab.COMPARE_ALIASES.values()) <= set(vocab.COMPARE_RELATIONS)
     assert vocab.NOTE_KINDS == vocab.MEMORY_TYPES
+    statuses = set(vocab.MEMORY_STATUSES)
+    for group in (vocab.LIVE_STATUSES, vocab.RECALLED_STATUSES, vocab.ENDED_STATUSES, vocab.REVIEW_STATUSES):
+        assert set(group) <= statuses
+    assert set(vocab.LIVE_STATUSES) | set(vocab.ENDED_STATUSES) == statuses
+    assert not statuses & set(vocab.REMOVED_STATUSES)
 
 
 def test_vocab_imports_nothing_and_the_fast_hook_stays_light():

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from consolidate.core.errors import BadInput
-from consolidate.core.vocab import CONFIDENCE_LEVELS, EVIDENCE_KINDS
+from consolidate.core.vocab import CONFIDENCE_LEVELS, END_PENDING, EVIDENCE_KINDS
 
 BEGIN = "<!-- consolidate:begin"
 END = "<!-- consolidate:end -->"
@@ -394,7 +394,7 @@ def _import_undone(store, sid: str) -> bool:
     the block is then imported again (consolidate/agents/undone_imports.py; entries a run not undone keeps
     in the store are left out as known); queued or partly run, it is not."""
     end = store.sessions.session_end(sid)
-    if end is None or end["status"] in ("queued", "running", "partial"):
+    if end is None or end["status"] in (*END_PENDING, "partial"):
         return False
     from consolidate.agents.undone_imports import last_run_undone
 

@@ -28,6 +28,7 @@ from consolidate.store.layout import FILE_INDEX, GRAPH, GRAPH_EDGES, GRAPH_NODES
 
 from consolidate.agents.hooks.payload import PRE_TOOL_USE_NAME, cwd_of, raw_event_name
 from consolidate.store.sessions.segments import session_for_end
+from consolidate.core.vocab import RECALLED_STATUSES
 
 #: Tools whose input names a file the agent reads or edits.
 FILE_TOOLS = frozenset({"Read", "Edit", "MultiEdit", "Write", "NotebookEdit",
@@ -36,7 +37,7 @@ FILE_TOOLS = frozenset({"Read", "Edit", "MultiEdit", "Write", "NotebookEdit",
 MAX_MEMORIES = 5
 MAX_LINE_CHARS = 240
 INDEX = FILE_INDEX.name
-_SHOWN_STATUSES = ("active", "disputed")
+_SHOWN_STATUSES = RECALLED_STATUSES
 
 
 def tool_paths(payload: dict[str, Any]) -> list[str]:

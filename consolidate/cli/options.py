@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+from consolidate.core.vocab import SESSION_OUTCOMES
 from consolidate.store.layout import GITIGNORE
 
 #: The default judge chain in words: the same in every --help and in the README (judges.registry
@@ -169,7 +170,6 @@ def read_text_arg(text: str) -> str:
 # -- options shared by several commands: declared here once, each with one type ----------------------
 
 #: Session outcomes (docs/design.md#session-outcomes).
-OUTCOMES = ("success", "failure", "aborted")
 
 
 def add_judge(parser, what: str = "judge spec") -> None:
@@ -208,5 +208,5 @@ def add_session(parser, what: str = "session id", *, required: bool = False, rep
 
 def add_outcome(parser, what: str = "how the session ended", *, default: str | None = None) -> None:
     """``--outcome success|failure|aborted`` (required unless ``default``)."""
-    parser.add_argument("--outcome", choices=OUTCOMES, default=default, required=default is None,
+    parser.add_argument("--outcome", choices=SESSION_OUTCOMES, default=default, required=default is None,
                         help=what + (f" (default {default})" if default else ""))

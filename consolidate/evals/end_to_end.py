@@ -37,10 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from consolidate.core.errors import BadInput
-from consolidate.core.vocab import VERDICTS
+from consolidate.core.vocab import ACTIVE, DISPUTED, QUARANTINED, VERDICTS
 
-OUTCOMES = ("active", "quarantined", "disputed", "transient", "rejected", "duplicate", "dropped", "purged",
+OUTCOMES = (ACTIVE, QUARANTINED, DISPUTED, "transient", "rejected", "duplicate", "dropped", "purged",
             "blocked", "unjudged")
+#: The outcomes that wrote a memory (durable by status, or transient).
+WRITTEN = (ACTIVE, QUARANTINED, DISPUTED, "transient")
 
 
 def default_sessions_dir(labels: Path) -> Path:
@@ -134,7 +136,7 @@ class EndToEndReport:
         gold_keepers = sum(keep.values())
         active_labeled = keep["active"] + drop["active"]
         keeps = sum(s.keeps for s in self.sessions)
-        written = {k: sum(s.written.get(k, 0) for s in self.sessions) for k in ("active", "quarantined", "disputed", "transient")}
+        written = {k: sum(s.written.get(k, 0) for s in self.sessions) for k in WRITTEN}
         folded = sum(n for s in self.sessions for why, n in s.not_written.items() if why.startswith("duplicate:"))
         return {
             "sessions": len(self.sessions), "notes": sum(s.notes for s in self.sessions),
@@ -145,7 +147,7 @@ class EndToEndReport:
                                               if self.gold.get(nid) == "keep" and s.outcomes.get(nid) == "active"),
             "active_from_labeled_notes": active_labeled, "labeled_drops_active": drop["active"],
             "labeled_drops_active_share": drop["active"] / active_labeled if active_labeled else None,
-            "labeled_drops_written": sum(drop[o] for o in ("active", "quarantined", "disputed", "transient")),
+            "labeled_drops_written": sum(drop[o] for o in WRITTEN),
             "judge_keeps": keeps, "written": written,
             "keeps_written_active_share": written["active"] / keeps if keeps else None,
             "keeps_folded_as_duplicates": folded,
@@ -196,7 +198,7 @@ def run_session(session_id: str, session_file: Path, labeled: set[str], chain_fa
         plan = plans[-1] if plans else None
         outcomes: dict[str, str] = {}
         folded: list[str] = []
-        written = {"active": 0, "quarantined": 0, "disputed": 0, "transient": 0}
+        written = dict.fromkeys(WRITTEN, 0)
         not_written: dict[str, int] = {}
         keeps = judge_calls = compare_calls = 0
         if plan is not None:

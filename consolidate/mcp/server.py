@@ -50,8 +50,9 @@ from consolidate.core.spawn import spawn_worker
 from consolidate.rules.redaction import error_text, redacted
 from consolidate.pipeline.recall import MIN_SIMILARITY
 from consolidate.store.sessions.segments import resumed_part
-from consolidate.store.sessions.tier import OUTCOMES, check_session_id
+from consolidate.store.sessions.tier import check_session_id
 from consolidate.store.store import Store
+from consolidate.core.vocab import SESSION_OUTCOMES
 from consolidate.store.layout import GRAPH, WORKER_LOG
 
 log = logging.getLogger("consolidate.mcp")
@@ -386,7 +387,7 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
         outcome: Annotated[str, Field(description="success: consolidate the notes; failure: promote "
                                                   "nothing, record why; aborted: touch nothing (the "
                                                   "session can be resumed with the same id).",
-                                      json_schema_extra={"enum": list(OUTCOMES)})],
+                                      json_schema_extra={"enum": list(SESSION_OUTCOMES)})],
         reason: Annotated[str | None, Field(description="Why the session ended (kept in the audit "
                                                         "log for a failure).")] = None,
         ephemeral: Annotated[bool, Field(description="On failure, also remove the session's workspace.")] = False,
@@ -404,7 +405,7 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
             from consolidate.mcp.workspace_tools import complete_part
 
             sid = resolve_session(s, session_id, own_id)
-            if outcome not in OUTCOMES:
+            if outcome not in SESSION_OUTCOMES:
                 s.sessions.end(sid, outcome, reason or None)  # raises the one-line BadInput
             ws = complete_part(s, sid, outcome, reason or None, ephemeral)
             s.sessions.end(sid, outcome, reason or None)

@@ -6,6 +6,7 @@ import json
 import re
 
 from consolidate.model.plan import Plan
+from consolidate.core.vocab import ENDED_STATUSES, REVIEW_STATUSES
 from consolidate.model.validity import as_of_suffix
 
 #: C0/C1 control characters (tab and newline kept) and bidirectional overrides: printed escaped on a
@@ -70,8 +71,8 @@ def render_memory(document: str, meta: dict) -> str:
     ``[stale: path gone]`` for a memory whose anchored code changed or is gone (see
     :func:`consolidate.store.anchors.mark_hits`)."""
     status = meta.get("status")
-    extra = f" [{status}]" if status in ("disputed", "quarantined") else ""
-    if status in ("superseded", "expired"):  # only an as-of recall shows one (consolidate/model/validity.py)
+    extra = f" [{status}]" if status in REVIEW_STATUSES else ""
+    if status in ENDED_STATUSES:  # only an as-of recall shows one (consolidate/model/validity.py)
         extra = as_of_suffix(meta)
     if meta.get("drifted") or meta.get("stale"):  # set by consolidate.store.anchors.mark_hits
         extra += drift_suffix(meta)

@@ -29,8 +29,10 @@ import datetime as _dt
 import json
 from typing import Any
 
+from consolidate.core.vocab import ENDED_STATUSES, LIVE_STATUSES
+
 #: Archived statuses an as-of recall still shows for the dates they held.
-AS_OF_ARCHIVED = ("superseded", "expired")
+AS_OF_ARCHIVED = ENDED_STATUSES
 
 
 def _date(value: Any) -> str | None:
@@ -66,7 +68,7 @@ def validity(meta: dict[str, Any], archived_at: str | None = None) -> tuple[str 
         known = [d for d in (_date(_provenance(meta).get("date")), _date(meta.get("last_confirmed"))) if d]
         start = min(known) if known else None
     end = _date(meta.get("valid_to"))
-    if end is None and meta.get("status") not in (None, "active", "disputed", "quarantined"):
+    if end is None and meta.get("status") not in (None, *LIVE_STATUSES):
         end = _date(archived_at)
     if start and end and end < start:  # written so before the stage checked it: it held until archived
         archived = _date(archived_at)
@@ -137,7 +139,7 @@ def parse_day(text: str, now: float | None = None) -> str:
 
 def as_of_suffix(meta: dict[str, Any]) -> str:
     """`` [superseded 2026-11-02]`` for an entry no longer true (an as-of answer), else ''."""
-    if meta.get("status") in (None, "active", "disputed", "quarantined"):
+    if meta.get("status") in (None, *LIVE_STATUSES):
         return ""
     end = validity(meta, meta.get("archived_at"))[1]
     return f" [{meta.get('status')}{' ' + end if end else ''}]"

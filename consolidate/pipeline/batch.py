@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from consolidate.core.vocab import END_PENDING
+
 #: Sessions with notes and no session end for this long (seconds) are orphaned.
 ORPHAN_AGE = 24 * 3600.0
 
@@ -51,7 +53,7 @@ def end_orphans(store, orphan_age: float = ORPHAN_AGE, now: float | None = None)
     ended = []
     for sid, newest in rows:
         end = store.sessions.session_end(sid)
-        if end is not None and end["status"] in ("queued", "running"):
+        if end is not None and end["status"] in END_PENDING:
             continue
         if end is not None and end["status"] in ("aborted", "partial"):
             continue  # an aborted session waits to be resumed; a partial one's notes wait for a judge

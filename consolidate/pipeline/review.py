@@ -30,9 +30,10 @@ import json
 from typing import Any
 
 from consolidate.core.errors import BadInput
+from consolidate.core.vocab import ACTIVE, LIVE_STATUSES, REVIEW_STATUSES
 
 #: What a memory may wait for, in the order the queue lists them.
-REASONS = ("disputed", "quarantined", "drifted", "stale")
+REASONS = (*REVIEW_STATUSES, "drifted", "stale")
 #: The evidence every review decision carries.
 EVIDENCE = "user-stated"
 #: Longest edited statement, in characters (a memory is one standalone statement).
@@ -73,7 +74,7 @@ def queue(store) -> list[dict[str, Any]]:
     drift = _drift(store)
     missing = [m for m in drift if m not in rows]
     for mid, r in lt.get(missing).items():
-        if (r["metadata"] or {}).get("status") in ("active", "quarantined", "disputed"):
+        if (r["metadata"] or {}).get("status") in LIVE_STATUSES:
             rows[mid] = {"id": mid, **r, "with": [], "reasons": []}
     out = []
     for mid, r in rows.items():
@@ -160,7 +161,7 @@ def approve(store, memory_id: str, note: str | None = None) -> dict[str, Any]:
     plan.updates.append(MemoryUpdate(entry["id"], "update", changes, event="memory.approved", reason=why))
     _supersede_partners(plan, entry, entry["id"], f"dispute settled in review in favour of {entry['id']}")
     _apply(store, plan)
-    return {"memory_id": entry["id"], "decision": "approved", "run_id": plan.run_id, "status": "active",
+    return {"memory_id": entry["id"], "decision": "approved", "run_id": plan.run_id, "status": ACTIVE,
             "superseded": [o for o in entry["with"]]}
 
 
@@ -265,7 +266,7 @@ def edit(store, memory_id: str, text: str) -> dict[str, Any]:
 
         mark_statement(store, entry["statement"], f"edited {now.date().isoformat()}: now {mid}")
     return {"memory_id": mid, "decision": "edited", "supersedes": entry["id"], "run_id": plan.run_id,
-            "status": "active", "superseded": [o for o in entry["with"] if o != mid]}
+            "status": ACTIVE, "superseded": [o for o in entry["with"] if o != mid]}
 
 
 def public(entry: dict[str, Any]) -> dict[str, Any]:

@@ -47,8 +47,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from consolidate.core.errors import BadInput, PathRefused, UnknownSession
-from consolidate.store.sessions.tier import OUTCOMES, check_session_id
-from consolidate.core.vocab import MEMORY_TYPES
+from consolidate.store.sessions.tier import check_session_id
+from consolidate.core.vocab import ABORTED, FAILURE, MEMORY_TYPES, SESSION_OUTCOMES, SUCCESS
 from consolidate.store.layout import CONTEXT_MD, WORKSPACES, WORKSPACE_CONTEXT, WORKSPACE_CORE, WORKSPACE_LOCK, WORKSPACE_MEMORIES, WORKSPACE_OUTPUT, WORKSPACE_SESSION, WORKSPACE_STATE, WORKSPACE_WORKING
 
 #: Largest file in a workspace, in bytes (UTF-8). A bigger write or append is refused whole.
@@ -66,7 +66,7 @@ WRITABLE = (WORKSPACE_WORKING.name, WORKSPACE_OUTPUT.name)
 MARKDOWN = (".md", ".markdown", ".txt")
 JSONL = (".jsonl", ".ndjson")
 #: Workspace states.
-STATES = ("open", "aborted", "success", "failure")
+STATES = ("open", ABORTED, SUCCESS, FAILURE)
 #: The fields of ``workspace.json`` and their JSON kinds (consolidate/core/json_check.py).
 STATE_FIELDS = {"session_id": (("string",), True), "state": ((STATES,), True),
                 "task": (("string", "null"), False), "outcome": (("string", "null"), False),
@@ -538,11 +538,11 @@ class Workspace:
         earlier :meth:`extract` took. ``queue=False`` leaves the session end to the caller (the MCP
         tool records it itself). Raises BadInput for an unknown outcome or a secret-free extraction
         failure (a bad JSONL line), and then changes nothing."""
-        if outcome not in OUTCOMES:
-            raise BadInput(f"unknown outcome {outcome!r}: use one of {', '.join(OUTCOMES)}", outcome=outcome)
+        if outcome not in SESSION_OUTCOMES:
+            raise BadInput(f"unknown outcome {outcome!r}: use one of {', '.join(SESSION_OUTCOMES)}", outcome=outcome)
         with self._lock():
             data = self.state()
-            if data["state"] in ("success", "failure") and outcome == "aborted":
+            if data["state"] in (SUCCESS, FAILURE) and outcome == "aborted":
                 raise BadInput(f"session {self.session_id!r} already completed ({data['state']}): it cannot be aborted",
                                session_id=self.session_id)
             result: dict[str, Any] = {"session_id": self.session_id, "outcome": outcome, "extracted": None,
@@ -641,7 +641,7 @@ def start(store, session_id: str | None = None, task: str | None = None, **bound
         resumed = created = False
         if ws.exists:
             data = ws.state()
-            if data["state"] in ("success", "failure"):
+            if data["state"] in (SUCCESS, FAILURE):
                 raise BadInput(f"session {sid!r} already completed ({data['state']}); start a new session id",
                                session_id=sid)
             if data["state"] == "aborted":

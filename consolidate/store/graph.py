@@ -30,6 +30,7 @@ from typing import Any
 from consolidate.core.errors import StoreCorrupt
 from consolidate.core.json_check import check_fields
 from consolidate.core.jsonl import append_lines, cut_torn_tail  # the store's JSONL appends (consolidate/core/jsonl.py)
+from consolidate.core.vocab import LIVE_STATUSES
 from consolidate.store.layout import GRAPH_EDGES, GRAPH_NODES
 
 _PATH = re.compile(r"(?<![\w/.-])((?:\.{0,2}/)?(?:[\w@.-]+/)+[\w@.-]+\.[A-Za-z0-9]{1,6}|[\w-]+\.(?:py|js|ts|tsx|jsx|json|toml|ya?ml|md|sh|rs|go|java|sql|css|html|lock|cfg|ini|env))(?![\w/])")
@@ -271,7 +272,7 @@ def relation_edges(folder: Path) -> list[tuple[str, str, str, str]]:
     return out
 
 
-def relations_of(g, name: str, depth: int = 1, statuses: tuple[str, ...] = ("active", "disputed", "quarantined")
+def relations_of(g, name: str, depth: int = 1, statuses: tuple[str, ...] = LIVE_STATUSES
                  ) -> dict[str, Any]:
     """The relations around the entity ``name`` (compared by consolidate.store.relations.match_key, so
     case and Unicode form do not matter), following relation edges both ways up to ``depth`` hops

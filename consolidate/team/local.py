@@ -46,7 +46,6 @@ RUN_PULL_SECONDS = 10.0
 PUSH_SECONDS = 30.0
 #: Statuses a memory keeps in a recall index; a server record with any other status (superseded,
 #: archived, expired, forgotten, deleted, rejudged-out) is dropped from each machine's index.
-LIVE_STATUSES = ("active", "quarantined", "disputed")
 
 
 @dataclasses.dataclass

@@ -31,6 +31,8 @@ from consolidate.core import interruptible
 from consolidate.team import local as team
 from consolidate.core.errors import ConfigError, ConsolidateError, EmbeddingMismatch, TeamError, TeamTimeout
 from consolidate.core.faults import crash_point, pause_point
+from consolidate.core.vocab import (ACTIVE, ARCHIVED, DELETED, DISPUTED, EXPIRED, FORGOTTEN, LIVE_STATUSES,
+                                    QUARANTINED, REJUDGED_OUT, SUPERSEDED, UNDONE)
 from consolidate.store.layout import GRAPH, TEAM_OUTBOX_ITEM, TEAM_PUSH_LOCK
 from consolidate.rules.redaction import error_text
 
@@ -38,8 +40,8 @@ MEMORIES, EDGES, TOMBSTONES, EVENTS = "memories", "edges", "tombstones", "events
 UNIT = [1.0]
 PAGE = 1000
 #: Status precedence when two machines changed one memory concurrently: the higher rank is kept.
-STATUS_RANK: dict[Any, int] = {"quarantined": 0, "active": 1, "disputed": 2, "superseded": 3, "expired": 3,
-               "rejudged-out": 3, "archived": 3, "undone": 3, "forgotten": 4, "deleted": 4}
+STATUS_RANK: dict[Any, int] = {QUARANTINED: 0, ACTIVE: 1, DISPUTED: 2, SUPERSEDED: 3, EXPIRED: 3,
+                               REJUDGED_OUT: 3, ARCHIVED: 3, UNDONE: 3, FORGOTTEN: 4, DELETED: 4}
 #: Metadata keys that are bookkeeping, not content (a change in them alone is not a change).
 BOOKKEEPING = ("version", "origin", "updated_at", "write_id")
 
@@ -590,7 +592,7 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
             if version == known[0] and (known[1] or "").startswith(machine + ":") and machine:
                 lost.append(r)
                 continue
-            (live if meta.get("status") in team.LIVE_STATUSES else gone).append(r)
+            (live if meta.get("status") in LIVE_STATUSES else gone).append(r)
         lt = store.longterm()
         if lost:
             _requeue_lost(store, lt, lost)

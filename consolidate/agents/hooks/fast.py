@@ -38,8 +38,9 @@ from consolidate.agents.hooks.payload import (END_EVENTS, EVENT_KEY, START_EVENT
                                               gemini_output, raw_cwd, reason_of, session_id_of)
 from consolidate.core.settings import JUDGE_CHILD, STORE
 from consolidate.core.spawn import spawn_worker
+# the session outcomes (consolidate/core/vocab.py: no imports)
+from consolidate.core.vocab import SESSION_OUTCOMES
 # the queue file's append and fold, and its record's text check (standard library only)
-from consolidate.store.sessions.queue_file import OUTCOMES as _OUTCOMES
 from consolidate.store.sessions.queue_file import append_end, fold_queue_file
 from consolidate.store.sessions.queue_file import simple as _simple
 from consolidate.store.layout import GITIGNORE, HOOK_LOG, JOURNAL, LOGS, SESSIONS_DB, WORKER_LOG
@@ -172,7 +173,7 @@ def _hook(opts: dict) -> int | None:
     if JUDGE_CHILD.get():
         return 0  # a judge's own agent session: the full hook does nothing either
     outcome = opts.get("outcome", "success")
-    if outcome not in _OUTCOMES or opts.get("output", "text") not in ("text", "gemini"):
+    if outcome not in SESSION_OUTCOMES or opts.get("output", "text") not in ("text", "gemini"):
         return None
     raw = read_stdin()
     try:

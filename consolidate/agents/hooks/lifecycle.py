@@ -58,6 +58,7 @@ import time
 
 from consolidate.agents.hooks.payload import cwd_of, source_of, transcript_path_of
 from consolidate.store.sessions.segments import base_of, record_start
+from consolidate.core.vocab import END_PENDING
 from consolidate.rules.redaction import error_text
 
 TYPE_CHECKING = False  # typing is not imported at run time: the light SessionStart hook imports this module
@@ -261,7 +262,7 @@ def finish_pending(tier, session_ids: list[str] | None = None, *, by: str = "the
             continue
         if harvested:
             row = tier.session_end(sid)
-            if row is not None and row["status"] not in ("queued", "running"):
+            if row is not None and row["status"] not in END_PENDING:
                 tier.end(sid, row["outcome"], row["reason"])  # consolidated already: its new notes need a run
         if log is not None:
             log(f"{what} session={sid}: its hook's harvest did not finish (the hook was stopped, e.g. at its"

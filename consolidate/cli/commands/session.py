@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from consolidate.cli.options import add_outcome, add_session, duration, open_store, read_text_arg
+from consolidate.core.vocab import END_PENDING
 from consolidate.store.layout import SESSIONS_DB, WORKSPACES
 
 
@@ -71,7 +72,7 @@ def cmd_end(args) -> int:
     _require_known_for_end(store, sid)
     store = open_store(args, create=False, writes=True)  # known: opened for writing (private, not read-only)
     before = store.sessions.session_end(sid)
-    if before and before["status"] not in ("queued", "running") and before["outcome"] == args.outcome \
+    if before and before["status"] not in END_PENDING and before["outcome"] == args.outcome \
             and store.sessions.count(sid) == 0:  # ended and consolidated as so already: nothing is queued
         from consolidate.model.report import consolidated_line
 
@@ -79,7 +80,7 @@ def cmd_end(args) -> int:
         return 0
     store.sessions.end(args.session, args.outcome, args.reason)  # BadInput: a failure after a consolidated success
     n = store.sessions.count(args.session.strip())
-    if before and before["status"] in ("queued", "running") and before["outcome"] != args.outcome:
+    if before and before["status"] in END_PENDING and before["outcome"] != args.outcome:
         print(f"note: replaces the queued outcome {before['outcome']} with {args.outcome}", file=sys.stderr)
     print(f"session {args.session} ended ({args.outcome}, {n} notes); queued for `consolidate run`")
     return 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from consolidate.cli.options import add_json, add_outcome, add_session, open_store, read_text_arg
+from consolidate.core.vocab import ABORTED, FAILURE, SUCCESS
 
 
 def _print(args, result, line: str) -> int:
@@ -73,10 +74,10 @@ def cmd_complete(args) -> int:
     from consolidate.pipeline.workspace import open_workspace
 
     got = open_workspace(open_store(args), args.session).complete(args.outcome, args.reason, ephemeral=args.ephemeral)
-    what = {"success": f"{got['extracted']} candidates extracted, working/ removed; queued for `consolidate run`",
-            "failure": "nothing will be promoted; " + ("workspace removed" if got["workspace_removed"] else "workspace kept")
+    what = {SUCCESS: f"{got['extracted']} candidates extracted, working/ removed; queued for `consolidate run`",
+            FAILURE: "nothing will be promoted; " + ("workspace removed" if got["workspace_removed"] else "workspace kept")
                        + "; queued for `consolidate run` (records session.failed)",
-            "aborted": "workspace kept; `consolidate session start --session "
+            ABORTED: "workspace kept; `consolidate session start --session "
                        f"{got['session_id']}` resumes it"}[args.outcome]
     return _print(args, got, f"session {got['session_id']} completed ({args.outcome}): {what}")
 

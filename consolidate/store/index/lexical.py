@@ -44,11 +44,13 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from consolidate.store.index.generation import read_generation
+from consolidate.core.vocab import (ACTIVE, ARCHIVED, DELETED, DISPUTED, EXPIRED, FORGOTTEN, QUARANTINED,
+                                    RECALLED_STATUSES, SUPERSEDED)
 from consolidate.store.layout import LEXICAL_DB
 
 INDEX_FILE = LEXICAL_DB.name
 #: Every status a record of the recall index can have (for a search that filters none out).
-ALL_STATUSES = ("active", "disputed", "quarantined", "superseded", "archived", "expired", "forgotten", "deleted")
+ALL_STATUSES = (ACTIVE, DISPUTED, QUARANTINED, SUPERSEDED, ARCHIVED, EXPIRED, FORGOTTEN, DELETED)
 SCHEMA_VERSION = "1"
 #: The FTS5 tokenizer: each stored term stays one token (combining marks and the joiners are token
 #: characters); diacritics removed on both sides.
@@ -314,7 +316,7 @@ class LexicalIndex:
             self.db.execute("DELETE FROM docs")
         self.upsert(records)
 
-    def search(self, query: Query, *, limit: int = 20, statuses: tuple[str, ...] = ("active", "disputed"),
+    def search(self, query: Query, *, limit: int = 20, statuses: tuple[str, ...] = RECALLED_STATUSES,
                tier: str | None = "durable") -> list[Match]:
         """The ``limit`` best BM25 matches of ``query`` with one of ``statuses`` (and ``tier``),
         best first (ties by id), equal scores sharing one rank (competition ranking), so the ranking does

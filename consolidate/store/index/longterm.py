@@ -21,6 +21,7 @@ from consolidate.core.errors import ConsolidateError, EmbeddingMismatch, StoreCo
 from consolidate.core.option_check import check_chroma_url
 from consolidate.rules.redaction import error_text
 from consolidate.store.index.generation import GENERATION_FILE, bump_generation, read_generation  # noqa: F401 - GENERATION_FILE: named in docs
+from consolidate.core.vocab import LIVE_STATUSES, RECALLED_STATUSES
 from consolidate.store.layout import CHROMA, OPEN_LOCK
 
 COLLECTION = "memories"
@@ -214,7 +215,7 @@ def close_all() -> None:
 #: The statuses recall and the SessionStart context show: active entries, and disputed ones (two
 #: entries of equal evidence that contradict each other, each shown with its ``[disputed]`` suffix,
 #: issue 12) instead of nothing on the topic. Quarantined entries only on request.
-RECALLED = ("active", "disputed")
+RECALLED = RECALLED_STATUSES
 
 class LongTerm:
     """The recall index of one store. Raises EmbeddingMismatch (from the manifest check) when the
@@ -314,7 +315,7 @@ class LongTerm:
         return self.ef.embed(texts) if texts else []
 
     def neighbours(self, embedding: list[float], *, type_: str | None = None, scope: str | None = None,
-                   k: int = 5, statuses: tuple[str, ...] = ("active", "quarantined", "disputed"),
+                   k: int = 5, statuses: tuple[str, ...] = LIVE_STATUSES,
                    min_similarity: float | None = None) -> list[dict[str, Any]]:
         """Up to ``k`` nearest memories: dicts with ``id``, ``document``, ``metadata``, ``similarity``
         (cosine, 1 = same direction), filtered by type, scope and status. With ``min_similarity``
@@ -326,7 +327,7 @@ class LongTerm:
     OVERFETCH = 10
 
     def neighbours_many(self, embeddings: list[list[float]], *, type_: str | None = None, scope: str | None = None,
-                        k: int = 5, statuses: tuple[str, ...] = ("active", "quarantined", "disputed"),
+                        k: int = 5, statuses: tuple[str, ...] = LIVE_STATUSES,
                         min_similarity: float | None = None) -> list[list[dict[str, Any]]]:
         """:meth:`neighbours` of each of ``embeddings`` (one list per embedding, in order), in as few
         index calls as possible.

@@ -27,9 +27,11 @@ import json
 from typing import Any
 from consolidate.store.layout import CHROMA, GRAPH, GRAPH_NODES
 
+from consolidate.core.vocab import LIVE_STATUSES
+
 #: The statuses of memories the recall index holds (archived, superseded, expired and tombstoned
 #: entries live in ``archive/``); consolidate/team/local.py uses the same three.
-LIVE = ("active", "quarantined", "disputed")
+LIVE = LIVE_STATUSES
 #: The repair named in every message about a missing or damaged index.
 REPAIR = "`consolidate doctor --repair` rebuilds it from the graph and the event log"
 #: How long a statement the graph keeps (consolidate/store/graph.py ``memory_lines``).

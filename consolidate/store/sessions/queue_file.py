@@ -28,6 +28,7 @@ import os
 import time
 
 from consolidate.core.settings import CRASH_AT
+from consolidate.core.vocab import SESSION_OUTCOMES
 from consolidate.store.layout import QUEUE
 
 TYPE_CHECKING = False  # typing is not imported at run time: the light hook imports this module
@@ -40,7 +41,6 @@ QUEUE_FILE = QUEUE.name
 CRASH_APPEND = "hook:queue-file:partial"  # half a record written, then SIGKILL
 CRASH_FOLD = "queue-file:fold"  # records inserted, offset moved, before the commit
 #: The outcomes a session end may record.
-OUTCOMES = ("success", "failure", "aborted")
 #: What a session id of a record may hold besides ASCII letters, digits and ``_`` (at most 200).
 ID_EXTRA = "-.:@+/"
 
@@ -124,7 +124,7 @@ def _record(line: bytes):
     if not isinstance(obj, dict):
         return None
     sid, outcome, reason, ended_at = obj.get("session_id"), obj.get("outcome"), obj.get("reason"), obj.get("ended_at")
-    if not simple(sid, 200, ID_EXTRA) or outcome not in OUTCOMES or (reason is not None and not simple(reason, 64)):
+    if not simple(sid, 200, ID_EXTRA) or outcome not in SESSION_OUTCOMES or (reason is not None and not simple(reason, 64)):
         return None
     if not isinstance(ended_at, (int, float)):
         return None

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import json
 
+from consolidate.core.vocab import END_PENDING
+
 TYPE_CHECKING = False  # typing is not imported at run time: the light SessionStart hook imports this module
 if TYPE_CHECKING:
     import sqlite3
@@ -103,7 +105,7 @@ def failure_consolidated(db: sqlite3.Connection, session_id: str) -> bool:
     """Whether the session ended in failure and that end was consolidated (not queued or running):
     such a session is never ended again and takes no more notes."""
     r = db.execute("SELECT outcome, status FROM session_ends WHERE session_id=?", (session_id,)).fetchone()
-    return r is not None and r[0] == "failure" and r[1] not in ("queued", "running")
+    return r is not None and r[0] == "failure" and r[1] not in END_PENDING
 
 
 def session_end(db: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from consolidate.core.textmeasure import MAX_STATEMENT_CHARS, statement_length
-from consolidate.core.vocab import NOTE_KINDS
+from consolidate.core.vocab import END_PENDING, NOTE_KINDS, SESSION_OUTCOMES
 
 if TYPE_CHECKING:
     from consolidate.model.plan import Note
@@ -45,7 +45,6 @@ from consolidate.core.errors import BadInput, EmptyNote, StoreCorrupt, UnknownSe
 #: Largest note accepted, in characters (1 MB of ASCII). A working note past this is almost surely a
 #: pasted file or log; it is refused with a clear error rather than stored.
 MAX_NOTE_CHARS = 1_000_000
-OUTCOMES = ("success", "failure", "aborted")
 MAX_TTL_SECONDS = 10 * 365 * 86400.0
 
 _SCHEMA = """
@@ -687,8 +686,8 @@ class SessionTier:
         its outcome and reason). A reason holding secret material is stored redacted. Raises BadInput
         for an unknown outcome, and for a session already consolidated as a failure."""
         sid = check_session_id(session_id)
-        if outcome not in OUTCOMES:
-            raise BadInput(f"unknown outcome {outcome!r}: use one of {', '.join(OUTCOMES)}", outcome=outcome)
+        if outcome not in SESSION_OUTCOMES:
+            raise BadInput(f"unknown outcome {outcome!r}: use one of {', '.join(SESSION_OUTCOMES)}", outcome=outcome)
         if reason and _may_hold_secret(reason):
             from consolidate.rules.secrets import redact, scan  # only for a reason that could hold one: keeps the hook light
 
@@ -725,7 +724,7 @@ class SessionTier:
         the run and what to do (``consolidate undo`` reverts its memories). A session with notes
         written since may fail: those notes are kept back."""
         r = self.db.execute("SELECT outcome, status, run_id FROM session_ends WHERE session_id=?", (sid,)).fetchone()
-        if r is None or r[0] != "success" or r[1] in ("queued", "running") or self.count(sid):
+        if r is None or r[0] != "success" or r[1] in END_PENDING or self.count(sid):
             return
         run = f" (run {r[2]})" if r[2] else ""
         undo = f"`consolidate undo {r[2]}` reverts its memories" if r[2] else "its run wrote nothing"
@@ -764,7 +763,7 @@ class SessionTier:
             r = self.db.execute(
                 "SELECT session_id, outcome, reason, ended_at, status, claimed_by, claimed_at FROM session_ends"
                 " WHERE session_id=?", (session_id,)).fetchone()
-            if r is None or r[4] not in ("queued", "running"):
+            if r is None or r[4] not in END_PENDING:
                 return None
             if r[4] == "running" and r[5] != os.getpid() and _alive(r[5]) and (now - (r[6] or 0)) < stale_after:
                 return None
@@ -823,7 +822,7 @@ class SessionTier:
         """Session ends a run may take, oldest first: queued ones and running ones (a live claim is
         refused later by :meth:`claim`)."""
         self.fold_queue_file()
-        return self._ends(("queued", "running"), session_id)
+        return self._ends(END_PENDING, session_id)
 
     def finish(self, session_id: str, status: str, run_id: str | None, result: dict[str, Any] | None = None) -> None:
         """Record the result of a run for a queued session end."""
