@@ -147,13 +147,16 @@ def test_sql_is_only_in_the_session_tier():
 
 
 def test_the_session_tables_module_imports_only_the_standard_library_lightly():
-    """The light hooks import consolidate.store.sessions.tables: json at module level, nothing of the package."""
+    """The light hooks import consolidate.store.sessions.tables: json at module level, and of the package
+    only consolidate.core.vocab (which imports nothing)."""
     import ast
 
     tree = ast.parse((PACKAGE / "store" / "sessions" / "tables.py").read_text(encoding="utf-8"))
     top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     names = sorted(a.name for n in top for a in n.names)
-    assert names == ["annotations", "json"]
+    assert names == ["END_PENDING", "annotations", "json"]
+    own = {n.module for n in top if isinstance(n, ast.ImportFrom) and n.module.startswith("consolidate")}
+    assert own == {"consolidate.core.vocab"}
 
 
 def _queue(store, *sids):
