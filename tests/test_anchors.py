@@ -15,7 +15,7 @@ from consolidate import Store
 from consolidate.store import anchors
 from consolidate.pipeline.batch import run_batch
 from consolidate.cli.main import main
-from consolidate.agents.hooks.full import recalled_context
+from consolidate.store.views.recalled import recalled_context
 from consolidate.pipeline.run import run_queue
 
 from conftest import keep

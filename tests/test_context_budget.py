@@ -1,6 +1,6 @@
 """One budget for the SessionStart context (issue 29, item 6): a 13.9 KB ``memory/core.md`` filled
 the bound and none of the 45 memories was shown. core.md and the memories share the budget, the
-memories keep a share of it, and the first line says what was cut (consolidate/pipeline/context_budget.py).
+memories keep a share of it, and the first line says what was cut (consolidate/rules/context_budget.py).
 Through the installed command with real SessionStart payloads: the full hook, the light path (the
 start file), the re-injection after a compaction (source ``compact``) and Gemini CLI's JSON."""
 
@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from consolidate import Store
-from consolidate.pipeline.context_budget import CONTEXT_MAX_CHARS, CUT_LINE_RESERVE, MEMORY_SHARE, fit
+from consolidate.rules.context_budget import CONTEXT_MAX_CHARS, CUT_LINE_RESERVE, MEMORY_SHARE, fit
 from consolidate.store.views.context_md import write as write_context
 
 sys.path.insert(0, str(Path(__file__).parent))

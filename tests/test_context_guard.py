@@ -8,7 +8,8 @@ import json
 import pytest
 
 from consolidate.rules.guard import NOTICE, filter_lines, unsafe_reason
-from consolidate.agents.hooks.full import recalled_context, run_hook
+from consolidate.agents.hooks.full import run_hook
+from consolidate.store.views.recalled import recalled_context
 from consolidate.pipeline.run import run_session
 from judges.chain import JudgeChain
 from judges.scripted import ScriptedJudge

@@ -16,7 +16,8 @@ import sys
 import pytest
 
 from consolidate.rules.context_count import recount
-from consolidate.agents.hooks.full import CONTEXT_MAX_CHARS, recalled_context
+from consolidate.rules.context_budget import CONTEXT_MAX_CHARS
+from consolidate.store.views.recalled import recalled_context
 
 NOTICE_LINE = "Remembered notes from earlier sessions (consolidate)."
 HELD = re.compile(r"^\((\d+) remembered entr(?:y|ies) left out")

@@ -1,4 +1,5 @@
-"""The SessionStart hook on the light entry point (consolidate/store/views/start_file.py, issue 18): real
+"""The SessionStart hook on the light entry point (consolidate/agents/hooks/fast_start.py, reading
+consolidate/store/views/start_file.py; issue 18): real
 SessionStart payloads piped into the installed command print what the full hook prints, record what
 it records (the current session, the shown memories for the echo check), without importing the
 full hook, the context guard or the session tier; and every case the full hook must decide (a hand
@@ -106,8 +107,11 @@ def end(store_path, sid):
 
 
 def is_light(modules) -> bool:
-    return "consolidate.store.views.start_file" in modules and not {"consolidate.agents.hooks.full", "consolidate.rules.guard",
-                                                        "consolidate.store.sessions.tier", "chromadb", "pydantic"} & set(modules)
+    """The fast SessionStart ran: it read the start file and loaded none of what writes it (the
+    recalled context, the drift check, the guard), nor the full hook or the session tier."""
+    return {"consolidate.agents.hooks.fast_start", "consolidate.store.views.start_file"} <= set(modules) and not {
+        "consolidate.agents.hooks.full", "consolidate.rules.guard", "consolidate.store.views.recalled",
+        "consolidate.store.anchors", "consolidate.store.sessions.tier", "chromadb", "pydantic"} & set(modules)
 
 
 def test_prints_what_the_full_hook_prints_without_its_imports(project):
@@ -350,3 +354,25 @@ def test_a_store_without_a_session_database_is_made_by_the_full_hook(tmp_path):
     printed, modules = hook_modules(root / ".memofs", start_payload("r1", root))
     assert not is_light(modules) and "Use pnpm, not npm" in printed
     assert (root / ".memofs" / "sessions.sqlite3").exists()
+
+
+def test_the_fast_start_leaves_its_connection_to_the_process_exit(project):
+    """The console script ends at once after a fast SessionStart (consolidate.agents.hooks.fast.exit_now):
+    the WAL is left for the next connection to checkpoint, the session is recorded all the same; an
+    in-process caller of cli.main gets the connection closed instead (close_left_open)."""
+    root, store_path = project
+    wal = store_path / "sessions.sqlite3-wal"
+    out = hook(store_path, start_payload("w1", root))
+    assert out.returncode == 0 and out.stdout.startswith("consolidate: this is session w1.")
+    assert wal.exists() and wal.stat().st_size > 0  # not checkpointed at close: the process just ended
+    db = sqlite3.connect(store_path / "sessions.sqlite3")
+    assert db.execute("SELECT count(*) FROM agent_sessions WHERE session_id='w1'").fetchone() == (1,)
+    db.close()  # the last connection: checkpointed, the WAL removed
+    assert not wal.exists()
+    code = ("import sys; from consolidate.cli.main import main; rc = main(sys.argv[1:]);"
+            " fast_start = sys.modules['consolidate.agents.hooks.fast_start'];"
+            " print('left open:', len(fast_start.LEFT_OPEN), file=sys.stderr); sys.exit(rc)")
+    p = subprocess.run([sys.executable, "-c", code, "hook", "--store", str(store_path)],
+                       input=json.dumps(start_payload("w2", root)), text=True, capture_output=True, env=_env(), timeout=60)
+    assert p.returncode == 0 and p.stdout.startswith("consolidate: this is session w2.")
+    assert "left open: 0" in p.stderr and not wal.exists()  # closed normally: checkpointed

@@ -11,7 +11,7 @@ caller has open. :func:`health_line` turns both into the one line ``status`` and
 SessionStart print when workers are failing or ends are piling up ('' when all is well).
 
 Only the standard library and consolidate.store.sessions.tables (which owns the SQL): the light SessionStart
-path (consolidate/store/views/start_file.py) reads it.
+path (consolidate/agents/hooks/fast_start.py) reads it.
 """
 
 from __future__ import annotations

@@ -236,8 +236,8 @@ def _hook_end(opts: dict, raw: bytes, outcome: str) -> int:
 
 
 def _session_start(store: str, sid: str, payload: dict, opts: dict) -> int:
-    """SessionStart from the start file (consolidate/store/views/start_file.py), or _Fallback."""
-    from consolidate.store.views.start_file import Fallback, session_start
+    """SessionStart from the start file (consolidate/agents/hooks/fast_start.py), or _Fallback."""
+    from consolidate.agents.hooks.fast_start import Fallback, session_start  # here: the session-end hook never loads it
 
     try:
         gemini = opts.get("output") == "gemini"
@@ -251,9 +251,9 @@ def _session_start(store: str, sid: str, payload: dict, opts: dict) -> int:
 
 def exit_now(code: int) -> None:
     """End the process at once with ``code`` (stdout and stderr flushed) when a fast SessionStart left
-    its SQLite connection open (consolidate/store/views/start_file.py): the close-time checkpoint is left to the
-    next connection that closes normally. Returns when there is none."""
-    fast_start = sys.modules.get(__package__ + ".fast_start") if __package__ else None
+    its SQLite connection open (consolidate/agents/hooks/fast_start.py): the close-time checkpoint is
+    left to the next connection that closes normally. Returns when there is none."""
+    fast_start = sys.modules.get(_FAST_START)
     if fast_start is None or not fast_start.LEFT_OPEN:
         return
     try:
@@ -265,11 +265,13 @@ def exit_now(code: int) -> None:
 
 def close_left_open() -> None:
     """Close the connections a fast SessionStart left open (an in-process caller of cli.main)."""
-    fast_start = sys.modules.get(__package__ + ".fast_start") if __package__ else None
+    fast_start = sys.modules.get(_FAST_START)
     while fast_start is not None and fast_start.LEFT_OPEN:
         fast_start.LEFT_OPEN.pop().close()
 
 
+#: The fast SessionStart's module, looked up (not imported: only a SessionStart loads it).
+_FAST_START = "consolidate.agents.hooks.fast_start"
 
 
 def _log(store: str, message: str) -> None:

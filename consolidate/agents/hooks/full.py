@@ -24,8 +24,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from consolidate.pipeline.context_budget import CONTEXT_MAX_CHARS  # the SessionStart bound: one budget, core.md and the memories
-from consolidate.store.views.start_file import session_line  # noqa: F401 - one wording for the full and the light SessionStart
+from consolidate.agents.hooks.fast_start import session_line  # one wording for the full and the light SessionStart
 from consolidate.agents.hooks.payload import (  # noqa: F401 - event_name and the event sets: the hook's names for them
     BEFORE_TOOL, END_EVENTS, PRE_COMPACT, PRE_TOOL_USE, SESSION_END, SESSION_START, START_EVENTS, STOP, TOOL_EVENTS,
     cwd_of, event_name, reason_of, session_id_of, transcript_path_of)
@@ -34,8 +33,10 @@ from consolidate.core.settings import JUDGE_CHILD
 from consolidate.core.spawn import spawn_worker
 from consolidate.store.sessions.segments import session_for_end
 from consolidate.store.store import Store
-from consolidate.store.layout import CONTEXT_MD, CORE_MD, GITIGNORE, HOOK_LOG, LOGS, SESSIONS_DB, WORKER_LOG
+from consolidate.store.layout import GITIGNORE, HOOK_LOG, LOGS, SESSIONS_DB, WORKER_LOG
 from consolidate.rules.redaction import error_text
+# what SessionStart prints (core.md and context.md, checked, guarded, bounded) and the start file made of it
+from consolidate.store.views.recalled import recalled_context, refresh_start_file
 
 #: Environment guard set by our own judge subprocesses (``claude -p`` fires its hooks): a hook that
 #: sees it does nothing, so a judge never recurses into consolidation.
@@ -125,68 +126,6 @@ def _add_harvest(tier, sid: str, transcript_path: Any, store_path: Path | None =
                        log=(lambda line: log(store_path, line)) if store_path is not None else None)
 
 
-def recalled_context(store_path: Path, max_chars: int = CONTEXT_MAX_CHARS) -> str:
-    """``memory/core.md`` then ``memory/context.md`` (written by each run), within ``max_chars``:
-    one budget shared by both, a share of it kept for the memories, and a first line saying what
-    was cut (consolidate/pipeline/context_budget.py). The memories pass the context guard again as they are
-    printed (consolidate/rules/guard.py: none worded as an order or running remote code), under
-    the notice that they are notes, not instructions; their header counts what is printed
-    (consolidate/rules/context_count.py)."""
-    from consolidate.pipeline.context_budget import fit
-    from consolidate.rules.context_count import memory_lines, recount
-
-    try:
-        core = CORE_MD.of(store_path).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        core = ""
-    context, stale = "", 0
-    try:
-        text = CONTEXT_MD.of(store_path).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        text = ""
-    if text:
-        written = memory_lines(text)
-        text = _checked_context(store_path, text)
-        stale = max(0, written - memory_lines(text))
-        context = _guarded(text) if text else ""
-    fitted = fit(core, context, max_chars, reserve=HEADER_RESERVE if context else 0)
-    if not context:
-        return fitted.text()
-    # the header counts what is printed, and says what was left out
-    return fitted.text(recount(fitted.memories, stale=stale, before_cut=memory_lines(context)))
-
-
-#: Characters the memories' header may grow by when it says what was left out (context_count.recount).
-HEADER_RESERVE = 120
-
-
-def _guarded(context: str) -> str:
-    """``memory/context.md`` as it may be printed: memory lines worded as orders or running remote
-    code left out (a file written by an older version, or edited by hand), and the notice on top."""
-    from consolidate.rules.guard import NOTICE, filter_lines, held_back_line, printable
-
-    lines, held = filter_lines(printable(context).splitlines())
-    if NOTICE not in lines:
-        lines[1:1] = ["", NOTICE] if lines and lines[0].startswith("#") else [NOTICE, ""]
-    if held:
-        lines += ["", held_back_line(held)]
-    return "\n".join(lines).strip()
-
-
-def _checked_context(store_path: Path, text: str) -> str:
-    """context.md with the drift check of its memories' code anchors (consolidate.store.anchors): a
-    drifted memory ends with ``[drifted: path]``, one whose file is gone is left out. The text as
-    it is when the check cannot run."""
-    try:
-        from consolidate.store.anchors import context_text
-
-        checked = context_text(store_path)
-    except Exception:  # noqa: BLE001 - the hook never fails the agent
-        return text
-    return checked.strip() if checked is not None else text
-
-
-
 def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "success", harvest_notes: bool = False,
              spawn: bool = True, options: dict[str, Any] | None = None, agent: str | None = None,
              wait_worker: bool = False) -> tuple[int, str]:
@@ -225,9 +164,7 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
                 _recover_missed(store_path, sid, payload, outcome=outcome, harvest_notes=harvest_notes,
                                 spawn=spawn, options=options)
             if not header:
-                from consolidate.store.views.start_file import refresh
-
-                refresh(store_path)  # the next SessionStart prints from the start file (consolidate/store/views/start_file.py)
+                refresh_start_file(store_path)  # the next SessionStart prints from the start file (consolidate/store/views/recalled.py)
             return 0, text
         if name in TOOL_EVENTS:
             from consolidate.agents.file_recall import run as file_recall

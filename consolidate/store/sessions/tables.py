@@ -174,7 +174,7 @@ def finish_idle_end(db: sqlite3.Connection, session_id: str, now: float, run_id:
 
 class LightTier:
     """The reads of a SessionTier that consolidate.agents.hooks.lifecycle, agent_session and echo make, on
-    one plain connection (the fast SessionStart: consolidate/store/views/start_file.py). Its caller folds the
+    one plain connection (the fast SessionStart: consolidate/agents/hooks/fast_start.py). Its caller folds the
     queue file once, before them."""
 
     def __init__(self, db: sqlite3.Connection) -> None:

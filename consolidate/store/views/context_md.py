@@ -6,7 +6,7 @@ ranks the top active (and disputed) durable memories of a scope, writes ``contex
 then one line a memory, through the context guard) and ``context.top.json`` atomically
 (consolidate/core/atomic.py), then has the files it depends on written by their owners:
 ``memory/context.json`` (the memory id of each line, consolidate.store.anchors.write_context_index) and
-``memory/context.start.json`` (the light SessionStart path, consolidate.store.views.start_file.write).
+``memory/context.start.json`` (the light SessionStart path, consolidate.store.views.recalled.write_start_file).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 from consolidate.store.layout import CONTEXT_MD, CONTEXT_TOP as _TOP
 
 from consolidate.core.vocab import CONFIDENCE_LEVELS
+from consolidate.store.views.recalled import write_start_file
 
 #: How many memories ``memory/context.md`` (the SessionStart context) holds.
 CONTEXT_MEMORIES = 30
@@ -107,10 +108,8 @@ def read_top(store) -> dict | None:
 
 
 def _start_file(store) -> None:
-    """What the SessionStart hook prints, written for its light path (consolidate/store/views/start_file.py).
+    """What the SessionStart hook prints, written for its light path (consolidate/store/views/recalled.py).
     Never raises: without it the next SessionStart takes the full path and writes it."""
-    from consolidate.store.views.start_file import write as write_start_file
-
     try:
         write_start_file(store.path)
     except Exception:  # noqa: BLE001

@@ -10,10 +10,10 @@ says what was cut: ``consolidate: context cut to fit 8,000 characters: memory/co
 13,900 characters shown; the rest is in memory/core.md); 14 memories not shown (`consolidate
 recall` finds them).``
 
-Every printer of that context goes through :func:`fit`: the full SessionStart hook
-(``consolidate.agents.hooks.full.recalled_context``), hence the start file of the light path
-(``consolidate.store.views.start_file``, which prints the text the full hook made) and the re-injection after a
-compaction (SessionStart with source ``compact``). Only the standard library (the hook path).
+Every printer of that context goes through :func:`fit`: ``consolidate.store.views.recalled.recalled_context``,
+which the full SessionStart hook prints (also the re-injection after a compaction: SessionStart with
+source ``compact``) and the start file of the light path holds (written from it). Only the standard
+library (the hook path).
 """
 
 from __future__ import annotations
