@@ -63,7 +63,7 @@ def main() -> int:
     ap.add_argument("--turns", type=int, default=20, help="copies of the test conversation in the transcript (default 20)")
     args = ap.parse_args()
     check_venv()
-    from consolidate.agents.harvest import harvest_transcript
+    from consolidate.pipeline.harvest import harvest_transcript
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-lifecycle-"))
     project = tmp / "app"

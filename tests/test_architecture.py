@@ -20,7 +20,7 @@ MAX_MODULES, MAX_MODULE_LINES, MAX_FUNCTION_LINES = 16, 800, 80
 #: Over budget today: the allowlists may only shrink (a split deletes its entry, a number only goes down).
 LONG_MODULES = {"consolidate/store/sessions/tier.py": 853}
 LONG_FUNCTIONS = {
-    "consolidate/agents/harvest.py:harvest_lines": 110, "consolidate/agents/hooks/full.py:run_hook": 90,
+    "consolidate/pipeline/harvest.py:harvest_lines": 110, "consolidate/agents/hooks/full.py:run_hook": 90,
     "consolidate/team/sync.py:_apply_pulled": 106, "consolidate/cli/commands/run.py:cmd_run": 93,
     "consolidate/cli/commands/read.py:cmd_status": 96, "consolidate/store/anchors.py:check": 96,
     "consolidate/mcp/server.py:build_server": 206,
@@ -30,7 +30,7 @@ LONG_FUNCTIONS = {
 OWN_IMPORTS_IN_FUNCTIONS = 639
 LARGEST_CYCLE = 7
 #: Upward imports still listed in the layers contract's ignore_imports: only goes down, to 0.
-LAYER_IGNORES = 2
+LAYER_IGNORES = 0
 
 
 def _sources() -> list[Path]:

@@ -255,7 +255,7 @@ def test_session_end_is_queued_before_the_harvest(tmp_path, monkeypatch):
     def killed(*_a, **_k):
         raise SystemExit("killed at the time budget")
 
-    import consolidate.agents.harvest as harvest_module
+    import consolidate.pipeline.harvest as harvest_module
 
     monkeypatch.setattr(harvest_module, "harvest_transcript", killed)
     st = tmp_path / ".memofs"

@@ -26,7 +26,7 @@ import pytest
 import transcripts
 from consolidate import Store
 from consolidate.pipeline.deferral import EXIT_PARTIAL
-from consolidate.agents.harvest import harvest_transcript
+from consolidate.pipeline.harvest import harvest_transcript
 from consolidate.store.sessions.tier import SessionTier
 from consolidate.agents.transcripts import claude_slug
 from test_hook_lifecycle import CONSOLE, SCRIPT, _env, fire, install, payload

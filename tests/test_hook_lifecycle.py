@@ -22,7 +22,7 @@ import pytest
 import transcripts
 from consolidate import Store
 from test_hook_mcp_flow import wait_done
-from consolidate.agents.harvest import harvest_transcript
+from consolidate.pipeline.harvest import harvest_transcript
 from consolidate.store.sessions.tier import SessionTier
 
 CONSOLE = Path(sys.executable).parent / "consolidate"
@@ -467,7 +467,8 @@ def test_mcp_servers_own_session_is_recovered_when_its_process_is_gone(tmp_path)
 
 
 def test_lifecycle_tables_are_pruned(tmp_path):
-    from consolidate.agents.hooks.lifecycle import KEEP_SECONDS, add_harvest, ensure, session_for_start
+    from consolidate.agents.hooks.lifecycle import ensure, session_for_start
+    from consolidate.pipeline.harvest import KEEP_SECONDS, add_harvest
 
     tier = SessionTier(tmp_path / "sessions.sqlite3")
     ensure(tier)

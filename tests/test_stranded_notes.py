@@ -87,7 +87,7 @@ def test_a_failure_still_queued_takes_notes(store):
 def test_a_harvest_into_it_adds_nothing(failed, tmp_path):
     """PreCompact of an agent session that was consolidated as a failure: its harvest is refused (the
     hook logs it), nothing is added."""
-    from consolidate.agents.hooks.lifecycle import add_harvest
+    from consolidate.pipeline.harvest import add_harvest
 
     transcript = tmp_path / "t.jsonl"
     transcript.write_text(json.dumps({"type": "user", "uuid": "u1", "sessionId": "f", "message": {

@@ -48,6 +48,8 @@ from typing import Any, Iterable
 
 from consolidate.core.errors import BadInput
 from consolidate.store.layout import TRANSCRIPTS_LEDGER
+from consolidate.pipeline.harvest import finish_agent_session, harvested_keys, mark_harvested, started, text_of
+from consolidate.store.hook_log import log
 
 #: The most of one transcript that is read (its end): a larger file is harvested from its last 256 MB.
 MAX_BYTES = 256 * 1024 * 1024
@@ -234,8 +236,6 @@ def gemini_messages(path: Path) -> list[dict[str, Any]]:
 
 
 def _gemini_text(content: Any) -> str:
-    from consolidate.agents.harvest import text_of
-
     return text_of(content, "\n")
 
 
@@ -371,8 +371,6 @@ def _hooked(store, session_id: str) -> bool:
     """Whether the store's hooks know the agent session ``session_id``: its end was queued, or its
     SessionStart recorded it (consolidate/agents/hooks/lifecycle.py: the hooks harvest it at its end, or
     recover it at the next SessionStart when its end never fired)."""
-    from consolidate.agents.hooks.lifecycle import started
-
     if store.sessions.session_end(session_id) is not None:
         return True
     return started(store.sessions, session_id)
@@ -384,9 +382,6 @@ def _finish_hooks_harvest(store, t: Transcript, row: dict[str, Any], result: Imp
     once; True when there were any (``row`` says ``hook-harvest-finished`` with the notes added, and
     the sessions whose end is queued are run with the imported ones). A session the hooks know is
     theirs, so nothing else of it is imported."""
-    from consolidate.agents.hooks.full import log
-    from consolidate.agents.hooks.lifecycle import finish_agent_session
-
     done = finish_agent_session(store.sessions, t.session_id, by="import-transcripts",
                                 log=lambda line: log(store.path, line))
     if not done:
@@ -403,16 +398,12 @@ def _finish_hooks_harvest(store, t: Transcript, row: dict[str, Any], result: Imp
 
 def _harvested_keys(store, session_id: str) -> set[str]:
     """The transcript entries the hooks (or an earlier import) harvested for the agent session."""
-    from consolidate.agents.hooks.lifecycle import harvested_keys
-
     return harvested_keys(store.sessions, session_id)
 
 
 def _mark_harvested(store, session_id: str, keys: list[str]) -> None:
     """Record ``keys`` as harvested for the agent session, in the hooks' table: resuming that session
     later (``claude --resume``) never harvests them again."""
-    from consolidate.agents.hooks.lifecycle import mark_harvested
-
     mark_harvested(store.sessions, session_id, keys)
 
 

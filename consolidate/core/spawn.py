@@ -136,3 +136,19 @@ def reap() -> list[int]:
             _STARTED.discard(pid)
             done.append(pid)
     return done
+
+
+def alive(pid: int | None) -> bool:
+    """Whether process ``pid`` exists on this machine (a process of another user counts; None, 0 and
+    a pid out of range do not)."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OverflowError, ValueError):
+        return False
+    return True

@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from consolidate.pipeline import stages
+from consolidate.pipeline.harvest import finish_pending
 from consolidate.model.plan import Plan
 from consolidate.pipeline.stages import Stage
 from consolidate.pipeline.stages import apply as apply_stage
 from consolidate.store.replica import Replica
+from consolidate.store.hook_log import log
 from consolidate.store.store import Store
 from consolidate.store.layout import STORE_CONFIG
 from consolidate.rules.redaction import error_text
@@ -170,11 +172,8 @@ def run_claimed(store: Store, session_id: str, *, stale_after: float = 600.0, **
 
 def _finish_harvests(store: Store, session_id: str) -> None:
     """Make the transcript harvests of ``session_id`` that its hooks recorded and did not finish (a
-    hook killed at its time budget: consolidate/agents/hooks/lifecycle.py), before its notes are counted;
+    hook killed at its time budget: consolidate/pipeline/harvest.py), before its notes are counted;
     one line each in ``logs/hook.log``. Never raises: a harvest that fails stays pending, logged."""
-    from consolidate.agents.hooks.full import log
-    from consolidate.agents.hooks.lifecycle import finish_pending
-
     try:
         finish_pending(store.sessions, [session_id], log=lambda line: log(store.path, line))
     except Exception as exc:  # noqa: BLE001 - the notes already there are consolidated anyway

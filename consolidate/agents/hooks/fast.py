@@ -40,10 +40,11 @@ from consolidate.core.settings import JUDGE_CHILD, STORE
 from consolidate.core.spawn import spawn_worker
 # the session outcomes (consolidate/core/vocab.py: no imports)
 from consolidate.core.vocab import SESSION_OUTCOMES
+from consolidate.store import hook_log
 # the queue file's append and fold, and its record's text check (standard library only)
 from consolidate.store.sessions.queue_file import append_end, fold_queue_file
 from consolidate.store.sessions.queue_file import simple as _simple
-from consolidate.store.layout import GITIGNORE, HOOK_LOG, JOURNAL, LOGS, SESSIONS_DB, WORKER_LOG
+from consolidate.store.layout import GITIGNORE, JOURNAL, SESSIONS_DB, WORKER_LOG
 
 _STORE_OPTIONS = ("--store", "--chroma-url", "--project", "--embedding")
 _STDIN_MAX_BYTES = 1_000_000
@@ -275,50 +276,8 @@ _FAST_START = "consolidate.agents.hooks.fast_start"
 
 
 def _log(store: str, message: str) -> None:
-    """One line in logs/hook.log (consolidate.agents.hooks.full.log); the fallback log when the store cannot
-    take it (:func:`fallback_log`). Never raises."""
-    try:
-        _append_log(LOGS.join(store), message)
-    except OSError as exc:
-        fallback_log(store, message, exc)
-
-
-def _append_log(folder: str, message: str) -> None:
-    import datetime as _dt
-
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    fd = os.open(os.path.join(folder, HOOK_LOG.name), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, f"{stamp} {' '.join(message.split())[:500]}\n".encode("utf-8", "replace"))
-    finally:
-        os.close(fd)
-
-
-def fallback_dir() -> str:
-    """Where the hooks log when a store cannot take its own log line: ``$XDG_STATE_HOME/consolidate``
-    (default ``~/.local/state/consolidate``)."""
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return os.path.join(base, "consolidate")
-
-
-def fallback_log(store: str, message: str, cause: BaseException | None = None) -> None:
-    """A hook's log line that the store could not take (read-only, full, gone): appended to
-    ``hook.log`` in :func:`fallback_dir` with the store's path, and one line on stderr (the hook
-    still exits 0: the agent is not blocked). Never raises."""
-    why = f" (the store's log could not be written: {getattr(cause, 'strerror', None) or cause})" if cause else ""
-    line = f"store={store}: {message}{why}"
-    where = ""
-    try:
-        _append_log(fallback_dir(), line)
-        where = f" (logged in {os.path.join(fallback_dir(), HOOK_LOG.name)})"
-    except OSError:
-        pass
-    try:
-        sys.stderr.write("consolidate hook: " + " ".join(line.split())[:500] + where + "\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
+    """One line in the store's logs/hook.log (consolidate.store.hook_log; the store is private already)."""
+    hook_log.log(store, message, prepare=False)
 
 
 # --- the idle run ------------------------------------------------------------------------------------

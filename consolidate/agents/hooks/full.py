@@ -18,7 +18,6 @@ Claude Code's SessionEnd, Stop, PreCompact and SessionStart (``session_id``, ``t
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
 from pathlib import Path
@@ -31,9 +30,10 @@ from consolidate.agents.hooks.payload import (  # noqa: F401 - event_name and th
 from consolidate.core.faults import crash_point
 from consolidate.core.settings import JUDGE_CHILD
 from consolidate.core.spawn import spawn_worker
+from consolidate.store.hook_log import fallback_log, log  # noqa: F401 - log: the hook's log line, for its callers
 from consolidate.store.sessions.segments import session_for_end
 from consolidate.store.store import Store
-from consolidate.store.layout import GITIGNORE, HOOK_LOG, LOGS, SESSIONS_DB, WORKER_LOG
+from consolidate.store.layout import GITIGNORE, SESSIONS_DB, WORKER_LOG
 from consolidate.rules.redaction import error_text
 # what SessionStart prints (core.md and context.md, checked, guarded, bounded) and the start file made of it
 from consolidate.store.views.recalled import recalled_context, refresh_start_file
@@ -71,32 +71,11 @@ def parse_event(raw: bytes) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def log(store_path: Path, message: str) -> None:
-    """Append one line to ``logs/hook.log``; when the store cannot take it (read-only, full, gone),
-    to the fallback log instead (:func:`consolidate.agents.hooks.fast.fallback_log`: the user's state folder
-    and one line on stderr). Never raises."""
-    try:
-        from consolidate.core.private import prepare_store_dir
-
-        prepare_store_dir(store_path, GITIGNORE.name)
-        folder = LOGS.of(store_path)
-        folder.mkdir(parents=True, exist_ok=True)
-        stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        from consolidate.core.private import private_file
-
-        with private_file(HOOK_LOG.of(store_path), "a") as f:
-            f.write(f"{stamp} {' '.join(message.split())[:500]}\n")
-    except OSError as exc:
-        from consolidate.agents.hooks.fast import fallback_log
-
-        fallback_log(str(store_path), message, exc)
-
-
 def tail_lines(path: str | os.PathLike, max_lines: int = HARVEST_MAX_ENTRIES,
                max_bytes: int = HARVEST_MAX_BYTES, block: int = 65536) -> list[bytes]:
     """The last ``max_lines`` complete lines of a file, never more than ``max_bytes`` bytes read
-    from its end (consolidate.agents.harvest.tail_entries). Raises OSError when the file cannot be read."""
-    from consolidate.agents.harvest import tail_entries
+    from its end (consolidate.pipeline.harvest.tail_entries). Raises OSError when the file cannot be read."""
+    from consolidate.pipeline.harvest import tail_entries
 
     return [line for _offset, _number, line in tail_entries(path, max_lines, max_bytes, block)]
 
@@ -105,10 +84,10 @@ def harvest(transcript_path: str | None, limit: int = HARVEST_MAX_ENTRIES,
             max_bytes: int = HARVEST_MAX_BYTES) -> list[dict[str, Any]]:
     """Candidate notes from a Claude Code transcript (JSONL), as ``{"content", "metadata", "key"}``
     dicts, oldest first: user prompts, assistant conclusions, tool errors with the fix that followed
-    (consolidate/agents/harvest.py says what is taken and what is left out). Only the last ``limit`` entries
+    (consolidate/pipeline/harvest.py says what is taken and what is left out). Only the last ``limit`` entries
     within the last ``max_bytes`` bytes of the file are read, so a transcript of any size costs the
     same bounded time and memory."""
-    from consolidate.agents.harvest import harvest_transcript
+    from consolidate.pipeline.harvest import harvest_transcript
 
     return harvest_transcript(transcript_path if isinstance(transcript_path, str) else None,
                               max_entries=limit, max_bytes=max_bytes)
@@ -119,7 +98,7 @@ def _add_harvest(tier, sid: str, transcript_path: Any, store_path: Path | None =
     """Add the harvested notes whose transcript entry was not harvested before for this agent
     session (consolidate/agents/hooks/lifecycle.py: a PreCompact harvest followed by a SessionEnd one, or a
     resumed session's next end, adds nothing twice); returns ``{entry_type: notes added}``."""
-    from consolidate.agents.hooks.lifecycle import add_harvest
+    from consolidate.pipeline.harvest import add_harvest
 
     return add_harvest(tier, sid, transcript_path if isinstance(transcript_path, str) else None,
                        since_compaction=since_compaction, max_entries=max_entries,
@@ -183,7 +162,7 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
                 # queue first, with what to harvest (consolidate/agents/hooks/lifecycle.py): a hook killed at its
                 # time budget has still recorded the session end, and its harvest is made by the worker
                 reason = reason_of(payload)
-                from consolidate.agents.hooks.lifecycle import end_session, harvest_pending_part, summary
+                from consolidate.pipeline.harvest import end_session, harvest_pending_part, summary
 
                 sid = session_for_end(tier, sid)  # a resumed session's open part
                 mark = end_session(tier, sid, outcome, reason, transcript_path=transcript_path_of(payload),
@@ -199,8 +178,8 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
                 log(store_path, f"{name} session={sid} queued ({outcome})"
                     + (f", {summary(harvested)}" if harvest_notes else "") + f"; worker pid {pid}")
             elif name == PRE_COMPACT and harvest_notes:
-                from consolidate.agents.hooks.lifecycle import PRECOMPACT_MAX_ENTRIES, harvest_pending_part, record_harvest
-                from consolidate.agents.hooks.lifecycle import summary
+                from consolidate.agents.hooks.lifecycle import PRECOMPACT_MAX_ENTRIES
+                from consolidate.pipeline.harvest import harvest_pending_part, record_harvest, summary
 
                 sid = session_for_end(tier, sid)
                 # recorded first: a hook killed before its harvest commits leaves it to the worker at the end
@@ -237,10 +216,8 @@ _NOT_DONE = {SESSION_START: "session {sid} was not recorded (its MCP notes need 
 def _on_read_only(store_path: Path, name: str, sid: str | None, payload: dict[str, Any]) -> str:
     """Every hook event on a read-only store: what can be read is still given (SessionStart's
     context, a tool event's memories about the file), nothing is written, and the event gives one
-    line saying what was not done (stderr and the fallback log, consolidate.agents.hooks.fast.fallback_log;
+    line saying what was not done (stderr and the fallback log, consolidate.store.hook_log.fallback_log;
     the README's "one line to stderr"). Returns the stdout text. Never raises."""
-    from consolidate.agents.hooks.fast import fallback_log
-
     text = ""
     try:
         if name in START_EVENTS:

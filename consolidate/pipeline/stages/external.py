@@ -1,6 +1,6 @@
 """External content waits in quarantine: a keeper made from notes that carry content from outside the
 project (a web page the agent fetched, search results, another MCP server's tool output; the harvest
-marks them ``metadata["external"]``, consolidate/agents/harvest.py) is never promoted on a judge's keep
+marks them ``metadata["external"]``, consolidate/pipeline/harvest.py) is never promoted on a judge's keep
 alone. The write policy quarantines it (event ``candidate.quarantined``, reason ``external
 content``); it becomes active only when another session confirms it (the contradiction stage's
 promotion of a quarantined entry seen again) or when the agent flags a note stating it (a flag is

@@ -40,6 +40,16 @@ only the part about to be compacted).
 
 Bounded: only the last ``max_entries`` entries within the last ``max_bytes`` bytes are read
 (:func:`tail_entries`), so any transcript costs the same. Only the standard library (the hook).
+
+**Harvests into the session tier, and the ones a killed hook did not finish** (the second part of
+this module; the hooks' side of it is consolidate/agents/hooks/lifecycle.py). An end event records
+the session end and its harvest as pending (the transcript and its size then) in one transaction
+(:func:`end_session`, :func:`record_harvest`); the notes, their entry keys (``harvested``: an entry is
+never harvested twice for an agent session) and the harvest's done mark are one transaction
+(:func:`add_harvest`). Every consolidation of a queued end makes the pending harvests of its session
+first (:func:`finish_pending`, called by consolidate.pipeline.run.run_claimed: the worker, ``run``,
+``batch``, ``import-transcripts``), reading each transcript up to the recorded size. The tables and
+their statements are consolidate.store.sessions.tables'.
 """
 
 from __future__ import annotations
@@ -47,7 +57,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from typing import Any
+
+from consolidate.core.errors import BadInput
+from consolidate.core.faults import crash_point
+from consolidate.core.spawn import alive
+from consolidate.core.vocab import END_PENDING
+from consolidate.rules.redaction import error_text
+from consolidate.store.sessions import tables
+from consolidate.store.sessions.segments import base_of
 
 #: Harvest bounds: the last this many transcript entries, each text cut at this many characters.
 MAX_ENTRIES = 400
@@ -332,3 +351,218 @@ def redact_secrets(note: dict[str, Any]) -> None:
         cleaned = redact(cleaned)
     note["content"] = cleaned
     note["metadata"]["secret_removed"] = sorted({f.kind for f in findings})
+
+
+# --- harvests into the session tier; the pending ones a killed hook left -------------------------------
+
+#: Rows of ``harvested``, ``hook_sessions`` and ``recovered`` older than this are pruned (seconds): a
+#: transcript that old is not resumed (agent CLIs delete theirs after some weeks).
+KEEP_SECONDS = 60 * 86400.0
+
+
+def transcript_of(tier, session_id: str) -> str | None:
+    """The transcript the SessionStart of ``session_id`` recorded, or None."""
+
+    tables.ensure_hook_tables(tier.db)
+    return tables.transcript_path(tier.db, session_id)
+
+
+def add_harvest(tier, session_id: str, transcript_path: Any, *, since_compaction: bool = False,
+                log=None, max_entries: int | None = None, end: int | None = None,
+                part: str | None = None) -> dict[str, int]:
+    """Harvest the transcript (consolidate/pipeline/harvest.py; up to byte ``end`` when given) into
+    ``session_id``, skipping every entry block already harvested for its agent session; returns
+    ``{entry_type: notes added}``. The keys, the notes and the end of the pending harvest ``part``
+    (:func:`record_harvest`) are written in one transaction: two processes harvesting at once never
+    add an entry twice, and a process killed before the commit leaves the harvest pending, whole.
+    ``log`` (a callable taking one line) gets the secret gate's notices."""
+
+    path = transcript_path if isinstance(transcript_path, str) and transcript_path else transcript_of(tier, session_id)
+    notes = harvest_transcript(path, since_compaction=since_compaction, max_entries=max_entries or MAX_ENTRIES,
+                               end=end)
+    counts: dict[str, int] = {}
+    if not notes and part is None:
+        return counts
+    tables.ensure_hook_tables(tier.db)
+    base = base_of(session_id)
+    now = time.time()
+    with tables.transaction(tier.db):
+        for note in notes:
+            if not tables.add_harvested_key(tier.db, base, note["key"], now):
+                continue
+            note_id = tier.add_note(session_id, note["content"], metadata=note["metadata"])
+            if log is not None and getattr(note_id, "notice", None):
+                log(f"harvest session={session_id}: {note_id.notice}")
+            elif log is not None and note["metadata"].get("secret_removed"):
+                log(f"harvest session={session_id}: note {int(note_id)} (entry {note['key']}) held secret material"
+                    f" ({', '.join(note['metadata']['secret_removed'])}): kept with the secret removed")
+            kind = note["metadata"].get("entry_type", "other")
+            counts[kind] = counts.get(kind, 0) + 1
+        if part is not None:
+            tables.clear_pending_harvest(tier.db, session_id, part)
+        crash_point(CRASH_HARVEST_COMMIT)
+    if notes:
+        prune(tier, now=now)
+    return counts
+
+
+#: Crash point (consolidate.core.faults): the harvest's notes, keys and done mark written, not committed.
+CRASH_HARVEST_COMMIT = "harvest:commit"
+#: The pending harvest part of a session end (a PreCompact's is ``precompact@<transcript size>``).
+END_PART = "end"
+
+
+def _size(path: str | None) -> int | None:
+    try:
+        return os.stat(path).st_size if path else None
+    except OSError:
+        return None
+
+
+def record_harvest(tier, session_id: str, transcript_path: Any, *, part: str = END_PART, event: str | None = None,
+                   since_compaction: bool = False, max_entries: int | None = None,
+                   now: float | None = None) -> dict[str, Any]:
+    """Record the harvest ``part`` of ``session_id`` as pending (``harvest_pending``) before it is
+    made: the transcript (the payload's, else the one its SessionStart recorded) and its size now,
+    so the harvest made later by another process (:func:`finish_pending`) reads what this one
+    would have read. Returns the mark ``{session_id, part, transcript_path, end_offset,
+    since_compaction, max_entries, event}`` to pass to :func:`harvest_pending_part`. Part of the
+    caller's transaction when there is one."""
+
+    if not tier.db.in_transaction:  # executescript (ensure) would commit the caller's transaction
+        tables.ensure_hook_tables(tier.db)
+    path = transcript_path if isinstance(transcript_path, str) and transcript_path \
+        else tables.transcript_path(tier.db, session_id)
+    size = _size(path)
+    if part != END_PART and size is not None:
+        part = f"{part}@{size}"
+    mark = {"session_id": session_id, "part": part, "transcript_path": path, "end_offset": size,
+            "since_compaction": since_compaction, "max_entries": max_entries, "event": event}
+    tables.record_pending_harvest(tier.db, session_id, part, transcript_path=path, end_offset=size,
+                           since_compaction=since_compaction, max_entries=max_entries, event=event,
+                           now=time.time() if now is None else now, pid=os.getpid())
+    return mark
+
+
+def end_session(tier, session_id: str, outcome: str, reason: str | None, *, transcript_path: Any = None,
+                harvest: bool = False, event: str | None = None) -> dict[str, Any] | None:
+    """Queue the session end and, with ``harvest``, record its transcript harvest as pending, in one
+    transaction (the hook's first write: a hook killed after it has left the end and what to
+    harvest). Returns the pending mark (:func:`record_harvest`), or None without ``harvest``.
+    Raises as SessionTier.end (BadInput for a session consolidated as a failure)."""
+
+    if not harvest:
+        tier.end(session_id, outcome, reason)
+        return None
+    tables.ensure_hook_tables(tier.db)
+    with tables.transaction(tier.db):
+        mark = record_harvest(tier, session_id, transcript_path, event=event)
+        tier.end(session_id, outcome, reason)
+    return mark
+
+
+def harvest_pending_part(tier, mark: dict[str, Any], *, log=None) -> dict[str, int]:
+    """Make the pending harvest ``mark`` (a row of ``harvest_pending``) and mark it done, in one
+    transaction (:func:`add_harvest`); returns ``{entry_type: notes added}``."""
+    return add_harvest(tier, mark["session_id"], mark["transcript_path"], since_compaction=bool(mark["since_compaction"]),
+                       max_entries=mark["max_entries"], end=mark["end_offset"], part=mark["part"], log=log)
+
+
+#: How long a process finishing the pending harvests waits for the live hook that recorded one to
+#: finish it itself (seconds): a hook is killed at its agent's time budget (Claude Code: about
+#: 1.5 s for SessionEnd, 10 s for PreCompact as we install it).
+HOOK_GRACE = 12.0
+
+
+def finish_pending(tier, session_ids: list[str] | None = None, *, by: str = "the worker", log=None,
+                   wait: float = HOOK_GRACE) -> list[dict[str, Any]]:
+    """Make every harvest a hook recorded and did not finish (of ``session_ids`` only, when given):
+    a hook killed at its time budget after it queued the session end. Each is made once (the
+    entries already harvested are skipped, in the transaction that marks it done), with what it
+    recorded (the transcript up to its size then). A harvest whose recording process still runs
+    (the hook itself, harvesting now) is waited for up to ``wait`` seconds first. A session end
+    already consolidated gets its end queued again when notes were added (they would be stranded
+    otherwise). ``log`` gets one line per harvest made here (``by`` says who made it). Returns
+    ``[{"session_id", "part", "event", "harvested": {entry_type: n}}]``; a harvest that fails is
+    logged and left pending (tried again next time), except for a session consolidated as a failure
+    (it takes no notes: dropped)."""
+
+    tables.ensure_hook_tables(tier.db)
+    out: list[dict[str, Any]] = []
+    deadline = time.monotonic() + wait
+    for mark in tables.pending_harvests(tier.db, session_ids):
+        pid = mark.get("recorded_by") if time.time() - (mark.get("recorded_at") or 0) < wait else None
+        while pid and pid != os.getpid() and alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the hook that recorded it is still harvesting
+            if not any(m["part"] == mark["part"] for m in tables.pending_harvests(tier.db, [mark["session_id"]])):
+                break
+        if not any(m["part"] == mark["part"] for m in tables.pending_harvests(tier.db, [mark["session_id"]])):
+            continue  # the hook finished it
+        sid, what = mark["session_id"], mark.get("event") or mark["part"]
+        try:
+            harvested = harvest_pending_part(tier, mark, log=log)
+        except BadInput as exc:
+            tables.clear_pending_harvest(tier.db, sid, mark["part"])
+            if log is not None:
+                log(f"{what} session={sid}: its hook's harvest did not finish and cannot be made now ({error_text(exc)}); dropped")
+            continue
+        except Exception as exc:  # noqa: BLE001 - left pending, tried again by the next worker
+            if log is not None:
+                log(f"{what} session={sid}: its hook's harvest did not finish; {by} could not make it either:"
+                    f" {error_text(exc, typed=True)} (left pending)")
+            continue
+        if harvested:
+            row = tier.session_end(sid)
+            if row is not None and row["status"] not in END_PENDING:
+                tier.end(sid, row["outcome"], row["reason"])  # consolidated already: its new notes need a run
+        if log is not None:
+            log(f"{what} session={sid}: its hook's harvest did not finish (the hook was stopped, e.g. at its"
+                f" time budget); made by {by}: {summary(harvested)}")
+        out.append({"session_id": sid, "part": mark["part"], "event": mark.get("event"), "harvested": harvested})
+    return out
+
+
+def finish_agent_session(tier, base_session_id: str, *, by: str, log=None) -> list[dict[str, Any]]:
+    """:func:`finish_pending` for every part (the session and its resumed segments) of the agent
+    session ``base_session_id``."""
+
+    tables.ensure_hook_tables(tier.db)
+    return finish_pending(tier, [base_session_id, *tables.segments(tier.db, base_session_id)], by=by, log=log)
+
+
+def prune(tier, *, now: float | None = None) -> None:
+    """Delete the rows older than :data:`KEEP_SECONDS` from this module's tables."""
+
+    tables.ensure_hook_tables(tier.db)
+    tables.prune_hook_tables(tier.db, (time.time() if now is None else now) - KEEP_SECONDS)
+
+
+def summary(counts: dict[str, int]) -> str:
+    """``3 notes harvested (user_prompt 1, assistant 1, tool_error 1)``."""
+    total = sum(counts.values())
+    if not counts:
+        return "0 notes harvested"
+    return f"{total} notes harvested ({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})"
+
+
+def started(tier, base_session_id: str) -> bool:
+    """Whether a SessionStart hook recorded a part of the agent session ``base_session_id``."""
+
+    tables.ensure_hook_tables(tier.db)
+    return tables.hook_session_started(tier.db, base_session_id)
+
+
+def harvested_keys(tier, base_session_id: str) -> set[str]:
+    """The transcript entry keys harvested for the agent session ``base_session_id``."""
+
+    tables.ensure_hook_tables(tier.db)
+    return tables.harvested_keys(tier.db, base_session_id)
+
+
+def mark_harvested(tier, base_session_id: str, keys: list[str], *, now: float | None = None) -> None:
+    """Record ``keys`` as harvested for the agent session (one transaction; a key already there is
+    kept): resuming that session later never harvests them again."""
+    if not keys:
+        return
+
+    tables.mark_harvested(tier.db, base_session_id, keys, time.time() if now is None else now)
