@@ -637,7 +637,7 @@ def _check_tombstones(store, hist: History, team: bool, repair: bool):
     ``archive/forgotten.jsonl`` (statements a session may not bring back: ``memory.forgotten``,
     ``memory.declined``) against the log's removals that no undo reversed."""
     from consolidate.store import archive
-    from consolidate.pipeline import forget
+    from consolidate.store import forgotten as forgotten_file
     from consolidate.pipeline.doctor import Finding
     from consolidate.core.private import private_file
 
@@ -648,7 +648,7 @@ def _check_tombstones(store, hist: History, team: bool, repair: bool):
     want_dead = removed_by(action="tombstone")
     want_forgotten = removed_by("memory.forgotten", "memory.declined")
     dead = archive.tombstones(store)
-    forgotten = {row.get("id") for row in forget.tombstones(store)}
+    forgotten = {row.get("id") for row in forgotten_file.tombstones(store)}
     lack_dead = sorted(set(want_dead) - dead)
     lack_forgotten = sorted(m for m in want_forgotten if m not in forgotten and want_forgotten[m]["statement"])
     # extra: a line for a memory the log holds and never removed that way (a restated memory keeps
@@ -673,7 +673,7 @@ def _check_tombstones(store, hist: History, team: bool, repair: bool):
         archive.tombstone(store, m, r["reason"], r["run_id"] or "doctor")
     for m in lack_forgotten:
         s, r = want_forgotten[m], want_forgotten[m]["removal"]
-        forget._append(store, {"id": m, "statement": s["statement"], "type": s["type"], "run_id": r["run_id"],
+        forgotten_file.append(store, {"id": m, "statement": s["statement"], "type": s["type"], "run_id": r["run_id"],
                                "reason": r["reason"], "forgotten_at": r["ts"]})
     for name, ids in ((TOMBSTONES.name, extra_dead), (FORGOTTEN.name, extra_forgotten)):
         if not ids:
@@ -689,7 +689,7 @@ def _check_tombstones(store, hist: History, team: bool, repair: bool):
                     continue
     archive.lift_tombstones(store, set(extra_dead))
     if extra_forgotten:
-        forget.lift(store, ids=set(extra_forgotten))
+        forgotten_file.lift(store, ids=set(extra_forgotten))
     f.problem += "; rebuilt from the event log" + (" (the extra lines kept in archive/*.corrupt)"
                                                    if extra_dead or extra_forgotten else "")
     f.repaired = True

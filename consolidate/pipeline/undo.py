@@ -14,11 +14,11 @@ import datetime as _dt
 
 from consolidate.pipeline.stages import apply as apply_stage
 from consolidate.store import events as event_log, graph, snapshots
+from consolidate.store.layout import GRAPH, SESSIONS_DB
 from consolidate.store.archive import lift_tombstones
 from consolidate.core.errors import BadInput
 from consolidate.core.private import private_umask
 from consolidate.core.atomic import write_json_atomic
-from consolidate.store.layout import GRAPH, SESSIONS_DB
 
 
 def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
@@ -51,11 +51,11 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
             lt.upsert([{"id": i, "document": r["document"], "metadata": r["metadata"], "embedding": r["embedding"]}
                        for i, r in before.items()])
         lift_tombstones(store, set(record.get("tombstoned", [])))
-        from consolidate.pipeline.forget import lift
+        from consolidate.store.forgotten import lift
         from consolidate.store.views.notes_md import mark_run_undone
 
         lift(store, run_id)  # an undone `forget` protects nothing any more
-        reversed_graph = _reverse_graph(store, record.get("graph"), loaded)
+        reversed_graph = apply_stage.reverse_graph(store, record.get("graph"), loaded)
         ts = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         lines = [{"ts": ts, "event": "memory.undone", "run_id": run_id, "memory_id": i, "action": "removed"} for i in added]
         lines += [{"ts": ts, "event": "memory.undone", "run_id": run_id, "memory_id": i, "action": "restored"}
@@ -99,28 +99,3 @@ def _undo_nothing_written(store, run_id: str, end: dict, lock_timeout: float) ->
     return {"removed": 0, "restored": 0, "nothing_written": True}
 
 
-def _reverse_graph(store, diff: dict | None, loaded=None) -> dict | None:
-    """Reverse the run's graph diff and rewrite the graph files; ``loaded``: the graph as the files
-    hold it now, when the caller has it. Returns the diff reversed (None: there was none)."""
-    if not diff:
-        return None
-    if "append" in diff:  # lines appended by the run: every such record becomes a diff before the rewrite
-        diff = snapshots.settle_graph_appends(store).get(diff["append"].get("run_id"))
-        if not diff:
-            return None
-    else:
-        snapshots.settle_graph_appends(store)
-    folder = store.sub(GRAPH)
-    g = loaded if loaded is not None else graph.load(folder)
-    for u, v, k in diff.get("added_edges", []):
-        if g.has_edge(u, v, key=k):
-            g.remove_edge(u, v, key=k)
-    for node, attrs in diff.get("changed_nodes", {}).items():
-        if node in g:
-            g.nodes[node].clear()
-            g.nodes[node].update(attrs)
-    for node in diff.get("added_nodes", []):
-        if node in g and g.degree(node) == 0:
-            g.remove_node(node)
-    graph.save(g, folder)
-    return diff

@@ -599,11 +599,11 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
         if live:
             lt.upsert([{"id": r["id"], "document": r["document"], "metadata": r["metadata"], "embedding": r["embedding"]}
                        for r in live])
-            from consolidate.pipeline.forget import lift
+            from consolidate.store.forgotten import lift
 
             lift(store, ids={r["id"] for r in live})  # forgotten here, restored on the team store (an undo)
         if gone:
-            from consolidate.pipeline.forget import _append as forgotten_append, tombstones as forgotten_rows
+            from consolidate.store.forgotten import append as forgotten_append, tombstones as forgotten_rows
 
             known_forgotten = {row.get("id") for row in forgotten_rows(store)}
             for r in gone:

@@ -16,7 +16,7 @@ import json
 import os
 
 from consolidate.store.views import context_md, notes_md
-from consolidate.store import events as event_log, journal, snapshots
+from consolidate.store import events as event_log, graph, journal, snapshots
 from consolidate.core.faults import crash_point
 from consolidate.model.plan import run_summary as summary
 from consolidate.store.layout import EVENTS, GRAPH, JOURNAL, JOURNAL_STEPS, MEMORY, PREFLIGHT, SNAPSHOTS
@@ -103,7 +103,6 @@ def roll_back(store, plan) -> None:
     import json as _json
 
     from consolidate.store.archive import lift_tombstones
-    from consolidate.pipeline.undo import _reverse_graph
 
     path = snapshots.path_of(store, plan.run_id)
     try:
@@ -117,7 +116,7 @@ def roll_back(store, plan) -> None:
 
             _graph_files.truncate_to(store.sub(GRAPH), {k: appended[k][:2] for k in ("nodes", "edges")})
         elif "graph" in journal.done_steps(store, plan.run_id) or record.get("graph"):
-            _reverse_graph(store, record.get("graph"))
+            reverse_graph(store, record.get("graph"))
         try:
             lt = store.longterm()
             lt.delete(record.get("added", []))
@@ -378,3 +377,30 @@ def _session_rows(plan, store) -> None:
         store.sessions.redact_notes({n.id: (n.content, n.metadata) for n in plan.notes
                                      if plan.note_status.get(n.id) == "blocked"})
     store.sessions.delete_notes(sorted(ids))
+
+
+def reverse_graph(store, diff: dict | None, loaded=None) -> dict | None:
+    """Reverse the run's graph diff and rewrite the graph files; ``loaded``: the graph as the files
+    hold it now, when the caller has it. Returns the diff reversed (None: there was none)."""
+    if not diff:
+        return None
+    if "append" in diff:  # lines appended by the run: every such record becomes a diff before the rewrite
+        diff = snapshots.settle_graph_appends(store).get(diff["append"].get("run_id"))
+        if not diff:
+            return None
+    else:
+        snapshots.settle_graph_appends(store)
+    folder = store.sub(GRAPH)
+    g = loaded if loaded is not None else graph.load(folder)
+    for u, v, k in diff.get("added_edges", []):
+        if g.has_edge(u, v, key=k):
+            g.remove_edge(u, v, key=k)
+    for node, attrs in diff.get("changed_nodes", {}).items():
+        if node in g:
+            g.nodes[node].clear()
+            g.nodes[node].update(attrs)
+    for node in diff.get("added_nodes", []):
+        if node in g and g.degree(node) == 0:
+            g.remove_node(node)
+    graph.save(g, folder)
+    return diff

@@ -12,6 +12,11 @@ import datetime as _dt
 import hashlib
 
 from consolidate.rules.memory_types import normalize
+from consolidate.store.forgotten import forgotten_match, tombstones
+
+#: Evidence or source that may bring a forgotten statement back (consolidate/pipeline/forget.py).
+OVERRIDE_EVIDENCE = ("user-stated",)
+OVERRIDE_SOURCE = ("flagged",)
 
 
 def memory_id(scope: str, type_: str, statement: str) -> str:
@@ -24,7 +29,6 @@ def run(plan, ctx):
     """Stamp every candidate that will be written; link supersessions and disputes to its id."""
     from consolidate.store import archive
 
-    from consolidate.pipeline.forget import check_resurrections
     from consolidate.model.validity import candidate_dates, plan_day
 
     check_resurrections(plan, ctx.store)  # a forgotten statement comes back only user-stated or flagged
@@ -68,3 +72,26 @@ def anchor(plan, ctx) -> None:
     for c in plan.writes():
         if c.tier == "durable" and c.memory_id:
             c.anchors = find_anchors(root, " ".join([c.statement, *c.fields.values()]), c.entities)
+
+
+def check_resurrections(plan, store) -> None:
+    """Reject every keeper of ``plan`` that states a forgotten memory again, unless flagged or
+    user-stated (then it is written, and the event says it was restated). Called by the
+    provenance stage before ids are stamped."""
+    rows = tombstones(store)
+    if not rows:
+        return
+    for c in plan.writes():
+        hit = forgotten_match(store, c.statement, rows)
+        if hit is None:
+            continue
+        if c.evidence in OVERRIDE_EVIDENCE or c.source in OVERRIDE_SOURCE:
+            plan.decide("memory.restated", note_ids=c.note_ids, memory_id=hit.get("id"),
+                        reason=f"states a forgotten memory again, {'flagged' if c.source == 'flagged' else 'user-stated'}:"
+                               " written again")
+            continue
+        c.outcome = "rejected"
+        c.outcome_reason = (f"forgotten by the user ({hit.get('id')}, {str(hit.get('forgotten_at', ''))[:10]}):"
+                            " not brought back unless the user states it again or the note is flagged")
+        plan.decide("candidate.rejected", note_ids=c.note_ids, reason=c.outcome_reason, memory_id=hit.get("id"),
+                    forgotten=True)
