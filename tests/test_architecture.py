@@ -27,8 +27,8 @@ LONG_FUNCTIONS = {
 }
 #: Imports of the project's own modules inside functions, and the biggest import cycle counting
 #: them (strongly connected modules of the graph grimp builds): both may only go down, to 0 and 1.
-OWN_IMPORTS_IN_FUNCTIONS = 618
-LARGEST_CYCLE = 5
+OWN_IMPORTS_IN_FUNCTIONS = 570
+LARGEST_CYCLE = 2
 #: Upward imports still listed in the layers contract's ignore_imports: only goes down, to 0.
 LAYER_IGNORES = 0
 

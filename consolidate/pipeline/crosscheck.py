@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from consolidate.store.layout import ARCHIVE, CHROMA, CONTEXT_MD, EVENT_LOG, FORGOTTEN, GRAPH, GRAPH_NODES, NOTES_MD, SNAPSHOT, SNAPSHOTS, TOMBSTONES
 from consolidate.rules.redaction import error_text
+from consolidate.pipeline.findings import Finding, memories as _memories, move_aside as _move_aside
 
 #: The mark of an event line appended by ``doctor --repair`` from a derived file.
 RECOVERED = "doctor"
@@ -238,12 +239,6 @@ def _index_rows(store) -> dict[str, dict[str, Any]]:
     return {r["id"]: {"document": r["document"], "metadata": r["metadata"] or {}} for r in store.longterm().all()}
 
 
-def _memories(n: int) -> str:
-    from consolidate.pipeline.doctor import _memories as said
-
-    return said(n)
-
-
 def _counts(parts: list[tuple[int, str]]) -> str:
     return "; ".join(text for n, text in parts if n)
 
@@ -296,7 +291,6 @@ def check(store, repair: bool) -> list:
 def _read_index(store, repair: bool, n_live: int):
     """``(rows or None, finding or None)``: the index's records, or why they cannot be read (a
     missing folder: ``{}`` and no finding here; a corrupt one moved aside by ``repair``)."""
-    from consolidate.pipeline.doctor import Finding, _move_aside
     from consolidate.core.errors import EmbeddingMismatch, StoreError
 
     embedded = not store.chroma_url
@@ -326,7 +320,6 @@ def _read_index(store, repair: bool, n_live: int):
 def _check_log(store, hist: History, nodes: dict, rows: dict, repair: bool):
     """The event log against the undo records: ``(finding or None, history)`` (the history with
     the recovered events when repaired)."""
-    from consolidate.pipeline.doctor import Finding
 
     records = _undo_records(store)
     pending = _pending_runs(store)
@@ -444,7 +437,6 @@ def _edge_run(s: dict[str, Any], session: str) -> str:
 
 
 def _check_graph(store, hist: History, g, nodes: dict, rows: dict, team: bool, repair: bool):
-    from consolidate.pipeline.doctor import Finding
     from consolidate.store.index.reindex import LIVE
 
     expected = {m: s for m, s in hist.memories.items() if not s["removed"]}
@@ -518,7 +510,6 @@ def _check_graph(store, hist: History, g, nodes: dict, rows: dict, team: bool, r
 def _check_index(store, hist: History, nodes: dict, rows: dict | None, team: bool, repair: bool, opened):
     """The recall index against the live memories of the log (and, in a team store, the graph's live
     memories no local event describes: pulled)."""
-    from consolidate.pipeline.doctor import Finding
     from consolidate.store.index.reindex import LIVE
 
     live = hist.live()
@@ -599,7 +590,6 @@ def _as_nodes(store, live: dict, pulled: dict, nodes: dict) -> dict[str, dict[st
 
 def _check_notes(store, hist: History, team: bool, repair: bool):
     from consolidate.store.views import notes_md
-    from consolidate.pipeline.doctor import Finding
 
     diff = notes_md.differences(store, hist, whole=not team)
     if diff is None:
@@ -617,7 +607,6 @@ def _check_notes(store, hist: History, team: bool, repair: bool):
 
 def _check_context(store, repair: bool):
     from consolidate.store.views import context_md
-    from consolidate.pipeline.doctor import Finding
 
     problem = context_md.differences(store)
     if problem is None:
@@ -638,7 +627,6 @@ def _check_tombstones(store, hist: History, team: bool, repair: bool):
     ``memory.declined``) against the log's removals that no undo reversed."""
     from consolidate.store import archive
     from consolidate.store import forgotten as forgotten_file
-    from consolidate.pipeline.doctor import Finding
     from consolidate.core.private import private_file
 
     def removed_by(*kinds, action=None):

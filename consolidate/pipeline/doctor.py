@@ -16,7 +16,6 @@ is deleted without a copy.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from consolidate.core.errors import ConsolidateError
@@ -24,20 +23,7 @@ from consolidate.pipeline.stages import apply as apply_stage
 from consolidate.store import journal
 from consolidate.store.layout import CHROMA, EVENT_LOG, GRAPH, GRAPH_EDGES, GRAPH_NODES, JOURNAL, MANIFEST, SESSIONS_DB, TOMBSTONES
 from consolidate.rules.redaction import error_text
-
-
-@dataclass
-class Finding:
-    """One problem: where, what, and whether it was repaired."""
-
-    where: str
-    problem: str
-    repaired: bool = False
-    repairable: bool = True
-
-    def line(self) -> str:
-        state = "repaired" if self.repaired else ("repairable with --repair" if self.repairable else "needs a person")
-        return f"{self.where}: {self.problem} [{state}]"
+from consolidate.pipeline.findings import Finding, memories as _memories, move_aside as _move_aside
 
 
 def _bad_lines(path: Path) -> list[int]:
@@ -213,23 +199,6 @@ def _check_sessions(store, repair: bool, found: list[Finding]) -> bool:
     return True
 
 
-def _move_aside(path: Path, companions: tuple[str, ...] = ()) -> Path:
-    """Rename ``path`` (and ``path + suffix`` for each companion that exists) to the first free
-    ``<name>.corrupt``, ``<name>.corrupt-2``, ...; returns the new path of ``path``."""
-    n = 1
-    while True:
-        aside = path.with_name(path.name + (".corrupt" if n == 1 else f".corrupt-{n}"))
-        if not aside.exists():
-            break
-        n += 1
-    path.rename(aside)
-    for suffix in companions:
-        extra = path.with_name(path.name + suffix)
-        if extra.exists():
-            extra.rename(aside.with_name(aside.name + suffix))
-    return aside
-
-
 def _check_lexical(store, repair: bool) -> list[Finding]:
     """The lexical index (``lexical.sqlite3``, consolidate/store/index/lexical.py) against the recall index: a
     missing, damaged or out-of-step one (another token, or another number of records) is rebuilt
@@ -272,10 +241,6 @@ def _check_lexical(store, repair: bool) -> list[Finding]:
             f.problem += f" (rebuild failed: {error_text(exc)})"
             f.repairable = False
     return [f]
-
-
-def _memories(n: int) -> str:
-    return f"{n} memory" if n == 1 else f"{n} memories"
 
 
 def exit_code(findings: list[Finding]) -> int:

@@ -149,7 +149,7 @@ _COMMON_BIGRAMS = frozenset(
 
 
 def _entropy(value: str) -> float:
-    from consolidate.rules.secrets import shannon_entropy
+    from consolidate.rules.secrets.values import shannon_entropy
 
     return shannon_entropy(value)
 
