@@ -49,6 +49,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from consolidate.core.vocab import VERDICTS
 
 from .litellm_env import missing_provider_keys
+from consolidate.core.errors import ConfigError
 
 
 @dataclass
@@ -377,7 +378,6 @@ def as_judge(obj: Any, name: str | None = None, *, strict: bool = True) -> BaseJ
     if isinstance(obj, BaseJudge):
         return obj
     if strict and not callable(getattr(obj, "judge", None)):
-        from consolidate.core.errors import ConfigError
 
         raise ConfigError(f"not a judge spec or a judge: {obj!r}", judge=repr(obj)[:80])
     return _Adapted(obj, name)

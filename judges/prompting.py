@@ -27,6 +27,7 @@ from consolidate.core.vocab import (COMPARE_RELATIONS, CONFIDENCE_LEVELS, ENTITY
                                     UPDATES, VERDICTS)
 
 from .base import JudgeContext, JudgeNote
+from consolidate.core.errors import ConfigError
 
 PROMPT_VERSION = "judge-v1"
 #: Judge prompt versions a user may select (``prompts/<version>.md``); see :func:`selected_prompt_version`.
@@ -38,7 +39,6 @@ PROMPT_VERSION_ENV = settings.PROMPT_VERSION.name
 def selected_prompt_version(version: str | None = None) -> str:
     """The judge prompt version to use: ``version`` when given, else ``$CONSOLIDATE_PROMPT_VERSION``,
     else PROMPT_VERSION. Raises ConfigError for a version with no template in ``prompts/``."""
-    from consolidate.core.errors import ConfigError
 
     chosen = version or settings.PROMPT_VERSION.get() or PROMPT_VERSION
     if chosen not in PROMPT_VERSIONS:

@@ -36,6 +36,9 @@ from consolidate.core.settings import JUDGES
 from consolidate.rules.redaction import error_text
 
 from .base import BaseJudge, as_judge
+from judges.prompting import PROMPT_VERSION_ENV, selected_prompt_version
+from judges.cli import PRESET_ORDER, CLIJudge
+from judges.chain import JudgeChain
 
 GROUP = "consolidate.judges"
 #: The default chain after the local CLI judge (which is there only when a CLI is on PATH).
@@ -93,7 +96,6 @@ def select_prompt_version(version: str) -> str:
     ``$CONSOLIDATE_PROMPT_VERSION``, which the API and CLI judges read when they are built:
     ``judges.prompting.selected_prompt_version``). Returns the version; raises ConfigError for a
     version with no template."""
-    from .prompting import PROMPT_VERSION_ENV, selected_prompt_version
 
     os.environ[PROMPT_VERSION_ENV] = chosen = selected_prompt_version(version)
     return chosen
@@ -128,7 +130,6 @@ def _toml_judges(path: Path, table: tuple[str, ...]) -> list[str] | None:
 def default_chain() -> list[str]:
     """The default chain: ``cli:PRESET`` for the first CLI preset that can run here (executable on
     PATH, model set when the preset needs one), then ``api``, then ``noop``. Runs no model."""
-    from .cli import PRESET_ORDER, CLIJudge
 
     specs: list[str] = []
     for preset in PRESET_ORDER:
@@ -181,7 +182,6 @@ def build_chain(explicit: list | None = None, store_config: str | os.PathLike | 
     with a ``judge`` method, e.g. ``ScriptedJudge(...)``); with an object in it, it is the chain, in
     that order. Raises ConfigError for an unknown judge, an item that is neither, or a malformed
     configuration file."""
-    from .chain import JudgeChain
 
     if explicit and any(not isinstance(j, str) for j in explicit):
         judges = []

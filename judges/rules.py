@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from .base import BaseJudge
+from consolidate.core.textmeasure import word_count
 
 _STATUS = re.compile(
     r"^\s*(?:[-*]\s*)?(?:\[[ xX]\]|✅|☑|⬜|🔄|⏳|TODO\b|DONE\b|WIP\b|Next\b|Status\b|Progress\b|Task\s*\d|Phase\s*\d|Step\s*\d)",
@@ -31,7 +32,6 @@ _LESSON = re.compile(r"\b(?:lesson|gotcha|note to self|remember|important)\b", r
 
 def guess(content: str, section: str | None = None) -> dict | None:
     """A verdict dict (without ``id``) for one note, or None never (always answers)."""
-    from consolidate.core.textmeasure import word_count
 
     text = " ".join(content.split())
     words = word_count(text)  # any script: Chinese or Thai text has no spaces between words

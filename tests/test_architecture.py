@@ -20,14 +20,17 @@ MAX_MODULES, MAX_MODULE_LINES, MAX_FUNCTION_LINES = 16, 800, 80
 #: Over budget today: the allowlists may only shrink (a split deletes its entry, a number only goes down).
 LONG_MODULES = {"consolidate/store/sessions/tier.py": 853}
 LONG_FUNCTIONS = {
-    "consolidate/pipeline/harvest.py:harvest_lines": 110, "consolidate/agents/hooks/full.py:run_hook": 90,
-    "consolidate/team/sync.py:_apply_pulled": 106, "consolidate/cli/commands/run.py:cmd_run": 93,
-    "consolidate/cli/commands/read.py:cmd_status": 96, "consolidate/store/anchors.py:check": 96,
+    "consolidate/pipeline/harvest.py:harvest_lines": 110,
+    "consolidate/agents/hooks/full.py:run_hook": 86,
+    "consolidate/team/sync.py:_apply_pulled": 103,
+    "consolidate/cli/commands/run.py:cmd_run": 91,
+    "consolidate/cli/commands/read.py:cmd_status": 95,
+    "consolidate/store/anchors.py:check": 95,
     "consolidate/mcp/server.py:build_server": 206,
 }
 #: Imports of the project's own modules inside functions, and the biggest import cycle counting
 #: them (strongly connected modules of the graph grimp builds): both may only go down, to 0 and 1.
-OWN_IMPORTS_IN_FUNCTIONS = 570
+OWN_IMPORTS_IN_FUNCTIONS = 287
 LARGEST_CYCLE = 2
 #: Upward imports still listed in the layers contract's ignore_imports: only goes down, to 0.
 LAYER_IGNORES = 0

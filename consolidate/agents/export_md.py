@@ -50,6 +50,16 @@ from typing import Any
 
 from consolidate.core.errors import BadInput
 from consolidate.core.vocab import CONFIDENCE_LEVELS, END_PENDING, EVIDENCE_KINDS
+from consolidate.store.anchors import read_section
+from consolidate.rules.guard import unsafe_reason
+from consolidate.rules.secrets import scan
+from consolidate.rules.guard import NOTICE
+from consolidate.model.validity import validity
+from consolidate.core.atomic import write_atomic
+from consolidate.core.errors import InvalidImportLine
+from consolidate.rules.memory_types import TYPES
+from consolidate.agents.undone_imports import last_run_undone
+from consolidate.pipeline.stages.provenance import memory_id
 
 BEGIN = "<!-- consolidate:begin"
 END = "<!-- consolidate:end -->"
@@ -107,9 +117,6 @@ def statement_of(shown: str, meta: dict[str, Any]) -> str:
 def exportable(store, limit: int = EXPORT_LIMIT) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """The memories an export writes (at most ``limit``) and how many were left out, by why
     (``{"secret": n, "instructions": n}``). Rows are ``{"id", "document", "metadata"}``."""
-    from consolidate.store.anchors import read_section
-    from consolidate.rules.guard import unsafe_reason
-    from consolidate.rules.secrets import scan
 
     left_out = {"secret": 0, "instructions": 0}
     if not store.exists or not store.has_longterm:
@@ -158,11 +165,9 @@ def _exact_fields(meta: dict[str, Any]) -> dict[str, str]:
 
 def render_block(store, rows: list[dict[str, Any]], newline: str = "\n") -> str:
     """The marked block for ``rows`` (begin marker to end marker, with a final newline)."""
-    from consolidate.rules.guard import NOTICE
     from consolidate.model.report import suffix
 
     lines = [BEGIN_LINE, HEADING, "", NOTICE, ""]
-    from consolidate.model.validity import validity
 
     for r in rows:
         m = r["metadata"]
@@ -247,7 +252,6 @@ def export(store, path: str | os.PathLike, limit: int = EXPORT_LIMIT) -> dict[st
 
 def _write(path: Path, text: str) -> None:
     """Replace ``path`` atomically, keeping its permission bits (a new file gets the umask's)."""
-    from consolidate.core.atomic import write_atomic
 
     write_atomic(path, text, private=False)
 
@@ -267,8 +271,6 @@ def parse_block(text: str, name: str = "the file") -> list[dict[str, Any]]:
     that is cut or not JSON, or a suffix date that is not a date raises InvalidImportLine naming the
     file (``name``) and its line; nothing is imported then. Raises BadInput when ``text`` has no
     block (or a malformed one)."""
-    from consolidate.core.errors import InvalidImportLine
-    from consolidate.rules.memory_types import TYPES
 
     where = _find_block(text)
     if where is None:
@@ -396,7 +398,6 @@ def _import_undone(store, sid: str) -> bool:
     end = store.sessions.session_end(sid)
     if end is None or end["status"] in (*END_PENDING, "partial"):
         return False
-    from consolidate.agents.undone_imports import last_run_undone
 
     return last_run_undone(store, end)
 
@@ -416,7 +417,6 @@ def import_block(store, path: str | os.PathLike, rev: str | None = None) -> dict
     if store.sessions.session_end(sid) is not None and not _import_undone(store, sid):
         result["already_imported"] = True
         return result
-    from consolidate.pipeline.stages.provenance import memory_id
 
     def local_id(e):  # the id this store gives the same statement
         return memory_id(store.project, e["type"] or "fact", e["statement"])

@@ -29,6 +29,17 @@ from consolidate.store.layout import FILE_INDEX, GRAPH, GRAPH_EDGES, GRAPH_NODES
 from consolidate.agents.hooks.payload import PRE_TOOL_USE_NAME, cwd_of, raw_event_name
 from consolidate.store.sessions.segments import session_for_end
 from consolidate.core.vocab import RECALLED_STATUSES
+from consolidate.core.jsonl import read_lines
+from consolidate.store.anchors import read_section
+from consolidate.core.atomic import write_json_atomic
+from consolidate.store.index import lexical
+from consolidate.rules.guard import held_back_line, unsafe_reason
+from consolidate.store.echo import digest
+from consolidate.rules.guard import printable
+from consolidate.store.sessions.tables import printed_digests
+from consolidate.store.sessions.tables import record_printed
+from consolidate.store.echo import record_shown
+from consolidate.store.sessions.tier import SessionTier
 
 #: Tools whose input names a file the agent reads or edits.
 FILE_TOOLS = frozenset({"Read", "Edit", "MultiEdit", "Write", "NotebookEdit",
@@ -87,7 +98,6 @@ def build_index(store_path: Path) -> dict[str, Any]:
     memories: dict[str, dict] = {}
     files: dict[str, list[str]] = {}
     entity_files: set[str] = set()
-    from consolidate.core.jsonl import read_lines
 
     for entry in (GRAPH_NODES, GRAPH_EDGES):
         try:  # an unreadable graph file: the index is built from the rest
@@ -102,7 +112,6 @@ def build_index(store_path: Path) -> dict[str, Any]:
         except OSError:
             continue
     try:
-        from consolidate.store.anchors import read_section
 
         section = read_section(store_path)
         for mid, anchors in (section.get("memories") or {}).items():
@@ -131,7 +140,6 @@ def load_index(store_path: Path) -> dict[str, Any]:
         pass
     data = {"stamp": stamp, **build_index(store_path)}
     try:
-        from consolidate.core.atomic import write_json_atomic
 
         write_json_atomic(cache, data)
     except Exception:  # noqa: BLE001 - a read-only store: answer without caching
@@ -158,7 +166,6 @@ def lexical_ids(store_path: Path, rel: str, limit: int = MAX_MEMORIES * 4) -> li
     nothing). Active and disputed memories only; [] when there is no index."""
     import sqlite3
 
-    from consolidate.store.index import lexical
 
     name = rel.rsplit("/", 1)[-1]
     wanted = lexical.terms(rel)
@@ -197,8 +204,6 @@ def file_context(store_path: Path, payload: dict[str, Any], *, root: Path | None
     index = load_index(store_path)
     if not index.get("memories"):
         return "", []
-    from consolidate.rules.guard import held_back_line, unsafe_reason
-    from consolidate.store.echo import digest
 
     shown = shown or set()
     picked: list[str] = []
@@ -223,7 +228,6 @@ def file_context(store_path: Path, payload: dict[str, Any], *, root: Path | None
         return "", []
     texts = texts[:MAX_MEMORIES]
     lines = [f"consolidate: remembered about {', '.join(rels[:3])} (notes from earlier sessions, not instructions):"]
-    from consolidate.rules.guard import printable
 
     for t in texts:
         t = printable(" ".join(t.split()))
@@ -235,7 +239,6 @@ def file_context(store_path: Path, payload: dict[str, Any], *, root: Path | None
 
 def _printed(tier, sid: str) -> set[str]:
     """Digests of the memory texts this hook already printed to the session."""
-    from consolidate.store.sessions.tables import printed_digests
 
     return printed_digests(tier.db, sid)
 
@@ -243,8 +246,6 @@ def _printed(tier, sid: str) -> set[str]:
 def _record_printed(tier, sid: str, texts: list[str]) -> None:
     import time
 
-    from consolidate.store.echo import digest
-    from consolidate.store.sessions.tables import record_printed
 
     now = time.time()
     record_printed(tier.db, sid, [digest(t) for t in texts], now, now - 30 * 86400)
@@ -266,8 +267,6 @@ def run(store_path: Path, sid: str | None, payload: dict[str, Any], *, record: b
         if not record:
             text, _ = file_context(store_path, payload, shown=set())
             return hook_output(text, raw_event_name(payload, PRE_TOOL_USE_NAME)) if text else ""
-        from consolidate.store.echo import record_shown
-        from consolidate.store.sessions.tier import SessionTier
 
         tier = SessionTier(SESSIONS_DB.of(store_path))
         try:

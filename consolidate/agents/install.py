@@ -35,6 +35,7 @@ from consolidate.agents.hooks.payload import (BEFORE_TOOL_NAME, PRE_COMPACT_NAME
 from consolidate.core import settings
 from consolidate.core.errors import BadInput
 from consolidate.pipeline.run_options import check_options
+from consolidate.core.atomic import write_atomic
 
 if TYPE_CHECKING:
     import argparse
@@ -478,6 +479,5 @@ def _backup(path: Path, now: float | None) -> Path:
 
 def _write_atomic(path: Path, text: str) -> None:
     """Replace a user's settings file atomically, keeping its permission bits (consolidate/core/atomic.py)."""
-    from consolidate.core.atomic import write_atomic
 
     write_atomic(path, text, private=False)

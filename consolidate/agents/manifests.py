@@ -35,6 +35,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+from consolidate import __version__
+from consolidate.agents.install import merge_hooks
 
 NAME = "consolidate"
 DESCRIPTION = ("Long-term memory for coding agents: notes written during a session are judged at its end; what"
@@ -58,7 +60,6 @@ OPTIONS = (
 
 
 def _version() -> str:
-    from consolidate import __version__
 
     return __version__
 
@@ -77,7 +78,6 @@ def gemini_hook_command() -> str:
 def hooks_file(agent: str, command: str) -> dict[str, Any]:
     """``{"hooks": {...}}`` as ``consolidate install-hook AGENT --harvest`` would merge it into an
     empty settings file."""
-    from consolidate.agents.install import merge_hooks
 
     data: dict[str, Any] = {}
     merge_hooks(data, agent, command, harvest=True)

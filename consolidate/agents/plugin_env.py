@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import MutableMapping  # not typing: this runs before every command, the hook included
+from consolidate.core.errors import ConfigError
 
 #: The options, as the plugin's userConfig keys; each is ``CONSOLIDATE_<KEY upper-cased>``.
 KEYS = ("store", "chroma_url", "project", "embedding", "judges")
@@ -64,7 +65,6 @@ def load_env_file(path: str | os.PathLike, environ: MutableMapping[str, str] | N
     written: python-dotenv's expansion is off, so ``${UNSET}/x`` never becomes ``/x``); nothing is
     set then. Without ``check`` (the hook, which never fails an agent
     over a setting) such a line is skipped and a bad value set as it is, for the worker to report."""
-    from consolidate.core.errors import ConfigError
 
     env = os.environ if environ is None else environ
     if missing_ok and not os.path.lexists(path):
@@ -110,7 +110,6 @@ def _key_lines(path: str | os.PathLike, text: str, check: bool) -> dict[str, int
 
     from dotenv.parser import parse_stream
 
-    from consolidate.core.errors import ConfigError
 
     lines: dict[str, int] = {}
     for binding in parse_stream(io.StringIO(text)):

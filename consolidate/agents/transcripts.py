@@ -50,6 +50,11 @@ from consolidate.core.errors import BadInput
 from consolidate.store.layout import TRANSCRIPTS_LEDGER
 from consolidate.pipeline.harvest import finish_agent_session, harvested_keys, mark_harvested, started, text_of
 from consolidate.store.hook_log import log
+from consolidate.agents.hooks.full import harvest
+from consolidate.core.jsonl import read_lines
+from consolidate.agents.undone_imports import runs_by_session, undone_at
+from consolidate.core.private import private_file
+from consolidate.store.sessions.tier import check_session_id
 
 #: The most of one transcript that is read (its end): a larger file is harvested from its last 256 MB.
 MAX_BYTES = 256 * 1024 * 1024
@@ -283,7 +288,6 @@ def harvest_file(t: Transcript) -> list[dict[str, Any]]:
     """The candidate notes of one transcript (``{"content", "metadata", "key"}``), through the hook's
     harvest (:func:`consolidate.agents.hooks.full.harvest`); a Gemini CLI chat is first written in Claude Code's
     shape to a private temporary file."""
-    from consolidate.agents.hooks.full import harvest
 
     if t.agent == "claude-code":
         notes = harvest(str(t.path), MAX_ENTRIES, MAX_BYTES)
@@ -315,8 +319,6 @@ def _ledger(store) -> tuple[dict[str, dict[str, Any]], dict[str, set[str]]]:
     names it (``reopened`` when other rows do: the file is read again though unchanged), and its entry
     keys are given in the second map (by the transcript's agent session), so the hooks' harvest table
     does not hold them back either."""
-    from consolidate.core.jsonl import read_lines
-    from consolidate.agents.undone_imports import runs_by_session, undone_at
 
     rows = [r for r in read_lines(store.sub(TRANSCRIPTS_LEDGER)) if isinstance(r.get("path"), str)]
     runs = runs_by_session(store) if any(r.get("keys") for r in rows) else {}
@@ -356,7 +358,6 @@ def _agent_session(row: dict[str, Any]) -> str:
 def _record(store, row: dict[str, Any]) -> None:
     import time
 
-    from consolidate.core.private import private_file
 
     row = {**row, "ts": time.time()}  # which run took its notes (an undone one: imported again)
     path = store.sub(TRANSCRIPTS_LEDGER)
@@ -409,7 +410,6 @@ def _mark_harvested(store, session_id: str, keys: list[str]) -> None:
 
 def session_for(t: Transcript) -> str:
     """The session a transcript is imported as: ``transcript-<agent>-<session id>``."""
-    from consolidate.store.sessions.tier import check_session_id
 
     return check_session_id(f"transcript-{t.agent}-{t.session_id}"[:200])
 

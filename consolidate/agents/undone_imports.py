@@ -13,6 +13,9 @@ nothing more.
 from __future__ import annotations
 
 from typing import Any
+from consolidate.core.errors import ConsolidateError
+from consolidate.store.snapshots import load
+from consolidate.store.snapshots import list_runs
 
 
 def last_run_undone(store, end: dict[str, Any] | None) -> bool:
@@ -22,8 +25,6 @@ def last_run_undone(store, end: dict[str, Any] | None) -> bool:
     run_id = (end or {}).get("run_id")
     if not run_id:
         return False
-    from consolidate.core.errors import ConsolidateError
-    from consolidate.store.snapshots import load
 
     try:
         return bool(load(store, run_id).get("undone"))
@@ -34,7 +35,6 @@ def last_run_undone(store, end: dict[str, Any] | None) -> bool:
 def runs_by_session(store) -> dict[str, list[dict[str, Any]]]:
     """``{session id: its runs with an undo record, oldest first}`` (snapshots.list_runs rows:
     ``run_id``, ``started_at`` in Unix seconds, ``undone``); one pass over the records."""
-    from consolidate.store.snapshots import list_runs
 
     out: dict[str, list[dict[str, Any]]] = {}
     for r in sorted(list_runs(store), key=lambda r: r["started_at"]):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from typing import TYPE_CHECKING
+from consolidate.cli.commands import COMMANDS
 
 if TYPE_CHECKING:
     import argparse
@@ -76,7 +77,6 @@ def add_examples(parsers: Mapping[str, argparse.ArgumentParser]) -> None:
     """End each command's ``--help`` with its example from ``consolidate.cli.commands.COMMANDS``."""
     import argparse
 
-    from consolidate.cli.commands import COMMANDS
 
     for name, parser in parsers.items():
         example = COMMANDS[name][1]

@@ -18,6 +18,8 @@ import argparse
 import sys
 
 from consolidate.rules.redaction import redacted
+from consolidate.cli.options import VALUE_TYPES
+from consolidate.store.sessions.tier import check_session_id
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -43,7 +45,6 @@ def join_dash_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[s
     VALUE begins with a dash and is none of its options: ``--ttl -5m`` reaches the type, which refuses
     it in one line naming the allowed form, instead of argparse's ``expected one argument`` (argparse
     takes ``-5m`` for an option). Tokens after ``--`` are left as they are."""
-    from consolidate.cli.options import VALUE_TYPES
 
     actions = parser._option_string_actions  # argparse keeps no public map of option strings
     out: list[str] = []
@@ -80,6 +81,5 @@ def check_session_option(args) -> None:
     value = getattr(args, "session", None)
     if not isinstance(value, str) or not value.strip() or getattr(args, "command", None) == "hook":
         return
-    from consolidate.store.sessions.tier import check_session_id
 
     args.session = check_session_id(value)

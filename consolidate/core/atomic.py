@@ -16,6 +16,7 @@ import os
 import threading
 from pathlib import Path
 from typing import Any, Iterable
+from consolidate.core.private import private_file
 
 
 def write_atomic(path, content: str | bytes | Iterable[str], *, private: bool = True,
@@ -41,7 +42,6 @@ def write_atomic(path, content: str | bytes | Iterable[str], *, private: bool = 
             mode = 0o666 & ~umask
     try:
         if private:
-            from consolidate.core.private import private_file
 
             f = private_file(tmp, "wb")
         else:

@@ -24,6 +24,7 @@ import os
 import signal
 
 from consolidate.core.settings import CRASH_AT
+from consolidate.core.settings import PAUSE_AT, PAUSE_DIR
 
 ENV = CRASH_AT.name
 
@@ -36,7 +37,6 @@ def crash_point(name: str) -> None:
 
 def pause_point(name: str) -> None:
     """Wait at ``name`` while a test acts (see the module docstring); nothing unless armed."""
-    from consolidate.core.settings import PAUSE_AT, PAUSE_DIR
 
     pause_dir = PAUSE_DIR.get()
     if PAUSE_AT.get() != name or not pause_dir:

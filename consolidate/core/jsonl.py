@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from consolidate.core.errors import BadInput, InvalidImportLine
+from consolidate.core.atomic import write_text_atomic
+from consolidate.core.faults import armed, crash_point
+from consolidate.core.private import private_file
 
 
 def read_objects(source, *, what: str = "", suffix: str = "", name: str | None = None) -> Iterator[tuple[int, dict, Callable[[str], InvalidImportLine]]]:
@@ -102,7 +105,6 @@ def drop_lines(path, drop: Callable[[dict], bool]) -> int:
         else:
             keep.append(line)
     if dropped:
-        from consolidate.core.atomic import write_text_atomic
 
         write_text_atomic(Path(path), "".join(x + "\n" for x in keep))
     return dropped
@@ -114,8 +116,6 @@ def append_lines(path: Path, lines: list[str], partial_point: str | None = None)
     them and a torn one are written first, then the process is killed."""
     import os
 
-    from consolidate.core.faults import armed, crash_point
-    from consolidate.core.private import private_file
 
     with private_file(path, "a") as f:
         if partial_point and armed(partial_point) and len(lines) > 1:

@@ -8,6 +8,8 @@ import time
 import uuid
 
 from consolidate.core.errors import StoreLocked
+from consolidate.core.private import FILE_MODE, private_umask
+from consolidate.core.private import private_file
 
 
 #: How often a waiter looks at the holder file, in seconds.
@@ -25,7 +27,6 @@ def store_lock(store, lock_path, holder_path, timeout: float = 60.0):
     the lock changed hands, so the writers ahead of it make progress."""
     import filelock
 
-    from consolidate.core.private import FILE_MODE, private_umask
 
     require = getattr(store, "require_writable", None)
     if require is not None:
@@ -49,7 +50,6 @@ def store_lock(store, lock_path, holder_path, timeout: float = 60.0):
                                   path=str(store.path), timeout=timeout) from None
     try:
         try:
-            from consolidate.core.private import private_file
 
             with private_file(holder, "w") as f:
                 f.write(f"{os.getpid()} {uuid.uuid4().hex}\n")

@@ -22,6 +22,8 @@ from typing import Any
 
 from consolidate.core.errors import BadInput
 from consolidate.core.vocab import COMPARE_RELATIONS
+from consolidate.core.jsonl import read_objects
+from judges.base import JudgeContext, Pair
 
 
 @dataclass
@@ -45,7 +47,6 @@ def load_pairs(path: str | Path, limit: int | None = None) -> list[LabeledPair]:
     or with a ``relation`` (or an ``also`` entry) outside COMPARE_RELATIONS."""
     if limit is not None and limit < 1:
         raise BadInput(f"--limit must be at least 1 (got {limit})")
-    from consolidate.core.jsonl import read_objects
 
     pairs: list[LabeledPair] = []
     seen: set[str] = set()
@@ -94,7 +95,6 @@ def evaluate_pairs(chain, pairs: list[LabeledPair], context=None, deadline: floa
     """Ask ``chain`` (a JudgeChain) how each labeled pair relates and score the answers (see the
     module docstring). Never raises for a judge's failure (the pair stays unanswered), except
     CassetteMiss, which a replayed CLI judge raises for a changed prompt."""
-    from judges.base import JudgeContext, Pair
 
     started = time.time()
     answered, events = chain.compare([Pair(p.id, p.new, p.old, p.type) for p in pairs], context or JudgeContext(),

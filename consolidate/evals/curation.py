@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from consolidate.core.errors import BadInput
+from consolidate import Store
 
 GRADES = ("ok", "duplicate", "junk")
 
@@ -40,7 +41,6 @@ def read_stores(stores_dir: str | Path) -> list[dict[str, Any]]:
     ``{"id", "store", "project", "memory_id", "status", "type", "evidence", "confidence", "text"}``
     with opaque ids ``S<store>-M<memory>`` numbered in store order, then by memory creation order
     (then memory id). BadInput when the folder holds no store."""
-    from consolidate import Store
 
     paths = sorted(Path(stores_dir).glob("*/.memofs"))
     if not paths:

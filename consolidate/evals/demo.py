@@ -17,6 +17,11 @@ import tempfile
 import time
 from typing import Any
 from consolidate.rules.redaction import error_text
+from consolidate.core.errors import PathRefused
+from consolidate.pipeline.workspace import start
+from consolidate.model.plan import run_summary as summary
+from consolidate.store.store import Store
+from consolidate.pipeline.recall import recall
 
 # A fake key, assembled at run time so no scanner mistakes this file for a leak.
 _FAKE_KEY = "sk-" + "proj-" + "Zq7uT2mB9xKc4LwR8nVd1YhE6fJp3sGa"
@@ -93,10 +98,8 @@ def show_workspace(store, judges) -> None:
     """A session with a workspace (consolidate.pipeline.workspace): context recalled for the task, scratch in
     working/, candidates in output/ (one holding a fake key, blocked at extraction), an escape
     refused, an abort and a resume, then success through the pipeline."""
-    from consolidate.core.errors import PathRefused
     from consolidate.pipeline.run import run_queue
     from consolidate.model.report import render_plan
-    from consolidate.pipeline.workspace import start
 
     sid = "workspace-ci-cache"
     ws, info = start(store, sid, task="speed up the login tests on CI")
@@ -173,8 +176,6 @@ def run_demo(keep: bool = False) -> int:
     """Run the demo and print what happened; returns 0."""
     from consolidate.pipeline.run import run_queue, run_session
     from consolidate.model.report import render_memory, render_plan
-    from consolidate.model.plan import run_summary as summary
-    from consolidate.store.store import Store
 
     folder = tempfile.mkdtemp(prefix="consolidate-demo-")
     started = time.perf_counter()
@@ -198,7 +199,6 @@ def run_demo(keep: bool = False) -> int:
         show_anchors(store, folder)
         query = "why do the login tests time out on CI?"
         print(f'recall "{query}":')
-        from consolidate.pipeline.recall import recall
 
         for hit in recall(store, query, k=3).memories:
             print("  " + render_memory(hit["document"], hit["metadata"]))

@@ -38,6 +38,9 @@ from typing import Any
 
 from consolidate.core.errors import BadInput
 from consolidate.core.vocab import ACTIVE, DISPUTED, QUARANTINED, VERDICTS
+from consolidate.core.jsonl import read_objects
+from consolidate import Store
+from consolidate.pipeline.run import run_queue
 
 OUTCOMES = (ACTIVE, QUARANTINED, DISPUTED, "transient", "rejected", "duplicate", "dropped", "purged",
             "blocked", "unjudged")
@@ -53,7 +56,6 @@ def default_sessions_dir(labels: Path) -> Path:
 def label_rows(labels: Path) -> list[dict[str, Any]]:
     """The label file's rows (``id``, ``session_id``, ``verdict``, ``type``); BadInput when a row has
     no ``session_id`` or the file holds none."""
-    from consolidate.core.jsonl import read_objects
 
     rows = []
     for _lineno, obj, bad in read_objects(Path(labels), what="label file"):
@@ -183,8 +185,6 @@ def run_session(session_id: str, session_file: Path, labeled: set[str], chain_fa
                 embedding: str | None = None) -> SessionResult:
     """Import ``session_file`` into a fresh store under ``workdir``, end the session, run the pipeline
     once with ``chain_factory()``'s chain, and score the ``labeled`` note ids."""
-    from consolidate import Store
-    from consolidate.pipeline.run import run_queue
 
     started = time.time()
     kwargs = {"embedding": embedding} if embedding else {}

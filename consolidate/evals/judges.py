@@ -35,6 +35,10 @@ from typing import Any
 
 from consolidate.core.errors import BadInput
 from consolidate.core.vocab import VERDICTS
+from consolidate.core.jsonl import read_objects
+from judges.base import ChainResult, Item, JudgeContext
+from consolidate.evals.policy import label_keep_outcomes, policy_outcomes, summarize
+from consolidate.evals.policy import render, render_label_keeps
 
 
 @dataclass
@@ -57,7 +61,6 @@ def load_labels(path: str | Path, limit: int | None = None) -> list[LabeledNote]
     ``section``/``type``. Blank lines are skipped."""
     if limit is not None and limit < 1:
         raise BadInput(f"--limit must be at least 1 (got {limit})")
-    from consolidate.core.jsonl import read_objects
 
     p = Path(path)
     notes: list[LabeledNote] = []
@@ -271,7 +274,6 @@ def evaluate(chain, labels: list[LabeledNote], *, context=None, deadline: float 
     judge that failed once is skipped for the rest of a run) is reset between batches, so that one
     malformed answer does not leave the rest of the label file unmeasured. ``as_run=True`` keeps the
     breaker across batches, as a consolidation run does."""
-    from judges.base import ChainResult, Item, JudgeContext
 
     from consolidate.rules import secrets
 
@@ -304,7 +306,6 @@ def evaluate(chain, labels: list[LabeledNote], *, context=None, deadline: float 
             t["labeled"] += 1
             t["kept"] += predicted[n.id] == "keep"
     kept_type = {sent[k].id: j.verdict.type for k, j in result.judged.items() if j.verdict.verdict == "keep"}
-    from consolidate.evals.policy import label_keep_outcomes, policy_outcomes, summarize
 
     outcomes = policy_outcomes(result.judged, {k: n.content for k, n in enumerate(sent)})
     write_policy = summarize({sent[k].id: o for k, o in outcomes.items()}, gold)
@@ -383,7 +384,6 @@ def render_report(report: EvalReport) -> str:
             lines.append(f"  {t:<40}{_fmt(m['keep_precision']):>7}{_fmt(m['keep_recall']):>7}{_fmt(m['keep_f1']):>7}"
                          f"{_fmt(m['cohen_kappa']):>7}  {cc['tp'] + cc['fn']}/{cc['tp'] + cc['fp']}")
     if report.write_policy is not None:
-        from consolidate.evals.policy import render, render_label_keeps
 
         lines.extend(render(report.write_policy))
         if report.write_policy.get("label_keeps"):

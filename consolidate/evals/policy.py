@@ -24,6 +24,7 @@ import re
 from typing import Any
 
 from consolidate.core.vocab import CONFIDENCE_LEVELS, EVIDENCE_KINDS
+from consolidate.rules.memory_types import TYPES, fields_from_text
 
 #: The policy's events and the outcome each means.
 OUTCOMES = {"candidate.rejected": "rejected", "candidate.transient": "transient",
@@ -112,7 +113,6 @@ def label_keep_outcomes(labels) -> dict[str, dict[str, tuple[str, str]]]:
     """For the notes labeled keep in ``labels`` (LabeledNote list): ``{"flagged": {id: (outcome,
     rule)}, "verbatim": {id: (outcome, rule)}}`` (module docstring). The secret gate is not run here
     (the eval reports notes it blocks apart)."""
-    from consolidate.rules.memory_types import TYPES, fields_from_text
     from consolidate.model.plan import Candidate, Note, Plan
     from consolidate.pipeline.stages import flag_promote, write_policy
 

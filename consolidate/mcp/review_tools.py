@@ -8,6 +8,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from pydantic import Field
+from consolidate.pipeline.review import public, queue
+from consolidate.pipeline.review import approve
+from consolidate.pipeline.review import decline
+from consolidate.pipeline.review import edit
 
 MEMORY_ID = Field(description="The memory's id, as review_list returns it.")
 
@@ -21,7 +25,6 @@ def register(server, backend) -> None:
         (their code changed or is gone). Each has its id, statement, status, ``reasons`` and the
         ids it disputes with. Ask the user, then call review_approve, review_decline or review_edit."""
         def run(s) -> dict[str, Any]:
-            from consolidate.pipeline.review import public, queue
 
             entries = [public(e) for e in queue(s)]
             return {"count": len(entries), "memories": entries}
@@ -36,7 +39,6 @@ def register(server, backend) -> None:
         """The user says the memory holds: it becomes active with evidence user-stated (a disputed one
         wins its dispute, a drifted one is re-anchored on today's code). Only on the user's word."""
         def run(s) -> dict[str, Any]:
-            from consolidate.pipeline.review import approve
 
             return approve(s, memory_id, note)
 
@@ -50,7 +52,6 @@ def register(server, backend) -> None:
         """The user says the memory is wrong: archived with a tombstone (a later session does not bring
         it back unless the user states it again). Only on the user's word."""
         def run(s) -> dict[str, Any]:
-            from consolidate.pipeline.review import decline
 
             return decline(s, memory_id, reason)
 
@@ -64,7 +65,6 @@ def register(server, backend) -> None:
         """Replace the memory by the user's wording: a new entry (evidence user-stated) supersedes it.
         Only with the user's words."""
         def run(s) -> dict[str, Any]:
-            from consolidate.pipeline.review import edit
 
             return edit(s, memory_id, text)
 

@@ -54,6 +54,9 @@ from consolidate.store.sessions.tier import check_session_id
 from consolidate.store.store import Store
 from consolidate.core.vocab import SESSION_OUTCOMES
 from consolidate.store.layout import GRAPH, WORKER_LOG
+from consolidate.store.sessions.tier import check_kind
+from consolidate.core.errors import StoreReadOnly
+from consolidate.core.errors import BadInput
 
 log = logging.getLogger("consolidate.mcp")
 
@@ -79,7 +82,6 @@ def note_policy_line(content: str, *, flag: bool, kind: str | None, blocked: boo
     """The write policy's one-line answer for a note just written (note_policy.check_note); ``blocked``:
     the secret gate redacted it."""
     from consolidate.rules.note_policy import check_note
-    from consolidate.store.sessions.tier import check_kind
 
     return check_note(content, flag=bool(flag), kind=check_kind(kind or None), blocked=blocked)
 
@@ -169,7 +171,6 @@ def resolve_session(s: Store, session_id: str | None, own_id: str) -> str:
     if session_id is not None and session_id != "":  # "" is how some clients leave an option out
         return resumed_part(s.sessions, check_session_id(session_id))
     from consolidate.store.sessions.agents import current_session
-    from consolidate.core.errors import StoreReadOnly
 
     try:
         current, _how = current_session(s.sessions)
@@ -449,7 +450,6 @@ def graph_result(s: Store, entity: Any, depth: Any) -> dict[str, Any]:
     empty name or a depth outside 1..5). Like recall's, only active and disputed memories count and their
     statements pass the context guard."""
     from consolidate.rules.guard import unsafe_reason
-    from consolidate.core.errors import BadInput
     from consolidate.store.graph import load, relations_of
     from consolidate.store.relations import entity_name
 

@@ -21,6 +21,10 @@ from pydantic import Field
 
 from consolidate.store.sessions.tier import check_session_id
 from consolidate.store.store import Store
+from consolidate.store.sessions.agents import current_session
+from consolidate.core.errors import BadInput, StoreReadOnly
+from consolidate.store.sessions.agents import record_start
+from consolidate.pipeline import workspace
 
 SESSION_ID = Field(description="Leave empty: the current session is used (the one your last session_start "
                                "returned, else the agent session recorded by the SessionStart hook). Give an "
@@ -36,8 +40,6 @@ def current_session_id(store: Store, session_id: str | None) -> str:
     the session the SessionStart hook recorded). BadInput (one line) when there is none."""
     if session_id is not None and session_id != "":  # "" is how some clients leave an option out
         return check_session_id(session_id)
-    from consolidate.store.sessions.agents import current_session
-    from consolidate.core.errors import BadInput, StoreReadOnly
 
     try:
         sid = current_session(store.sessions)[0]
@@ -52,7 +54,6 @@ def record_started(store: Store, session_id: str) -> None:
     """Record a session started (or resumed) through ``session_start`` as the current session of this
     server's agent (consolidate.store.sessions.agents.record_start, under this process's ancestors), so that
     the tools called without ``session_id`` (note, session_write, ..., session_complete) use it."""
-    from consolidate.store.sessions.agents import record_start
 
     record_start(store.sessions, session_id, agent="mcp-session-start")
 
@@ -61,7 +62,6 @@ def read_part(store: Store, session_id: str, path: str | None) -> dict[str, Any]
     """For ``session_read``: with ``path``, the file's text or the folder's listing (PathRefused,
     UnknownSession when the session has no workspace); without, the workspace's description, or
     None when the session has none."""
-    from consolidate.pipeline import workspace
 
     sid = check_session_id(session_id)
     if path is not None and str(path).strip():
@@ -75,7 +75,6 @@ def complete_part(store: Store, session_id: str, outcome: str, reason: str | Non
     """For ``session_complete``, before it queues the end: the workspace's share of the outcome
     (extract ``output/`` on success and remove ``working/``; remove the workspace on an ephemeral
     failure; keep everything when aborted). None when the session has no workspace."""
-    from consolidate.pipeline import workspace
 
     ws = workspace.find(store, check_session_id(session_id))
     if ws is None:
@@ -87,7 +86,6 @@ def complete_part(store: Store, session_id: str, outcome: str, reason: str | Non
 def register(server, backend) -> None:
     """Add the workspace tools to ``server``; ``backend`` is its StoreThread (every call runs on the
     store thread, so the tools are serialised with note/recall)."""
-    from consolidate.pipeline import workspace
 
     @server.tool()
     async def session_start(

@@ -19,6 +19,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from consolidate.core.vocab import END_PENDING
+from consolidate.pipeline.maintenance import apply_updates, new_plan, plan_decay
+from consolidate.pipeline.run import drain
+from consolidate.model.plan import run_summary as summary
+from consolidate.pipeline.stages.purge import expire_quarantine
+from consolidate.pipeline.deferral import requeue_ready
+from consolidate.core.dates import parse_user_date
+from consolidate.model.report import drain_notices
+from consolidate.pipeline.rejudge import plan_rejudge_drifted
+from consolidate.pipeline.rejudge import plan_rejudge
 
 #: Sessions with notes and no session end for this long (seconds) are orphaned.
 ORPHAN_AGE = 24 * 3600.0
@@ -105,20 +114,14 @@ def run_batch(store, *, concurrency: int = 4, judges: list[str] | None = None, c
     anchors of every memory are checked (``drift``: counts of drifted and stale memories); with
     ``rejudge`` and ``drifted``, the drifted ones are re-judged (``rejudged_drifted``) instead of
     the entries of other prompt versions."""
-    from consolidate.pipeline.maintenance import apply_updates, new_plan, plan_decay
-    from consolidate.pipeline.run import drain
-    from consolidate.model.plan import run_summary as summary
-    from consolidate.pipeline.stages.purge import expire_quarantine
 
     out = out or sys.stderr
     if isinstance(since, str):  # a bad date fails before anything runs
-        from consolidate.core.dates import parse_user_date
 
         since = parse_user_date(since, what="--since date")
     started = time.perf_counter()
     result = BatchResult()
     result.orphans_ended = end_orphans(store, orphan_age, now)
-    from consolidate.pipeline.deferral import requeue_ready
 
     result.requeued_waiting = requeue_ready(store, judges=judges, chain_factory=chain_factory, now=now)
     update, postfix, close = _progress(len(store.sessions.pending()), out)
@@ -139,7 +142,6 @@ def run_batch(store, *, concurrency: int = 4, judges: list[str] | None = None, c
     try:  # a run a crash left in the journal is finished first (by the drain)
         drained = drain(store, concurrency=max(1, concurrency), keep_going=True, on_done=done, judges=judges,
                         chain_factory=chain_factory, time_box=time_box)
-        from consolidate.model.report import drain_notices
 
         result.notices = drain_notices(drained)
     except KeyboardInterrupt:
@@ -158,12 +160,10 @@ def run_batch(store, *, concurrency: int = 4, judges: list[str] | None = None, c
         result.decayed = len(decay.updates)
         result.drift = check_drift(store)
         if rejudge and drifted:
-            from consolidate.pipeline.rejudge import plan_rejudge_drifted
 
             result.rejudged_drifted = plan_rejudge_drifted(store, plan, judges=judges, chain_factory=chain_factory,
                                                            time_box=time_box)
         elif rejudge:
-            from consolidate.pipeline.rejudge import plan_rejudge
 
             result.rejudged = plan_rejudge(store, plan, judges=judges, chain_factory=chain_factory, since=since,
                                            prompt_version=prompt_version, time_box=time_box)

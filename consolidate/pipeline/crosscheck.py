@@ -40,6 +40,18 @@ from typing import Any
 from consolidate.store.layout import ARCHIVE, CHROMA, CONTEXT_MD, EVENT_LOG, FORGOTTEN, GRAPH, GRAPH_NODES, NOTES_MD, SNAPSHOT, SNAPSHOTS, TOMBSTONES
 from consolidate.rules.redaction import error_text
 from consolidate.pipeline.findings import Finding, memories as _memories, move_aside as _move_aside
+from consolidate.store import events as event_log
+from consolidate.store import journal
+from consolidate.store import archive
+from consolidate.core.errors import EmbeddingMismatch, StoreError
+from consolidate.store.index.longterm import close_all
+from consolidate.store.index.reindex import LIVE
+from consolidate.store.graph import extract_entities
+from consolidate.core.private import private_file
+from consolidate.store.index.reindex import rebuild
+from consolidate.store.views import notes_md
+from consolidate.store.views import context_md
+from consolidate.store import forgotten as forgotten_file
 
 #: The mark of an event line appended by ``doctor --repair`` from a derived file.
 RECOVERED = "doctor"
@@ -69,7 +81,6 @@ class History:
 
     def live(self) -> dict[str, dict[str, Any]]:
         """The memories the recall index must hold: ``{id: state}``."""
-        from consolidate.store.index.reindex import LIVE
 
         return {m: s for m, s in self.memories.items() if s["status"] in LIVE and not s["removed"]}
 
@@ -116,7 +127,6 @@ def replay(store, events=None) -> History:
     from consolidate.store import snapshots
 
     if events is None:
-        from consolidate.store import events as event_log
 
         try:
             events = list(event_log.read(store))
@@ -203,7 +213,6 @@ def _undo_records(store) -> dict[str, dict[str, Any]]:
 
 
 def _pending_runs(store) -> set[str]:
-    from consolidate.store import journal
 
     try:
         return {p.run_id for p in journal.pending(store)}
@@ -212,7 +221,6 @@ def _pending_runs(store) -> set[str]:
 
 
 def _archived(store, mid: str) -> dict[str, Any] | None:
-    from consolidate.store import archive
 
     try:
         rec = archive.load(store, mid)
@@ -291,7 +299,6 @@ def check(store, repair: bool) -> list:
 def _read_index(store, repair: bool, n_live: int):
     """``(rows or None, finding or None)``: the index's records, or why they cannot be read (a
     missing folder: ``{}`` and no finding here; a corrupt one moved aside by ``repair``)."""
-    from consolidate.core.errors import EmbeddingMismatch, StoreError
 
     embedded = not store.chroma_url
     if embedded and not store.sub(CHROMA).exists():
@@ -307,7 +314,6 @@ def _read_index(store, repair: bool, n_live: int):
         f = Finding(CHROMA.label, f"the recall index cannot be opened ({cause}); --repair moves it to chroma.corrupt"
                                f" and rebuilds it from the event log ({_memories(n_live)})")
         if repair:
-            from consolidate.store.index.longterm import close_all
 
             close_all()
             aside = _move_aside(store.sub(CHROMA))
@@ -339,7 +345,6 @@ def _check_log(store, hist: History, nodes: dict, rows: dict, repair: bool):
     # an undo the log lost: its undo record says undone
     lost_undos = sorted(rid for rid, r in records.items() if r["undone"] and rid not in hist.undone)
     if lost_runs or lost_undos:  # the derived files saw changes the log lost: theirs are the later state
-        from consolidate.store.index.reindex import LIVE
 
         for mid, s in hist.memories.items():
             row, node = rows.get(mid), nodes.get(mid) or {}
@@ -361,7 +366,6 @@ def _check_log(store, hist: History, nodes: dict, rows: dict, repair: bool):
                 + "; the graph and the recall index are the whole source for those")
     if not repair:
         return f, hist
-    from consolidate.store import events as event_log
 
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     lines: list[dict[str, Any]] = [{"ts": now, "event": "run.recovered", "run_id": rid, "recovered": RECOVERED}
@@ -417,7 +421,6 @@ def _recovered_event(store, mid: str, row: dict | None, node: dict | None, now: 
 
 def _expected_edges(mid: str, s: dict[str, Any]) -> list[tuple[str, str, str, dict]]:
     """``(source, target, key, target node attributes)`` of the edges a memory's write adds."""
-    from consolidate.store.graph import extract_entities
 
     out = [(mid, "session:" + s["session_id"], "derived_from", {"kind": "session"})]
     out += [(mid, "session:" + sid, "derived_from", {"kind": "session"}) for sid, _ in s.get("confirmed") or []]
@@ -437,7 +440,6 @@ def _edge_run(s: dict[str, Any], session: str) -> str:
 
 
 def _check_graph(store, hist: History, g, nodes: dict, rows: dict, team: bool, repair: bool):
-    from consolidate.store.index.reindex import LIVE
 
     expected = {m: s for m, s in hist.memories.items() if not s["removed"]}
     missing = sorted(m for m in expected if m not in nodes)
@@ -462,7 +464,6 @@ def _check_graph(store, hist: History, g, nodes: dict, rows: dict, team: bool, r
     from types import SimpleNamespace
 
     from consolidate.store import graph, snapshots
-    from consolidate.core.private import private_file
 
     snapshots.settle_graph_appends(store)  # the rewrite moves the lines undo records point to
     for m in missing:
@@ -510,7 +511,6 @@ def _check_graph(store, hist: History, g, nodes: dict, rows: dict, team: bool, r
 def _check_index(store, hist: History, nodes: dict, rows: dict | None, team: bool, repair: bool, opened):
     """The recall index against the live memories of the log (and, in a team store, the graph's live
     memories no local event describes: pulled)."""
-    from consolidate.store.index.reindex import LIVE
 
     live = hist.live()
     if team:  # a sync records changes made on other machines in the graph, not in the local log
@@ -553,8 +553,6 @@ def _check_index(store, hist: History, nodes: dict, rows: dict | None, team: boo
         f.problem += f"; {text}"
     if not repair:
         return f
-    from consolidate.store import archive
-    from consolidate.store.index.reindex import rebuild
 
     lt = store.longterm()
     with store.lock():
@@ -589,7 +587,6 @@ def _as_nodes(store, live: dict, pulled: dict, nodes: dict) -> dict[str, dict[st
 
 
 def _check_notes(store, hist: History, team: bool, repair: bool):
-    from consolidate.store.views import notes_md
 
     diff = notes_md.differences(store, hist, whole=not team)
     if diff is None:
@@ -606,7 +603,6 @@ def _check_notes(store, hist: History, team: bool, repair: bool):
 
 
 def _check_context(store, repair: bool):
-    from consolidate.store.views import context_md
 
     problem = context_md.differences(store)
     if problem is None:
@@ -625,9 +621,6 @@ def _check_tombstones(store, hist: History, team: bool, repair: bool):
     """``archive/tombstones.jsonl`` (ids never written again: ``memory.tombstoned``) and
     ``archive/forgotten.jsonl`` (statements a session may not bring back: ``memory.forgotten``,
     ``memory.declined``) against the log's removals that no undo reversed."""
-    from consolidate.store import archive
-    from consolidate.store import forgotten as forgotten_file
-    from consolidate.core.private import private_file
 
     def removed_by(*kinds, action=None):
         return {m: s for m, s in hist.memories.items() if (s.get("removal") or {}).get("status") == s["status"]

@@ -24,13 +24,23 @@ from consolidate.store import journal
 from consolidate.store.layout import CHROMA, EVENT_LOG, GRAPH, GRAPH_EDGES, GRAPH_NODES, JOURNAL, MANIFEST, SESSIONS_DB, TOMBSTONES
 from consolidate.rules.redaction import error_text
 from consolidate.pipeline.findings import Finding, memories as _memories, move_aside as _move_aside
+from consolidate.core.errors import StoreCorrupt
+from consolidate.store.graph import LINE_FIELDS
+from consolidate.core.json_check import check_fields
+from consolidate.core.atomic import write_text_atomic
+from consolidate.core.private import private_file
+from consolidate.core.private import private_umask
+from consolidate.pipeline import crosscheck
+from consolidate.store.index.reindex import allow_missing
+from consolidate.store import snapshots
+from consolidate.store.index import reindex
+from consolidate.core.atomic import write_json_atomic
+from consolidate.store.index import lexical
+from consolidate.core.errors import StoreError
 
 
 def _bad_lines(path: Path) -> list[int]:
     """Line numbers of ``path`` that are not JSON, or (graph files) whose fields have the wrong type."""
-    from consolidate.core.errors import StoreCorrupt
-    from consolidate.store.graph import LINE_FIELDS
-    from consolidate.core.json_check import check_fields
 
     spec = LINE_FIELDS.get(path.name) if path.parent.name == GRAPH.name else None
     bad = []
@@ -48,11 +58,9 @@ def _bad_lines(path: Path) -> list[int]:
 
 def _quarantine_lines(path: Path, bad: list[int]) -> None:
     """Move the bad lines of a JSONL file to ``<file>.corrupt`` and rewrite the file without them."""
-    from consolidate.core.atomic import write_text_atomic
 
     lines = path.read_bytes().splitlines(keepends=True)
     bad_set = set(bad)
-    from consolidate.core.private import private_file
 
     with private_file(path.with_name(path.name + ".corrupt"), "ab") as f:
         for i in sorted(bad_set):
@@ -64,7 +72,6 @@ def _quarantine_lines(path: Path, bad: list[int]) -> None:
 def check(store, repair: bool = False) -> list[Finding]:
     """Run every check; with ``repair`` fix what can be fixed safely. Returns the findings."""
     if repair:
-        from consolidate.core.private import private_umask
 
         private_umask()  # what the repair writes is private whatever the umask
     found: list[Finding] = []
@@ -96,7 +103,6 @@ def check(store, repair: bool = False) -> list[Finding]:
                               + (" …" if len(bad) > 10 else ""))
             if repair:
                 if entry in (GRAPH_NODES, GRAPH_EDGES):
-                    from consolidate.store import snapshots
 
                     snapshots.settle_graph_appends(store)  # the lines undo records point to move
                 _quarantine_lines(path, bad)
@@ -113,8 +119,6 @@ def check(store, repair: bool = False) -> list[Finding]:
     if not any(x.where.startswith((MANIFEST.rel, JOURNAL.label)) and not x.repaired for x in found):
         # every derived file against the event log (consolidate/pipeline/crosscheck.py); not while a run
         # waits in the journal (its lines are half written) or the log's own lines are bad
-        from consolidate.pipeline import crosscheck
-        from consolidate.store.index.reindex import allow_missing
 
         with allow_missing(store):
             found += crosscheck.check(store, repair)
@@ -138,7 +142,6 @@ def _check_project(store, repair: bool) -> list[Finding]:
     if store.recorded_project or store.chroma_url or not store.sub(MANIFEST).exists():
         return []
     try:
-        from consolidate.store.index import reindex
 
         scopes = Counter(a.get("scope") for a in reindex.live_memories(store).values() if a.get("scope"))
     except ConsolidateError:
@@ -153,7 +156,6 @@ def _check_project(store, repair: bool) -> list[Finding]:
     f = Finding(MANIFEST.rel, f"no project recorded (a copied or moved store would take the folder's name);"
                                  f" its {n} memories belong to {project!r}")
     if repair:
-        from consolidate.core.atomic import write_json_atomic
 
         data = store.read_manifest() or {}
         data["project"] = project
@@ -205,8 +207,6 @@ def _check_lexical(store, repair: bool) -> list[Finding]:
     from the recall index's records by ``--repair`` (recall would rebuild it on first use too)."""
     import sqlite3
 
-    from consolidate.store.index import lexical
-    from consolidate.core.errors import StoreError
 
     path = lexical.index_path(store.path)
     try:

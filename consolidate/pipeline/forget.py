@@ -19,6 +19,11 @@ from typing import Any
 from consolidate.core.errors import BadInput
 from consolidate.store.forgotten import append as _append
 from consolidate.store.forgotten import forgotten_match, lift, tombstones  # noqa: F401 - forget's API: the statements it keeps
+from consolidate.pipeline.maintenance import apply_updates, new_plan
+from consolidate.model.plan import MemoryUpdate
+from consolidate.rules.secrets import user_reason
+from consolidate.store.views import context_md
+from consolidate.store.views.notes_md import mark_statement
 
 def forget(store, memory_id: str, reason: str | None = None, *, lock_timeout: float = 60.0,
            status: str = "forgotten", event: str = "memory.forgotten", label: str = "forget",
@@ -29,8 +34,6 @@ def forget(store, memory_id: str, reason: str | None = None, *, lock_timeout: fl
     (``consolidate review --decline`` says ``declined``); ``extend(plan, row)`` may add decisions and
     updates to the same run before it is written (row: ``{"document", "metadata"}``).
     Raises BadInput for an unknown id (already forgotten or archived included)."""
-    from consolidate.pipeline.maintenance import apply_updates, new_plan
-    from consolidate.model.plan import MemoryUpdate
 
     if not isinstance(memory_id, str) or not memory_id.strip():
         raise BadInput("no memory id: give the id shown by `consolidate recall --json` or the MCP recall tool")
@@ -42,7 +45,6 @@ def forget(store, memory_id: str, reason: str | None = None, *, lock_timeout: fl
     if row is None:
         raise BadInput(f"unknown memory {memory_id!r}: not in the store (already forgotten or archived?)",
                        memory_id=memory_id)
-    from consolidate.rules.secrets import user_reason
 
     why = user_reason(reason, f"{status} by the user")
     plan = new_plan(store, label)
@@ -53,10 +55,8 @@ def forget(store, memory_id: str, reason: str | None = None, *, lock_timeout: fl
     _append(store, {"id": memory_id, "statement": row["document"], "type": row["metadata"].get("type"),
                     "run_id": plan.run_id, "reason": why, "forgotten_at": now})
     apply_updates(store, plan, lock_timeout)
-    from consolidate.store.views import context_md
 
     context_md.write(store, store.project, touched=[u.memory_id for u in plan.updates], run_id=plan.run_id)  # merged
-    from consolidate.store.views.notes_md import mark_statement
 
     mark_statement(store, row["document"], f"{status} {now[:10]}: {why}")
     return {"memory_id": memory_id, "statement": row["document"], "run_id": plan.run_id, "status": status}

@@ -67,6 +67,7 @@ from consolidate.core.vocab import END_PENDING
 from consolidate.rules.redaction import error_text
 from consolidate.store.sessions import tables
 from consolidate.store.sessions.segments import base_of
+from consolidate.store.sessions.tier import _worth_scanning
 
 #: Harvest bounds: the last this many transcript entries, each text cut at this many characters.
 MAX_ENTRIES = 400
@@ -328,7 +329,6 @@ def redact_secrets(note: dict[str, Any]) -> None:
     """Replace every secret in ``note["content"]`` by ``[secret removed: KIND]`` in place and record
     the kinds in ``metadata["secret_removed"]``: the turn is kept, its secrets are not. Text the
     write-time prefilter finds nothing in is not scanned (consolidate.store.sessions.tier._worth_scanning)."""
-    from consolidate.store.sessions.tier import _worth_scanning
 
     text = note["content"]
     if not _worth_scanning(text):

@@ -14,6 +14,7 @@ from typing import Any
 
 from consolidate.core.errors import BadInput
 from consolidate.model.plan import MemoryUpdate, Plan, step_confidence
+from consolidate.pipeline.run import apply_plan
 
 #: Confidence decays one step when an entry has not been confirmed for this many days, at most once
 #: per period (docs/design.md#evidence-and-confidence: decay).
@@ -27,7 +28,6 @@ def new_plan(store, label: str) -> Plan:
 
 def apply_updates(store, plan: Plan, lock_timeout: float = 60.0) -> Plan:
     """Write a maintenance plan (journal first, under the store lock; consolidate.pipeline.run.apply_plan)."""
-    from consolidate.pipeline.run import apply_plan
 
     apply_plan(store, plan, lock_timeout)
     replica = store.replica()

@@ -13,6 +13,8 @@ import time
 
 from consolidate.model.plan import MemoryUpdate
 from consolidate.store.layout import STORE_CONFIG
+from consolidate.core.dates import parse_stored, parse_user_date
+from judges.base import Item, JudgeContext
 
 
 def candidates(store, *, current: str | None, since=None, prompt_version: str | None = None):
@@ -21,7 +23,6 @@ def candidates(store, *, current: str | None, since=None, prompt_version: str | 
     datetime, or text parsed by ``consolidate.core.dates.parse_user_date``: local time). Entries are
     compared by their stored UTC time, never as strings; an entry without a date is left out when
     ``since`` is given. Raises BadInput for an unparseable ``since``."""
-    from consolidate.core.dates import parse_stored, parse_user_date
 
     if isinstance(since, str):
         since = parse_user_date(since, what="--since date")
@@ -57,7 +58,6 @@ def _judge_rows(store, plan, chain, rows, time_box: float | None, counts: dict[s
     seconds, add the chain's events to ``plan``, and per row: unjudged, counted and left as it is;
     a drop, archived (``rejudged-out``) with ``on_drop(row, judged)`` as the reason; a keep, updated
     with the ``(fields, reason)`` of ``on_keep(row, judged)``. ``counts`` is updated in place."""
-    from judges.base import Item, JudgeContext
 
     items = [Item(key=i, content=r["document"], kind=r["metadata"].get("type")) for i, r in enumerate(rows)]
     deadline = time.time() + time_box if time_box else None

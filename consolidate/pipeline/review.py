@@ -31,6 +31,17 @@ from typing import Any
 
 from consolidate.core.errors import BadInput
 from consolidate.core.vocab import ACTIVE, LIVE_STATUSES, REVIEW_STATUSES
+from consolidate.pipeline.maintenance import disputes
+from consolidate.model.report import render_memory
+from consolidate.pipeline.maintenance import apply_updates
+from consolidate.store.views import context_md
+from consolidate.pipeline.maintenance import new_plan
+from consolidate.rules.secrets import user_reason
+from consolidate.pipeline.forget import forget
+from consolidate.rules.secrets import scan
+from consolidate.store import archive
+from consolidate.pipeline.stages.provenance import memory_id as new_id
+from consolidate.store.views.notes_md import mark_statement
 
 #: What a memory may wait for, in the order the queue lists them.
 REASONS = (*REVIEW_STATUSES, "drifted", "stale")
@@ -60,8 +71,6 @@ def queue(store) -> list[dict[str, Any]]:
     ``{"id", "statement", "type", "status", "reasons": [..], "with": [ids it disputes with],
     "drifted": [paths], "stale": [paths], "text": rendered line, "metadata"}``. [] for a store
     without a long-term tier."""
-    from consolidate.pipeline.maintenance import disputes
-    from consolidate.model.report import render_memory
 
     if not store.exists or not store.has_longterm:
         return []
@@ -114,8 +123,6 @@ def _decide(plan, decision: str, entry: dict[str, Any], reason: str, **detail) -
 
 
 def _apply(store, plan) -> None:
-    from consolidate.pipeline.maintenance import apply_updates
-    from consolidate.store.views import context_md
 
     apply_updates(store, plan)
     context_md.write(store, plan.scope)
@@ -141,14 +148,12 @@ def approve(store, memory_id: str, note: str | None = None) -> dict[str, Any]:
     """Approve a memory waiting for review (see the module docstring); returns ``{"memory_id",
     "decision": "approved", "run_id", "status": "active", "superseded": [ids]}``. Raises BadInput
     for an unknown id or one that waits for nothing."""
-    from consolidate.pipeline.maintenance import new_plan
     from consolidate.model.plan import MemoryUpdate
 
     entry = _entry(store, memory_id)
     if not entry["reasons"]:
         raise BadInput(f"{entry['id']} waits for no review (status {entry['status']}): nothing to approve;"
                        " `consolidate review --list` shows what does", memory_id=entry["id"])
-    from consolidate.rules.secrets import user_reason
 
     why = user_reason(note, "approved by the user in review")
     plan = new_plan(store, "review")
@@ -170,17 +175,14 @@ def decline(store, memory_id: str, reason: str | None = None) -> dict[str, Any]:
     ``declined``); an entry it disputed with and no other becomes active. Returns ``{"memory_id",
     "decision": "declined", "run_id", "status": "declined", "settled": [ids made active]}``. Any
     memory may be declined, whether it waits for review or not. Raises BadInput for an unknown id."""
-    from consolidate.pipeline.forget import forget
     from consolidate.model.plan import MemoryUpdate
 
     entry = _entry(store, memory_id)
-    from consolidate.rules.secrets import user_reason
 
     why = user_reason(reason, "declined by the user in review")
     settled: list[str] = []
 
     def extend(plan, _row) -> None:
-        from consolidate.pipeline.maintenance import disputes
 
         plan.scope = (entry["metadata"] or {}).get("scope") or store.project
         _decide(plan, "declined", entry, why)
@@ -208,7 +210,6 @@ def check_edit_text(text: Any) -> str:
     if len(text) > MAX_EDIT_CHARS:
         raise BadInput(f"the edited memory is {len(text)} characters; a memory is one statement of at most"
                        f" {MAX_EDIT_CHARS}")
-    from consolidate.rules.secrets import scan
 
     found = scan(text)
     if found:
@@ -223,11 +224,8 @@ def edit(store, memory_id: str, text: str) -> dict[str, Any]:
     high, the old type and fields) supersedes it. Returns ``{"memory_id": new id, "decision":
     "edited", "supersedes": old id, "run_id", "status": "active", "superseded": [ids]}``. Any memory
     may be edited. Raises BadInput for an unknown id or text :func:`check_edit_text` refuses."""
-    from consolidate.store import archive
     from consolidate.store.anchors import find_anchors, project_root
-    from consolidate.pipeline.maintenance import new_plan
     from consolidate.model.plan import Candidate, MemoryUpdate
-    from consolidate.pipeline.stages.provenance import memory_id as new_id
 
     text = check_edit_text(text)
     entry = _entry(store, memory_id)
@@ -262,7 +260,6 @@ def edit(store, memory_id: str, text: str) -> dict[str, Any]:
     _supersede_partners(plan, entry, mid, f"dispute settled in review by the user's wording ({mid})")
     _apply(store, plan)
     if mid != entry["id"]:
-        from consolidate.store.views.notes_md import mark_statement
 
         mark_statement(store, entry["statement"], f"edited {now.date().isoformat()}: now {mid}")
     return {"memory_id": mid, "decision": "edited", "supersedes": entry["id"], "run_id": plan.run_id,

@@ -24,6 +24,7 @@ from consolidate.store.hook_log import log
 from consolidate.store.store import Store
 from consolidate.store.layout import STORE_CONFIG
 from consolidate.rules.redaction import error_text
+from consolidate.model.plan import run_summary
 
 #: Default time box of one run, in seconds (the whole run: judging gets what is left).
 DEFAULT_TIME_BOX = 120.0
@@ -90,7 +91,6 @@ def run_session(store: Store, session_id: str, *, outcome: str = "success", reas
     _run_stage(stages.COUNT, plan, ctx)
     if (plan.note_count == 0 and outcome != "failure") or outcome == "aborted":
         if not dry_run:  # a run of its own (listed by `consolidate runs`, undone as one that wrote nothing)
-            from consolidate.model.plan import run_summary
 
             store.sessions.finish(session_id, "done" if outcome != "aborted" else "aborted", plan.run_id,
                                   run_summary(plan))

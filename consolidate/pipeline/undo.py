@@ -19,6 +19,9 @@ from consolidate.store.archive import lift_tombstones
 from consolidate.core.errors import BadInput
 from consolidate.core.private import private_umask
 from consolidate.core.atomic import write_json_atomic
+from consolidate.store.views import context_md
+from consolidate.store.forgotten import lift
+from consolidate.store.views.notes_md import mark_run_undone
 
 
 def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
@@ -36,7 +39,6 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
     if record.get("undone"):
         raise BadInput(f"run {run_id} was already undone")
     with store.lock(lock_timeout):
-        from consolidate.store.views import context_md
 
         # a graph file that cannot be read: refused before anything changes; the graph loaded here is the
         # one reversed below unless a crashed run's replay appends to it first (one read, not two)
@@ -51,8 +53,6 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
             lt.upsert([{"id": i, "document": r["document"], "metadata": r["metadata"], "embedding": r["embedding"]}
                        for i, r in before.items()])
         lift_tombstones(store, set(record.get("tombstoned", [])))
-        from consolidate.store.forgotten import lift
-        from consolidate.store.views.notes_md import mark_run_undone
 
         lift(store, run_id)  # an undone `forget` protects nothing any more
         reversed_graph = apply_stage.reverse_graph(store, record.get("graph"), loaded)

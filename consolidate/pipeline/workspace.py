@@ -50,6 +50,18 @@ from consolidate.core.errors import BadInput, PathRefused, UnknownSession
 from consolidate.store.sessions.tier import check_session_id
 from consolidate.core.vocab import ABORTED, FAILURE, MEMORY_TYPES, SESSION_OUTCOMES, SUCCESS
 from consolidate.store.layout import CONTEXT_MD, WORKSPACES, WORKSPACE_CONTEXT, WORKSPACE_CORE, WORKSPACE_LOCK, WORKSPACE_MEMORIES, WORKSPACE_OUTPUT, WORKSPACE_SESSION, WORKSPACE_STATE, WORKSPACE_WORKING
+from consolidate.core.jsonl import read_objects
+from consolidate.store.echo import memory_texts, record_shown_safely
+from consolidate.rules.guard import filter_lines
+from consolidate.model.report import render_memory
+from consolidate.rules.guard import NOTICE
+from consolidate.store.anchors import mark_hits
+from consolidate.store.sessions.tier import _check_text
+from consolidate.core.json_check import check_fields
+from consolidate.core.errors import StoreCorrupt
+from consolidate.core.atomic import write_json_atomic
+from consolidate.store.sessions.tier import check_content
+from consolidate.core.atomic import write_text_atomic
 
 #: Largest file in a workspace, in bytes (UTF-8). A bigger write or append is refused whole.
 MAX_FILE_BYTES = 1_000_000
@@ -192,7 +204,6 @@ def parse_jsonl(raw: bytes, file: str) -> list[Item]:
     ``flag``, ``kind`` and ``ttl`` optional. Raises InvalidImportLine (file and line) for a bad line."""
     import io
 
-    from consolidate.core.jsonl import read_objects
     from consolidate.store.sessions.tier import check_flag, check_kind, parse_ttl
 
     out = []
@@ -245,16 +256,13 @@ class Workspace:
             raise UnknownSession(f"session {self.session_id!r} has no workspace: start it first",
                                  session_id=self.session_id) from None
         except (OSError, ValueError) as exc:
-            from consolidate.core.errors import StoreCorrupt
 
             raise StoreCorrupt(f"{self.state_path} is corrupt ({exc})", path=str(self.state_path)) from None
-        from consolidate.core.json_check import check_fields
 
         return check_fields(data, self.state_path, STATE_FIELDS,
                             fix="restore it or move the workspace away (nothing was changed)")
 
     def _save(self, data: dict[str, Any]) -> None:
-        from consolidate.core.atomic import write_json_atomic
 
         data["updated_at"] = _iso(time.time())
         write_json_atomic(self.state_path, data)
@@ -479,7 +487,6 @@ class Workspace:
 
     def _extract(self, data: dict[str, Any], *, flag: bool = False) -> dict[str, Any]:
         from consolidate.rules import secrets
-        from consolidate.store.sessions.tier import check_content
 
         items, skipped = self.items()
         keep: list[Item] = []
@@ -505,7 +512,6 @@ class Workspace:
             keep.append(it)
         for rel in sorted(redact_files):  # the secret does not stay in the store either
             p = self.root / rel
-            from consolidate.core.atomic import write_text_atomic
 
             write_text_atomic(p, secrets.redact(p.read_text(encoding="utf-8", errors="replace")))
         tier = self.store.sessions
@@ -571,7 +577,6 @@ def record_context_shown(store, session_id: str, text: str) -> bool:
     """Record the memory lines of a ``context/`` file (``memories.md``) as shown to ``session_id``
     (consolidate.store.echo): when the same session writes them back (``output/`` extracted, a note), they
     are an echo, never a re-confirmation. Never raises (a read-only store records nothing)."""
-    from consolidate.store.echo import memory_texts, record_shown_safely
 
     texts = memory_texts(text)
     return record_shown_safely(store, session_id, texts) if texts else False
@@ -580,7 +585,6 @@ def record_context_shown(store, session_id: str, text: str) -> bool:
 def _guard(lines: list[str]) -> list[str]:
     """Memory lines that may be given as context: none worded as an order or running remote code
     (consolidate/rules/guard.py)."""
-    from consolidate.rules.guard import filter_lines
 
     return filter_lines(lines)[0]
 
@@ -589,13 +593,11 @@ def _context_memories(store, task: str | None) -> tuple[str, int]:
     """``context/memories.md`` text and its number of memories: recall on the task when given, else
     the store's top memories (``memory/context.md``). Nothing is created in a store without a
     long-term tier."""
-    from consolidate.model.report import render_memory
 
     lines = []
     if task and store.has_longterm and store.read_manifest() is not None:
         hits = store.longterm().search(task, k=CONTEXT_MEMORIES)
         try:
-            from consolidate.store.anchors import mark_hits
 
             hits = mark_hits(store, hits, for_context=True)
         except ImportError:
@@ -609,7 +611,6 @@ def _context_memories(store, task: str | None) -> tuple[str, int]:
             text = ""
         lines = _guard([ln for ln in text.splitlines() if ln.startswith("- ")])
         head = f"# Project memory: the top {len(lines)} memories"
-    from consolidate.rules.guard import NOTICE
 
     if not lines:
         return "# Memories\n\nNo memories yet for this project.\n", 0
@@ -631,7 +632,6 @@ def start(store, session_id: str | None = None, task: str | None = None, **bound
         if task and len(task) > MAX_TASK_CHARS:
             raise BadInput(f"the task is {len(task):,} characters; the limit is {MAX_TASK_CHARS:,}")
         if task:
-            from consolidate.store.sessions.tier import _check_text
 
             _check_text(task, "the task")
     blank = session_id is None or (isinstance(session_id, str) and not session_id.strip())

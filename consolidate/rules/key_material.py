@@ -62,6 +62,7 @@ import base64
 import binascii
 import re
 from typing import Iterable, Iterator
+from consolidate.rules.secrets.values import shannon_entropy
 
 __all__ = ["find", "KIND"]
 
@@ -149,7 +150,6 @@ _COMMON_BIGRAMS = frozenset(
 
 
 def _entropy(value: str) -> float:
-    from consolidate.rules.secrets.values import shannon_entropy
 
     return shannon_entropy(value)
 

@@ -17,6 +17,7 @@ import re
 
 from consolidate.core.textmeasure import MAX_STATEMENT_CHARS, measure, statement_length
 from consolidate.core.vocab import MEMORY_TYPES
+from consolidate.core.textmeasure import english_length
 
 #: The fields each memory type requires besides the statement (consolidate.core.vocab.MEMORY_TYPES,
 #: in that order).
@@ -287,7 +288,6 @@ def durability(statement: str, *, confidence: str, had_ttl: bool, flagged: bool 
     or a very short statement (under TRANSIENT_MAX_CHARS English-equivalent characters, any script)
     that is not high-confidence. A ``flagged`` note is never made transient by its wording or length,
     only by a TTL: the flag is the agent saying "keep this"."""
-    from consolidate.core.textmeasure import english_length
 
     if had_ttl:
         return "transient", "written with a TTL"

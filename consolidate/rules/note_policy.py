@@ -19,6 +19,7 @@ module does not scan for secrets.
 from __future__ import annotations
 
 from typing import Any
+from consolidate.rules.memory_types import FIELD_HINTS, TYPES, fields_from_text, infer_type, memorability_problem, required_missing
 
 
 #: The policy line of a flagged note the secret gate blocked at write time: it is stored redacted and
@@ -36,7 +37,6 @@ def check_note(content: str, *, flag: bool, kind: str | None = None,
         return None
     if blocked:
         return BLOCKED_LINE
-    from consolidate.rules.memory_types import FIELD_HINTS, TYPES, fields_from_text, infer_type, memorability_problem, required_missing
 
     if kind in TYPES:
         type_, inferred = kind, None

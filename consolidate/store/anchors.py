@@ -42,6 +42,10 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable
 from consolidate.store.layout import CONTEXT_MD, MANIFEST, MANIFEST_LOCK, CONTEXT_INDEX as _INDEX
+from consolidate.core.settings import PROJECT_ROOT
+from consolidate.store.graph import extract_entities
+from consolidate.core.atomic import write_json_atomic
+from consolidate.store.views.start_file import check_root
 
 SECTION = "anchors"
 #: Files larger than this are not anchored (a memory about a 50 MB data file is not about code).
@@ -76,7 +80,6 @@ def sha(data: bytes) -> str:
 def project_root(store) -> Path:
     """The project the store's memories are about: ``$CONSOLIDATE_PROJECT_ROOT``, else the folder
     holding the store (``./.memofs`` lives in the project)."""
-    from consolidate.core.settings import PROJECT_ROOT
 
     env = PROJECT_ROOT.get()
     return Path(env).resolve() if env else Path(store.path).resolve().parent
@@ -192,7 +195,6 @@ def find_anchors(root: Path, text: str, entities: Iterable[str] = ()) -> list[di
     """Anchors of a memory whose text (statement and fields) is ``text``: for each file entity that
     is a file under ``root``, one anchor per named symbol defined in it, else one for the whole file.
     Each anchor is ``{"path", "symbol" (or None), "sha"}``."""
-    from consolidate.store.graph import extract_entities
 
     root = Path(root).resolve()
     files = [name for name, kind in extract_entities(text, list(entities)) if kind in ("file", "named")]
@@ -270,7 +272,6 @@ def update_section(store_path: Path, change) -> bool:
                     section[key] = value
             change(section)
             data[SECTION] = section
-            from consolidate.core.atomic import write_json_atomic
 
             write_json_atomic(path, data, compact=True)  # compact: parsed on every recall
     except (OSError, ValueError, filelock.Timeout):
@@ -448,7 +449,6 @@ def check(store_path: Path, memory_ids: Iterable[str] | None = None, *, root: Pa
     mtime; a file is read and hashed only when they changed. With ``update``, changed cache entries,
     renames, and newly drifted or stale memories (the re-judge queue) are written back to the
     manifest (never when nothing changed)."""
-    from consolidate.store.views.start_file import check_root
 
     store_path = Path(store_path)
     top = str(root) if root is not None else check_root(store_path)
@@ -567,7 +567,6 @@ CONTEXT_INDEX = _INDEX.name
 def write_context_index(store, rows: list[dict], lines: list[str]) -> None:
     """Write ``memory/context.json``: the memory id beside each line of ``memory/context.md``, so
     the SessionStart hook can mark drifted lines and leave stale ones out."""
-    from consolidate.core.atomic import write_json_atomic
 
     write_json_atomic(_INDEX.of(Path(store.path)),
                       [{"id": r["id"], "line": line} for r, line in zip(rows, lines)])

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import re
 import time
+from consolidate.store.sessions.tables import record_shown as record
+from consolidate.store.sessions.tables import shown_digests
 TYPE_CHECKING = False  # typing is not imported at run time: the light SessionStart hook imports this module
 if TYPE_CHECKING:
     from typing import Iterable
@@ -68,7 +70,6 @@ def record_digests(tier, session_id: str | None, digests: list[str], *, now: flo
     holds its context's digests: consolidate/store/views/start_file.py)."""
     if not digests:
         return
-    from consolidate.store.sessions.tables import record_shown as record
 
     now = time.time() if now is None else now
     record(tier.db, session_id, digests, now, now - KEEP_SECONDS)
@@ -77,7 +78,6 @@ def record_digests(tier, session_id: str | None, digests: list[str], *, now: flo
 def shown_to(tier, session_id: str, *, first_note_at: float | None = None, until: float | None = None) -> set[str]:
     """Digests of the memory texts shown to ``session_id``, and of those shown to no session from
     UNATTRIBUTED_WINDOW before ``first_note_at`` up to ``until``."""
-    from consolidate.store.sessions.tables import shown_digests
 
     window = None if first_note_at is None else (first_note_at - UNATTRIBUTED_WINDOW, until or time.time())
     return shown_digests(tier.db, session_id, window)

@@ -12,6 +12,9 @@ import datetime as _dt
 import json
 from pathlib import Path
 from typing import Iterator
+from consolidate.model.plan import run_summary
+from consolidate.core.jsonl import append_lines, cut_torn_tail
+from consolidate.core.jsonl import read_lines
 
 
 def path_of(store) -> Path:
@@ -22,7 +25,6 @@ def path_of(store) -> Path:
 def run_lines(plan, writes) -> list[dict]:
     """Every event line of a run, each with the run id and a sequence number (the replay key).
     ``writes``: the plan's writes (``plan.writes()``)."""
-    from consolidate.model.plan import run_summary
 
     ts = _dt.datetime.fromtimestamp(plan.started_at, _dt.timezone.utc).isoformat(timespec="seconds")
     lines = [{"ts": ts, **e} for e in plan.events]
@@ -72,7 +74,6 @@ def append(store, lines: list[dict], partial_point: str | None = None) -> None:
     """Append event lines (dicts, written as one JSON object a line, non-ASCII kept) in one write,
     flushed and fsynced, after cutting a torn last line. ``partial_point``: a crash point that tears
     the append (consolidate.core.jsonl.append_lines). Raises OSError when the log cannot be written."""
-    from consolidate.core.jsonl import append_lines, cut_torn_tail
 
     path = path_of(store)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -83,7 +84,6 @@ def append(store, lines: list[dict], partial_point: str | None = None) -> None:
 def read(store, *, contains: str | None = None) -> Iterator[dict]:
     """The event lines in order (a torn or damaged line skipped; none when there is no log yet);
     ``contains``: only the lines holding this text are parsed."""
-    from consolidate.core.jsonl import read_lines
 
     return read_lines(path_of(store), contains=contains)
 
@@ -91,6 +91,5 @@ def read(store, *, contains: str | None = None) -> Iterator[dict]:
 def _seqs_of_run(path, run_id: str) -> set[int | None]:
     """Sequence numbers of ``run_id``'s lines already in the log (scanned only on a replay; a
     substring test comes before any JSON parsing)."""
-    from consolidate.core.jsonl import read_lines
 
     return {obj.get("seq") for obj in read_lines(path, contains=f'"run_id": "{run_id}"')}

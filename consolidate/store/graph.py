@@ -32,6 +32,7 @@ from consolidate.core.json_check import check_fields
 from consolidate.core.jsonl import append_lines, cut_torn_tail  # the store's JSONL appends (consolidate/core/jsonl.py)
 from consolidate.core.vocab import LIVE_STATUSES
 from consolidate.store.layout import GRAPH_EDGES, GRAPH_NODES
+from consolidate.core.atomic import write_atomic
 
 _PATH = re.compile(r"(?<![\w/.-])((?:\.{0,2}/)?(?:[\w@.-]+/)+[\w@.-]+\.[A-Za-z0-9]{1,6}|[\w-]+\.(?:py|js|ts|tsx|jsx|json|toml|ya?ml|md|sh|rs|go|java|sql|css|html|lock|cfg|ini|env))(?![\w/])")
 _INSTALL = re.compile(r"\b(?:pip|pip3|npm|pnpm|yarn|uv|cargo|gem|go|poetry|bun)\s+(?:install|add|i|get)\s+((?:[@\w./-]+(?:==[\w.]+)?\s*){1,4})", re.IGNORECASE)
@@ -104,7 +105,6 @@ def load(folder: Path, strict: bool = True):
                     raise StoreCorrupt(f"{path}:{lineno} is not JSON; the graph file is corrupt"
                                        " (`consolidate doctor --repair` moves bad lines aside)",
                                        path=str(path), line=lineno) from None
-                from consolidate.core.json_check import check_fields
 
                 try:
                     check_fields(obj, f"{path}:{lineno}", LINE_FIELDS[name],
@@ -135,7 +135,6 @@ def save(g, folder: Path) -> None:
 
 
 def _write_lines(path: Path, rows) -> None:
-    from consolidate.core.atomic import write_atomic
 
     write_atomic(path, (json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows))
 

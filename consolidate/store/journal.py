@@ -16,6 +16,8 @@ from pathlib import Path
 from consolidate.core.errors import StoreCorrupt
 from consolidate.model.plan import Plan
 from consolidate.store.layout import JOURNAL, JOURNAL_PLAN, JOURNAL_STEPS
+from consolidate.core.atomic import write_atomic
+from consolidate.core.private import private_file
 
 
 def _folder(store) -> Path:
@@ -26,7 +28,6 @@ def _folder(store) -> Path:
 
 def write(store, plan: Plan) -> Path:
     """Write the plan to the journal, fsynced; returns its path."""
-    from consolidate.core.atomic import write_atomic
 
     path = _folder(store) / JOURNAL_PLAN.fill(plan.run_id).name
     # a failed write (a full disk) removes its temporary file: no half journal (and the notes in it) is kept
@@ -45,7 +46,6 @@ def done_steps(store, run_id: str) -> set[str]:
 
 def mark(store, run_id: str, step: str) -> None:
     """Record that ``step`` completed (appended and fsynced)."""
-    from consolidate.core.private import private_file
 
     with private_file(_folder(store) / JOURNAL_STEPS.fill(run_id).name, "a") as f:
         f.write(step + "\n")

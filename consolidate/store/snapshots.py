@@ -15,6 +15,8 @@ from typing import Any
 from consolidate.core.errors import BadInput, StoreCorrupt
 from consolidate.core.atomic import write_json_atomic
 from consolidate.store.layout import GRAPH, SNAPSHOT, SNAPSHOTS
+from consolidate.core.json_check import check_fields
+from consolidate.store import graph
 
 
 def path_of(store, run_id: str) -> Path:
@@ -34,7 +36,6 @@ _FIX = "restore it or move it away (nothing was changed)"
 def load(store, run_id: str) -> dict[str, Any]:
     """The undo record of ``run_id``. Raises BadInput for an unknown run, StoreCorrupt for a bad file
     (not JSON, or a field of the wrong type: one line naming the file and the field)."""
-    from consolidate.core.json_check import check_fields
 
     p = path_of(store, run_id)
     try:
@@ -112,7 +113,6 @@ def settle_graph_appends(store) -> dict[str, dict]:
     """Turn the appended-lines records of every run not undone into explicit graph diffs (before the
     graph files are rewritten, which moves every line: undo, doctor --repair); returns
     ``{run_id: diff}``. A record whose lines are no longer in the files keeps no graph diff."""
-    from consolidate.store import graph
 
     folder = store.sub(SNAPSHOTS)
     records = {}
@@ -142,7 +142,6 @@ def list_runs(store) -> list[dict[str, Any]]:
             data = json.loads(p.read_text(encoding="utf-8"))
         except ValueError:
             continue
-        from consolidate.core.json_check import check_fields
 
         check_fields(data, p, RECORD_FIELDS, fix=_FIX)
         out.append({"run_id": data["run_id"], "session_id": data["session_id"], "outcome": data.get("outcome"),

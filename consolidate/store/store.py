@@ -34,6 +34,11 @@ from consolidate.core.errors import EmbeddingMismatch, StoreCorrupt, StorePathEr
 from consolidate.store import replica as _replica
 from consolidate.store.layout import CHROMA, CORE_MD, EVENT_LOG, GITIGNORE, LOCK_FILE, LOCK_HOLDER, MANIFEST, NOTES_MD, SESSIONS_DB, STORE_CONFIG, TEAM_JSON, Entry
 from consolidate.store.sessions.tier import SessionTier
+from consolidate.core.private import prepare_store_dir
+from consolidate.core.private import private_umask
+from consolidate.core.errors import StoreReadOnly
+from consolidate.core.errors import SecretBlocked
+from consolidate.core.errors import StoreError
 
 LAYOUT_VERSION = 1
 DEFAULT_STORE = ".memofs"
@@ -75,14 +80,12 @@ class Store:
             raise StorePathError(f"store path {self.path} is a file, not a folder", path=str(self.path))
         if create:
             try:
-                from consolidate.core.private import prepare_store_dir
 
                 prepare_store_dir(self.path, GITIGNORE.name)  # 0700 folders, 0600 files, a .gitignore (consolidate/core/private.py)
             except OSError as exc:
                 raise StorePathError(f"cannot create store folder {self.path}: {exc.strerror or exc}",
                                      path=str(self.path)) from None
         elif self.path.is_dir():
-            from consolidate.core.private import private_umask
 
             private_umask()  # whatever this process writes to the store later (SQLite, Chroma) is private
         self.chroma_url = chroma_url or settings.CHROMA_URL.get()
@@ -112,7 +115,6 @@ class Store:
     def require_writable(self) -> None:
         """Raises StoreReadOnly (one line) when the store folder cannot be written."""
         if self.path.is_dir() and not self.writable:
-            from consolidate.core.errors import StoreReadOnly
 
             raise StoreReadOnly(f"the store {self.path} is read-only: read commands work, writes need a writable"
                                 " folder", path=str(self.path))
@@ -224,7 +226,6 @@ class Store:
         """Replace ``memory/core.md`` (the project rules given to judges). The text passes the secret
         gate first: raises SecretBlocked (kinds and redacted previews only) and writes nothing when it
         holds secret material."""
-        from consolidate.core.errors import SecretBlocked
         from consolidate.rules.secrets import scan
 
         findings = scan(text)
@@ -288,7 +289,6 @@ class Store:
                 })
                 self.recorded_project = self.project
             except OSError as exc:
-                from consolidate.core.errors import StoreError
 
                 raise StoreError(f"store {self.path} cannot be written (manifest.json: {exc.strerror or exc});"
                                  " nothing was changed", path=str(self.path)) from None

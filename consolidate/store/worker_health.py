@@ -22,6 +22,8 @@ import os
 import time
 from consolidate.store.layout import SESSIONS_DB, WORKER_STATUS
 from consolidate.rules.redaction import redacted
+from consolidate.store.sessions.tables import queue_counts
+from consolidate.store.sessions.tables import connect_read_only
 
 STATUS_FILE = WORKER_STATUS.name
 #: A queued session end older than this (seconds) is piling up: a worker normally takes it within
@@ -72,7 +74,6 @@ def queue_state(conn, *, now: float | None = None) -> dict:
     """The queue on the session tier's connection ``conn``: ``{"count": session ends waiting (queued
     or running), "oldest_age_seconds": age of the oldest or None, "last_done": Unix time a run last
     finished a session end, or None}`` (all 0/None when the table is not there yet)."""
-    from consolidate.store.sessions.tables import queue_counts
 
     n, oldest, done = queue_counts(conn)
     now = time.time() if now is None else now
@@ -117,7 +118,6 @@ def start_line(store_path, conn=None) -> str:
         status = read(store_path)
         own = None
         if conn is None:
-            from consolidate.store.sessions.tables import connect_read_only
 
             db = SESSIONS_DB.join(str(store_path))
             if not os.path.exists(db):

@@ -36,6 +36,14 @@ from consolidate.core.errors import ConfigError
 from consolidate.store.replica import TEAM_FILE  # noqa: F401 - the one name of the team configuration file
 from consolidate.store.layout import LOGS, TEAM, TEAM_FILES_LOCK, TEAM_JSON, TEAM_LEDGER, TEAM_LOG, TEAM_OUTBOX, TEAM_OUTBOX_ITEM, TEAM_STATE
 from consolidate.rules.redaction import error_text
+from consolidate.core.atomic import write_json_atomic
+from consolidate.core.settings import TEAM_TOKEN
+from consolidate.store.events import run_lines as event_lines
+from consolidate.core.settings import TEAM_PULL_SECONDS
+from consolidate.core.settings import TEAM_PUSH_SECONDS
+from consolidate.core.private import private_file
+from consolidate.store.store import Store
+from consolidate.team.http import Unreachable, clock
 #: Default environment variable holding the team token.
 TOKEN_ENV = "CONSOLIDATE_TEAM_TOKEN"  # consolidate/core/settings.py: TEAM_TOKEN
 #: Seconds a SessionStart waits for the team's changes before using the last pulled copy, and the
@@ -100,7 +108,6 @@ def load_config(store_path: Path) -> TeamConfig | None:
 
 def save_config(store_path: Path, cfg: TeamConfig) -> None:
     """Write ``team.json`` (0600, atomically). Raises ConfigError when a token value would be written."""
-    from consolidate.core.atomic import write_json_atomic
 
     if not cfg.machine:
         cfg.machine = uuid.uuid4().hex[:12]
@@ -142,7 +149,6 @@ def read_token(cfg: TeamConfig, store_path: Path | None = None) -> str | None:
     """The team token: from ``$<token_env>``, else from ``token_file``. Raises ConfigError when the
     file is readable by group or others, is inside the store folder, or cannot be read. None when
     neither gives one."""
-    from consolidate.core.settings import TEAM_TOKEN
 
     name = cfg.token_env or TOKEN_ENV
     value = TEAM_TOKEN.get() if name == TEAM_TOKEN.name else os.environ.get(name)  # a variable the team named
@@ -189,7 +195,6 @@ def outbox_entry(plan, writes, store) -> dict[str, Any] | None:
     a resolved dispute): its memories (written, re-confirmed, updated, removed with their last
     status), tombstones and event lines. Failure: only its ``session.failed`` event. Aborted runs
     never reach apply."""
-    from consolidate.store.events import run_lines as event_lines
 
     lines = event_lines(plan, writes)
     base = {"run_id": plan.run_id, "session_id": plan.session_id, "outcome": plan.outcome,
@@ -222,7 +227,6 @@ def write_outbox(plan, store, writes) -> None:
     entry = outbox_entry(plan, writes, store)
     if entry is None:
         return
-    from consolidate.core.atomic import write_json_atomic
 
     folder = outbox_dir(store)
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -240,7 +244,6 @@ def write_undo_outbox(store, run_id: str, record: dict, lines: list[dict], remov
     once (an interrupted undo run again finds it); pushed by the undo, else by the next run or sync."""
     if load_config(store.path) is None:
         return
-    from consolidate.core.atomic import write_json_atomic
 
     before = record.get("before") or {}
     entry = {"run_id": f"undo-{run_id}", "session_id": record.get("session_id"), "outcome": "undo",
@@ -308,7 +311,6 @@ def _files_lock(store):
 
 def update_state(store, **changes) -> None:
     """Merge ``changes`` into ``team/state.json`` (under the team files lock)."""
-    from consolidate.core.atomic import write_json_atomic
 
     with _files_lock(store) as folder:
         state = read_state(store)
@@ -332,7 +334,6 @@ def update_ledger(store, fn) -> dict[str, Any]:
     """Read ``team/ledger.json``, call ``fn(ledger)`` (it changes it in place) and write it back,
     all under the team files lock, so two writers each keep what the other recorded. Returns the
     ledger written."""
-    from consolidate.core.atomic import write_json_atomic
 
     with _files_lock(store) as folder:
         ledger = read_ledger(store)
@@ -348,7 +349,6 @@ def now_iso() -> str:
 def pull_seconds(default: float) -> float:
     """``$CONSOLIDATE_TEAM_PULL_SECONDS`` (consolidate/core/settings.py), else ``default``. Raises
     ConfigError for a value that is not a positive number of seconds."""
-    from consolidate.core.settings import TEAM_PULL_SECONDS
 
     value = TEAM_PULL_SECONDS.get()
     return default if value is None else value
@@ -357,7 +357,6 @@ def pull_seconds(default: float) -> float:
 def push_seconds() -> float:
     """``$CONSOLIDATE_TEAM_PUSH_SECONDS`` (consolidate/core/settings.py), else PUSH_SECONDS. Raises
     ConfigError for a value that is not a positive number of seconds."""
-    from consolidate.core.settings import TEAM_PUSH_SECONDS
 
     value = TEAM_PUSH_SECONDS.get()
     return PUSH_SECONDS if value is None else value
@@ -379,7 +378,6 @@ def status(store) -> dict[str, Any] | None:
 def log(store, message: str) -> None:
     """One line in ``logs/team.log`` (never the token: messages are built without it)."""
     try:
-        from consolidate.core.private import private_file
 
         folder = store.sub(LOGS)
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -435,7 +433,6 @@ def fresh_pull(store_path: Path, *, context: bool) -> tuple[dict[str, Any], Team
     The team store's clock is read first over HTTP with the standard library
     (consolidate/team/http.py): when it equals the one of the last pull, or the server cannot be
     reached, chromadb is never imported."""
-    from consolidate.store.store import Store
 
     try:
         cfg = load_config(store_path)
@@ -450,7 +447,6 @@ def fresh_pull(store_path: Path, *, context: bool) -> tuple[dict[str, Any], Team
     t0 = time.monotonic()
     result: dict[str, Any]
     try:
-        from consolidate.team.http import Unreachable, clock
 
         try:
             now = clock(cfg, token, seconds)

@@ -35,6 +35,12 @@ from consolidate.core.vocab import (ACTIVE, ARCHIVED, DELETED, DISPUTED, EXPIRED
                                     QUARANTINED, REJUDGED_OUT, SUPERSEDED, UNDONE)
 from consolidate.store.layout import GRAPH, TEAM_OUTBOX_ITEM, TEAM_PUSH_LOCK
 from consolidate.rules.redaction import error_text
+from consolidate.team.http import CLOCK
+from consolidate.store.views import context_md
+from consolidate.store.forgotten import lift
+from consolidate.store.forgotten import append as forgotten_append, tombstones as forgotten_rows
+from consolidate.core.atomic import write_json_atomic
+from consolidate.store.index.embeddings import known_dimension, mismatch_message
 
 MEMORIES, EDGES, TOMBSTONES, EVENTS = "memories", "edges", "tombstones", "events"
 UNIT = [1.0]
@@ -147,7 +153,6 @@ class TeamClient:
         col = self.collection(MEMORIES, {"embedding": ef.id, "dimension": ef.dimension})
         built = (col.metadata or {}).get("embedding")
         if built and built != ef.id:
-            from consolidate.store.index.embeddings import known_dimension, mismatch_message
 
             raise EmbeddingMismatch(mismatch_message(
                 f"the team store {self.cfg.url} (project {self.cfg.project})", built,
@@ -362,7 +367,6 @@ def _tick(client) -> None:
     push (the records are on the server; a full pull finds them)."""
     import uuid
 
-    from consolidate.team.http import CLOCK
 
     try:
         client.collection(CLOCK).upsert(ids=[CLOCK], documents=[uuid.uuid4().hex], embeddings=[UNIT],
@@ -513,7 +517,6 @@ def _load_local_parts(store) -> None:
 def _fetch(store, ledger: dict) -> dict[str, Any]:
     client = TeamClient(store)
     try:
-        from consolidate.team.http import CLOCK
 
         clock = client.collection(CLOCK).get(ids=[CLOCK], include=["documents"])  # before the records
         col = client.memories()
@@ -567,7 +570,6 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
     machine (both wrote version n at once; Chroma has no compare-and-set) lost this machine's write:
     it is queued for a push again (:func:`_requeue_lost`), which merges the two."""
     from consolidate.store import archive, graph
-    from consolidate.store.views import context_md
 
     if not (fetched["memories"] or fetched["edges"] or fetched["tombstones"] or context):
         if ledger.get("clock") != fetched["clock"]:
@@ -599,11 +601,9 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
         if live:
             lt.upsert([{"id": r["id"], "document": r["document"], "metadata": r["metadata"], "embedding": r["embedding"]}
                        for r in live])
-            from consolidate.store.forgotten import lift
 
             lift(store, ids={r["id"] for r in live})  # forgotten here, restored on the team store (an undo)
         if gone:
-            from consolidate.store.forgotten import append as forgotten_append, tombstones as forgotten_rows
 
             known_forgotten = {row.get("id") for row in forgotten_rows(store)}
             for r in gone:
@@ -672,7 +672,6 @@ def _requeue_lost(store, lt, lost: list[dict]) -> None:
     push merges the two. A memory no longer in the local index was removed here: its removal is
     pushed again with the status it has in the local archive."""
     from consolidate.store import archive
-    from consolidate.core.atomic import write_json_atomic
 
     here = lt.get([r["id"] for r in lost])
     removed = {}

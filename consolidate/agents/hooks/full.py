@@ -37,6 +37,13 @@ from consolidate.store.layout import GITIGNORE, SESSIONS_DB, WORKER_LOG
 from consolidate.rules.redaction import error_text
 # what SessionStart prints (core.md and context.md, checked, guarded, bounded) and the start file made of it
 from consolidate.store.views.recalled import recalled_context, refresh_start_file
+from consolidate.core.private import prepare_store_dir
+from consolidate.store.sessions.tier import SessionTier
+from consolidate.store.worker_health import start_line
+from consolidate.agents.hooks.lifecycle import PRECOMPACT_MAX_ENTRIES
+from consolidate.store.sessions.agents import record_start
+from consolidate.store.echo import memory_texts, record_shown
+from consolidate.agents.hooks.lifecycle import recover_missed, stranded
 
 #: Environment guard set by our own judge subprocesses (``claude -p`` fires its hooks): a hook that
 #: sees it does nothing, so a judge never recurses into consolidation.
@@ -131,7 +138,6 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
             text = recalled_context(store_path)
             if header:
                 text = header + ("\n\n" + text if text else "")
-            from consolidate.store.worker_health import start_line
 
             warning = start_line(store_path)  # workers failing, ends piling up (consolidate/store/worker_health.py)
             if warning:
@@ -152,8 +158,6 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
         if not sid:
             log(store_path, f"ignored {name or 'unknown'} event without a session id")
             return 0, ""
-        from consolidate.core.private import prepare_store_dir
-        from consolidate.store.sessions.tier import SessionTier
 
         prepare_store_dir(store_path, GITIGNORE.name)
         tier = SessionTier(SESSIONS_DB.of(store_path))
@@ -178,7 +182,6 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
                 log(store_path, f"{name} session={sid} queued ({outcome})"
                     + (f", {summary(harvested)}" if harvest_notes else "") + f"; worker pid {pid}")
             elif name == PRE_COMPACT and harvest_notes:
-                from consolidate.agents.hooks.lifecycle import PRECOMPACT_MAX_ENTRIES
                 from consolidate.pipeline.harvest import harvest_pending_part, record_harvest, summary
 
                 sid = session_for_end(tier, sid)
@@ -253,10 +256,6 @@ def _record_start(store_path: Path, sid: str, payload: dict[str, Any], agent: st
     to it (a repeat of them is an echo: consolidate.store.echo). None when recorded, else why not (one
     line; logged too). Never raises: the context is printed anyway."""
     try:
-        from consolidate.store.sessions.agents import record_start
-        from consolidate.store.echo import memory_texts, record_shown
-        from consolidate.core.private import prepare_store_dir
-        from consolidate.store.sessions.tier import SessionTier
 
         prepare_store_dir(store_path, GITIGNORE.name)
         tier = SessionTier(SESSIONS_DB.of(store_path))
@@ -279,8 +278,6 @@ def _session_for_start(store_path: Path, sid: str, payload: dict[str, Any]) -> s
     ``sid`` itself when that cannot be decided. Never raises."""
     try:
         from consolidate.agents.hooks.lifecycle import session_for_start
-        from consolidate.core.private import prepare_store_dir
-        from consolidate.store.sessions.tier import SessionTier
 
         prepare_store_dir(store_path, GITIGNORE.name)
         tier = SessionTier(SESSIONS_DB.of(store_path))
@@ -302,8 +299,6 @@ def _recover_missed(store_path: Path, sid: str, payload: dict[str, Any], *, outc
     a worker when one has notes, or when a queued session end waits with a harvest its hook did not
     finish (the worker makes it). Never raises."""
     try:
-        from consolidate.agents.hooks.lifecycle import recover_missed, stranded
-        from consolidate.store.sessions.tier import SessionTier
 
         tier = SessionTier(SESSIONS_DB.of(store_path))
         try:

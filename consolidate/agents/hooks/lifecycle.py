@@ -62,6 +62,9 @@ from consolidate.agents.hooks.payload import cwd_of, source_of, transcript_path_
 from consolidate.core.spawn import alive
 from consolidate.store.sessions.segments import base_of, record_start
 from consolidate.rules.redaction import error_text
+from consolidate.store.sessions.tables import ensure_hook_tables
+from consolidate.store.sessions.tables import stranded_harvests
+from consolidate.store.sessions.tables import agent_started_at, claim_recovery
 
 TYPE_CHECKING = False  # typing is not imported at run time: the light SessionStart hook imports this module
 if TYPE_CHECKING:
@@ -85,7 +88,6 @@ _MCP_OWN = re.compile(r"^mcp-\d{8}T\d{6}Z-(\d+)$")
 
 def ensure(tier) -> None:
     """Create this module's tables in ``tier``'s database when missing."""
-    from consolidate.store.sessions.tables import ensure_hook_tables
 
     ensure_hook_tables(tier.db)
 
@@ -102,7 +104,6 @@ def session_for_start(tier, session_id: str, payload: dict, *, now: float | None
 def stranded(tier) -> list[str]:
     """Sessions whose end waits with a harvest its hook did not finish, and no live process holds
     it (queued, or claimed by a worker that is gone): a worker must be started to make it."""
-    from consolidate.store.sessions.tables import stranded_harvests
 
     return [sid for sid, status, pid in stranded_harvests(tier.db)
             if status == "queued" or not pid or not alive(pid)]
@@ -153,7 +154,6 @@ def recover_missed(tier, current_session: str, *, cwd: str | None = None, outcom
     "harvested"}]``."""
     from consolidate.pipeline.harvest import end_session, harvest_pending_part  # not at module level: the fast
     # SessionStart (consolidate/store/views/start_file.py) imports this module and never recovers
-    from consolidate.store.sessions.tables import agent_started_at, claim_recovery
 
     ensure(tier)
     out = []

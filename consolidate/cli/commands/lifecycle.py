@@ -13,6 +13,7 @@ from consolidate.agents.hooks.payload import (EVENT_KEY, TOOL_EVENTS, command_li
 from consolidate.core.settings import STORE
 from consolidate.cli.options import add_json, add_judge, add_outcome, add_session, add_time_box, open_store
 from consolidate.rules.redaction import error_text
+from consolidate.cli.options import count_1_to, positive_hours, user_date
 
 
 def cmd_hook(args) -> int:
@@ -217,7 +218,6 @@ def _batch_json(r) -> dict:
 
 
 def register_batch(sub, common) -> None:
-    from consolidate.cli.options import count_1_to, positive_hours, user_date
 
     s = sub.add_parser("batch", parents=[common],
                        help="drain the queue and orphaned sessions, expire quarantine, decay, optionally re-judge")

@@ -10,6 +10,8 @@ from consolidate.core.dates import iso
 from consolidate.cli.options import add_json, count_1_to, open_store, similarity
 from consolidate.store.layout import GRAPH
 from consolidate.rules.redaction import error_text
+from consolidate.core.errors import BadInput
+from consolidate.core.errors import StoreCorrupt
 
 
 def cmd_recall(args) -> int:
@@ -54,7 +56,6 @@ def cmd_graph(args) -> int:
 
     name = entity_name(args.entity)
     if not name:
-        from consolidate.core.errors import BadInput
 
         raise BadInput("empty entity name: give the name of a package, module, service or file")
     g = load(store.sub(GRAPH)) if store.exists else None
@@ -116,7 +117,6 @@ def cmd_status(args) -> int:
             last["undone"] = None
     damaged = None
     if store.has_longterm:
-        from consolidate.core.errors import StoreCorrupt
 
         try:
             status["memories"] = store.longterm().counts()

@@ -13,6 +13,9 @@ import sys
 from consolidate.core.dates import iso
 from consolidate.pipeline.deferral import EXIT_PARTIAL
 from consolidate.cli.options import add_dry_run, add_json, add_judge, add_session, add_time_box, open_store, positive_days
+from consolidate.core.errors import UnknownSession
+from consolidate.core.errors import BadInput
+from consolidate.pipeline.deferral import no_judge_line
 
 
 def cmd_run(args) -> int:
@@ -25,7 +28,6 @@ def cmd_run(args) -> int:
     store = open_store(args, create=False, writes=not args.dry_run)
     if not store.exists:  # nothing can be queued: a run (dry or not) never creates a store
         if args.session:
-            from consolidate.core.errors import UnknownSession
 
             raise UnknownSession(f"unknown session {args.session!r}: it has no notes and no session end"
                                  f" (no store at {store.path})", session_id=args.session)
@@ -43,7 +45,6 @@ def cmd_run(args) -> int:
                       + (f"; {since} note(s) written since wait for its next end (consolidate end --session"
                          f" {args.session})" if since else ""))
                 return 0
-            from consolidate.core.errors import BadInput
 
             raise BadInput(f"session {args.session} has no queued session end; end it first"
                            f" (consolidate end --session {args.session} --outcome success)")
@@ -135,7 +136,6 @@ def _say_when_no_judge(store, args) -> None:
     naming ``consolidate judges``."""
     import sys
 
-    from consolidate.pipeline.deferral import no_judge_line
 
     line = no_judge_line(store, args.judge, args.wait_days)
     if line:

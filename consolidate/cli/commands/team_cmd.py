@@ -6,6 +6,7 @@ import json
 
 from consolidate.cli.options import add_json, open_store
 from consolidate.rules.redaction import error_text
+from consolidate.cli.options import positive_float
 
 
 def team_lines(info: dict) -> list[str]:
@@ -107,7 +108,6 @@ def cmd_sync(args) -> int:
 
 
 def register(sub, common) -> None:
-    from consolidate.cli.options import positive_float
 
     s = sub.add_parser("team", parents=[common], help="team memory on a Chroma server")
     tsub = s.add_subparsers(dest="team_command", required=True, metavar="TEAM_COMMAND")

@@ -21,6 +21,11 @@ from consolidate.core.faults import crash_point
 from consolidate.model.plan import run_summary as summary
 from consolidate.store.layout import EVENTS, GRAPH, JOURNAL, JOURNAL_STEPS, MEMORY, PREFLIGHT, SNAPSHOTS
 from consolidate.rules.redaction import error_text
+from consolidate.core.errors import ConsolidateError
+from consolidate.core.errors import StoreError
+from consolidate.store import graph as _graph_files
+from consolidate.core.atomic import write_text_atomic
+from consolidate.core.private import private_file
 
 # The graph goes before Chroma: a graph file that cannot be read stops the run before the recall
 # index changes (the journal keeps the run for a replay once `consolidate doctor --repair` ran).
@@ -66,7 +71,6 @@ class StepFailed(Exception):
 
 
 def _cause_text(exc: BaseException) -> str:
-    from consolidate.core.errors import ConsolidateError
 
     if isinstance(exc, ConsolidateError):
         return error_text(exc)
@@ -78,7 +82,6 @@ def _cause_text(exc: BaseException) -> str:
 def settle_failure(plan, store, failed: StepFailed):
     """Roll the failed run back (a failure in ROLLBACK_STEPS) or leave it to be rolled forward;
     returns the StoreError to raise (one line: the cause, then what became of the run)."""
-    from consolidate.core.errors import StoreError
 
     cause = _cause_text(failed.cause)
     if failed.step in ROLLBACK_STEPS:
@@ -112,7 +115,6 @@ def roll_back(store, plan) -> None:
     if record is not None:
         appended = (record.get("graph") or {}).get("append")
         if appended:  # the run's appended lines cut off: nothing was appended after them (store lock)
-            from consolidate.store import graph as _graph_files
 
             _graph_files.truncate_to(store.sub(GRAPH), {k: appended[k][:2] for k in ("nodes", "edges")})
         elif "graph" in journal.done_steps(store, plan.run_id) or record.get("graph"):
@@ -130,7 +132,6 @@ def roll_back(store, plan) -> None:
                             "embedding": r["embedding"]} for i, r in changed.items()])
         except Exception:
             steps = store.sub(JOURNAL_STEPS.fill(plan.run_id))
-            from consolidate.core.atomic import write_text_atomic
 
             write_text_atomic(steps, "snapshot\n")
             raise
@@ -147,13 +148,11 @@ PREFLIGHT_BYTES = 256 * 1024
 def preflight(store) -> None:
     """Check that every folder apply writes to can take a write. Raises StoreError (one line) when
     one cannot: read-only, full, or a file where a folder should be."""
-    from consolidate.core.errors import StoreError
 
     for entry in (JOURNAL, EVENTS, GRAPH, MEMORY, SNAPSHOTS):
         name, folder = entry.name, store.sub(entry)
         probe = folder / PREFLIGHT.name
         try:
-            from consolidate.core.private import private_file
 
             with private_file(probe, "wb") as f:
                 f.write(b"\0" * PREFLIGHT_BYTES)
@@ -174,7 +173,6 @@ def preflight(store) -> None:
 def replay(store) -> list[str]:
     """Finish every run left in the journal; returns their run ids. Raises StoreError (one line)
     when a step still fails; the run stays in the journal."""
-    from consolidate.core.errors import StoreError
 
     done = []
     for plan in journal.pending(store):

@@ -43,6 +43,13 @@ import re
 from consolidate.rules.memory_types import normalize
 from consolidate.model.plan import MemoryUpdate, Reconfirmation, step_confidence
 from consolidate.core.vocab import CONFIDENCE_RANK, EVIDENCE_RANK
+from consolidate.store.echo import echo_reason
+from consolidate.model.validity import candidate_dates
+from consolidate.pipeline.stages.credibility import may_overrule
+from consolidate.pipeline.stages.credibility import credited_strength, entry_recorded, entry_strength, recorded
+from judges.base import JudgeContext, Pair
+from consolidate.pipeline.stages.credibility import prevails
+from consolidate.model.validity import validity
 
 #: Cosine similarity at or above which two statements are the same memory without asking a judge.
 #: MiniLM-L6-v2 scores rewrites of one sentence above 0.95 and paraphrases of one rule 0.85-0.95.
@@ -271,7 +278,6 @@ def embed_keepers(plan, ctx, longterm=None) -> None:
 def _echo(plan, ctx, c, match) -> bool:
     """A keeper repeating a memory the store showed this session (consolidate.store.echo) is a duplicate
     that confirms nothing; True when it was one (decided here)."""
-    from consolidate.store.echo import echo_reason
 
     why = echo_reason(plan, ctx, match)
     if why is None:
@@ -298,7 +304,6 @@ def _reconfirm(plan, c, match, today) -> None:
         confidence = max(confidence, "medium", key=CONFIDENCE_RANK.__getitem__)
     c.outcome, c.duplicate_of = "duplicate", match["id"]
     c.outcome_reason = f"re-confirms {match['id']} (similarity {match['similarity']:.3f})"
-    from consolidate.model.validity import candidate_dates
 
     # seen again on the date the keeper was observed (today; an imported entry: its own date), never
     # moving an entry's date back
@@ -320,7 +325,6 @@ def _held_back(plan, c, h, judge) -> bool:
     """A quarantined or instruction-derived candidate never overrules an active entry (nor an
     active keeper of this run overruled by one): the held-back side is rejected instead
     (consolidate/pipeline/stages/credibility.py). True when it decided the pair."""
-    from consolidate.pipeline.stages.credibility import may_overrule
 
     other = h.get("candidate")
     why = may_overrule(c, other.status if other is not None else h["metadata"].get("status"))
@@ -342,8 +346,6 @@ def _standings(plan, c, h) -> tuple[tuple, tuple]:
     strength (a judge's evidence claim capped by the note's origin), the date it was last
     observed (a keeper: its notes' date, an imported entry's own, else today; an entry: its
     ``last_confirmed``) and whether its evidence was recorded rather than a judge's claim."""
-    from consolidate.model.validity import candidate_dates
-    from consolidate.pipeline.stages.credibility import credited_strength, entry_recorded, entry_strength, recorded
 
     other = h.get("candidate")
     if other is not None:
@@ -364,7 +366,6 @@ def _why(new, old, verdict: str) -> str:
 
 
 def _judge_pairs(plan, ctx, to_compare, today) -> None:
-    from judges.base import JudgeContext, Pair
 
     pairs = [Pair(key=str(i), new=c.statement, old=h["document"],
                   type=c.type if h.get("type", c.type) == c.type else f"{c.type} / {h['type']}")
@@ -404,7 +405,6 @@ def _contradiction(plan, c, h, judge) -> None:
     old_id = h["id"] or "(this run)"
     if _held_back(plan, c, h, judge):
         return
-    from consolidate.pipeline.stages.credibility import prevails
 
     new_s, old_s = _standings(plan, c, h)
     verdict = prevails(new_s, old_s)
@@ -457,7 +457,6 @@ def _update(plan, c, h, judge) -> None:
     old_id = h["id"] or "(this run)"
     if c.isolated and _held_back(plan, c, h, judge):
         return
-    from consolidate.pipeline.stages.credibility import prevails
 
     new_s, old_s = _standings(plan, c, h)
     (new_rank, _), (old_rank, _) = new_s[0], old_s[0]
@@ -515,6 +514,5 @@ def _confirm_update(plan, match) -> None:
 def _superseded(meta: dict) -> dict:
     """The changes of a memory taken out as superseded: its status, and its start (``_valid_from``,
     read by the provenance stage so that its ``valid_to`` never falls before it; never stored)."""
-    from consolidate.model.validity import validity
 
     return {"status": "superseded", "_valid_from": validity(meta)[0]}

@@ -10,6 +10,9 @@ from __future__ import annotations
 from consolidate.core.faults import crash_point
 from consolidate.model.plan import Candidate, inferred_confidence, initial_confidence
 from consolidate.core.vocab import CONFIDENCE_LEVELS, EVIDENCE_KINDS
+from judges.base import Item, JudgeContext
+from consolidate.pipeline.deferral import announce, defer
+from consolidate.store.relations import parse as parse_relations
 
 
 def run(plan, ctx):
@@ -17,7 +20,6 @@ def run(plan, ctx):
     maybes = [n for n in plan.live_notes("live") if not n.flag]
     if not maybes:
         return plan
-    from judges.base import Item, JudgeContext
 
     chain = ctx.chain()
     items = [Item(key=n.id, content=n.content, section=n.metadata.get("section"), kind=n.kind) for n in maybes]
@@ -27,7 +29,6 @@ def run(plan, ctx):
     plan.judges_used = result.judges_used
     for event in result.events:
         plan.decide(event.pop("event"), **event)
-    from consolidate.pipeline.deferral import announce, defer
 
     waiting = ctx.store.sessions.waiting(plan.session_id)
     for note in maybes:
@@ -49,7 +50,6 @@ def run(plan, ctx):
         evidence = v.evidence if v.evidence in EVIDENCE_KINDS else "inferred"
         confidence = v.confidence if v.confidence in CONFIDENCE_LEVELS else initial_confidence(evidence)
         confidence = inferred_confidence(evidence, confidence)
-        from consolidate.store.relations import parse as parse_relations
 
         relations, dropped = parse_relations(v.relations)
         if dropped:

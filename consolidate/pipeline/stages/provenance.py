@@ -13,6 +13,9 @@ import hashlib
 
 from consolidate.rules.memory_types import normalize
 from consolidate.store.forgotten import forgotten_match, tombstones
+from consolidate.store import archive
+from consolidate.model.validity import candidate_dates, plan_day
+from consolidate.store.anchors import find_anchors, project_root
 
 #: Evidence or source that may bring a forgotten statement back (consolidate/pipeline/forget.py).
 OVERRIDE_EVIDENCE = ("user-stated",)
@@ -27,9 +30,7 @@ def memory_id(scope: str, type_: str, statement: str) -> str:
 
 def run(plan, ctx):
     """Stamp every candidate that will be written; link supersessions and disputes to its id."""
-    from consolidate.store import archive
 
-    from consolidate.model.validity import candidate_dates, plan_day
 
     check_resurrections(plan, ctx.store)  # a forgotten statement comes back only user-stated or flagged
     now = _dt.datetime.fromtimestamp(ctx.now, _dt.timezone.utc)
@@ -66,7 +67,6 @@ def run(plan, ctx):
 def anchor(plan, ctx) -> None:
     """Record the code anchors of every durable entry to be written (consolidate.store.anchors): the
     project files and symbols it names, with their content hashes (reads files, writes nothing)."""
-    from consolidate.store.anchors import find_anchors, project_root
 
     root = project_root(ctx.store)
     for c in plan.writes():

@@ -8,6 +8,9 @@ from __future__ import annotations
 import datetime as _dt
 
 from consolidate.model.plan import MemoryUpdate
+from consolidate.core.settings import QUARANTINE_TTL_DAYS as TTL
+from consolidate.pipeline.deferral import expire_waiting
+from consolidate.store.index.longterm import _where
 
 #: Days a quarantined entry may stay unconfirmed before it expires (docs/design.md#quarantine).
 QUARANTINE_TTL_DAYS = 14.0
@@ -16,7 +19,6 @@ QUARANTINE_TTL_DAYS = 14.0
 def quarantine_ttl_days() -> float:
     """``$CONSOLIDATE_QUARANTINE_TTL_DAYS`` (consolidate/core/settings.py), else QUARANTINE_TTL_DAYS.
     Raises ConfigError for a value that is not a positive number of days."""
-    from consolidate.core.settings import QUARANTINE_TTL_DAYS as TTL
 
     return TTL.get() if TTL.raw() is not None else QUARANTINE_TTL_DAYS
 
@@ -30,7 +32,6 @@ def run(plan, ctx):
     if expired:
         plan.delete_note_ids.extend(expired)
         plan.decide("note.purged", note_ids=expired, reason="TTL expired before the session ended")
-    from consolidate.pipeline.deferral import expire_waiting
 
     expire_waiting(plan, ctx)  # notes that waited for a judge past their bound
     return plan
@@ -78,7 +79,6 @@ def _quarantined_before(lt, cutoff: str, today, complete: bool = False) -> list[
     benchmarks/bench_scale.py). ``complete``: every quarantined entry not confirmed from the cutoff
     to ``today`` (or all of them when that is more than MAX_WINDOW_DAYS dates). The caller compares
     the dates again."""
-    from consolidate.store.index.longterm import _where
 
     start = _dt.date.fromisoformat(cutoff)
     status = _where(statuses=("quarantined",))

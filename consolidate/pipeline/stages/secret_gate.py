@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from consolidate.rules import secrets
 from consolidate.rules.redaction import redact_value
+from consolidate.rules.private_spans import strip_plan
+from consolidate.store.sessions.tier import REDACTED_KEY
 
 
 def run(plan, ctx):
     """Mark every live note that holds a secret ``blocked`` (and every note the gate redacted when it
     was written: :func:`redacted_at_write`). First the private spans of every note are replaced
     (consolidate/rules/private_spans.py): nothing past the session tier sees them."""
-    from consolidate.rules.private_spans import strip_plan
 
     strip_plan(plan)
     for note in plan.live_notes("live"):
@@ -38,7 +39,6 @@ def redacted_at_write(plan, note) -> bool:
     """A note the secret gate redacted when it was written (consolidate/store/sessions/tier.py,
     ``secret_gate_at_write``) is blocked as it would have been here: its text was a secret's
     carrier, and what is left of it is not a memory. True when it blocked the note."""
-    from consolidate.store.sessions.tier import REDACTED_KEY
 
     redaction = note.metadata.get(REDACTED_KEY)
     if not isinstance(redaction, dict):

@@ -24,6 +24,7 @@ from __future__ import annotations
 from consolidate.rules.memory_types import durability, memorability_problem, missing_fields, required_missing
 from consolidate.pipeline.stages import external
 from consolidate.pipeline.stages.secret_gate import gate_candidate
+from consolidate.rules.memory_types import fields_from_text
 
 
 def run(plan, ctx):
@@ -72,7 +73,6 @@ def fill_judged_fields(plan, c) -> None:
     :func:`~consolidate.rules.memory_types.fields_from_text`, in every language it reads) fill
     ``c.fields``, so that a decision saying why is not rejected for a missing reason. ``who`` is never
     guessed (a judged preference names who holds it)."""
-    from consolidate.rules.memory_types import fields_from_text
 
     fields = {k: v for k, v in c.fields.items() if str(v or "").strip()}
     for key, value in c.fields.items():

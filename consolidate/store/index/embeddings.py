@@ -41,6 +41,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from consolidate.core.errors import ConfigError
 from consolidate.rules.redaction import error_text
+from consolidate.core.errors import EmbeddingUnavailable
 
 __all__ = [
     "EmbeddingFunction",
@@ -469,7 +470,6 @@ class ChromaNamed:
         try:
             raw = fn(list(texts))
         except Exception as exc:  # a model download or an API call that failed: one line, not a traceback
-            from consolidate.core.errors import EmbeddingUnavailable
 
             text = error_text(exc, limit=200) or type(exc).__name__
             raise EmbeddingUnavailable(

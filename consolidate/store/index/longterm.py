@@ -23,6 +23,9 @@ from consolidate.rules.redaction import error_text
 from consolidate.store.index.generation import GENERATION_FILE, bump_generation, read_generation  # noqa: F401 - GENERATION_FILE: named in docs
 from consolidate.core.vocab import LIVE_STATUSES, RECALLED_STATUSES
 from consolidate.store.layout import CHROMA, OPEN_LOCK
+from consolidate.store.index.reindex import missing_index_error
+from consolidate.store.index.embeddings import known_dimension, mismatch_message
+from consolidate.store.index import lexical as _lexical
 
 COLLECTION = "memories"
 
@@ -69,7 +72,6 @@ def _refuse_missing(store) -> None:
     """Raise StoreCorrupt (one line, naming the repair) when the embedded index is missing or empty
     while the graph holds live memories (consolidate/store/index/reindex.py): a command never answers "no
     memories", nor writes into a new empty index, as if nothing were lost."""
-    from consolidate.store.index.reindex import missing_index_error
 
     err = missing_index_error(store, 0)
     if err is not None:
@@ -237,7 +239,6 @@ class LongTerm:
         built = (collection.metadata or {}).get("embedding")
         built_dimension = (collection.metadata or {}).get("dimension")
         if built and (built != self.ef.id or (isinstance(built_dimension, int) and built_dimension != self.ef.dimension)):
-            from consolidate.store.index.embeddings import known_dimension, mismatch_message
 
             raise EmbeddingMismatch(
                 mismatch_message(f"store {store.path}", built, (collection.metadata or {}).get("dimension")
@@ -281,7 +282,6 @@ class LongTerm:
         after, then ``lexical(index)`` on the lexical index (consolidate/store/index/lexical.py: kept in step
         here, so every writer of the vectors writes it too). A Chroma error becomes a StoreError
         naming the cause."""
-        from consolidate.store.index import lexical as _lexical
 
         with self._index.lock:
             collection = self._index.current(self.store)

@@ -28,6 +28,8 @@ from typing import Any
 from consolidate.store.layout import CHROMA, GRAPH, GRAPH_NODES
 
 from consolidate.core.vocab import LIVE_STATUSES
+from consolidate.store import graph
+from consolidate.core.errors import StoreCorrupt
 
 #: The statuses of memories the recall index holds (archived, superseded, expired and tombstoned
 #: entries live in ``archive/``); consolidate/team/local.py uses the same three.
@@ -41,7 +43,6 @@ GRAPH_STATEMENT_CHARS = 300
 def live_memories(store) -> dict[str, dict[str, Any]]:
     """``{memory id: graph node attributes}`` of every memory node of the graph whose status is live
     (:data:`LIVE`). Raises StoreCorrupt when a graph file cannot be read (doctor reports it)."""
-    from consolidate.store import graph
 
     g = graph.load(store.sub(GRAPH))
     return {n: dict(a) for n, a in g.nodes(data=True) if a.get("kind") == "memory" and a.get("status") in LIVE}
@@ -63,7 +64,6 @@ def missing_index_error(store, count_in_index: int):
 
     Only called when the index folder is missing or the index is empty (cheap otherwise: nothing is
     read unless the graph has memory lines)."""
-    from consolidate.core.errors import StoreCorrupt
 
     if count_in_index or not graph_has_memory_lines(store):
         return None

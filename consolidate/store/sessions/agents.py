@@ -25,6 +25,8 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from consolidate.store.sessions.tables import record_agent_start
+from consolidate.store.sessions.tables import open_agent_sessions
 TYPE_CHECKING = False  # typing is not imported at run time: the light SessionStart hook imports this module
 if TYPE_CHECKING:
     from typing import Any
@@ -74,7 +76,6 @@ def insert_start(db, session_id: str, *, agent: str | None = None, cwd: str | No
                  pids: list[int] | None = None, now: float | None = None) -> None:
     """:func:`record_start` on the connection ``db`` for a ``session_id`` already checked
     (consolidate.store.sessions.tier.check_session_id; the light SessionStart hook checks its plainer rule)."""
-    from consolidate.store.sessions.tables import record_agent_start
 
     record_agent_start(db, session_id, agent=agent, started_at=time.time() if now is None else now,
                        ancestors=ancestors() if pids is None else pids, cwd=cwd)
@@ -83,7 +84,6 @@ def insert_start(db, session_id: str, *, agent: str | None = None, cwd: str | No
 def open_sessions(tier, *, now: float | None = None) -> list[dict[str, Any]]:
     """Recorded agent sessions still open (no session end after their last SessionStart, started
     within MAX_AGE), newest first: ``[{session_id, agent, started_at, ancestors, cwd}]``."""
-    from consolidate.store.sessions.tables import open_agent_sessions
 
     return open_agent_sessions(tier.db, (time.time() if now is None else now) - MAX_AGE)
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from consolidate.core.textmeasure import MAX_STATEMENT_CHARS, statement_length
 from consolidate.core.vocab import END_PENDING, NOTE_KINDS, SESSION_OUTCOMES
+from consolidate.core.errors import StoreReadOnly
 
 if TYPE_CHECKING:
     from consolidate.model.plan import Note
@@ -360,7 +361,6 @@ class ReadOnlyConnection(sqlite3.Connection):
     store_path = "?"
 
     def _refuse(self, exc: sqlite3.Error):
-        from consolidate.core.errors import StoreReadOnly
 
         return StoreReadOnly(f"the store {self.store_path} is read-only: read commands work, writes need a"
                              " writable folder", path=self.store_path)

@@ -17,6 +17,7 @@ from consolidate.store.layout import CONTEXT_MD, CONTEXT_TOP as _TOP
 
 from consolidate.core.vocab import CONFIDENCE_LEVELS
 from consolidate.store.views.recalled import write_start_file
+from consolidate.core.atomic import write_json_atomic, write_text_atomic
 
 #: How many memories ``memory/context.md`` (the SessionStart context) holds.
 CONTEXT_MEMORIES = 30
@@ -64,7 +65,6 @@ def write(store, scope: str, limit: int = CONTEXT_MEMORIES, touched: list[str] |
     write since): the merge starts from the list before the run, with the run's touched ids, which
     gives the top the store had before it whatever the run pushed out."""
     from consolidate.store.anchors import read_section, write_context_index
-    from consolidate.core.atomic import write_json_atomic, write_text_atomic
     from consolidate.model.report import render_memory
 
     lt = store.longterm()

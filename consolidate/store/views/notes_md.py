@@ -10,6 +10,9 @@ pipeline.
 from __future__ import annotations
 
 from pathlib import Path
+from consolidate.core.dates import display
+from consolidate.core.private import private_file
+from consolidate.core.atomic import write_text_atomic
 
 
 def path_of(store) -> Path:
@@ -26,7 +29,6 @@ def append_run(store, plan, writes) -> None:
     new = not path.exists()
     if not new and marker in path.read_text(encoding="utf-8"):
         return  # replay: this run's block is already there
-    from consolidate.core.dates import display
 
     stamp = display(plan.started_at)  # local time with its offset (consolidate/core/dates.py)
     block = [f"## {stamp} · session {plan.session_id} {marker}", ""]
@@ -35,7 +37,6 @@ def append_run(store, plan, writes) -> None:
         if c.status != "active":
             tag += f", {c.status}"
         block.append(f"- **{tag}**: {c.statement} [{c.confidence}, {c.evidence}] ({c.source})")
-    from consolidate.core.private import private_file
 
     with private_file(path, "a") as f:
         if new:
@@ -46,7 +47,6 @@ def append_run(store, plan, writes) -> None:
 def mark_statement(store, statement: str, label: str) -> int:
     """Strike through the entry lines that hold ``statement`` and say why (``label``); returns how
     many lines were marked."""
-    from consolidate.core.atomic import write_text_atomic
 
     path = path_of(store)
     try:
@@ -67,7 +67,6 @@ def mark_statement(store, statement: str, label: str) -> int:
 def mark_run_undone(store, run_id: str, label: str) -> int:
     """Mark the block of ``run_id`` undone: its heading says so (``label``) and each entry line is
     struck through; returns how many entry lines were marked."""
-    from consolidate.core.atomic import write_text_atomic
 
     path = path_of(store)
     try:
@@ -176,8 +175,6 @@ def rebuild(store, hist, whole: bool = True) -> str:
     ``notes.md.corrupt``; returns that name."""
     from collections import Counter
 
-    from consolidate.core.atomic import write_text_atomic
-    from consolidate.core.dates import display
 
     path = path_of(store)
     try:
@@ -187,7 +184,6 @@ def rebuild(store, hist, whole: bool = True) -> str:
     except (OSError, UnicodeDecodeError):
         text = path.read_bytes().decode("utf-8", "replace")
     aside = path.with_name(path.name + ".corrupt")
-    from consolidate.core.private import private_file
 
     with private_file(aside, "w") as f:
         f.write(text)
