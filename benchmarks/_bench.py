@@ -164,7 +164,7 @@ def report_importtime(title: str, argv: list[str], stdin: bytes = b"") -> list[s
 # -- a module as it was at an earlier commit -------------------------------------------------------
 
 def module_at(rev: str, path: str):
-    """The module ``path`` (``consolidate/rules/secrets.py``) as of commit ``rev``, loaded from ``git show`` as a
+    """The module ``path`` (e.g. ``consolidate/store/graph.py``) as of commit ``rev``, loaded from ``git show`` as a
     module of its package beside today's modules (its relative imports find them), for a side-by-side
     comparison in one process; None when git or the commit is not there."""
     import importlib.util

@@ -59,7 +59,7 @@ MEMORY_STATUSES: tuple[str, ...] = (ACTIVE, DISPUTED, QUARANTINED, SUPERSEDED, E
 LIVE_STATUSES: tuple[str, ...] = (ACTIVE, QUARANTINED, DISPUTED)
 #: What recall, context.md and the agent see (a quarantined memory waits for review).
 RECALLED_STATUSES: tuple[str, ...] = (ACTIVE, DISPUTED)
-#: Ended at a date, still shown by an as-of recall (consolidate/store/validity.py).
+#: Ended at a date, still shown by an as-of recall (consolidate/model/validity.py).
 ENDED_STATUSES: tuple[str, ...] = (SUPERSEDED, EXPIRED)
 #: Waiting for a reviewer's decision (``consolidate review``).
 REVIEW_STATUSES: tuple[str, ...] = (DISPUTED, QUARANTINED)

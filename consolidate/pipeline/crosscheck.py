@@ -108,7 +108,7 @@ def _written(e: dict[str, Any]) -> dict[str, Any]:
                 "fields": json.dumps(fields or {}, ensure_ascii=False)}
         if prov.get("fields_missing"):
             meta["fields_missing"] = ",".join(prov["fields_missing"])
-        if isinstance(e.get("valid_from"), str):  # when it became true (consolidate/store/validity.py)
+        if isinstance(e.get("valid_from"), str):  # when it became true (consolidate/model/validity.py)
             meta["valid_from"] = prov["valid_from"] = e["valid_from"]
             meta["provenance"] = json.dumps(prov, ensure_ascii=False)
         if isinstance(e.get("last_confirmed"), str):  # an imported entry's own date
