@@ -18,7 +18,7 @@ PACKAGES = ("consolidate", "judges")
 #: Size budgets: modules per folder (its ``__init__`` not counted), lines per module, lines per function.
 MAX_MODULES, MAX_MODULE_LINES, MAX_FUNCTION_LINES = 16, 800, 80
 #: Over budget today: the allowlists may only shrink (a split deletes its entry, a number only goes down).
-LONG_MODULES = {"consolidate/store/sessions/tier.py": 853}
+LONG_MODULES = {"consolidate/store/sessions/tier.py": 841}
 LONG_FUNCTIONS = {
     "consolidate/pipeline/harvest.py:harvest_lines": 110,
     "consolidate/agents/hooks/full.py:run_hook": 86,

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from consolidate.core.spawn import alive as _alive  # the one liveness check of a pid (consolidate/core/spawn.py)
 from consolidate.core.textmeasure import MAX_STATEMENT_CHARS, statement_length
 from consolidate.core.vocab import END_PENDING, NOTE_KINDS, SESSION_OUTCOMES
 from consolidate.core.errors import StoreReadOnly
@@ -333,19 +334,6 @@ def _redact_strings(value, redact):
     if isinstance(value, list):
         return [_redact_strings(v, redact) for v in value]
     return value
-
-
-def _alive(pid: int | None) -> bool:
-    """Whether process ``pid`` exists (on this machine)."""
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 _SCHEMA_ONLY = re.compile(r"^\s*CREATE\s+(?:TABLE|INDEX)\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.IGNORECASE)
