@@ -236,8 +236,8 @@ def keep_20_percent(note) -> dict:
 
 def scripted_chain_factory(latency: float = 0.0):
     """A chain factory for run_session: one zero-latency (or ``latency`` s per call) ScriptedJudge."""
-    from judges.chain import JudgeChain
-    from judges.scripted import ScriptedJudge
+    from consolidate.judges.chain import JudgeChain
+    from consolidate.judges.scripted import ScriptedJudge
 
     def factory():
         return JudgeChain([ScriptedJudge(keep_20_percent, latency=latency)])

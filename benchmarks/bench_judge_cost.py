@@ -2,9 +2,9 @@
 batched judge against a per-note judge (one call per note, as per-fact pipelines do), on the same
 real notes, with the same prompt template.
 
-Batched: each real session's notes go through ``judges.chain.make_batches`` (one batch per
+Batched: each real session's notes go through ``consolidate.judges.chain.make_batches`` (one batch per
 NOTES_PER_CALL notes rounded down, at most MAX_BATCH_NOTES notes and MAX_BATCH_CHARS characters a
-batch, as the judge stage sends them, one session per run) and each batch through ``judges.api.render_prompt``. Per-note: each note alone
+batch, as the judge stage sends them, one session per run) and each batch through ``consolidate.judges.api.render_prompt``. Per-note: each note alone
 through the same two functions. Notes the secret gate blocks are not judged (as in the pipeline).
 Tokens are counted with tiktoken's cl100k_base, loaded offline from the copy litellm ships
 (``litellm/litellm_core_utils/tokenizers``); when that fails, with the MiniLM ``tokenizer.json``
@@ -18,7 +18,23 @@ of each run report them (``judge.call`` against ``note.judged_keep`` + ``note.ju
 Goals: at most 1/20 of the per-note judge's calls and 1/3 of its prompt tokens (issue 7); at most
 4 judge calls per 100 judged notes in a run (issue 3).
 
+``--graduated`` (issue 34 goal 4, reported, no goal): cost per graduated memory. The real-notes
+end-to-end runs recorded as capable-model cassettes (``cassettes/e2e-*realnotes-judge-v*-capable.yaml``)
+are replayed in this process (``consolidate eval --end-to-end``, the CLI judge ``cli:template`` absent,
+as tests/test_capable_cassettes.py does), every judge and compare exchange caught on its way through
+``CLICassette.replay``: the exact prompt sent and the recorded answer. Tokens are counted with
+``litellm.encode(model="gpt-4o")``, which in litellm 1.110 is tiktoken's cl100k_base read from the copy
+litellm ships (no network: socket connections are refused while counting, and
+``LITELLM_LOCAL_MODEL_COST_MAP`` is set). Per version: sessions, notes, memories written active,
+and the judge's and the compare prompt's prompt and completion tokens per session and per memory
+written active. Beside it the per-note design on the same notes: one prompt per judged note
+(``render_prompt`` of that note alone, same version and context), its completion the note's own
+verdict from the recorded answer, alone in a ``{"verdicts": [...]}`` object laid out as the answers are.
+The answers are as recorded, with the runs of 40+ characters echoing the real notes masked (x), which
+changes their token counts a little.
+
     python benchmarks/bench_judge_cost.py
+    python benchmarks/bench_judge_cost.py --graduated [CASSETTE ...]   # default: every one of E2E_CASSETTES
 """
 
 from __future__ import annotations
@@ -69,7 +85,7 @@ def tool_schema_text() -> str | None:
     try:
         from instructor.function_calls import openai_schema
 
-        from judges.api import Verdicts
+        from consolidate.judges.api import Verdicts
 
         return json.dumps([{"type": "function", "function": openai_schema(Verdicts).openai_schema}])
     except Exception:
@@ -78,9 +94,9 @@ def tool_schema_text() -> str | None:
 
 def count(sessions, count_tokens, *, max_notes=None, max_chars=None, notes_per_call=None):
     """(calls, prompt tokens, output budget, batch sizes) of the batched judge over ``sessions``."""
-    from judges.api import MAX_TOKENS_CAP, TOKENS_PER_NOTE, render_prompt
-    from judges.base import JudgeContext
-    from judges.chain import MAX_BATCH_CHARS, MAX_BATCH_NOTES, NOTES_PER_CALL, Item, make_batches
+    from consolidate.judges.api import MAX_TOKENS_CAP, TOKENS_PER_NOTE, render_prompt
+    from consolidate.judges.base import JudgeContext
+    from consolidate.judges.chain import MAX_BATCH_CHARS, MAX_BATCH_NOTES, NOTES_PER_CALL, Item, make_batches
 
     calls = tokens = budget = 0
     sizes: list[int] = []
@@ -104,8 +120,8 @@ def pipeline_runs(sessions) -> tuple[int, int, list[float]]:
 
     from consolidate.pipeline.run import run_queue
     from consolidate.store.store import Store
-    from judges.chain import JudgeChain
-    from judges.scripted import ScriptedJudge
+    from consolidate.judges.chain import JudgeChain
+    from consolidate.judges.scripted import ScriptedJudge
 
     calls = judged = 0
     per_run = []
@@ -128,9 +144,9 @@ def main() -> int:
     sessions = real_sessions()
     skip_without_notes(sessions)
     from consolidate.rules import secrets
-    from judges.api import MAX_TOKENS_CAP, TOKENS_PER_NOTE, render_prompt
-    from judges.base import JudgeContext
-    from judges.chain import MAX_BATCH_CHARS, MAX_BATCH_NOTES, NOTES_PER_CALL, Item, make_batches
+    from consolidate.judges.api import MAX_TOKENS_CAP, TOKENS_PER_NOTE, render_prompt
+    from consolidate.judges.base import JudgeContext
+    from consolidate.judges.chain import MAX_BATCH_CHARS, MAX_BATCH_NOTES, NOTES_PER_CALL, Item, make_batches
 
     blocked = 0
     judged = {}
@@ -173,7 +189,7 @@ def main() -> int:
           f" note, the batched one once per {n_notes / b_calls:.1f} notes.")
     print(f"Total: batched {b_calls:,} calls, {b_tokens:,} prompt tokens; per-note {p_calls:,} calls, {p_tokens:,} tokens.")
 
-    from judges.injection import instruction_like
+    from consolidate.judges.injection import instruction_like
 
     isolated = sum(1 for notes in judged.values() for n in notes if instruction_like(n["content"]))
     print(f"Notes judged alone because they look like an instruction to the judge (judges/injection.py):"
@@ -206,5 +222,160 @@ def main() -> int:
     return 0 if calls_ok and tokens_ok and run_ok else 1
 
 
+#: The end-to-end cassettes replayed by ``--graduated``: name -> (prompt version, ``--sessions`` or None for all 41).
+E2E_CASSETTES = {
+    "e2e-all-realnotes-judge-v1-capable": ("judge-v1", None),
+    "e2e-all-realnotes-judge-v5-capable": ("judge-v5", None),
+    "e2e-realnotes-judge-v1-capable": ("judge-v1", 20),
+    "e2e-realnotes-judge-v2-capable": ("judge-v2", 20),
+    "e2e-realnotes-judge-v5-capable": ("judge-v5", 20),
+    "e2e-realnotes-judge-v8-capable": ("judge-v8", 20),
+}
+
+
+def offline_counter(model: str = "gpt-4o"):
+    """(name, count function) from ``litellm.encode(model=...)``, loaded with socket connections refused
+    (litellm's tokenizer must be one it ships: a download attempt raises OSError here)."""
+    import socket
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    real = socket.socket.connect
+
+    def refuse(*_a, **_k):
+        raise OSError("no network while loading the tokenizer")
+
+    socket.socket.connect = refuse  # type: ignore[method-assign]
+    try:
+        import litellm
+        from litellm.utils import _select_tokenizer
+
+        chosen = _select_tokenizer(model)
+        litellm.encode(model=model, text="probe")
+    finally:
+        socket.socket.connect = real  # type: ignore[method-assign]
+    enc = getattr(chosen["tokenizer"], "name", "") or type(chosen["tokenizer"]).__name__
+    from importlib.metadata import version
+
+    return (f"litellm {version('litellm')} encode(model={model!r}): {chosen['type']} {enc}, offline",
+            lambda t: len(litellm.encode(model=model, text=t)))
+
+
+def per_note_completion(verdict: dict) -> str:
+    """The answer a per-note judge gives for one note: that verdict alone, laid out as the recorded
+    batched answers are (``{"verdicts": [...]}``, JSON indented by one space), its id ``n1``."""
+    return json.dumps({"verdicts": [{**verdict, "id": "n1"}]}, indent=1, ensure_ascii=False)
+
+
+def cost_rows(calls: list[dict], sessions: int, notes: int, memories: int) -> dict:
+    """Token cost of one run. ``calls``: ``{"kind": "judge"|"compare"|"per-note", "prompt": int,
+    "completion": int}`` (tokens) per model call. Returns, for each kind present, ``calls``, ``prompt``,
+    ``completion`` (totals) and those per session and per memory (``None`` when ``memories`` is 0),
+    besides ``sessions``, ``notes`` and ``memories``."""
+    out: dict = {"sessions": sessions, "notes": notes, "memories": memories}
+    for kind in dict.fromkeys(c["kind"] for c in calls):
+        mine = [c for c in calls if c["kind"] == kind]
+        row = {"calls": len(mine), "prompt": sum(c["prompt"] for c in mine),
+               "completion": sum(c["completion"] for c in mine)}
+        for what in ("calls", "prompt", "completion"):
+            row[f"{what}_per_session"] = row[what] / sessions if sessions else None
+            row[f"{what}_per_memory"] = row[what] / memories if memories else None
+        out[kind] = row
+    return out
+
+
+def replay_e2e(name: str, version: str, sessions: int | None, count_tokens) -> dict:
+    """Replay ``cassettes/<name>.yaml``'s end-to-end run in this process; :func:`cost_rows` of it,
+    with the per-note design counted on the notes of its judge batches."""
+    import contextlib
+    import dataclasses
+    import io
+
+    from consolidate.judges import cli as cli_judge
+    from consolidate.judges import cli_cassette
+    from consolidate.judges.prompting import render_prompt
+
+    shared = Path(os.environ.get("CONSOLIDATE_SHARED") or Path(__file__).resolve().parents[1].parent / "shared")
+    labels = shared / "data" / "labels" / "realnotes-dev-labels.jsonl"
+    calls: list[dict] = []
+    pending: list = []
+    orig_replay, orig_judge = cli_cassette.CLICassette.replay, cli_judge.CLIJudge.judge
+
+    def replay(self, kind, prompt, ver):
+        hit = orig_replay(self, kind, prompt, ver)
+        answer = str(hit.get("answer") or "")
+        calls.append({"kind": kind, "prompt": count_tokens(prompt), "completion": count_tokens(answer)})
+        if kind == "judge" and pending:
+            batch, context = pending.pop()
+            value, _ = cli_judge.parse_output(answer)
+            verdicts, _ = cli_judge.extract_verdicts(value)
+            by_id = {str(v.get("id")): v for v in verdicts if isinstance(v, dict)}
+            for n in batch:
+                one = render_prompt([dataclasses.replace(n, id="n1")], context, ver)
+                v = by_id.get(n.id, {"id": n.id, "verdict": "drop", "reason": "no verdict recorded"})
+                calls.append({"kind": "per-note", "prompt": count_tokens(one),
+                              "completion": count_tokens(per_note_completion(v))})
+        return hit
+
+    def judge(self, batch, context, timeout):
+        pending.append((batch, context))
+        return orig_judge(self, batch, context, timeout)
+
+    env = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("CONSOLIDATE_") and k != "CONSOLIDATE_SHARED"}
+    os.environ["CONSOLIDATE_CASSETTE"] = str(Path(__file__).resolve().parents[1] / "cassettes" / f"{name}.yaml")
+    cli_cassette.CLICassette.replay, cli_judge.CLIJudge.judge = replay, judge  # type: ignore[method-assign]
+    try:
+        from consolidate.cli.main import main as cli_main
+
+        args = ["eval", "--json", "--end-to-end", "--judge", "cli:template:/nonexistent/capable-model",
+                "--prompt-version", version, "--labels", str(labels)]
+        if sessions:
+            args += ["--sessions", str(sessions)]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = cli_main(args)
+        if code:
+            raise SystemExit(f"{name}: consolidate eval exited {code}")
+    finally:
+        cli_cassette.CLICassette.replay, cli_judge.CLIJudge.judge = orig_replay, orig_judge  # type: ignore[method-assign]
+        os.environ.pop("CONSOLIDATE_CASSETTE", None)
+        os.environ.update(env)
+    f = json.loads(out.getvalue())["figures"]
+    return cost_rows(calls, f["sessions"], f["notes"], f["written"]["active"]) | {
+        "written_any": sum(f["written"].values()), "judge_calls_reported": f["judge_calls"],
+        "compare_calls_reported": f["compare_calls"]}
+
+
+def graduated(names: list[str]) -> int:
+    """``--graduated``: the cost table per end-to-end cassette (see the module docstring)."""
+    name, count_tokens = offline_counter()
+    print(f"tokens counted with {name}\n")
+    head = (f"{'cassette':<38}{'version':<10}{'sess':>5}{'notes':>7}{'mem':>5}  {'prompt':<9}{'calls':>7}"
+            f"{'prompt/sess':>12}{'compl/sess':>11}{'prompt/mem':>11}{'compl/mem':>10}")
+    print(head)
+    results = {}
+    for cassette in names:
+        version, sessions = E2E_CASSETTES[cassette]
+        r = replay_e2e(cassette, version, sessions, count_tokens)
+        results[cassette] = r
+        assert r["judge"]["calls"] == r["judge_calls_reported"], cassette
+        assert r.get("compare", {"calls": 0})["calls"] == r["compare_calls_reported"], cassette
+        for kind in ("judge", "compare", "per-note"):
+            row = r.get(kind)
+            if not row:
+                continue
+            pm = lambda x: "n/a" if x is None else f"{x:,.0f}"  # noqa: E731
+            print(f"{cassette:<38}{version:<10}{r['sessions']:>5}{r['notes']:>7}{r['memories']:>5}  {kind:<9}"
+                  f"{row['calls']:>7}{row['prompt_per_session']:>12,.0f}{row['completion_per_session']:>11,.0f}"
+                  f"{pm(row['prompt_per_memory']):>11}{pm(row['completion_per_memory']):>10}")
+        ours = r["judge"]["prompt"] + r["judge"]["completion"] + sum(r.get("compare", {}).get(k, 0) for k in ("prompt", "completion"))
+        per = r["per-note"]["prompt"] + r["per-note"]["completion"]
+        print(f"{'':<38}ours (judge + compare) {ours:,} tokens, per-note judge {per:,} = {per / ours:.1f}x;"
+              f" {r['written_any']} memories written of any status\n", flush=True)
+    return 0
+
+
 if __name__ == "__main__":
+    if "--graduated" in sys.argv[1:]:
+        picked = [a for a in sys.argv[1:] if not a.startswith("--")] or list(E2E_CASSETTES)
+        sys.exit(graduated(picked))
     sys.exit(main())

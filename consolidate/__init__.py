@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 
 #: The public exceptions (the tree drawn in consolidate/core/errors.py), importable from here.
 ERRORS = ("ConsolidateError", "BadInput", "EmptyNote", "InvalidImportLine", "SecretBlocked", "PathRefused",
-          "ConfigError", "UnknownSession", "StoreError", "StorePathError", "StoreCorrupt", "EmbeddingMismatch", "EmbeddingUnavailable",
+          "ConfigError", "StaleForm", "UnknownSession", "StoreError", "StorePathError", "StoreCorrupt", "EmbeddingMismatch", "EmbeddingUnavailable",
           "StoreLocked", "StoreReadOnly", "TeamError", "TeamTimeout", "JudgeError", "JudgeUnavailable",
           "JudgeTimeout", "JudgeOutputInvalid", "CassetteMiss")
 
@@ -31,7 +31,7 @@ def __getattr__(name):
     (``ConsolidateError`` and its subclasses) are imported on first use, so that ``consolidate hook``
     and the idle ``consolidate run`` (consolidate/agents/hooks/fast.py) import nothing they do not use."""
     if name in CLASSES or name in ERRORS:
-        import importlib
+        import importlib  # noqa: PLC0415 - the package's lazy attributes (PEP 562): importlib only on first use
 
         return getattr(importlib.import_module(CLASSES.get(name, "consolidate.core.errors")), name)
     raise AttributeError(f"module 'consolidate' has no attribute {name!r}")
@@ -39,21 +39,21 @@ def __getattr__(name):
 
 def run_session(*args, **kwargs):
     """See :func:`consolidate.pipeline.run.run_session`."""
-    from consolidate.pipeline.run import run_session as _run
+    from consolidate.pipeline.run import run_session as _run  # noqa: PLC0415 - every command and hook imports this package first: it loads the pipeline only when called
 
     return _run(*args, **kwargs)
 
 
 def recall(store, query, **options):
     """See :func:`consolidate.pipeline.recall.recall`: the same search and options as the CLI and MCP."""
-    from consolidate.pipeline.recall import recall as _recall
+    from consolidate.pipeline.recall import recall as _recall  # noqa: PLC0415 - every command and hook imports this package first: it loads the pipeline only when called
 
     return _recall(store, query, **options)
 
 
 def run_queue(*args, **kwargs):
     """See :func:`consolidate.pipeline.run.run_queue`."""
-    from consolidate.pipeline.run import run_queue as _run
+    from consolidate.pipeline.run import run_queue as _run  # noqa: PLC0415 - every command and hook imports this package first: it loads the pipeline only when called
 
     return _run(*args, **kwargs)
 

@@ -23,12 +23,12 @@ import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from consolidate.core.faults import ENV as CRASH_ENV
 from consolidate.store.store import Store
-from judges.scripted import ScriptedJudge
+from consolidate.store.resolve import in_folder
+from consolidate.judges.scripted import ScriptedJudge
 
 __all__ = ["DROP", "ScriptedJudge", "crash_at", "keep", "temporary_store"]
 
@@ -53,7 +53,7 @@ def temporary_store(embedding: str = "hash", project: str = "test", **options: A
     ``embedding=None`` for the default MiniLM when a test needs real similarity). ``options`` go to
     :class:`~consolidate.Store` (``chroma_url=``, ...). Raises what ``Store`` raises."""
     with tempfile.TemporaryDirectory(prefix="consolidate-test-") as folder:
-        store = Store(Path(folder) / ".memofs", embedding=embedding, project=project, **options)
+        store = Store(in_folder(folder), embedding=embedding, project=project, **options)
         try:
             yield store
         finally:

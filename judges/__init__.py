@@ -1,6 +1,6 @@
-"""Judge plug-ins for consolidate: the contract (``judges.base``: :class:`BaseJudge` and the types it
-takes and gives), the registry and the fail-soft chain (``judges.chain``), the prompts every judge
-kind sends (``judges.prompting``), and the built-in judges: ``noop``, ``scripted`` (the shipped test
+"""Judge plug-ins for consolidate: the contract (``consolidate.judges.base``: :class:`BaseJudge` and the types it
+takes and gives), the registry and the fail-soft chain (``consolidate.judges.chain``), the prompts every judge
+kind sends (``consolidate.judges.prompting``), and the built-in judges: ``noop``, ``scripted`` (the shipped test
 double, :class:`ScriptedJudge`), ``rules`` (opt-in heuristics), ``api`` (litellm + instructor) and
 ``cli`` (a local CLI, live or from a cassette). Importing this package imports no model library."""
 

@@ -32,8 +32,9 @@ from consolidate.core import settings
 from consolidate.core.errors import JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
 
 from .base import BaseJudge, JudgeContext, JudgeNote
+from .prompting import CURATE_PROMPT_VERSION, CurateAnswer, render_curate_prompt
 from .litellm_env import NOISY_LOGGERS, import_litellm as _import_litellm, missing_provider_keys, quiet_libraries  # noqa: F401
-# The prompts and their answer schemas live in judges.prompting (one place for every judge kind);
+# The prompts and their answer schemas live in consolidate.judges.prompting (one place for every judge kind);
 # the names stay importable from here.
 from .prompting import (COMPARE_MODELS, COMPARE_PROMPT_VERSION, NOTES_CLOSE, NOTES_OPEN,  # noqa: F401
                         PROMPT_VERSION, PROMPT_VERSION_ENV, PROMPT_VERSIONS, CompareAnswer, Relations, Verdicts,
@@ -111,6 +112,14 @@ class APIJudge(BaseJudge):
         return self._structured(render_compare_prompt(pairs, context, version), compare_model(version),
                                 min(MAX_TOKENS_CAP, 60 * len(pairs) + 100), timeout)
 
+    def curate(self, members: list, context: JudgeContext, timeout: float | None) -> list[dict]:
+        """The curation pass: ``members`` is a group of ``CurateMember``; returns raw ``{"id",
+        "action", "into", "with", "reason"}`` dicts (prompt ``curate-v1``; checked by
+        ``consolidate.judges.curating.validate_curation``)."""
+        return [{("with" if k == "with_" else k): v for k, v in item.items()} for item in
+                self._structured(render_curate_prompt(members, context, CURATE_PROMPT_VERSION), CurateAnswer,
+                                 min(MAX_TOKENS_CAP, 60 * len(members) + 100), timeout)]
+
     def _structured(self, prompt: str, response_model, max_tokens: int, timeout: float | None) -> list[dict]:
         """One chat call with ``response_model`` (a model with one list field) as the forced tool
         (instructor ``Mode.TOOLS``); returns that list's items as dicts, or the items completed
@@ -122,8 +131,8 @@ class APIJudge(BaseJudge):
             raise JudgeUnavailable(f"api: {why}", judge=self.name)
         deadline = None if timeout is None else time.time() + timeout
         litellm = _import_litellm()
-        import instructor
-        from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_before_delay, wait_random_exponential
+        import instructor  # noqa: PLC0415 - heavy (instructor): loaded only when used
+        from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_before_delay, wait_random_exponential  # noqa: PLC0415 - third-party tenacity: only its callers load it
 
         client = instructor.from_litellm(litellm.completion, mode=instructor.Mode.TOOLS)
         kwargs: dict[str, Any] = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
@@ -280,9 +289,9 @@ def provider_errors() -> SimpleNamespace:
     Anything else (pydantic's ValidationError inside instructor's wrapper, instructor's own errors,
     a JSON error) is an answer that is not valid verdicts: JudgeOutputInvalid."""
     litellm = _import_litellm()
-    import httpx
-    import openai
-    from instructor.core import IncompleteOutputException, InstructorRetryException
+    import httpx  # noqa: PLC0415 - heavy (httpx): loaded only when used
+    import openai  # noqa: PLC0415 - heavy (anyio, openai, pydantic): loaded only when used
+    from instructor.core import IncompleteOutputException, InstructorRetryException  # noqa: PLC0415 - heavy (instructor, pydantic, tenacity): loaded only when used
 
     lx = litellm.exceptions
     return SimpleNamespace(

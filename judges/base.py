@@ -20,6 +20,8 @@ optional part (what the chain and the stages read; nothing else is probed)::
     judge(batch: list[JudgeNote], context: JudgeContext, timeout: float | None) -> list[Verdict | dict]
     compare(pairs: list[tuple[str, Pair]], context, timeout) -> list[dict]   (when can_compare)
     can_compare -> bool                          True when the class overrides compare()
+    curate(members: list[CurateMember], context, timeout) -> list[dict]   (when can_curate)
+    can_curate -> bool                           True when the class overrides curate()
     available() -> tuple[bool, str]              (usable now, why), without a model call
     missing_keys() -> list[str]                  provider key variables needed and not set
 
@@ -32,7 +34,7 @@ ignored and logged, a second verdict for an id is ignored and logged, a missing 
 This module also holds the types the core hands to and gets back from the chain (:class:`Item`,
 :class:`Pair`, :class:`Judged`, :class:`ChainResult`), so that the core imports the contract and the
 registry, never a concrete judge or the chain's module. The shipped test double is
-``judges.scripted.ScriptedJudge`` (a judge that answers from a script or a callable, as httpx's
+``consolidate.judges.scripted.ScriptedJudge`` (a judge that answers from a script or a callable, as httpx's
 ``MockTransport`` answers from a handler).
 """
 
@@ -214,6 +216,33 @@ class Pair:
 
 
 @dataclass
+class CurateMember:
+    """One stored memory as the curation judge sees it: ``id`` is a per-group id (``m1``, ...);
+    ``evidence`` is the evidence the store credits it with (consolidate/model/credit.py);
+    ``last_confirmed`` an ISO date or ''."""
+
+    id: str
+    statement: str
+    type: str = "fact"
+    evidence: str = ""
+    last_confirmed: str = ""
+
+
+@dataclass
+class Curated:
+    """The curation answer for one group: ``actions`` (``{member id:
+    consolidate.judges.curating.CurateAction}``, members kept left out)
+    and the ``judge`` that gave it, or ``actions`` None (no judge gave a valid answer: the group is
+    deferred, ``reasons`` say why); ``events`` are judge-level events for the log."""
+
+    actions: dict[str, Any] | None = None
+    judge: str | None = None
+    prompt_version: str | None = None
+    reasons: list[str] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
 class Judged:
     """A valid verdict and who gave it: the judge's ``name``, ``model`` and ``prompt_version``;
     ``truncated_from`` (characters) when the note was cut for the judge; ``isolated`` (why) when it
@@ -295,6 +324,20 @@ class BaseJudge(ABC):
         """Whether the contradiction check may ask this judge (its class overrides :meth:`compare`)."""
         return type(self).compare is not BaseJudge.compare
 
+    def curate(self, members: list, context: JudgeContext, timeout: float | None) -> list[dict]:
+        """The curation pass (``consolidate curate``): for a group of stored memories
+        (:class:`CurateMember`, ids ``m1``...), raw ``[{"id", "action": "keep" |
+        "drop" | "merge" | "conflict", "into", "with", "reason"}]`` (checked by
+        ``consolidate.judges.curating.validate_curation``), within ``timeout`` seconds. Raises the same
+        errors as :meth:`judge`. The default raises NotImplementedError: a judge that does not override
+        it is not asked (``can_curate`` is False)."""
+        raise NotImplementedError(f"{self.name} does not curate memories")
+
+    @property
+    def can_curate(self) -> bool:
+        """Whether the curation pass may ask this judge (its class overrides :meth:`curate`)."""
+        return type(self).curate is not BaseJudge.curate
+
     def available(self) -> tuple[bool, str]:
         """(usable now, why), without a model call. Default: always available."""
         return True, "no availability check (assumed available)"
@@ -357,6 +400,13 @@ class _Adapted(BaseJudge):
     @property
     def can_compare(self) -> bool:
         return hasattr(self._inner, "compare")
+
+    def curate(self, members, context, timeout):
+        return self._inner.curate(members, context, timeout)
+
+    @property
+    def can_curate(self) -> bool:
+        return callable(getattr(self._inner, "curate", None))
 
     def available(self) -> tuple[bool, str]:
         check = getattr(self._inner, "available", None)

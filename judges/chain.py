@@ -20,9 +20,11 @@ from consolidate.core.settings import REASK
 from consolidate.core.vocab import COMPARE_ALIASES, COMPARE_RELATIONS
 from consolidate.rules.redaction import error_text
 
-from .base import (BaseJudge, ChainResult, Item, Judged, JudgeContext, JudgeNote, Pair, Verdict,  # noqa: F401 (re-exported)
+from .base import (BaseJudge, ChainResult, CurateMember, Curated, Item, Judged, JudgeContext, JudgeNote, Pair, Verdict,  # noqa: F401 (re-exported)
                    as_judge, validate_verdicts)
+from .curating import validate_curation
 from .injection import instruction_like
+from .prompting import CURATE_PROMPT_VERSION
 
 #: Defaults for batching: one judge call per 25 notes, rounded down, the remainder spread over the
 #: batches, so a batch holds 25 to 49 notes and a session's last batch is never a near-empty call:
@@ -171,7 +173,7 @@ class JudgeChain:
     def __init__(self, judges: list, *, max_notes: int = MAX_BATCH_NOTES, max_chars: int = MAX_BATCH_CHARS,
                  max_note_chars: int = MAX_NOTE_CHARS_FOR_JUDGE, notes_per_call: int = NOTES_PER_CALL,
                  isolate: bool = True, reask: bool | None = None):
-        #: the judges in order, each seen through the contract (judges.base.as_judge)
+        #: the judges in order, each seen through the contract (consolidate.judges.base.as_judge)
         self.judges: list[BaseJudge] = [as_judge(j, strict=False) for j in judges]
         #: ask a judge that answered part of a batch once more for the rest (default on;
         #: ``CONSOLIDATE_REASK=0`` turns it off, for replaying cassettes recorded without it)
@@ -205,6 +207,10 @@ class JudgeChain:
                 deadline: float | None = None) -> tuple[dict[str, tuple[str, str]], list[dict[str, Any]]]:
         """The contradiction check over this chain's comparing judges: :func:`compare_pairs`."""
         return compare_pairs(self, pairs, context, deadline)
+
+    def curate(self, members: list[CurateMember], context: JudgeContext, deadline: float | None = None) -> Curated:
+        """The curation pass for one group over this chain's curating judges: :func:`curate_members`."""
+        return curate_members(self, members, context, deadline)
 
     def _run_batch(self, batch, context, deadline, result: ChainResult) -> None:
         pending = list(batch)
@@ -376,3 +382,75 @@ def _compare_chunk(chain: "JudgeChain", pairs: list[Pair], context: JudgeContext
             events.append({"event": "judge.output_problems", "judge": judge.name, "stage": "contradiction",
                            "problems": problems[:20]})
         pending = [p for p in pending if p.key not in answered]
+
+
+class _CurateAdapter:
+    """Lets the chain's time-boxed call run ``curate()`` exactly like ``judge()``."""
+
+    def __init__(self, judge):
+        self.name = judge.name
+        self._judge = judge
+
+    def judge(self, batch, context, timeout):
+        return self._judge.curate(batch, context, timeout)
+
+    def cancel(self) -> None:
+        cancel = getattr(self._judge, "cancel", None)
+        if callable(cancel):
+            cancel()
+
+
+def curate_members(chain, members: list[CurateMember], context: JudgeContext,
+                   deadline: float | None = None) -> Curated:
+    """Ask the judges of ``chain`` (a consolidate.judges.chain.JudgeChain) that can curate
+    (``can_curate``), in order, for one group, until one gives an answer :func:`validate_curation`
+    takes. Fail-soft like the chain: a judge that raises is skipped for the rest of the run (the
+    chain's circuit breaker), an answer that cannot be read (JudgeOutputInvalid) or that the check
+    rejects passes this group only to the next judge (so a capture judge, ../shared/tools/judgelab,
+    sees every group), and with none left
+    (or the ``deadline``, absolute Unix seconds, passed) the group is deferred. Raises CassetteMiss
+    only (a replayed prompt that changed)."""
+    out = Curated()
+    ids = [m.id for m in members]
+    for judge in chain.judges:
+        if not getattr(judge, "can_curate", False):
+            continue
+        if id(judge) in chain.failed:
+            out.reasons.append(f"{judge.name}: skipped (failed earlier in this run: {chain.failed[id(judge)]})")
+            continue
+        timeout = None if deadline is None else deadline - time.time()
+        if timeout is not None and timeout <= 0:
+            out.reasons.append("time box exhausted before this group was curated")
+            break
+        started = time.time()
+        try:
+            raw = _call_with_deadline(_CurateAdapter(judge), members, context, timeout)
+        except CassetteMiss:
+            raise
+        except JudgeOutputInvalid as exc:  # an answer that cannot be read: this group only, like a rejected one
+            out.reasons.append(f"{judge.name}: answer rejected ({error_text(exc)})")
+            out.events.append({"event": "judge.output_problems", "judge": judge.name, "stage": "curate",
+                               "problems": [error_text(exc)], "seconds": round(time.time() - started, 3)})
+            continue
+        except Exception as exc:  # noqa: BLE001 - a judge's failure (or a plug-in's bug) defers, never deletes
+            kind = exc.kind if isinstance(exc, JudgeError) else "judge-error"
+            chain.failed[id(judge)] = kind
+            out.reasons.append(f"{judge.name}: {kind}: {error_text(exc)}")
+            out.events.append({"event": "judge.failed", "judge": judge.name, "kind": kind, "stage": "curate",
+                               "reason": error_text(exc, typed=not isinstance(exc, JudgeError)),
+                               "seconds": round(time.time() - started, 3)})
+            continue
+        out.events.append({"event": "judge.call", "judge": judge.name, "stage": "curate", "batch_size": len(ids),
+                           "seconds": round(time.time() - started, 3), **judge.last_call})
+        actions, problems = validate_curation(ids, raw)
+        if actions is None:
+            out.reasons.append(f"{judge.name}: answer rejected ({'; '.join(problems[:3])})")
+            out.events.append({"event": "judge.output_problems", "judge": judge.name, "stage": "curate",
+                               "problems": problems[:20]})
+            continue
+        out.actions, out.judge = actions, judge.name
+        out.prompt_version = getattr(judge, "curate_prompt_version", None) or CURATE_PROMPT_VERSION
+        return out
+    if not out.reasons:
+        out.reasons.append("no judge of the chain can curate")
+    return out

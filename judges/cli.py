@@ -1,7 +1,7 @@
 """The local CLI judge: a subprocess the user already runs (``claude -p``, ``llm``, ``ollama``,
 ``codex exec``, or any command), the prompt on stdin, structured output asked for and validated.
 
-Judge specs (``judges.registry``)::
+Judge specs (``consolidate.judges.registry``)::
 
     cli                       the first preset whose executable is on PATH (claude, llm, ollama, codex)
     cli:PRESET[:MODEL]        cli:claude, cli:claude:sonnet, cli:llm:gpt-4o-mini, cli:ollama:llama3.2:1b
@@ -9,8 +9,9 @@ Judge specs (``judges.registry``)::
                               one argument) and ``{schema_file}`` (a temporary file holding it) are
                               replaced in each argument
 
-The judge answers both prompts: ``judge()`` the judge prompt (schema ``Verdicts``) and ``compare()``
-the contradiction check's compare prompt (schema of ``judges.api.compare_model``), with the same
+The judge answers every prompt: ``judge()`` the judge prompt (schema ``Verdicts``), ``compare()``
+the contradiction check's compare prompt (schema of ``consolidate.judges.api.compare_model``) and
+``curate()`` the curation prompt of ``consolidate curate`` (schema ``CurateAnswer``), with the same
 presets, time boxes, errors and fail-soft rules.
 
 Presets (the prompt always goes on stdin; ``{schema}`` is the answer's JSON schema with its
@@ -32,7 +33,7 @@ The model comes from the spec, else ``$CONSOLIDATE_CLI_MODEL``. Every child gets
 and a process that itself has ``CONSOLIDATE_JUDGE_CHILD=1`` refuses to start a CLI judge: the judge
 never recurses into our hook, whatever the CLI does with its hooks.
 
-Record and replay (``judges.cli_cassette``): with ``CONSOLIDATE_RECORD=1`` every exchange is written
+Record and replay (``consolidate.judges.cli_cassette``): with ``CONSOLIDATE_RECORD=1`` every exchange is written
 to a cassette in ``cassettes/`` (prompt digest, command, answer, model id, seconds); with
 ``CONSOLIDATE_CASSETTE=NAME`` and no recording, the recorded answers are replayed without starting the
 CLI, and a prompt the cassette does not hold raises CassetteMiss, naming the prompt version.
@@ -66,6 +67,7 @@ from .prompting import (COMPARE_PROMPT_VERSION, PROMPT_VERSION, Verdicts, compar
                         render_compare_prompt,
                         render_prompt, selected_prompt_version)
 from . import cli_cassette
+from .prompting import CURATE_PROMPT_VERSION, CurateAnswer, render_curate_prompt
 from .base import BaseJudge, JudgeContext, JudgeNote
 
 #: Preset name -> argv template. ``{model}`` arguments are dropped with their flag when no model is set.
@@ -169,6 +171,13 @@ def extract_relations(value: Any) -> tuple[list, dict[str, Any]]:
     prompt: ``{"relations": [...]}``, a bare list, a single relation object, or Claude Code's
     envelope, like :func:`extract_verdicts`."""
     return extract_items(value, "relations", "relation")
+
+
+def extract_actions(value: Any) -> tuple[list, dict[str, Any]]:
+    """Raw action dicts (``{"id", "action", "into", "with", "reason"}``) from a parsed answer to the
+    curation prompt: ``{"actions": [...]}``, a bare list, a single action object, or Claude Code's
+    envelope, like :func:`extract_verdicts`."""
+    return extract_items(value, "actions", "action")
 
 
 def extract_items(value: Any, key: str, field: str, depth: int = 0) -> tuple[list, dict[str, Any]]:
@@ -279,7 +288,7 @@ class CLIJudge(BaseJudge):
         self.last_call: dict[str, Any] = {}
         self.last_pgid: int | None = None
         self._running: subprocess.Popen | None = None  # the call's process while it runs (cancel)
-        #: record/replay (``judges.cli_cassette``): from CONSOLIDATE_RECORD / CONSOLIDATE_CASSETTE unless given
+        #: record/replay (``consolidate.judges.cli_cassette``): from CONSOLIDATE_RECORD / CONSOLIDATE_CASSETTE unless given
         self.cassette = cassette if cassette is not None else cli_cassette.from_env(preset, self.model)
 
     # -- command line -------------------------------------------------------------------------
@@ -336,11 +345,24 @@ class CLIJudge(BaseJudge):
     def compare(self, pairs: list, context: JudgeContext, timeout: float | None) -> list[dict]:
         """The contradiction check, like the API judge's: ``pairs`` is ``[(pid, Pair)]``; one CLI
         call with the compare prompt (``compare_prompt_version``) and its schema; returns raw
-        ``{"id", "relation", "reason"}`` dicts (checked by ``judges.chain.compare_pairs``). Same
+        ``{"id", "relation", "reason"}`` dicts (checked by ``consolidate.judges.chain.compare_pairs``). Same
         time box, errors and output parsing as :meth:`judge`."""
         version = self.compare_prompt_version
         return self._call(render_compare_prompt(pairs, context, version), compare_model(version),
                           extract_relations, timeout, "compare", version)
+
+    #: the curation prompt version (prompts/curate-v1.md) of :meth:`curate`
+    curate_prompt_version = CURATE_PROMPT_VERSION
+
+    def curate(self, members: list, context: JudgeContext, timeout: float | None) -> list[dict]:
+        """The curation pass: ``members`` is a group of ``CurateMember``; one CLI call with the
+        curation prompt and :class:`~consolidate.judges.prompting.CurateAnswer`'s schema; returns raw
+        ``{"id", "action", "into", "with", "reason"}`` dicts (checked by
+        ``consolidate.judges.curating.validate_curation``). Same time box, errors, parsing and
+        cassettes (kind ``curate``) as :meth:`judge`."""
+        version = self.curate_prompt_version
+        return self._call(render_curate_prompt(members, context, version), CurateAnswer, extract_actions, timeout,
+                          "curate", version)
 
     def _call(self, prompt_text: str, response_model, extract, timeout: float | None, kind: str = "judge",
               version: str | None = None) -> list[dict]:

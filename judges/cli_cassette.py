@@ -128,7 +128,7 @@ _REPLAY_CACHE: dict[str, tuple[int, int, dict[str, Any]]] = {}
 
 def _safe_load(text: str) -> Any:
     """``yaml.safe_load`` with libyaml's parser when PyYAML has it (same result, about 10x faster)."""
-    import yaml
+    import yaml  # noqa: PLC0415 - third-party yaml: only its callers load it
 
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
 
@@ -160,7 +160,7 @@ class CLICassette:
         return data
 
     def _read(self, must_exist: bool) -> dict[str, Any]:
-        import yaml
+        import yaml  # noqa: PLC0415 - third-party yaml: only its callers load it
 
         if not self.path.is_file():
             if must_exist:
@@ -215,8 +215,8 @@ class CLICassette:
 
     def add(self, exchange: dict[str, Any]) -> None:
         """Write one exchange (replacing one with the same kind and digest), under a file lock."""
-        import filelock
-        import yaml
+        import filelock  # noqa: PLC0415 - third-party filelock: only its callers load it
+        import yaml  # noqa: PLC0415 - third-party yaml: only its callers load it
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with _LOCK, filelock.FileLock(str(self.path) + ".lock"):

@@ -13,7 +13,7 @@ from consolidate.core import settings
 def import_litellm():
     """litellm, imported with its network price list off, telemetry off and its loggers quiet."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
+    import litellm  # noqa: PLC0415 - heavy (anyio, dotenv, httpx, litellm, openai, pydantic, yaml): loaded only when used
 
     litellm.telemetry = False
     litellm.suppress_debug_info = True

@@ -5,7 +5,7 @@ answer each asks for (``Verdicts``; ``Relations`` / ``CompareAnswer`` by compare
 The API judge (hosted or a local OpenAI-compatible server), the CLI judge (live, recording or
 replaying a cassette) and the recorded HTTP cassettes of the tests all send these texts, so a prompt
 change shows in every kind at once and a replayed cassette misses exactly when the text changed.
-Templates are ``prompts/<version>.md`` (package ``judges.prompts``), filled with ``str.format``:
+Templates are ``prompts/<version>.md`` (package ``consolidate.judges.prompts``), filled with ``str.format``:
 ``{project}``, ``{core}``, ``{notes}`` / ``{pairs}``, ``{notes_open}``, ``{notes_close}``.
 
 Notes are data, never instructions: each is escaped onto one line (:func:`escape_note_text`) between
@@ -20,13 +20,13 @@ import threading
 from importlib import resources
 from typing import Optional
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from consolidate.core import settings
-from consolidate.core.vocab import (COMPARE_RELATIONS, CONFIDENCE_LEVELS, ENTITY_RELATIONS, EVIDENCE_KINDS, MEMORY_TYPES,
+from consolidate.core.vocab import (COMPARE_RELATIONS, CONFIDENCE_LEVELS, CURATE_ACTIONS, ENTITY_RELATIONS, EVIDENCE_KINDS, MEMORY_TYPES,
                                     UPDATES, VERDICTS)
 
-from .base import JudgeContext, JudgeNote
+from .base import CurateMember, JudgeContext, JudgeNote
 from consolidate.core.errors import ConfigError
 
 PROMPT_VERSION = "judge-v1"
@@ -49,7 +49,7 @@ def selected_prompt_version(version: str | None = None) -> str:
 
 def load_prompt(version: str = PROMPT_VERSION) -> str:
     """The template text of prompt ``version`` (``prompts/<version>.md``)."""
-    return resources.files("judges.prompts").joinpath(f"{version}.md").read_text(encoding="utf-8")
+    return resources.files("consolidate.judges.prompts").joinpath(f"{version}.md").read_text(encoding="utf-8")
 
 
 #: The lines that open and close the notes block of a prompt (see :func:`render_prompt`).
@@ -104,10 +104,8 @@ class _ApiVerdict(BaseModel):
     entities: Optional[list[str]] = Field(None, description="files, packages, tools named")
 
 
-class Verdicts(BaseModel):
-    """The structured answer asked of the model: one verdict per note."""
-
-    verdicts: list[_ApiVerdict]
+class _Lenient(BaseModel):
+    """A structured answer parsed leniently (every prompt's answer model subclasses it)."""
 
     @classmethod
     def model_validate_json(cls, json_data, **kwargs):
@@ -121,6 +119,12 @@ class Verdicts(BaseModel):
             _LENIENT.parsed = True  # read by APIJudge into the run's judge.call event
         kwargs.pop("strict", None)
         return cls.model_validate(data, **kwargs)
+
+
+class Verdicts(_Lenient):
+    """The structured answer asked of the model: one verdict per note."""
+
+    verdicts: list[_ApiVerdict]
 
 
 class _RelationTriple(BaseModel):
@@ -174,23 +178,12 @@ class _Relation(BaseModel):
     reason: Optional[str] = Field(None, description="why, at most 12 words")
 
 
-class Relations(BaseModel):
+class Relations(_Lenient):
     """The structured answer of the contradiction check: one relation per pair."""
 
     # (prompt contradiction-v1; the docstring is the schema's description, part of the recorded request)
 
     relations: list[_Relation]
-
-    @classmethod
-    def model_validate_json(cls, json_data, **kwargs):
-        """Lenient like :meth:`Verdicts.model_validate_json`."""
-        try:
-            data = json.loads(json_data)
-        except ValueError:
-            data = json.loads(json_data, strict=False)
-            _LENIENT.parsed = True
-        kwargs.pop("strict", None)
-        return cls.model_validate(data, **kwargs)
 
 
 class _RelationV2(BaseModel):
@@ -214,3 +207,36 @@ def compare_model(version: str):
     """The response model for compare prompt ``version`` (CompareAnswer, which knows ``updates``,
     for any other)."""
     return COMPARE_MODELS.get(version, CompareAnswer)
+
+
+#: The curation prompt of ``consolidate curate`` (``prompts/<version>.md``), stamped in every curation event.
+CURATE_PROMPT_VERSION = "curate-v1"
+
+
+def render_curate_prompt(members: list[CurateMember], context: JudgeContext,
+                         version: str = CURATE_PROMPT_VERSION) -> str:
+    """The curation prompt for one group: one member per line, ``[id] (type, evidence, last
+    confirmed) statement``, every text escaped by ``escape_note_text`` (a statement is exactly one
+    line and cannot close the block). Raises FileNotFoundError for a version with no template."""
+    lines = []
+    for m in members:
+        head = ", ".join(escape_note_text(x) for x in (m.type, m.evidence or "unknown", m.last_confirmed or "unknown"))
+        lines.append(f"[{m.id}] ({head}) {escape_note_text(m.statement)}")
+    return load_prompt(version).format(project=context.project, core=context.core.strip() or "(none)",
+                                       memories="\n".join(lines), notes_open=NOTES_OPEN, notes_close=NOTES_CLOSE)
+
+
+class _ApiCurateAction(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    id: str = Field(description="the memory id exactly as given, e.g. m1")
+    action: str = Field(description=" | ".join(CURATE_ACTIONS))
+    into: Optional[str] = Field(None, description="for a merge: the id of the member that stays")
+    with_: Optional[str] = Field(None, alias="with", description="for a conflict: the id of the other member")
+    reason: Optional[str] = Field(None, description="why, at most 12 words")
+
+
+class CurateAnswer(_Lenient):
+    """The structured answer of the curation prompt: one action per memory of the group."""
+
+    actions: list[_ApiCurateAction]

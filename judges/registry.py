@@ -36,9 +36,10 @@ from consolidate.core.settings import JUDGES
 from consolidate.rules.redaction import error_text
 
 from .base import BaseJudge, as_judge
-from judges.prompting import PROMPT_VERSION_ENV, selected_prompt_version
-from judges.cli import PRESET_ORDER, CLIJudge
-from judges.chain import JudgeChain
+from consolidate.judges.prompting import PROMPT_VERSION_ENV, selected_prompt_version
+from consolidate.judges.cli import PRESET_ORDER, CLIJudge
+from consolidate.judges.chain import JudgeChain
+import importlib
 
 GROUP = "consolidate.judges"
 #: The default chain after the local CLI judge (which is there only when a CLI is on PATH).
@@ -46,11 +47,11 @@ DEFAULT_CHAIN = ("api", "noop")
 
 # Fallback for running from a source tree that is not pip-installed (entry points unavailable).
 _BUILTIN = {
-    "noop": "judges.noop:NoopJudge",
-    "rules": "judges.rules:RulesJudge",
-    "scripted": "judges.scripted:ScriptedJudge",
-    "api": "judges.api:APIJudge",
-    "cli": "judges.cli:CLIJudge",
+    "noop": "consolidate.judges.noop:NoopJudge",
+    "rules": "consolidate.judges.rules:RulesJudge",
+    "scripted": "consolidate.judges.scripted:ScriptedJudge",
+    "api": "consolidate.judges.api:APIJudge",
+    "cli": "consolidate.judges.cli:CLIJudge",
 }
 
 
@@ -64,7 +65,7 @@ def installed() -> dict[str, str]:
 
 def load(spec: str) -> BaseJudge:
     """Instantiate the judge named by ``spec`` (``NAME`` or ``NAME:ARG``), seen through the contract
-    (``judges.base.as_judge``: a plug-in class need not subclass BaseJudge).
+    (``consolidate.judges.base.as_judge``: a plug-in class need not subclass BaseJudge).
 
     Raises ConfigError for an unknown name or a judge that cannot be built."""
     name, _, arg = spec.strip().partition(":")
@@ -72,7 +73,6 @@ def load(spec: str) -> BaseJudge:
     if target is None:
         raise ConfigError(f"unknown judge {name!r}; installed: {', '.join(sorted(installed()))}", judge=name)
     module_name, _, attr = target.partition(":")
-    import importlib
 
     try:
         cls = getattr(importlib.import_module(module_name), attr)
@@ -94,7 +94,7 @@ def check_specs(specs: list[str]) -> list[str]:
 def select_prompt_version(version: str) -> str:
     """Make ``version`` the judge prompt of the judges built from now on in this process (it sets
     ``$CONSOLIDATE_PROMPT_VERSION``, which the API and CLI judges read when they are built:
-    ``judges.prompting.selected_prompt_version``). Returns the version; raises ConfigError for a
+    ``consolidate.judges.prompting.selected_prompt_version``). Returns the version; raises ConfigError for a
     version with no template."""
 
     os.environ[PROMPT_VERSION_ENV] = chosen = selected_prompt_version(version)
@@ -197,8 +197,8 @@ def build_chain(explicit: list | None = None, store_config: str | os.PathLike | 
 def probe_api_base(api_base: str, api_key: str | None = None, timeout: float = 1.0) -> tuple[bool, str]:
     """Whether an OpenAI-compatible server answers ``GET {api_base}/models`` with a 2xx within
     ``timeout`` seconds. No model call. Returns (answers, why)."""
-    import urllib.error
-    import urllib.request
+    import urllib.error  # noqa: PLC0415 - with urllib.request below: only the probe needs them
+    import urllib.request  # noqa: PLC0415 - loads http.client, email and ssl: only the probe needs it
 
     url = api_base.rstrip("/") + "/models"
     req = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
@@ -221,7 +221,7 @@ def availability(judge, probe: bool = True, probe_timeout: float = 1.0) -> tuple
     """``judge.available()`` and, for a judge with an ``api_base`` (the API judge on a local
     server), whether that server answers ``GET /models`` within ``probe_timeout`` seconds; for a
     judge with no server, the provider keys it misses (``judge.missing_keys()``). ``judge`` is a
-    BaseJudge or any judge object (:func:`judges.base.as_judge`). Never calls a model; never raises
+    BaseJudge or any judge object (:func:`consolidate.judges.base.as_judge`). Never calls a model; never raises
     for a judge's own error."""
     judge = as_judge(judge)
     try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from .base import BaseJudge
+from consolidate.core.normal import canonical
 from consolidate.core.textmeasure import word_count
 
 _STATUS = re.compile(
@@ -31,8 +32,13 @@ _LESSON = re.compile(r"\b(?:lesson|gotcha|note to self|remember|important)\b", r
 
 
 def guess(content: str, section: str | None = None) -> dict | None:
-    """A verdict dict (without ``id``) for one note, or None never (always answers)."""
+    """A verdict dict (without ``id``) for one note, or None never (always answers). The note and its
+    section are read in their consolidate.core.normal.canonical form (invisible characters removed,
+    NFC, fullwidth forms and ligatures folded: ``Ne<U+200B>ver`` and ``Ｎｅｖｅｒ`` are ``Never``), and a
+    keep's statement is that form with its whitespace runs one space."""
 
+    content = canonical(content)
+    section = canonical(section) if section else section
     text = " ".join(content.split())
     words = word_count(text)  # any script: Chinese or Thai text has no spaces between words
     if words < 5 or _STATUS.match(content) or _QUESTION.search(text):

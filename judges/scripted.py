@@ -4,7 +4,7 @@ Shipped with the package beside the judge contract (judges/base.py), as httpx sh
 beside ``BaseTransport``, so that users can test their own hooks, configurations and judge plug-ins
 offline::
 
-    from judges import ScriptedJudge
+    from consolidate.judges import ScriptedJudge
     from consolidate import run_queue
 
     keep = {"verdict": "keep", "statement": "Use pnpm", "type": "decision", "reason": "stated"}
@@ -41,13 +41,13 @@ class ScriptedJudge(BaseJudge):
     ``fail`` makes every call raise: ``"unavailable"``, ``"timeout"`` or ``"invalid"``; ``latency``
     sleeps that many seconds per call (bounded by the time box, then JudgeTimeout). ``calls`` counts
     calls and ``batches`` records the ids of each batch. ``relations`` answers the contradiction
-    check (see :meth:`compare`)."""
+    check (see :meth:`compare`), ``curations`` the curation pass (see :meth:`curate`)."""
 
     prompt_version = "scripted"
 
     def __init__(self, script: Any = None, *, default: dict | None = None, name: str = "scripted",
                  model: str | None = "script", fail: str | None = None, latency: float = 0.0,
-                 relations: Any = None, handler: Any = None):
+                 relations: Any = None, handler: Any = None, curations: Any = None):
         if isinstance(script, (str, Path)):
             try:
                 script = json.loads(Path(script).read_text(encoding="utf-8"))
@@ -61,6 +61,7 @@ class ScriptedJudge(BaseJudge):
         self.latency = latency
         self.relations = relations or {}
         self.handler = handler
+        self.curations = curations
         self.calls = 0
         self.batches: list[list[str]] = []
 
@@ -110,6 +111,30 @@ class ScriptedJudge(BaseJudge):
                 rel = next((r for needle, r in self.relations.items() if needle in pair.new), None)
             if rel is not None:
                 out.append({"id": pid, "relation": rel})
+        return out
+
+    def curate(self, members, context, timeout):
+        """Answer a curation group (``[CurateMember]``) from ``curations``: a callable ``(members) ->
+        list`` of raw actions (dicts with ``id``, as a model's answer), or a dict ``{substring of a
+        statement: action dict}`` (the first substring found wins; an ``into`` or ``with`` that is no
+        member id names the first other member whose statement holds it). A member no entry
+        matches is not answered (kept). ``fail`` makes the call raise as :meth:`judge` does."""
+        if self.fail:
+            return self.judge([], context, timeout)  # counts the call
+        self.calls += 1
+        self.batches.append([m.id for m in members])
+        if callable(self.curations):
+            return self.curations(members)
+        out = []
+        for m in members:
+            answer = next((dict(a) for needle, a in (self.curations or {}).items() if needle in m.statement), None)
+            if answer is None:
+                continue
+            for key in ("into", "with"):
+                if key in answer and answer[key] not in {x.id for x in members}:
+                    answer[key] = next((x.id for x in members if x.id != m.id and answer[key] in x.statement),
+                                       answer[key])
+            out.append({"id": m.id, **answer})
         return out
 
     def available(self) -> tuple[bool, str]:

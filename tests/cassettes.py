@@ -162,8 +162,8 @@ def model_server(port: int):
 
 
 def _mask_echoes(text: str, corpus: str, width: int) -> str:
-    """judges.cli_cassette.mask_echoes (one masking rule for the HTTP and the CLI cassettes)."""
-    from judges.cli_cassette import mask_echoes
+    """consolidate.judges.cli_cassette.mask_echoes (one masking rule for the HTTP and the CLI cassettes)."""
+    from consolidate.judges.cli_cassette import mask_echoes
 
     return mask_echoes(text, corpus, width)
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
+
+from preloaded import run as run_preloaded
 
 SCRIPT = {
     "cache key": {"verdict": "keep", "statement": "The CI cache key includes the lockfile hash so installs are reproducible",
@@ -49,13 +50,15 @@ def scenario_notes(store, sid: str = "s1") -> None:
 
 def run_cli(store_path: Path, *args: str, crash_at: str | None = None, env_extra: dict | None = None,
             timeout: float = 120) -> subprocess.CompletedProcess:
+    """``python -m consolidate *args`` on ``store_path`` (hash embedding) in a new process forked from
+    one with chromadb imported (tests/preloaded.py); ``crash_at``: the CONSOLIDATE_CRASH_AT point
+    where it kills itself (SIGKILL: return code -9)."""
     env = {k: v for k, v in os.environ.items() if k not in ("CONSOLIDATE_CRASH_AT",)}
     env.update({"CONSOLIDATE_STORE": str(store_path), "CONSOLIDATE_EMBEDDING": "hash", "CONSOLIDATE_PROJECT": "p"})
     if crash_at:
         env["CONSOLIDATE_CRASH_AT"] = crash_at
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "consolidate", *args], capture_output=True, text=True, env=env,
-                          timeout=timeout)
+    return run_preloaded(list(args), env=env, timeout=timeout)
 
 
 _VOLATILE = {"run_id", "ts", "seq", "date", "stage_seconds", "seconds", "claimed_by"}

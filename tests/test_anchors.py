@@ -19,7 +19,7 @@ from consolidate.store.views.recalled import recalled_context
 from consolidate.pipeline.run import run_queue
 
 from conftest import keep
-from judges.scripted import ScriptedJudge
+from consolidate.judges.scripted import ScriptedJudge
 
 AUTH = '''"""Auth helpers."""
 import hmac

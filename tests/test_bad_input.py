@@ -10,8 +10,8 @@ from consolidate.cli.main import main
 from consolidate.core.errors import StoreCorrupt
 from consolidate.pipeline.doctor import check
 from consolidate.pipeline.run import run_queue
-from judges.chain import JudgeChain
-from judges.scripted import ScriptedJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import DROP
 

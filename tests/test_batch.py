@@ -12,8 +12,8 @@ import time
 
 from consolidate import Store
 from consolidate.pipeline.batch import run_batch
-from judges.chain import JudgeChain
-from judges.scripted import ScriptedJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import DROP, keep
 
@@ -113,8 +113,8 @@ def test_ctrl_c_leaves_consistent_store_and_resumable_queue(tmp_path):
         signal.signal(signal.SIGINT, signal.default_int_handler)
         from consolidate import Store
         from consolidate.pipeline.batch import run_batch
-        from judges.chain import JudgeChain
-        from judges.scripted import ScriptedJudge
+        from consolidate.judges.chain import JudgeChain
+        from consolidate.judges.scripted import ScriptedJudge
         store = Store({str(st)!r}, embedding="hash")
         for i in range(12):
             store.sessions.add_note(f"s{{i:02d}}", f"Service {{i}} listens on port {{9000 + i}}", flag=True)

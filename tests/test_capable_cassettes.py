@@ -75,7 +75,10 @@ def expected(cassette: str) -> dict:
 
 
 def strip(report: dict) -> dict:
-    out = {k: v for k, v in report.items() if k not in ("usage", "per_100_notes", "seconds", "events", "labels")}
+    """The report without what varies between runs or machines, nor the split (issue 31), which is
+    derived from the same verdicts and checked in test_eval_split_with_capable_model."""
+    out = {k: v for k, v in report.items() if k not in ("usage", "per_100_notes", "seconds", "events", "labels",
+                                                        "split", "disagreements_left_out")}
     for s in out.get("sessions", []):
         s.pop("seconds", None)
     return out
@@ -121,6 +124,25 @@ def test_eval_with_capable_model(version):
     assert m["keep_f1"] > 0.7
     assert report["judged"] == report["notes"] == 320
     assert set(report["metrics_by_type"]) >= {"constraint", "decision", "fact", "failure", "preference"}
+    check_split(report)
+
+
+def check_split(report: dict, labels: Path = LABELS) -> None:
+    """The report's tuning / validation columns (issue 31) are the recorded verdicts counted per part of
+    the session split, drawn here from the label file's own session ids (every line's); the counts are
+    over its labeled lines (a null ``verdict``, the annotators' disagreement, is left out)."""
+    from consolidate.evals.split import split_sessions
+
+    every = [json.loads(line) for line in labels.read_text(encoding="utf-8").splitlines() if line.strip()]
+    part = split_sessions(r["session_id"] for r in every)
+    rows = [r for r in every if r["verdict"] is not None]
+    for name, got in report["split"]["parts"].items():
+        mine = [r for r in rows if part[r["session_id"]] == name]
+        pairs = [(report["verdicts"][r["id"]], r["verdict"]) for r in mine]
+        want = {"tp": pairs.count(("keep", "keep")), "fp": pairs.count(("keep", "drop")),
+                "fn": pairs.count(("drop", "keep")), "tn": pairs.count(("drop", "drop"))}
+        assert got["confusion"] == want and got["notes"] == len(mine), name
+        assert got["sessions"] == len({r["session_id"] for r in mine})
 
 
 def test_judge_v2_writes_more_of_the_capable_keeps_than_v1():
@@ -293,6 +315,10 @@ _CONTRADICTION_REASONS = ("duplicate:", "rejected: replaced in the same run", "r
                           "rejected: contradicts")
 
 
+#: The faithfulness rule's reason, its specifics folded (consolidate/rules/faithful.py, issue 31 item 3).
+UNFAITHFUL = "quarantined: statement adds <specifics> found in no note"
+
+
 def _write_policy_demotions(report: dict) -> dict[str, int]:
     """The keeps the write policy rejected, quarantined or made transient, by its reason."""
     return {why: n for why, n in report["not_written"].items() if not why.startswith(_CONTRADICTION_REASONS)}
@@ -324,8 +350,13 @@ def test_write_policy_accepts_judge_v5_keeps(name):
     check's folds and same-run updates are counted apart."""
     report = expected(name)
     demoted = _write_policy_demotions(report)
-    assert set(demoted) == {"quarantined: low-confidence single observation"}
-    assert 1 - sum(demoted.values()) / report["figures"]["judge_keeps"] >= 0.95
+    # and, since issue 31 item 3, the quarantine of a keep adding a specific found in no note
+    assert set(demoted) == {"quarantined: low-confidence single observation", UNFAITHFUL}
+    keeps = report["figures"]["judge_keeps"]
+    # the 95 % goal is the wording and field rules'; the faithfulness hold (a review, not a loss) is
+    # bounded apart: at most 2 % of the keeps (1 of 195 and 9 of 664 when it landed)
+    assert 1 - sum(n for why, n in demoted.items() if why != UNFAITHFUL) / keeps >= 0.95
+    assert demoted[UNFAITHFUL] / keeps <= 0.02
 
 
 @pytest.mark.realnotes
@@ -343,7 +374,8 @@ def test_end_to_end_judge_v8_against_v5(e2e_of):
     assert f["gold_keepers_active_share"] >= 0.8 and f["labeled_drops_active_share"] <= 0.05
     assert f["labeled_drops_active"] < v5["labeled_drops_active"]
     assert f["keeps_folded_as_duplicates"] > 0
-    assert report["not_written"]["quarantined: low-confidence single observation"] == f["written"]["quarantined"]
+    assert report["not_written"]["quarantined: low-confidence single observation"] \
+        + report["not_written"].get(UNFAITHFUL, 0) == f["written"]["quarantined"]
 
 
 @pytest.mark.realnotes
@@ -424,9 +456,9 @@ def test_injection_note_changes_no_other_verdict_with_capable_model(version, mon
     (isolated in a batch of its own by judges/injection.py, and, as a control, inside the batch). The
     other notes' verdicts do not change, and the hostile note itself is dropped."""
     from consolidate.evals.judges import load_labels
-    from judges.base import JudgeContext
-    from judges.chain import Item, JudgeChain
-    from judges.cli import CLIJudge
+    from consolidate.judges.base import JudgeContext
+    from consolidate.judges.chain import Item, JudgeChain
+    from consolidate.judges.cli import CLIJudge
 
     from test_prompt_regression import INJECTION
 
@@ -456,7 +488,7 @@ def test_judge_v9_relations_become_graph_edges(tmp_path):
     from consolidate.store import graph
     from consolidate.pipeline.run import run_queue
     from consolidate.store.relations import parse
-    from judges.scripted import ScriptedJudge
+    from consolidate.judges.scripted import ScriptedJudge
 
     data = yaml.safe_load((CASSETTES / "eval-regression-judge-v9-capable.yaml").read_text(encoding="utf-8"))
     keeps = [v for i in data["interactions"] if i.get("kind") == "judge"

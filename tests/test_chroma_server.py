@@ -10,8 +10,8 @@ import pytest
 
 from consolidate import Store
 from consolidate.pipeline.run import run_queue
-from judges.chain import JudgeChain
-from judges.scripted import ScriptedJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.scripted import ScriptedJudge
 
 from servers import wait_until_answers
 

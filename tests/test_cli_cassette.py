@@ -15,10 +15,10 @@ import pytest
 import yaml
 
 from consolidate.core.errors import CassetteMiss, ConfigError
-from judges.base import JudgeContext
-from judges.chain import Item, JudgeChain, Pair, compare_pairs
-from judges.cli import CLIJudge, schema
-from judges.cli_cassette import prompt_digest
+from consolidate.judges.base import JudgeContext
+from consolidate.judges.chain import Item, JudgeChain, Pair, compare_pairs
+from consolidate.judges.cli import CLIJudge, schema
+from consolidate.judges.cli_cassette import prompt_digest
 
 FAKE = Path(__file__).resolve().parent / "fake_cli"
 NOTES = [
@@ -106,7 +106,7 @@ def test_changed_prompt_version_fails_naming_both_versions(recorded, monkeypatch
     path, _ = recorded
     monkeypatch.setenv("CONSOLIDATE_CASSETTE", str(path))
     judge = CLIJudge(fake("answer.py"))
-    import judges.cli as cli_mod
+    import consolidate.judges.cli as cli_mod
 
     real = cli_mod.render_prompt
     monkeypatch.setattr(cli_mod, "render_prompt",
@@ -196,14 +196,14 @@ CLI_CASSETTES = sorted(p for p in (Path(__file__).resolve().parents[1] / "casset
 
 @pytest.mark.parametrize("path", CLI_CASSETTES, ids=lambda p: p.stem)
 def test_libyaml_reads_every_cli_cassette_as_safe_load_does(path):
-    from judges.cli_cassette import _safe_load
+    from consolidate.judges.cli_cassette import _safe_load
 
     text = path.read_text(encoding="utf-8")
     assert _safe_load(text) == yaml.safe_load(text)
 
 
 def test_a_replay_cassette_is_parsed_once_while_unchanged_and_again_when_changed(tmp_path, monkeypatch):
-    from judges import cli_cassette
+    from consolidate.judges import cli_cassette
 
     path = tmp_path / "c.yaml"
 

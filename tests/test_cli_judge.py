@@ -17,11 +17,11 @@ import pytest
 
 from consolidate.core.errors import ConfigError, JudgeUnavailable
 from consolidate.pipeline.run import run_queue
-from judges.api import APIJudge
-from judges.base import JudgeContext, JudgeNote
-from judges.chain import JudgeChain
-from judges.cli import CHILD_ENV, CLIJudge, extract_verdicts, parse_output, schema
-from judges.scripted import ScriptedJudge
+from consolidate.judges.api import APIJudge
+from consolidate.judges.base import JudgeContext, JudgeNote
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.cli import CHILD_ENV, CLIJudge, extract_verdicts, parse_output, schema
+from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import DROP
 from judge_server import JudgeServer, Reply
@@ -349,7 +349,7 @@ def test_api_answer_cut_at_max_tokens_keeps_its_complete_verdicts_and_counts_tok
 
 
 def test_api_answer_cut_before_one_verdict_is_invalid_and_its_tokens_are_counted(store, monkeypatch):
-    monkeypatch.setattr("judges.api.salvage_objects", lambda text, key: [])
+    monkeypatch.setattr("consolidate.judges.api.salvage_objects", lambda text, key: [])
     judge = _api_judge("")
     with _Server(fail_first=0, cut=True) as server:
         judge.api_base = server.base

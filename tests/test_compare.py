@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from consolidate.pipeline.run import run_queue
-from judges.api import APIJudge, CompareAnswer, Relations, compare_model, render_compare_prompt
-from judges.base import JudgeContext
-from judges.chain import JudgeChain, Pair, compare_pairs
-from judges.cli import CLIJudge, extract_relations, schema
-from judges.scripted import ScriptedJudge
+from consolidate.judges.api import APIJudge, CompareAnswer, Relations, compare_model, render_compare_prompt
+from consolidate.judges.base import JudgeContext
+from consolidate.judges.chain import JudgeChain, Pair, compare_pairs
+from consolidate.judges.cli import CLIJudge, extract_relations, schema
+from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import keep
 from judge_server import KIND_NOTE_LINE, JudgeServer, pairs_of
@@ -177,7 +177,7 @@ def test_weaker_update_is_quarantined_until_another_session_confirms_it(minilm_s
     assert json.loads(rows[new]["provenance"])["updates"] == q["memory_id"]
     # a third session observes it again: the update becomes active, the old entry is superseded
     observed = ScriptedJudge({"dev server": keep(new, evidence="observed-success")}, relations=relate)
-    store.sessions.add_note("three", "checked: the dev server answers on 5173 now")
+    store.sessions.add_note("three", "checked: the dev server answers on 5173 now, and 3000 refuses")
     store.sessions.end("three", "success")
     [plan] = run_queue(store, chain_factory=lambda: JudgeChain([observed]))
     rows = {r["document"]: r["metadata"] for r in store.longterm().all()}

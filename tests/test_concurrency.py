@@ -100,8 +100,8 @@ def test_undo_restores_the_exact_earlier_store(tmp_path):
 
 
 def test_undo_restores_superseded_entry(tmp_path):
-    from judges.chain import JudgeChain
-    from judges.scripted import ScriptedJudge
+    from consolidate.judges.chain import JudgeChain
+    from consolidate.judges.scripted import ScriptedJudge
 
     store = Store(tmp_path / ".memofs", embedding="hash", project="p")
     store.sessions.add_note("a", "The gateway timeout is 30 seconds on every route", flag=True, kind="constraint")

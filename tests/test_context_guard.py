@@ -11,8 +11,8 @@ from consolidate.rules.guard import NOTICE, filter_lines, unsafe_reason
 from consolidate.agents.hooks.full import run_hook
 from consolidate.store.views.recalled import recalled_context
 from consolidate.pipeline.run import run_session
-from judges.chain import JudgeChain
-from judges.scripted import ScriptedJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import REALNOTES
 

@@ -17,8 +17,8 @@ import pytest
 
 from consolidate import Store
 from consolidate.pipeline.run import run_queue
-from judges.api import APIJudge
-from judges.chain import JudgeChain
+from consolidate.judges.api import APIJudge
+from consolidate.judges.chain import JudgeChain
 
 from cassettes import CASSETTES, MODEL, RECORDING, REFRESH_EXPECTED, cassette_name, recorder
 from cassettes import model_server as cassette_server

@@ -15,8 +15,8 @@ import pytest
 from consolidate.evals.curation import export_stores, read_stores, score_grades
 from consolidate.evals.end_to_end import evaluate_end_to_end, render_end_to_end
 from consolidate.core.errors import BadInput
-from judges.chain import JudgeChain
-from judges.scripted import ScriptedJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import keep
 

@@ -20,14 +20,22 @@ import pytest
 from consolidate import Store
 from consolidate.cli.main import main
 from consolidate.pipeline.run import run_queue
-from judges.chain import JudgeChain
-from judges.scripted import ScriptedJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import keep
 from many_processes import cli_env, fill_sessions, finish, note_texts, start_cli
+from preloaded import run as run_preloaded
 
 
 def _cli(store_path, *args, **env):
+    """One CLI command in a new process forked from one with chromadb imported (tests/preloaded.py)."""
+    return run_preloaded(list(args), env=cli_env(store_path, **env), timeout=600)
+
+
+def _cli_fresh(store_path, *args, **env):
+    """One CLI command in a new interpreter (``python -m consolidate``): for an environment the heavy
+    packages read when imported (HOME: where a model is looked for and cached)."""
     return subprocess.run([sys.executable, "-m", "consolidate", *args], env=cli_env(store_path, **env),
                           capture_output=True, text=True, timeout=600)
 
@@ -278,7 +286,7 @@ def test_an_embedding_mismatch_is_refused_before_any_model_is_built(minilm_store
     """`--embedding chroma:default run --dry-run` on a MiniLM store, offline, gave an httpx traceback:
     the model was downloaded before the manifest's check. One line, exit 4, nothing fetched."""
     env = _offline_env(tmp_path)
-    out = _cli(minilm_store_150, "--embedding", embedding, *args, **env)
+    out = _cli_fresh(minilm_store_150, "--embedding", embedding, *args, **env)
     assert out.returncode == 4, (out.stdout, out.stderr)
     assert out.stderr.startswith("error: store ") and "was built with embedding minilm" in out.stderr
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
@@ -290,13 +298,13 @@ def test_a_model_that_cannot_be_fetched_is_one_line_and_the_session_waits(tmp_pa
     the cause, and the queued session stays queued."""
     env = _offline_env(tmp_path)
     folder = tmp_path / ".memofs"
-    assert _cli(folder, "--embedding", "chroma:default", "note", "--session", "A", "--flag", "--kind", "decision",
+    assert _cli_fresh(folder, "--embedding", "chroma:default", "note", "--session", "A", "--flag", "--kind", "decision",
                 "Chose SQLite over Postgres because it needs no server", **env).returncode == 0
-    assert _cli(folder, "end", "--session", "A", "--outcome", "success", **env).returncode == 0
+    assert _cli_fresh(folder, "end", "--session", "A", "--outcome", "success", **env).returncode == 0
     for args in (["run"], ["recall", "which database"]):
-        out = _cli(folder, "--embedding", "chroma:default", *args, **env)
+        out = _cli_fresh(folder, "--embedding", "chroma:default", *args, **env)
         assert out.returncode in (0, 4) and "Traceback" not in out.stderr, (args, out.stderr)
         if args == ["run"]:
             assert out.returncode == 4
             assert out.stderr.splitlines()[-1].startswith("error: Chroma embedding function 'default' cannot embed now")
-    assert "queued session ends: 1 (A)" in _cli(folder, "status", **env).stdout
+    assert "queued session ends: 1 (A)" in _cli_fresh(folder, "status", **env).stdout

@@ -75,8 +75,8 @@ def test_stored_times_are_utc_with_offset_and_shown_local(tz):
 def _store_with_memory_written_at(path, when: float):
     from consolidate import Store
     from consolidate.pipeline.run import run_queue
-    from judges.chain import JudgeChain
-    from judges.scripted import ScriptedJudge
+    from consolidate.judges.chain import JudgeChain
+    from consolidate.judges.scripted import ScriptedJudge
 
     from conftest import keep
 

@@ -20,11 +20,11 @@ from consolidate.pipeline.batch import run_batch
 from consolidate.cli.main import main
 from consolidate.pipeline.deferral import EXIT_PARTIAL
 from consolidate.pipeline.run import run_queue
-from judges.api import APIJudge
-from judges.chain import JudgeChain
-from judges.cli import CLIJudge
-from judges.noop import NoopJudge
-from judges.scripted import ScriptedJudge
+from consolidate.judges.api import APIJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.cli import CLIJudge
+from consolidate.judges.noop import NoopJudge
+from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import DROP, keep
 from judge_server import JudgeServer, notes_of

@@ -9,7 +9,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DESIGN = ROOT / "docs" / "design.md"
-CITE = re.compile(r"docs/design\.md#([a-z0-9-]+)")
+#: ``docs/design.md#section`` (code, README) or ``](design.md#section)`` (a link of a docs page)
+CITE = re.compile(r"(?:docs/design\.md|\]\(design\.md)#([a-z0-9-]+)")
 
 
 def slug(heading: str) -> str:
@@ -27,6 +28,8 @@ def _files():
         yield from (p for p in sorted((ROOT / folder).rglob("*"))
                     if p.suffix in (".py", ".md") and p.name != Path(__file__).name)
     yield ROOT / "README.md"
+    # the pages moved out of the README (issue 32) cite it too; design.md's own links: below
+    yield from (p for p in sorted((ROOT / "docs").rglob("*.md")) if p != DESIGN)
 
 
 def citations() -> dict[str, list[str]]:

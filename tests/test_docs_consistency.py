@@ -1,9 +1,13 @@
-"""Docs as tests (issue 15, seam 8): README.md, ``--help`` and the exit codes say the same thing.
+"""Docs as tests (issue 15, seam 8): the docs, ``--help`` and the exit codes say the same thing.
 
-- every command of the parser is documented in the README, and every ``consolidate COMMAND`` the
-  README shows is a real command whose ``--options`` exist;
+"The docs" are README.md and the hand-written pages of docs/ (issue 32 moved the README's reference
+there): docs/cli.md is generated from the parser, so it is checked by being generated again
+(:func:`test_the_generated_pages_are_up_to_date`), not counted as documenting a command.
+
+- every command of the parser is documented in the docs, and every ``consolidate COMMAND`` the
+  docs show is a real command whose ``--options`` exist;
 - the exit codes listed in the README are the error classes' codes and ``consolidate --help``'s;
-- the default judge chain reads the same in the README, every ``--judge`` help and judges.registry;
+- the default judge chain reads the same in the README, every ``--judge`` help and consolidate.judges.registry;
 - the demo's session count, the MCP tools and the hooks install-hook adds are the ones the README names.
 """
 
@@ -18,7 +22,12 @@ import pytest
 
 from consolidate.cli.main import build_parser, exit_codes
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parents[1]
+#: Pages written from the code (consolidate.cli.reference), not by hand.
+GENERATED = {"cli.md"}
+#: README.md and every hand-written page of docs/ (docs/history/: dated benchmark runs, left out).
+PAGES = [ROOT / "README.md", *(p for p in sorted((ROOT / "docs").glob("*.md")) if p.name not in GENERATED)]
+README = "\n\n".join(p.read_text(encoding="utf-8") for p in PAGES)
 WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
 
 
@@ -39,9 +48,13 @@ TOP_OPTIONS = _options(PARSER)
 def _readme_command_lines() -> list[str]:
     """Each README line (code blocks and inline code) that runs ``consolidate COMMAND ...``."""
     lines = []
-    for block in re.findall(r"```(?:sh|bash)?\n(.*?)```", README, re.S):
-        lines += [line.split("#", 1)[0] for line in block.splitlines()]
-    lines += re.findall(r"`([^`\n]*consolidate [^`\n]*)`", README)
+    for page in PAGES:  # page by page: a fence is paired with its own page's closing fence
+        text = page.read_text(encoding="utf-8")
+        for lang, block in re.findall(r"^ *```(\w*)\n(.*?)^ *```", text, re.S | re.M):
+            if lang in ("", "sh", "bash"):
+                lines += [line.split("#", 1)[0] for line in block.splitlines()]
+        prose = re.sub(r"^ *```.*?^ *```", "", text, flags=re.S | re.M)
+        lines += re.findall(r"`([^`\n]*consolidate [^`\n]*)`", prose)
     out = []
     for line in lines:
         for m in re.finditer(r"(?:^|[\s\"(/])consolidate((?: +[^|;&\n]+)?)", line):
@@ -53,7 +66,7 @@ def _readme_command_lines() -> list[str]:
 
 def test_every_command_is_documented():
     missing = [name for name in COMMANDS if not re.search(rf"consolidate {re.escape(name)}\b", README)]
-    assert not missing, f"commands missing from README.md: {missing}"
+    assert not missing, f"commands missing from README.md and docs/: {missing}"
 
 
 def test_every_command_and_option_the_readme_shows_exists():
@@ -108,8 +121,8 @@ def test_exit_codes_are_real(tmp_path, capsys):
 
 def test_default_chain_reads_the_same_everywhere():
     from consolidate.cli.options import DEFAULT_CHAIN_TEXT
-    from judges.cli import PRESET_ORDER
-    from judges.registry import DEFAULT_CHAIN
+    from consolidate.judges.cli import PRESET_ORDER
+    from consolidate.judges.registry import DEFAULT_CHAIN
 
     assert DEFAULT_CHAIN_TEXT == (f"the first agent CLI on PATH ({', '.join(PRESET_ORDER)}), then "
                                   + ", then ".join(DEFAULT_CHAIN))
@@ -143,7 +156,10 @@ def test_mcp_tools_are_the_ones_the_readme_names():
 
     with tempfile.TemporaryDirectory() as folder:
         names = anyio.run(tools, Path(folder) / ".memofs")
-    section = README.split("## MCP server", 1)[1].split("\n## ", 1)[0]
+    # docs/mcp.md, its generated tool list left out (it names every tool by construction)
+    page = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    section = re.sub(r"<!-- mcp-tools -->.*?<!-- /mcp-tools -->", "", page, flags=re.S)
+    assert "<!-- mcp-tools -->" in page and "`note(" not in section.split("## Tools", 1)[1]
     named = set(re.findall(r"`(\w+)\(", section)) | set(re.findall(r"`(session_\w+|forget|recall|note)`", section))
     assert names <= named, f"tools not in the README's MCP section: {names - named}"
 
@@ -169,13 +185,79 @@ def test_the_settings_table_is_the_settings_module():
     from consolidate.core.settings import markdown_table
 
     found = re.search(r"<!-- settings-table -->\n(.*?)\n<!-- /settings-table -->", README, re.S)
-    assert found, "README.md has no <!-- settings-table --> block"
+    assert found, "no <!-- settings-table --> block in README.md or docs/"
     assert found.group(1) == markdown_table()
 
 
 def test_every_variable_the_readme_names_is_a_setting():
     from consolidate.core.settings import ALL
 
-    tests_own = {"CONSOLIDATE_SHARED", "CONSOLIDATE_CASSETTE_GGUF"}  # read by tests/ only
+    tests_own = {"CONSOLIDATE_SHARED", "CONSOLIDATE_CASSETTE_GGUF", "CONSOLIDATE_SCREENSHOTS"}  # read by tests/ only
     named = set(re.findall(r"CONSOLIDATE_[A-Z][A-Z_0-9]*[A-Z0-9]", README))
     assert named - tests_own <= {s.name for s in ALL}
+
+
+def test_the_generated_pages_are_up_to_date():
+    """docs/cli.md (every command's --help), the MCP tool list of docs/mcp.md, the settings table
+    of docs/settings.md and the public names of docs/python-api.md are what ``python -m
+    consolidate.cli.reference`` writes from the code now (issue 32): a changed option, tool, setting
+    or public name fails here until the pages are written again."""
+    from consolidate.cli.reference import rendered
+
+    pages = rendered(ROOT / "docs")
+    assert {p.name for p in pages} == {"cli.md", "mcp.md", "settings.md", "python-api.md"}
+    stale = [p.name for p, text in pages.items() if p.read_text(encoding="utf-8") != text]
+    assert not stale, f"out of date: {stale}; run `python -m consolidate.cli.reference`"
+    cli = pages[ROOT / "docs" / "cli.md"]
+    assert all(f"## consolidate {name}\n" in cli for name in COMMANDS)
+
+
+def test_the_generator_sees_a_changed_parser(monkeypatch):
+    """The check above can fail: an option added to a command changes docs/cli.md's text."""
+    import consolidate.cli.reference as reference
+
+    real = reference.build_parser
+
+    def with_extra(*args, **kwargs):
+        parser = real(*args, **kwargs)
+        _subparsers(parser)["status"].add_argument("--brand-new-option", help="not documented yet")
+        return parser
+
+    before = reference.cli_markdown()
+    monkeypatch.setattr(reference, "build_parser", with_extra)
+    after = reference.cli_markdown()
+    assert "--brand-new-option" in after and "--brand-new-option" not in before
+
+
+def test_the_docs_pages_are_in_the_site_and_the_readme_is_short():
+    """Every docs page is in mkdocs.yml's nav and linked from docs/index.md; the README is at most 300
+    lines (issue 32), keeps the demo and test commands first and links to the pages."""
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    pages = sorted(p.name for p in (ROOT / "docs").glob("*.md"))
+    assert len(pages) >= 15
+    assert [p for p in pages if f": {p}" not in nav] == []
+    assert [p for p in pages if p != "index.md" and f"]({p}" not in index] == []
+    assert ": history/benchmarks.md" in nav and "](history/benchmarks.md)" in index
+    assert len(readme.splitlines()) <= 300
+    assert readme.index("<!-- demo-command -->") < readme.index("<!-- test-command -->") < readme.index("\n## ")
+    linked = set(re.findall(r"\]\(docs/([\w-]+\.md)", readme))
+    assert linked >= {"cli.md", "hooks.md", "mcp.md", "settings.md", "judges.md", "evaluation.md",
+                      "python-api.md", "testing.md", "design.md", "team.md", "workspace.md"}
+
+
+def test_the_benchmarks_table_names_real_scripts():
+    """benchmarks/README.md holds the latest figure of each benchmark, one row each with its script,
+    date and commit; the dated runs are in docs/history/benchmarks.md (issue 32)."""
+    text = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    rows = [r for r in text.splitlines() if r.startswith("| ") and "(`" in r.split("|")[1]]
+    assert len(rows) >= 20
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        script = re.search(r"`((?:bench_|secrets_|guard_)\w+\.py)", cells[0])
+        assert script is None or (ROOT / "benchmarks" / script.group(1)).is_file(), row
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", cells[-2]), row
+        assert re.fullmatch(r"`[0-9a-f]{7,40}`", cells[-1]), row
+    history = (ROOT / "docs" / "history" / "benchmarks.md").read_text(encoding="utf-8")
+    assert "## Secret gate (`secrets_bench.py`)" in history and "## Faithfulness" in history

@@ -16,8 +16,8 @@ from consolidate.agents.hooks.full import run_hook
 from consolidate.mcp.server import build_server
 from consolidate.pipeline.run import run_queue
 from consolidate.store.views.context_md import write as write_context
-from judges.chain import JudgeChain
-from judges.scripted import ScriptedJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import keep
 

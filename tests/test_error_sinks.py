@@ -83,7 +83,7 @@ def _session_start_log(secret, tmp_path, monkeypatch, capsys, caplog):
     def boom(*a, **k):
         raise ConfigError(f"boom {secret}")
 
-    monkeypatch.setattr("consolidate.agents.hooks.lifecycle.session_for_start", boom)
+    monkeypatch.setattr(full, "session_for_start", boom)  # the hook's own name for it, bound at import
     assert full._session_for_start(tmp_path / "s", "s1", {}) == "s1"
     return (tmp_path / "s" / "logs" / "hook.log").read_text(encoding="utf-8")
 
@@ -126,7 +126,7 @@ def _doctor(secret, tmp_path, monkeypatch, capsys, caplog):
 
 
 def _judges_listing(secret, tmp_path, monkeypatch, capsys, caplog):
-    from judges.registry import availability
+    from consolidate.judges.registry import availability
 
     class Judge:
         api_base = None
@@ -142,6 +142,25 @@ def _judges_listing(secret, tmp_path, monkeypatch, capsys, caplog):
     return why
 
 
+def _ui_error_line(secret, tmp_path, monkeypatch, capsys, caplog):
+    from starlette.testclient import TestClient
+
+    from consolidate.store.store import Store
+    from consolidate.ui.server import App
+
+    def boom(*a, **k):
+        raise StoreCorrupt(f"boom {secret}", path="chroma")
+
+    monkeypatch.setattr("consolidate.ui.reads.listing", boom)
+    app = App(lambda: Store(tmp_path / "s", create=False), "t" * 32, cookie="c")
+    with TestClient(app.starlette(), base_url="http://127.0.0.1") as client:
+        page = client.get("/?token=" + "t" * 32)
+    assert page.status_code == 503
+    import html
+
+    return html.unescape(page.text.split('id="error">', 1)[1].split("<", 1)[0])  # the line as a person reads it
+
+
 DRIVERS = {
     "consolidate.cli.main:report_error": _cli_error,
     "consolidate.cli.main:report_hook_refused": _hook_refused,
@@ -152,7 +171,8 @@ DRIVERS = {
     "consolidate.mcp.server:tool_error": _mcp_tool_error,
     "consolidate.mcp.stdio:reply_for_bad_line": _mcp_bad_line,
     "consolidate.pipeline.doctor:check": _doctor,
-    "judges.registry:availability": _judges_listing,
+    "consolidate.judges.registry:availability": _judges_listing,
+    "consolidate.ui.pages:error_line": _ui_error_line,
 }
 
 

@@ -13,8 +13,8 @@ import pytest
 from consolidate.cli.main import main
 from consolidate.core.errors import BadInput, InvalidImportLine, JudgeOutputInvalid
 from consolidate.evals.judges import Confusion, accuracy, always_drop, cohen_kappa, confusion, evaluate, keep_f1, keep_precision, keep_recall, load_labels, metrics, render_report
-from judges.chain import JudgeChain
-from judges.scripted import ScriptedJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.scripted import ScriptedJudge
 
 REGRESSION = Path(__file__).resolve().parent / "labels" / "judge-regression.jsonl"
 

@@ -17,11 +17,11 @@ import pytest
 from consolidate.evals.compare import evaluate_pairs, load_pairs, render_pair_report
 from consolidate.evals.end_to_end import evaluate_end_to_end, pick_sessions, label_rows, render_end_to_end
 from consolidate.core.errors import BadInput, ConfigError, InvalidImportLine
-from judges.api import APIJudge, selected_prompt_version
-from judges.base import JudgeContext
-from judges.chain import JudgeChain
-from judges.cli import CLIJudge
-from judges.scripted import ScriptedJudge
+from consolidate.judges.api import APIJudge, selected_prompt_version
+from consolidate.judges.base import JudgeContext
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.cli import CLIJudge
+from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import keep
 

@@ -15,8 +15,8 @@ from consolidate import Store
 from consolidate.cli.main import main
 from consolidate.agents.export_md import BEGIN, END, parse_block
 from consolidate.pipeline.run import run_queue
-from judges.chain import JudgeChain
-from judges.scripted import ScriptedJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import keep
 
@@ -50,7 +50,9 @@ def _fill(store):
                for i in range(60)]
     for i, f in enumerate(fillers):
         script[f"svc{i}.log"] = keep(f)
-    for text in ["we use sqlite for the queue", "pnpm only", "itest recipe", "EADDRINUSE on deploy",
+    # the notes hold the specifics the keeps state (a keep adding one is quarantined: rules/faithful.py)
+    for text in ["we use sqlite for the queue", "pnpm only", "itest recipe: make itest ENV=ci after docker compose up -d db",
+                 "EADDRINUSE on deploy, the old worker still on port 9000",
                  "the cache warms", *fillers]:
         store.sessions.add_note("s1", text)
     store.sessions.end("s1", "success")
@@ -164,8 +166,11 @@ def test_round_trip_between_two_stores_through_git(repo, tmp_path, capsys):
     for statement, type_ in ((DECISION, "decision"), (PREFERENCE, "preference"), (RECIPE, "recipe"),
                              (FAILURE, "failure")):
         meta = got[statement]
-        # each keeps the evidence it was exported with (issue 29: an observation stays an observation)
-        assert meta["type"] == type_ and meta["status"] == "active" and meta["evidence"] == theirs[statement]["evidence"]
+        # each keeps the evidence it was exported with (issue 29: an observation stays an observation), as the
+        # store credits it (issue 28: a judge's claim of user-stated is exported, and so imported, as observed)
+        credited = {PREFERENCE: "observed-success"}.get(statement, theirs[statement]["evidence"])
+        assert theirs[PREFERENCE]["evidence"] == "user-stated" and theirs[PREFERENCE]["source"].startswith("judge:")
+        assert meta["type"] == type_ and meta["status"] == "active" and meta["evidence"] == credited
         assert meta["last_confirmed"] == theirs[statement]["last_confirmed"]
     assert json.loads(got[DECISION]["fields"])["reason"] == "it needs no server"
     assert json.loads(got[RECIPE]["fields"])["command"] == "make itest ENV=ci"

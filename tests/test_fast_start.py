@@ -162,8 +162,8 @@ def test_records_the_current_session_and_what_it_was_shown(project):
 def test_a_repeated_memory_from_a_fast_started_session_is_an_echo(project):
     """The seam the echo check guards, through the light hook: the repeat is not a re-confirmation."""
     from consolidate.pipeline.run import run_queue
-    from judges.chain import JudgeChain
-    from judges.scripted import ScriptedJudge
+    from consolidate.judges.chain import JudgeChain
+    from consolidate.judges.scripted import ScriptedJudge
 
     from conftest import keep
 

@@ -15,16 +15,17 @@ import consolidate
 from consolidate.cli.main import main
 from consolidate.mcp.server import build_server
 from consolidate.pipeline.run import run_queue
-from judges.chain import JudgeChain
-from judges.scripted import ScriptedJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import keep
 
 WRONG = "The API server must run on port 8080 because the load balancer only forwards that port"
 
 
-def _session(store, sid, note, *, flag=False, evidence="observed-success"):
-    store.sessions.add_note(sid, note, flag=flag, kind="constraint" if flag else None)
+def _session(store, sid, note, *, flag=False, evidence="observed-success", source=None):
+    store.sessions.add_note(sid, note, flag=flag, kind="constraint" if flag else None,
+                            metadata={"source": source} if source else None)
     store.sessions.end(sid, "success")
     judge = ScriptedJudge({"port": keep(WRONG, "constraint", evidence=evidence),
                            "PORT": keep(WRONG.upper().replace("BECAUSE", "because") + "!", "constraint",
@@ -79,10 +80,23 @@ def test_stated_again_by_the_user_or_flagged_it_comes_back(forgotten, how):
     store, _, _ = forgotten
     if how == "flagged":
         plan = _session(store, "s3", WRONG, flag=True)
-    else:
-        plan = _session(store, "s3", "the api needs port 8080 for the load balancer", evidence="user-stated")
+    else:  # a note the user wrote (a transcript's user turn), judged user-stated
+        plan = _session(store, "s3", "the api needs port 8080 for the load balancer", evidence="user-stated",
+                        source="transcript:user")
     assert WRONG in _active(store)
     assert any(e["event"] == "memory.restated" for e in plan.events)
+
+
+def test_a_judges_user_stated_claim_on_an_agents_note_does_not_bring_it_back(forgotten):
+    """The judge saying "user-stated" of a note the agent wrote is a claim, credited observed at most
+    (consolidate/pipeline/stages/credibility.py): the tombstone holds (a fresh review: such a claim
+    wrote a forgotten memory again, active, on every surface that counts it)."""
+    store, memory_id, _ = forgotten
+    plan = _session(store, "s3", "the api needs port 8080 for the load balancer", evidence="user-stated")
+    assert not plan.writes() and WRONG not in _active(store)
+    assert not any(e["event"] == "memory.restated" for e in plan.events)
+    [rejected] = [e for e in plan.events if e["event"] == "candidate.rejected"]
+    assert rejected["forgotten"] is True and memory_id in rejected["reason"]
 
 
 def test_undo_of_forget_restores_it_and_lifts_the_tombstone(forgotten, capsys):

@@ -108,7 +108,7 @@ def test_two_agents_mcp_notes_are_consolidated_by_their_own_session_end(tmp_path
             assert context.startswith("consolidate: this is session claude-aaa.")
         assert "this is session claude-bbb" in b.do("start")["stdout"]  # b started last
         assert a.do("flag Release builds need the signing key from the team vault, never a local one")["id"]
-        assert a.do("note The staging database is refreshed from production each night")["id"]
+        assert a.do("note The staging database is refreshed from production each night at 02:00 UTC")["id"]
         assert b.do("flag The e2e suite must run against Postgres 16, SQLite hides locking bugs")["id"]
         assert a.do("read")["session_id"] == "claude-aaa"
         assert b.do("read")["session_id"] == "claude-bbb"

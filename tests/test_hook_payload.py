@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from consolidate import Store
 from consolidate.agents.hooks import payload as hook_payload
+from consolidate.store import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 CONSOLE = str(Path(sys.executable).parent / "consolidate")
@@ -118,25 +119,12 @@ def test_the_session_id_is_the_first_non_blank_string_in_key_order(ids):
     assert hook_payload.session_id_of(ids) == expected
 
 
-def test_the_store_of_a_payload(tmp_path, monkeypatch):
-    monkeypatch.delenv("CONSOLIDATE_STORE", raising=False)
-    env = {"CLAUDE_PROJECT_DIR": str(tmp_path / "proj")}
-    assert hook_payload.find_store({"cwd": "/w/p"}, None, env) == os.path.join("/w/p", ".memofs")
-    assert hook_payload.find_store({"cwd": "/w/p"}, "/s", env) == "/s"
-    assert hook_payload.find_store({}, None, env) == str(tmp_path / "proj" / ".memofs")
-    assert hook_payload.find_store({}, None, {"GEMINI_PROJECT_DIR": "/g"}) == os.path.join("/g", ".memofs")
-    assert hook_payload.find_store({}, None, {"CLAUDE_PROJECT_DIR": "relative"}) == ".memofs"
-    assert hook_payload.find_store({}, None, {}) == ".memofs"
-    monkeypatch.setenv("CONSOLIDATE_STORE", "/env-store")
-    assert hook_payload.find_store({"cwd": "/w/p"}, None, env) == "/env-store"
-
-
 # --- the two hooks on real payloads ---------------------------------------------------------------------
 
 
 def _env(**extra):
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("CONSOLIDATE_") and k not in hook_payload.PROJECT_DIR_VARIABLES}
+           if not k.startswith("CONSOLIDATE_") and k not in resolve.PROJECT_DIR_VARIABLES}
     env.update({"CONSOLIDATE_EMBEDDING": "hash", **extra})
     return env
 
@@ -195,7 +183,7 @@ def test_the_fast_and_the_full_hook_read_a_session_end_alike(tmp_path, agent):
     assert seen == [(seen[0][0], True), (seen[0][0], False)], "the fast hook queued it in its file, the full one not"
 
 
-@pytest.mark.parametrize("variable", hook_payload.PROJECT_DIR_VARIABLES)
+@pytest.mark.parametrize("variable", resolve.PROJECT_DIR_VARIABLES)
 @pytest.mark.parametrize("path, args", [("fast", ()), ("full", ("--harvest",))])
 def test_a_payload_without_cwd_finds_the_project_s_store(tmp_path, variable, path, args):
     """No ``cwd`` in the payload: the store is ``.memofs`` in the project folder the agent CLI names

@@ -1,6 +1,6 @@
-"""The judge contract written down (issue 20, item 1): judges.base.BaseJudge declares every optional
+"""The judge contract written down (issue 20, item 1): consolidate.judges.base.BaseJudge declares every optional
 part the chain and the stages use, with defaults; a plain judge object is seen through it
-(judges.base.as_judge); the shipped ScriptedJudge answers from a script or a handler; the prompts
+(consolidate.judges.base.as_judge); the shipped ScriptedJudge answers from a script or a handler; the prompts
 are rendered in one module; the core imports the contract and the registry, never a concrete judge."""
 
 from __future__ import annotations
@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
-import judges
-from consolidate import ConfigError, run_queue
+from consolidate import ConfigError, judges, run_queue
 from consolidate.evals.judges import usage_of, usage_snapshot
-from judges import BaseJudge, ScriptedJudge, as_judge, registry
-from judges.base import Item, JudgeContext, Pair
-from judges.chain import JudgeChain
+from consolidate.judges import BaseJudge, ScriptedJudge, as_judge, registry
+from consolidate.judges.base import Item, JudgeContext, Pair
+from consolidate.judges.chain import JudgeChain
 
 ROOT = Path(__file__).resolve().parent.parent
 KEEP = {"verdict": "keep", "statement": "Use pnpm, not npm", "type": "decision", "reason": "stated",
@@ -167,27 +166,36 @@ def test_a_handler_that_raises_fails_soft(store):
 
 
 def _judge_imports(path: Path) -> set[str]:
-    out = set()
+    """The modules of consolidate.judges the file imports (``from consolidate.judges import base``:
+    ``consolidate.judges.base``)."""
+    pkg, out = "consolidate.judges", set()
+
+    def inside(name: str) -> bool:
+        return name == pkg or name.startswith(pkg + ".")
+
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "judges":
-            out |= {node.module} if node.module != "judges" else {f"judges.{a.name}" for a in node.names}
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and inside(node.module or ""):
+            out |= {node.module} if node.module != pkg else {f"{pkg}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "consolidate":
+            out |= {pkg for a in node.names if a.name == "judges"}
         elif isinstance(node, ast.Import):
-            out |= {a.name for a in node.names if a.name.split(".")[0] == "judges"}
+            out |= {a.name for a in node.names if inside(a.name)}
     return out
 
 
 def test_the_core_imports_the_contract_and_the_registry_only():
-    allowed = {"judges.base", "judges.registry"}
-    # consolidate/testing.py ships the test doubles: it re-exports the scripted judge, and nothing else of judges
-    found = {str(p.relative_to(ROOT)): _judge_imports(p) - allowed - ({"judges.scripted"} if p.name == "testing.py" else set())
+    allowed = {"consolidate.judges.base", "consolidate.judges.registry"}
+    # consolidate/testing.py ships the test doubles: it re-exports the scripted judge, and nothing else of judges;
+    # rglob does not follow the consolidate/judges symlink, so the scan is the core without consolidate.judges
+    found = {str(p.relative_to(ROOT)): _judge_imports(p) - allowed - ({"consolidate.judges.scripted"} if p.name == "testing.py" else set())
              for p in sorted((ROOT / "consolidate").rglob("*.py"))}
-    assert _judge_imports(ROOT / "consolidate" / "testing.py") == {"judges.scripted"}
+    assert _judge_imports(ROOT / "consolidate" / "testing.py") == {"consolidate.judges.scripted"}
     assert {k: v for k, v in found.items() if v} == {}
     assert any(_judge_imports(p) for p in (ROOT / "consolidate").rglob("*.py"))  # the scan sees imports
 
 
 def test_prompts_are_rendered_in_one_module():
-    from judges import api, cli, prompting
+    from consolidate.judges import api, cli, prompting
 
     assert api.render_prompt is prompting.render_prompt and cli.render_prompt is prompting.render_prompt
     assert api.render_compare_prompt is cli.render_compare_prompt is prompting.render_compare_prompt

@@ -35,7 +35,7 @@ def _run(code: str, timeout: float = 120) -> subprocess.CompletedProcess:
 def test_ctrl_c_delivered_to_the_judges_thread_stops_the_wait_at_once():
     out = _run("""
         import signal, sys, threading, time
-        from judges.chain import _call_with_deadline
+        from consolidate.judges.chain import _call_with_deadline
 
         class Slow:
             name = "slow"
@@ -78,9 +78,9 @@ def test_ctrl_c_ends_the_cli_judges_process_group(tmp_path):
     """))
     out = _run(f"""
         import os, signal, sys, threading, time
-        from judges.chain import _call_with_deadline
-        from judges.cli import CLIJudge
-        from judges.base import JudgeNote, JudgeContext
+        from consolidate.judges.chain import _call_with_deadline
+        from consolidate.judges.cli import CLIJudge
+        from consolidate.judges.base import JudgeNote, JudgeContext
 
         judge = CLIJudge("template:{sys.executable} {script}", kill_grace=1.0)
         def hit():

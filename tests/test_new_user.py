@@ -575,8 +575,8 @@ def test_jsonl_item_flags_are_kept_by_complete_too(store):
 
 def _judged(store, note: str, verdict: dict):
     from consolidate.pipeline.run import run_queue
-    from judges.chain import JudgeChain
-    from judges.scripted import ScriptedJudge
+    from consolidate.judges.chain import JudgeChain
+    from consolidate.judges.scripted import ScriptedJudge
 
     store.sessions.add_note("s1", note)
     store.sessions.end("s1", "success")

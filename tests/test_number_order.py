@@ -11,8 +11,8 @@ import pytest
 from consolidate.cli.main import main
 from consolidate.pipeline.run import run_queue
 from consolidate.pipeline.stages.contradiction import DUPLICATE_SIMILARITY, same_memory, same_numbers, swapped
-from judges.chain import JudgeChain
-from judges.noop import NoopJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.noop import NoopJudge
 
 #: (first note, the same numbers swapped): each a different fact.
 SWAPS = [

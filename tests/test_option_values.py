@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from consolidate.cli.main import MODULES, build_parser, main
-from consolidate.cli.options import VALUE_TYPES, count_1_to, duration, positive_days, positive_float, positive_hours, similarity, user_date
+from consolidate.cli.options import (VALUE_TYPES, count_1_to, duration, positive_days, positive_float, positive_hours,
+                                     port, similarity, user_date)
 
 CONSOLE = str(Path(sys.executable).parent / "consolidate")
 
@@ -46,9 +47,10 @@ def _value_options():
 KINDS = {
     "duration": (["-5m", "-1h", "-2d", "-90"], "number with s, m, h, d or w"),
     "positive": (["-1e3", "-inf", "-5x", "-2h", "-1d", "-5"], "must be a positive number of"),
-    "count": (["-5x", "-1e2", "-5", "-inf"], "from 1 to"),
+    "count": (["-5x", "-1e2", "-5", "-inf"], "must be"),
     "similarity": (["-inf", "-2", "-1e3", "-nan"], "must be a number from -1 to 1"),
     "date": (["-3d", "-1w", "-yesterday"], "use a date such as 2026-07-01"),
+    "port": (["-1", "-80", "-5x"], "must be a port number from 0"),
 }
 
 
@@ -61,7 +63,9 @@ def _kind(type_) -> str:
         return "similarity"
     if type_ is user_date:
         return "date"
-    assert type_.__qualname__.startswith("count_1_to"), type_
+    if type_ is port:
+        return "port"
+    assert type_.__qualname__.startswith("count_from_to"), type_
     return "count"
 
 

@@ -11,8 +11,8 @@ import pytest
 from consolidate.store import graph as graphmod
 from consolidate.pipeline.run import run_queue
 from consolidate.rules.secrets import redact_preview
-from judges.chain import JudgeChain
-from judges.scripted import ScriptedJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import DROP, keep
 

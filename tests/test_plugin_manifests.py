@@ -191,8 +191,8 @@ AUTH = "auth.py: check_token() rejects tokens that expired more than 30 seconds 
 def _seed(store_path):
     """One memory about auth.py in the chosen store (for the file-recall hook)."""
     from consolidate.pipeline.run import run_queue
-    from judges.chain import JudgeChain
-    from judges.scripted import ScriptedJudge
+    from consolidate.judges.chain import JudgeChain
+    from consolidate.judges.scripted import ScriptedJudge
 
     s = Store(store_path, embedding="hash")
     s.sessions.add_note("seed", AUTH, flag=True, kind="fact")

@@ -7,8 +7,8 @@ import datetime as dt
 import pytest
 
 from consolidate.pipeline.run import run_session
-from judges.chain import JudgeChain
-from judges.scripted import ScriptedJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import keep
 

@@ -15,7 +15,7 @@ import pytest
 from consolidate import Store
 from consolidate.pipeline.run import run_queue
 from consolidate.rules.private_spans import MARK, only_private, strip
-from judges.scripted import ScriptedJudge
+from consolidate.judges.scripted import ScriptedJudge
 
 PRIVATE = "the client is Zorblax Industries"
 KEEP = {"verdict": "keep", "type": "fact", "evidence": "observed-success", "confidence": "high", "reason": "scripted"}
@@ -131,7 +131,7 @@ def test_external_note_is_quarantined_on_a_judges_keep(tmp_path):
     run_queue(s, judges=[_judge()])
     assert _status(s) == "quarantined"
     # an observation of the project's own (not external) in another session confirms it
-    s.sessions.add_note("e3", "Checked in our app: Next.js fetch is not cached unless force-cache is set",
+    s.sessions.add_note("e3", "Checked in our app on Next.js 15: fetch is not cached unless force-cache is set",
                         metadata={"source": "transcript:assistant"})
     s.sessions.end("e3", "success")
     run_queue(s, judges=[_judge()])

@@ -40,9 +40,9 @@ import pytest
 
 from consolidate.cli.main import main
 from consolidate.evals.judges import evaluate, load_labels
-from judges.api import APIJudge, NOTES_CLOSE, NOTES_OPEN, render_prompt
-from judges.base import JudgeContext, JudgeNote
-from judges.chain import Item, JudgeChain
+from consolidate.judges.api import APIJudge, NOTES_CLOSE, NOTES_OPEN, render_prompt
+from consolidate.judges.base import JudgeContext, JudgeNote
+from consolidate.judges.chain import Item, JudgeChain
 
 from cassettes import (CASSETTES, MODEL, MODEL_DESCRIPTION, MODEL_SLUG, RECORDING, REFRESH_EXPECTED, cassette_name,
                        echo_scrubber, recorder)
@@ -136,9 +136,11 @@ _VOLATILE = (("usage", "seconds"), ("usage", "call_seconds"), ("per_100_notes", 
 
 def stable(report_json: dict) -> dict:
     """An eval report without what changes between a live run and a replay (wall-clock seconds) or
-    between machines (the label file's path)."""
+    between machines (the label file's path), nor the tuning / validation split (issue 31: its figures
+    are derived from the same verdicts and tested in tests/test_eval_split.py)."""
     d = json.loads(json.dumps(report_json))
-    d.pop("labels", None)
+    for key in ("labels", "split", "disagreements_left_out"):
+        d.pop(key, None)
     for outer, inner in _VOLATILE:
         d.get(outer, {}).pop(inner, None)
     return d

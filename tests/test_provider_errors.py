@@ -20,7 +20,7 @@ from instructor.v2.core.errors import FailedAttempt  # noqa: E402
 from pydantic import BaseModel, ValidationError  # noqa: E402
 
 from consolidate.core.errors import JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable  # noqa: E402
-from judges.api import _classify, _retryable  # noqa: E402
+from consolidate.judges.api import _classify, _retryable  # noqa: E402
 
 lx = litellm.exceptions
 REQ = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
@@ -133,7 +133,7 @@ def test_the_class_decides_not_the_words_in_the_message():
 
 
 def test_importing_the_api_judge_imports_no_provider_library():
-    code = ("import sys, judges.api, judges.chain, judges.registry, judges.prompting\n"
+    code = ("import sys, consolidate.judges.api, consolidate.judges.chain, consolidate.judges.registry, consolidate.judges.prompting\n"
             "bad = [m for m in ('litellm', 'instructor', 'openai', 'httpx') if m in sys.modules]\n"
             "print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -17,9 +17,9 @@ from hypothesis import assume, given, settings, strategies as st
 from consolidate.rules import provider_rules as pr
 from consolidate.pipeline.run import run_session
 from consolidate.rules.secrets import scan
-from consolidate.store.sessions.tier import REDACTED_KEY
-from judges.chain import JudgeChain
-from judges.scripted import ScriptedJudge
+from consolidate.store.sessions.write_gate import REDACTED_KEY
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.scripted import ScriptedJudge
 from secret_corpus import SECRET_KINDS, _Gen
 
 from conftest import keep

@@ -1,5 +1,5 @@
 """The public API is curated and pinned (issue 27 item 5): ``consolidate.__all__``,
-``judges.__all__`` and the shipped test doubles of ``consolidate.testing``. A name added or removed
+``consolidate.judges.__all__`` and the shipped test doubles of ``consolidate.testing``. A name added or removed
 here is a deliberate change of the API (say it in the changelog of the README)."""
 
 from __future__ import annotations
@@ -9,13 +9,12 @@ import subprocess
 import sys
 
 import consolidate
-import judges
-from consolidate import run_queue
+from consolidate import judges, run_queue
 from consolidate.testing import DROP, ScriptedJudge, crash_at, keep, temporary_store
 
 CONSOLIDATE_API = ["Store", "Plan", "Note", "Candidate", "RunContext", "recall", "run_session", "run_queue",
                    "__version__", "ConsolidateError", "BadInput", "EmptyNote", "InvalidImportLine", "SecretBlocked",
-                   "PathRefused", "ConfigError", "UnknownSession", "StoreError", "StorePathError", "StoreCorrupt",
+                   "PathRefused", "ConfigError", "StaleForm", "UnknownSession", "StoreError", "StorePathError", "StoreCorrupt",
                    "EmbeddingMismatch", "EmbeddingUnavailable", "StoreLocked", "StoreReadOnly", "TeamError",
                    "TeamTimeout", "JudgeError", "JudgeUnavailable", "JudgeTimeout", "JudgeOutputInvalid",
                    "CassetteMiss"]

@@ -1,6 +1,8 @@
-"""The README's examples work as written (issue 13): docs as tests.
+"""The README's and the docs pages' examples work as written (issue 13; issue 32 moved most of the
+README into docs/*.md, and every page is walked the same way): docs as tests.
 
-Every fenced block of README.md carries a marker on the line before it:
+Every fenced block of README.md and of each page docs/*.md (docs/history/ excepted: dated benchmark
+runs) carries a marker on the line before it:
 
 - ``<!-- readme-test: run -->``: the block is run, command by command, in a fresh folder (its own
   ``./.memofs``, its own HOME, no API key, no agent CLI on PATH: a new user's machine). Optional parts
@@ -25,7 +27,10 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+#: The pages whose blocks are checked: the README first, then every docs page (not docs/history/).
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 BIN = Path(sys.executable).parent
 
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```\s*$", re.MULTILINE | re.DOTALL)
@@ -35,8 +40,17 @@ _OPTIONAL = re.compile(r"\s*\[[^\[\]]*\]")
 
 
 def blocks() -> list[dict]:
-    """Every fenced block of the README: language, text, first line number, marker kind and reason."""
-    text = README.read_text(encoding="utf-8")
+    """Every fenced block of the README and the docs pages: language, text, where (``PAGE:LINE``),
+    marker kind and reason."""
+    out = []
+    for page in PAGES:
+        out += _page_blocks(page)
+    return out
+
+
+def _page_blocks(page: Path) -> list[dict]:
+    text = page.read_text(encoding="utf-8")
+    name = page.relative_to(ROOT).as_posix()
     out = []
     for m in _FENCE.finditer(text):
         line = text.count("\n", 0, m.start()) + 1
@@ -46,7 +60,8 @@ def blocks() -> list[dict]:
         if mk:
             kind = mk.group(2) or mk.group(1)
             reason = mk.group(3)
-        out.append({"lang": m.group(1), "body": m.group(2), "line": line, "kind": kind, "reason": reason})
+        out.append({"lang": m.group(1), "body": m.group(2), "line": line, "kind": kind, "reason": reason,
+                    "where": f"{name}:{line}"})
     return out
 
 
@@ -55,10 +70,19 @@ def _blocks_of(kind: str) -> list[dict]:
 
 
 def test_every_block_is_marked():
-    unmarked = [f"README.md:{b['line']}" for b in blocks() if b["kind"] is None]
+    unmarked = [b["where"] for b in blocks() if b["kind"] is None]
     assert not unmarked, f"blocks without a readme-test marker: {unmarked}"
     assert all(b["reason"] for b in _blocks_of("skip")), "a skipped block says why"
     assert len(_blocks_of("run")) >= 3
+    # the pages moved out of the README are walked too (issue 32): at least the pages that hold blocks
+    assert {b["where"].split(":")[0] for b in blocks()} >= {"README.md", "docs/hooks.md", "docs/commands.md",
+                                                            "docs/judges.md", "docs/workspace.md", "docs/cli.md"}
+
+
+def test_the_readme_keeps_the_demo_and_test_commands_first():
+    """.ci/run takes the test command from the block after ``<!-- test-command -->``: both stay first."""
+    kinds = [b["kind"] for b in _page_blocks(README)]
+    assert kinds[:2] == ["demo-command", "test-command"]
 
 
 def steps(body: str) -> list[dict]:
@@ -93,15 +117,15 @@ def _check(step: dict, r: subprocess.CompletedProcess, where: str) -> None:
     assert r.returncode == step["exit"], said
     lines = {_norm(x) for x in r.stdout.splitlines()}
     for want in step["expect"]:
-        assert _norm(want) in lines, f"README shows {want!r}\n{said}"
+        assert _norm(want) in lines, f"the docs show {want!r}\n{said}"
 
 
-@pytest.mark.parametrize("block", _blocks_of("run"), ids=lambda b: f"README.md:{b['line']}")
+@pytest.mark.parametrize("block", _blocks_of("run"), ids=lambda b: b["where"])
 def test_run_block(block, tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     env = _env(tmp_path)
-    where = f"README.md:{block['line']}"
+    where = block["where"]
     if block["lang"] == "python":
         script = work / "example.py"
         script.write_text(block["body"], encoding="utf-8")
@@ -131,7 +155,7 @@ def _syntax_lines(body: str) -> list[str]:
     return [ln.split("#", 1)[0].strip() for ln in joined.splitlines() if ln.strip().startswith("consolidate ")]
 
 
-@pytest.mark.parametrize("block", _blocks_of("syntax"), ids=lambda b: f"README.md:{b['line']}")
+@pytest.mark.parametrize("block", _blocks_of("syntax"), ids=lambda b: b["where"])
 def test_syntax_block_parses(block):
     from consolidate.cli.main import build_parser
 
@@ -144,11 +168,11 @@ def test_syntax_block_parses(block):
             try:
                 build_parser().parse_args(argv)
             except SystemExit as exc:
-                pytest.fail(f"README.md:{block['line']}: `{variant}` does not parse (exit {exc.code})")
+                pytest.fail(f"{block['where']}: `{variant}` does not parse (exit {exc.code})")
 
 
 def test_demo_command(tmp_path):
-    [demo] = [b for b in blocks() if b["kind"] == "demo-command"]
+    [demo] = [b for b in _page_blocks(README) if b["kind"] == "demo-command"]
     command = demo["body"].strip().split("&&")[-1].strip()
     assert command == "consolidate demo"
     r = subprocess.run([str(BIN / "consolidate"), "demo"], cwd=tmp_path, env=_env(tmp_path), capture_output=True,

@@ -26,8 +26,8 @@ from consolidate.store.index import lexical
 from consolidate.cli.main import main
 from consolidate.mcp.server import build_server
 from consolidate.pipeline.run import run_queue
-from judges.chain import JudgeChain
-from judges.scripted import ScriptedJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import keep
 from test_recall import _memories
@@ -62,6 +62,17 @@ def _apply(store, sid, *statements):
 
 def _ids(store, statement):
     return [r["id"] for r in store.longterm().all() if r["document"] == statement]
+
+
+def _flagged(project, texts):
+    """A hash-embedding store at ``project/.memofs`` holding ``texts`` as flagged constraints of one
+    consolidated session; returned open."""
+    store = Store(project / ".memofs", embedding="hash")
+    for t in texts:
+        store.sessions.add_note("m1", t, flag=True, kind="constraint")
+    store.sessions.end("m1", "success")
+    run_queue(store, judges=["noop"])
+    return store
 
 
 def _env():
@@ -296,11 +307,7 @@ def test_file_recall_finds_a_file_the_memory_names_by_its_words(tmp_path):
     settings_ = install(project, "--store", ".memofs", "--embedding", "hash", "--judge", "noop")
     dart = "main.dart must create the Riverpod ProviderScope before runApp, or the router throws at start"
     docker = "The Dockerfile pins the base image by digest; bump it with the renovate PR, never by hand"
-    store = Store(project / ".memofs", embedding="hash")
-    for t in (dart, docker):
-        store.sessions.add_note("m1", t, flag=True, kind="constraint")
-    store.sessions.end("m1", "success")
-    run_queue(store, judges=["noop"])
+    store = _flagged(project, (dart, docker))
     [did] = _ids(store, dart)
     store.close()
 
@@ -315,6 +322,49 @@ def test_file_recall_finds_a_file_the_memory_names_by_its_words(tmp_path):
     assert main(["forget", "--store", str(project / ".memofs"), did, "--reason", "wrong"]) == 0
     p = payload("PreToolUse", "edit2", project, tool_name="Read", tool_input={"file_path": str(project / "lib/main.dart")})
     assert "Riverpod" not in fire(settings_, "PreToolUse", p, tool="Read")
+
+
+def test_file_recall_matches_whole_path_components(tmp_path):
+    """A memory naming ``app.py`` is printed for ``src/app.py``, not for ``src/myapp.py`` nor
+    ``app.pyc``; one naming ``lib/util.py`` for ``src/lib/util.py``, not for ``mylib/util.py`` nor
+    the root ``util.py`` (before, both of those got it: ``mylib/util.py`` ends with ``lib/util.py``
+    as a string, and the bare name ``util.py`` was taken for the path)."""
+    from consolidate.agents.file_recall import file_context
+
+    project = tmp_path / "proj"
+    for f in ("src/app.py", "src/myapp.py", "app.pyc", "lib/util.py", "mylib/util.py", "util.py", "src/lib/util.py"):
+        (project / f).parent.mkdir(parents=True, exist_ok=True)
+        (project / f).write_text("x\n")
+    app = "app.py must call check_token() before refresh_session(), or expired tokens pass"
+    util = "lib/util.py must stay free of network calls so the tests run offline"
+    _flagged(project, (app, util)).close()
+
+    def shown(path):
+        payload = {"hook_event_name": "PreToolUse", "session_id": "s", "tool_name": "Read", "cwd": str(project),
+                   "tool_input": {"file_path": str(project / path)}}
+        return file_context(project / ".memofs", payload, root=project, update=False)[1]
+
+    assert shown("src/app.py") == [app] and shown("app.pyc") == [] and shown("src/myapp.py") == []
+    assert shown("lib/util.py") == [util] and shown("src/lib/util.py") == [util]
+    assert shown("mylib/util.py") == [] and shown("util.py") == []
+
+
+_PART = st.text("abpy_", min_size=1, max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PART, min_size=0, max_size=3), st.lists(_PART, min_size=0, max_size=3), _PART, _PART)
+def test_names_file_is_by_whole_components(named_dirs, rel_dirs, name, ext):
+    """names_file: a named path names a file exactly when it is the file's path or a tail of it
+    after a ``/``; a bare name names every file of that name and no other."""
+    from consolidate.agents.file_recall import names_file
+
+    base = f"{name}.{ext}"
+    named, rel = "/".join([*named_dirs, base]), "/".join([*rel_dirs, base])
+    want = rel == named or rel.endswith("/" + named)
+    terms = {named, base} if "/" in named else {base}
+    assert names_file(rel, base, terms) == want, (named, rel)
+    assert not names_file(rel, base, {"x" + base, base + "c", f"{name}.{ext}x"})
 
 
 def test_the_hook_path_imports_nothing_heavy_for_the_lexical_index():

@@ -13,8 +13,8 @@ import pytest
 
 from consolidate.cli.main import main
 from consolidate.core.errors import ConfigError
-from judges import registry
-from judges.chain import JudgeChain
+from consolidate.judges import registry
+from consolidate.judges.chain import JudgeChain
 
 
 @pytest.fixture
@@ -96,7 +96,7 @@ def test_malformed_store_config_is_a_config_error(clean, text, match):
 
 
 def test_cli_judge_is_registered(clean):
-    assert registry.installed()["cli"] == "judges.cli:CLIJudge"
+    assert registry.installed()["cli"] == "consolidate.judges.cli:CLIJudge"
     judge = registry.load("cli:template:mycli --json")
     assert judge.name == "cli:template" and judge.argv() == ["mycli", "--json"]
     assert registry.load("cli:ollama:llama3.2:1b").model == "llama3.2:1b"

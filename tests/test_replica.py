@@ -16,7 +16,8 @@ from pathlib import Path
 from consolidate.store import replica as replica_mod
 from consolidate.store.replica import IMPLEMENTATIONS, Replica, TEAM_FILE
 from consolidate.store.store import Store
-from consolidate.team.local import TeamConfig, TeamReplica, save_config
+from consolidate.team.local import TeamConfig, save_config
+from consolidate.team.replica import TeamReplica
 
 ROOT = Path(__file__).resolve().parents[1]
 

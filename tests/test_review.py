@@ -19,8 +19,8 @@ import consolidate
 from consolidate.cli.main import main
 from consolidate.mcp.server import build_server
 from consolidate.pipeline.run import run_queue
-from judges.chain import JudgeChain
-from judges.scripted import ScriptedJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import keep
 

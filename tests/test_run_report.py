@@ -367,8 +367,8 @@ def test_a_long_flagged_workspace_item_is_refused(tmp_path):
 
 def test_a_judge_statement_longer_than_a_memory_is_rejected_with_its_reason(tmp_path):
     from consolidate.pipeline.run import run_queue
-    from judges.chain import JudgeChain
-    from judges.scripted import ScriptedJudge
+    from consolidate.judges.chain import JudgeChain
+    from consolidate.judges.scripted import ScriptedJudge
 
     s = Store(tmp_path / ".memofs", embedding="hash")
     s.sessions.add_note("j1", "the deploy needs the credentials file")
@@ -411,7 +411,7 @@ def test_a_failed_team_push_is_said_by_run_batch_and_the_worker_log(tmp_path):
 
     server = ChromaServer(tmp_path).start()
     try:
-        a = machine(tmp_path, "a", server.url)
+        a = machine(tmp_path, "a", server)
     finally:
         server.stop()  # the team store goes away: every push of A fails
     fast = {"CONSOLIDATE_TEAM_PULL_SECONDS": 2, "CONSOLIDATE_TEAM_PUSH_SECONDS": 5}
@@ -438,8 +438,8 @@ def test_mcp_session_read_says_the_run_report_lines(tmp_path):
 
     from consolidate.mcp.server import build_server
     from consolidate.pipeline.run import run_queue
-    from judges.chain import JudgeChain
-    from judges.scripted import ScriptedJudge
+    from consolidate.judges.chain import JudgeChain
+    from consolidate.judges.scripted import ScriptedJudge
 
     s = Store(tmp_path / ".memofs", embedding="hash")
     s.sessions.add_note("m1", "remember the db port is 5433")

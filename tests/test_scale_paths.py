@@ -16,8 +16,8 @@ from consolidate.store.index.longterm import _where
 from consolidate.pipeline.run import run_queue
 from consolidate.store.views import context_md
 from consolidate.pipeline.undo import undo_run
-from judges.chain import JudgeChain
-from judges.scripted import ScriptedJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import keep
 from robustness import dump

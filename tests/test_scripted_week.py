@@ -8,8 +8,8 @@ import json
 
 from consolidate.store import archive
 from consolidate.pipeline.run import run_session
-from judges.chain import JudgeChain
-from judges.scripted import ScriptedJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import DROP, keep
 

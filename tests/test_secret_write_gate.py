@@ -12,9 +12,9 @@ from consolidate import Store
 from consolidate.cli.main import main
 from consolidate.mcp.server import build_server
 from consolidate.pipeline.run import run_session
-from consolidate.store.sessions.tier import REDACTED_KEY
-from judges.chain import JudgeChain
-from judges.scripted import ScriptedJudge
+from consolidate.store.sessions.write_gate import REDACTED_KEY
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import keep
 
@@ -132,6 +132,31 @@ def test_aborted_session_never_held_the_secret(store):
     assert_clean(store, KEY)
 
 
+SHA = "3f9c2a7e1b4d5c6f7a8b9c0d1e2f3a4b5c6d7e8f"
+
+
+@pytest.mark.parametrize("field", ["commit", "sha", "head_commit", "revision"])
+def test_a_commit_id_in_its_field_is_no_secret(store, field):
+    """A bare 40-hex value is key material to the gate; under a field that names a revision (read as
+    ``commit: <sha>``, the gate's own context rule) it is a commit id: kept as written, and the note is
+    consolidated (the timelines benchmark had every note of a session blocked by its ``commit``)."""
+    store.sessions.add_note("s", "The nightly build is cut from release/2.x", flag=True, metadata={field: SHA})
+    [note] = store.sessions.notes("s")
+    assert note.metadata[field] == SHA and REDACTED_KEY not in note.metadata
+    store.sessions.end("s", "success")
+    plan = run_session(store, "s", chain_factory=lambda: JudgeChain([]), time_box=None)
+    assert not [e for e in plan.events if e["event"] == "note.blocked"] and len(plan.writes()) == 1
+
+
+@pytest.mark.parametrize("field, value", [("x", SHA), ("commit", KEY), ("token", SHA), ("sha", f"--password {PW}")])
+def test_a_field_name_never_clears_a_key(store, field, value):
+    """The field's name only clears a context-free key-material finding it explains: a bare hex under an
+    unnamed or secret-named field, or a provider key or password under any name, stays a secret."""
+    store.sessions.add_note("s", "The nightly build is cut from release/2.x", metadata={field: value})
+    [note] = store.sessions.notes("s")
+    assert note.metadata[REDACTED_KEY] and value not in json.dumps(note.metadata)
+
+
 def test_redacted_note_is_blocked_at_consolidation(store):
     """Flagged or judged, a note redacted at write time is blocked (never judged, never stored), with
     the kinds and previews in its event."""
@@ -151,13 +176,13 @@ def test_prefilter_never_skips_a_secret_of_the_corpus():
     """The write-time gate skips scanning text in which the gate can find nothing (no import cost for
     an ordinary note); it must never skip a note the gate blocks."""
     from consolidate.rules.secrets import scan
-    from consolidate.store.sessions.tier import _worth_scanning
+    from consolidate.store.sessions.write_gate import worth_scanning
     from secret_corpus import load
 
     from test_secrets_multilingual import OTHER_SHAPES, SENTENCES
 
     texts = [e.text for seed in range(5) for e in load(seed)] + list(SENTENCES.values()) + OTHER_SHAPES
-    missed = [t[:80] for t in texts if scan(t) and not _worth_scanning(t)]
+    missed = [t[:80] for t in texts if scan(t) and not worth_scanning(t)]
     assert missed == []
 
 

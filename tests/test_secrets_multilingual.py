@@ -125,8 +125,8 @@ def test_session_start_context_never_prints_a_multilingual_password(tmp_path):
     from consolidate import Store
     from consolidate.agents.hooks.full import run_hook
     from consolidate.pipeline.run import run_session
-    from judges.chain import JudgeChain
-    from judges.scripted import ScriptedJudge
+    from consolidate.judges.chain import JudgeChain
+    from consolidate.judges.scripted import ScriptedJudge
 
     from conftest import keep
 

@@ -199,9 +199,9 @@ def test_descriptions_and_look_alikes_pass(text):
 
 def test_the_write_time_prefilter_scans_every_such_note():
     """The write-time gate skips text in which the gate can find nothing; it must not skip these."""
-    from consolidate.store.sessions.tier import _worth_scanning
+    from consolidate.store.sessions.write_gate import worth_scanning
 
-    assert [t for t, _ in LETTERS_ONLY + PASSPHRASES + SHORT_NAMES if not _worth_scanning(t)] == []
+    assert [t for t, _ in LETTERS_ONLY + PASSPHRASES + SHORT_NAMES if not worth_scanning(t)] == []
 
 
 @pytest.mark.parametrize("text,secret", [LETTERS_ONLY[0], LETTERS_ONLY[1], LETTERS_ONLY[2], PASSPHRASES[0],

@@ -130,10 +130,10 @@ def test_look_alikes_pass(text):
 
 
 def test_the_write_time_prefilter_scans_every_such_note():
-    from consolidate.store.sessions.tier import _worth_scanning
+    from consolidate.store.sessions.write_gate import worth_scanning
 
     cases = CREDENTIAL_PAIRS + USERINFO + CJK_SET_TO + SPACED_NAMES + ACCESS_CODES
-    assert [t for t, _ in cases if not _worth_scanning(t)] == []
+    assert [t for t, _ in cases if not worth_scanning(t)] == []
 
 
 REPORTED = [CREDENTIAL_PAIRS[0], CREDENTIAL_PAIRS[4], CREDENTIAL_PAIRS[7], USERINFO[0], CJK_SET_TO[0],

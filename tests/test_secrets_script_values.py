@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from consolidate.rules.secrets import scan
-from consolidate.store.sessions.tier import _worth_scanning
+from consolidate.store.sessions.write_gate import worth_scanning
 
 # (password word + separator, value): every script, several lengths
 BLOCK = [
@@ -64,7 +64,7 @@ def test_letters_only_value_in_any_script_is_blocked(prefix, value):
     secret = value.strip("」")
     assert all(secret not in f.preview for f in findings)
     assert any(text[f.start:f.end] == secret for f in findings)
-    assert _worth_scanning(text)  # the write-time gate scans it too
+    assert worth_scanning(text)  # the write-time gate scans it too
 
 
 @pytest.mark.parametrize("text", BLOCK_SENTENCES)

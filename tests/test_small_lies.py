@@ -51,8 +51,8 @@ def test_demo_keep_prints_the_store_itself(tmp_path):
 
 def test_runs_lists_runs_that_added_nothing(store, capsys):
     from consolidate.pipeline.run import run_queue
-    from judges.chain import JudgeChain
-    from judges.scripted import ScriptedJudge
+    from consolidate.judges.chain import JudgeChain
+    from consolidate.judges.scripted import ScriptedJudge
 
     from conftest import DROP
 

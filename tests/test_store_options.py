@@ -69,7 +69,7 @@ def test_installed_hook_and_mcp_workers_write_to_the_chroma_server(tmp_path, chr
                                   "Releases are cut from the release/* branches only"],
                    check=True, capture_output=True, env=_env())
     subprocess.run(CONSOLIDATE + ["note", "--store", str(store), "--session", "h1",
-                                  "The staging database is refreshed nightly from a production snapshot"],
+                                  "The staging database is refreshed nightly at 02:00 UTC from a production snapshot"],
                    check=True, capture_output=True, env=_env())
     payload = {"session_id": "h1", "hook_event_name": "SessionEnd", "cwd": str(project), "reason": "other"}
     res = subprocess.run(command, shell=True, input=json.dumps(payload), capture_output=True, text=True,

@@ -16,8 +16,8 @@ from consolidate.core.atomic import write_atomic, write_json_atomic
 from consolidate.core.jsonl import append_lines, cut_torn_tail, drop_lines, read_lines
 from consolidate.pipeline.run import RunContext, run_claimed, run_session, run_stages
 from consolidate.model.plan import Plan
-from judges.chain import JudgeChain
-from judges.scripted import ScriptedJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.scripted import ScriptedJudge
 
 
 # -- stage lists ----------------------------------------------------------------------------------
@@ -130,31 +130,34 @@ SQL = re.compile(r"\bexecute(?:many|script)?\(|\b(?:SELECT|INSERT|UPDATE|DELETE 
 SESSION_TIER = ["store/sessions/tier.py", "store/sessions/tables.py"]
 #: The other SQLite file of the store and its one owner: recall's lexical index (FTS5).
 LEXICAL = "store/index/lexical.py"
+#: File recall's lookup table (memory/files.sqlite3) and its one owner.
+FILE_TABLE = "store/index/file_table.py"
 
 
 def test_sql_is_only_in_the_session_tier():
     """Every table of sessions.sqlite3 has one owner: SessionTier (consolidate/store/sessions/tier.py) or
     consolidate/store/sessions/tables.py; no other module of the package holds a statement or opens a
     connection (the hooks, echo, file recall, the light entry point call their functions). The
-    lexical index (lexical.sqlite3) is the one other database, owned by consolidate/store/index/lexical.py, which
-    never names the session database."""
+    lexical index (lexical.sqlite3, owned by consolidate/store/index/lexical.py, which never names the session
+    database) and file recall's table (memory/files.sqlite3, consolidate/store/index/file_table.py) are the others."""
     src = _sources()
     hits = {name: [line.strip() for line in text.splitlines() if SQL.search(line)] for name, text in src.items()}
-    outside = {name: lines[:3] for name, lines in hits.items() if lines and name not in SESSION_TIER + [LEXICAL]}
+    outside = {name: lines[:3] for name, lines in hits.items() if lines and name not in SESSION_TIER + [LEXICAL, FILE_TABLE]}
     assert outside == {}
-    assert "sessions.sqlite3" not in src[LEXICAL] and 'INDEX_FILE = LEXICAL_DB.name' in src[LEXICAL]
+    assert "sessions.sqlite3" not in src[LEXICAL] + src[FILE_TABLE] and 'INDEX_FILE = LEXICAL_DB.name' in src[LEXICAL]
     assert all(len(hits[name]) > 10 for name in SESSION_TIER)  # the pattern finds the tier's own statements
 
 
 def test_the_session_tables_module_imports_only_the_standard_library_lightly():
-    """The light hooks import consolidate.store.sessions.tables: json at module level, and of the package
-    only consolidate.core.vocab (which imports nothing)."""
+    """The light hooks import consolidate.store.sessions.tables: json and os at module level, and of the
+    package only consolidate.core.vocab (which imports nothing); the persisted-text gate (the secret
+    rules) only inside the function that records a SessionStart's source."""
     import ast
 
     tree = ast.parse((PACKAGE / "store" / "sessions" / "tables.py").read_text(encoding="utf-8"))
     top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     names = sorted(a.name for n in top for a in n.names)
-    assert names == ["END_PENDING", "annotations", "json"]
+    assert names == ["END_PENDING", "annotations", "json", "os"]
     own = {n.module for n in top if isinstance(n, ast.ImportFrom) and n.module.startswith("consolidate")}
     assert own == {"consolidate.core.vocab"}
 
@@ -230,7 +233,7 @@ def test_drain_rounds_take_ends_queued_meanwhile(store):
 @pytest.mark.parametrize("how", ["run_queue", "batch", "worker"])
 def test_every_drain_pulls_before_and_pushes_after_on_a_team_store(store, monkeypatch, how):
     """The README: every run pulls the team's changes before its contradiction check (batch did not)."""
-    import consolidate.team.local as team
+    import consolidate.team.replica as team
 
     calls = []
     monkeypatch.setattr(team, "pull_before_run", lambda st: calls.append(("pull", len(st.sessions.pending()))))
@@ -250,7 +253,7 @@ def test_every_drain_pulls_before_and_pushes_after_on_a_team_store(store, monkey
     else:
         from consolidate.pipeline.worker import run_worker
 
-        monkeypatch.setattr("judges.registry.build_chain", lambda *a, **k: factory())
+        monkeypatch.setattr("consolidate.judges.registry.build_chain", lambda *a, **k: factory())
         run_worker(store, out=open(os.devnull, "w"))
     assert calls == [("pull", 2), ("push", 0)]
 

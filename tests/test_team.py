@@ -1,9 +1,12 @@
 """Team memory on a Chroma server (issue 16): two store folders as two machines, each command in its
-own process (``python -m consolidate``), against a real ``chroma run`` on 127.0.0.1 (and, for token
-authentication, Chroma's own Python server with its token provider: ``chroma run`` 1.x has none)."""
+own process (``python -m consolidate``, forked from a process that imported chromadb already:
+tests/preloaded.py), against a real ``chroma run`` on 127.0.0.1 (one per module, each test on a
+project of its own; a test that stops the server has its own) and, for token authentication,
+Chroma's own Python server with its token provider (``chroma run`` 1.x has none)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -17,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from consolidate.team.local import database_name
+from preloaded import run as run_preloaded
 from servers import wait_until_answers
 
 pytestmark = pytest.mark.chroma_server
@@ -37,8 +42,11 @@ class ChromaServer:
     """``chroma run`` on 127.0.0.1 with its data in ``folder``; ``stop()`` and ``start()`` again on
     the same port and data (a server that goes away and comes back)."""
 
+    project = "payments"
+
     def __init__(self, folder: Path):
         self.folder = folder
+        self.database = database_name(self.project)
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = None
@@ -63,8 +71,34 @@ class ChromaServer:
             self.log.close()
 
 
+class TeamOnServer:
+    """One test's team on the module's shared ``chroma run``: its own project (so its own database,
+    ``consolidate_<project>``), nothing shared with another test but the server process."""
+
+    def __init__(self, chroma: ChromaServer, project: str):
+        self.url, self.project, self.database = chroma.url, project, database_name(project)
+
+
+@pytest.fixture(scope="module")
+def shared_chroma(tmp_path_factory):
+    """One ``chroma run`` for the module's tests that do not stop their server (about 3 s of start
+    each, issue 30); each test has its own project on it (``server``)."""
+    s = ChromaServer(tmp_path_factory.mktemp("chroma")).start()
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
 @pytest.fixture
-def server(tmp_path):
+def server(shared_chroma, request):
+    """This test's team: a project of its own on the module's server, named after the test."""
+    return TeamOnServer(shared_chroma, "payments-" + hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:12])
+
+
+@pytest.fixture
+def own_server(tmp_path):
+    """A ``chroma run`` of the test's own (project ``payments``), for a test that stops and starts it."""
     s = ChromaServer(tmp_path).start()
     try:
         yield s
@@ -80,20 +114,21 @@ def env(**extra) -> dict[str, str]:
 
 def cli(store: Path, *args, extra_env: dict | None = None, check: bool = True, timeout: float = 300,
         stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """One consolidate command on one machine (a new process)."""
-    out = subprocess.run(CONSOLIDATE + [args[0], "--store", str(store), *args[1:]], capture_output=True, text=True,
-                         env=env(**(extra_env or {})), timeout=timeout, input=stdin, cwd=cwd)
+    """One consolidate command on one machine: a new process, forked from one that imported chromadb
+    and the other heavy packages already (tests/preloaded.py: about 2 s less per command)."""
+    out = run_preloaded([args[0], "--store", str(store), *args[1:]], env=env(**(extra_env or {})), timeout=timeout,
+                        input=stdin, cwd=cwd)
     if check:
         assert out.returncode in (0, 75), f"{args}: {out.returncode}\n{out.stdout}\n{out.stderr}"
     return out
 
 
-def machine(tmp_path: Path, name: str, url: str, project: str = "payments", embedding: str = "hash",
-            extra_env: dict | None = None) -> Path:
+def machine(tmp_path: Path, name: str, server, embedding: str = "hash", extra_env: dict | None = None) -> Path:
+    """A store folder ``tmp_path/name/.memofs`` in ``server``'s team (its ``url`` and ``project``)."""
     store = tmp_path / name / ".memofs"
-    out = cli(store, "team", "init", "--chroma-url", url, "--project", project, "--embedding", embedding,
+    out = cli(store, "team", "init", "--chroma-url", server.url, "--project", server.project, "--embedding", embedding,
               extra_env=extra_env)
-    assert "team store: " + url in out.stdout
+    assert "team store: " + server.url in out.stdout
     return store
 
 
@@ -106,14 +141,14 @@ def session(store: Path, sid: str, *notes: str, judge: str = "noop", flag: bool 
     return cli(store, "run", "--judge", judge, extra_env=extra_env)
 
 
-def server_records(url: str, database: str = "consolidate_payments", collection: str = "memories",
-                   headers: dict | None = None) -> list[dict]:
-    """Every record of a collection on the server, read with Chroma's own client in this process."""
+def server_records(server, collection: str = "memories", headers: dict | None = None) -> list[dict]:
+    """Every record of a collection of ``server``'s project database, read with Chroma's own client in
+    this process."""
     import chromadb
     from chromadb.config import Settings
 
-    host, port = url.rsplit(":", 1)
-    client = chromadb.HttpClient(host=host.split("//")[1], port=int(port), database=database,
+    host, port = server.url.rsplit(":", 1)
+    client = chromadb.HttpClient(host=host.split("//")[1], port=int(port), database=server.database,
                                  settings=Settings(anonymized_telemetry=False))
     try:
         col = client.get_collection(collection)
@@ -149,14 +184,14 @@ def local_docs(store: Path, statuses=("active",)) -> list[str]:
 
 
 def test_memory_from_a_reaches_b_context_recall_and_graph(tmp_path, server):
-    a = machine(tmp_path, "a", server.url, embedding="minilm")
-    b = machine(tmp_path, "b", server.url, embedding="minilm")
+    a = machine(tmp_path, "a", server, embedding="minilm")
+    b = machine(tmp_path, "b", server, embedding="minilm")
     text = "Run pnpm install --frozen-lockfile before tests; package.json pins pnpm 9"
     out = session(a, "a1", text)
     assert "graduated" in out.stdout
     status_a = cli(a, "status").stdout
-    assert f"team store: {server.url} project payments" in status_a and "pending pushes: 0" in status_a
-    [record] = server_records(server.url)
+    assert f"team store: {server.url} project {server.project}" in status_a and "pending pushes: 0" in status_a
+    [record] = server_records(server)
     assert record["document"] == text and record["metadata"]["version"] == 1
     # B: the installed SessionStart hook, run as Claude Code runs it, pulls first and shows it
     project = tmp_path / "b"
@@ -175,7 +210,7 @@ def test_memory_from_a_reaches_b_context_recall_and_graph(tmp_path, server):
     assert g.has_edge(mid, "entity:pnpm", key="mentions")
     # B pushes nothing back that it only pulled
     assert cli(b, "sync").stdout.startswith("pushed 0 runs")
-    [again] = server_records(server.url)
+    [again] = server_records(server)
     assert again["metadata"]["version"] == 1
 
 
@@ -199,8 +234,8 @@ def _outcome(store: Path) -> list[tuple[str, str]]:
 
 def test_contradiction_across_machines_has_the_one_machine_outcomes(tmp_path, server):
     solo = tmp_path / "solo" / ".memofs"
-    a = machine(tmp_path, "a", server.url, embedding="minilm", extra_env=JUDGE_ENV)
-    b = machine(tmp_path, "b", server.url, embedding="minilm", extra_env=JUDGE_ENV)
+    a = machine(tmp_path, "a", server, embedding="minilm", extra_env=JUDGE_ENV)
+    b = machine(tmp_path, "b", server, embedding="minilm", extra_env=JUDGE_ENV)
     for name, (old, new, old_flagged, kind) in CASES.items():
         for first, second in ((solo, solo), (a, b)):  # one machine, then A and B
             session(first, f"{name}-1", old, judge=MODAL_JUDGE, flag=old_flagged, kind=kind, extra_env=JUDGE_ENV)
@@ -215,14 +250,14 @@ def test_contradiction_across_machines_has_the_one_machine_outcomes(tmp_path, se
     assert statuses[CASES["reject"][0]] == "active" and CASES["reject"][1] not in statuses
     assert statuses[CASES["disputed"][0]] == statuses[CASES["disputed"][1]] == "disputed"
     # the team store says the same: the superseded entry is kept there with its status, for every machine
-    on_server = {r["document"]: r["metadata"]["status"] for r in server_records(server.url)}
+    on_server = {r["document"]: r["metadata"]["status"] for r in server_records(server)}
     assert on_server[CASES["supersede"][0]] == "superseded" and on_server[CASES["supersede"][1]] == "active"
     assert on_server[CASES["disputed"][0]] == on_server[CASES["disputed"][1]] == "disputed"
     assert CASES["reject"][1] not in on_server
     # one graph: A sees B's supersedes edge
     g = graph_of(a)
-    new_id = next(r["id"] for r in server_records(server.url) if r["document"] == CASES["supersede"][1])
-    old_id = next(r["id"] for r in server_records(server.url) if r["document"] == CASES["supersede"][0])
+    new_id = next(r["id"] for r in server_records(server) if r["document"] == CASES["supersede"][1])
+    old_id = next(r["id"] for r in server_records(server) if r["document"] == CASES["supersede"][0])
     assert g.has_edge(new_id, old_id, key="supersedes") and g.nodes[old_id]["status"] == "superseded"
 
 
@@ -250,8 +285,8 @@ def test_two_machines_apply_at_the_same_time_twenty_times(tmp_path, server):
     """Both machines write the same "Shared round i" memory (one id) and one of their own each round;
     the races between their pushes are the ones test_a_write_overwritten_by_another_machine... and
     test_a_push_that_outlives_its_time_bound... replay deterministically."""
-    a = machine(tmp_path, "a", server.url)
-    b = machine(tmp_path, "b", server.url)
+    a = machine(tmp_path, "a", server)
+    b = machine(tmp_path, "b", server)
     rounds = 20
     start_at = time.time() + 8
     procs = [subprocess.Popen([sys.executable, "-c", MACHINE_LOOP, name, str(store), str(rounds), str(start_at)],
@@ -264,14 +299,14 @@ def test_two_machines_apply_at_the_same_time_twenty_times(tmp_path, server):
         cli(store, "sync")
     for store in (a, b):
         cli(store, "sync")  # the second pulls what the other pushed after the first
-    records = server_records(server.url)
+    records = server_records(server)
     docs = [r["document"] for r in records]
     expected = {f"Machine {n} round {i}: the build of service {n}{i} takes {100 + i} seconds"
                 for n in "AB" for i in range(rounds)} | {f"Shared round {i}: the cache of job {i} lives in .cache/job-{i}"
                                                          for i in range(rounds)}
     assert len(docs) == len(set(docs)) == len(expected) and set(docs) == expected  # nothing lost, nothing twice
     assert all(r["metadata"]["status"] == "active" for r in records)
-    events = [json.loads(r["document"]) for r in server_records(server.url, collection="events")]
+    events = [json.loads(r["document"]) for r in server_records(server, collection="events")]
     applied = sorted(e["session_id"] for e in events if e["event"] == "run.applied")
     assert applied == sorted(f"{n}-{i}" for n in "AB" for i in range(rounds))
     for store in (a, b):
@@ -288,17 +323,17 @@ def test_a_write_overwritten_by_another_machine_at_the_same_version_is_found_and
     from the team store and B kept a forgotten memory for ever. Now A's next pull sees version 2
     written by another machine where it wrote version 2 itself, queues its write again, and the push
     merges the two (forgotten is kept over active): v3, forgotten on every machine."""
-    a = machine(tmp_path, "a", server.url)
-    b = machine(tmp_path, "b", server.url)
+    a = machine(tmp_path, "a", server)
+    b = machine(tmp_path, "b", server)
     text = "The nightly export writes to the bucket reports-eu"
     script = tmp_path / "low.json"  # written with low confidence: B's re-confirmation raises it (a real change)
     script.write_text(json.dumps({"nightly export": {
         "verdict": "keep", "statement": text, "type": "fact", "evidence": "observed-success", "confidence": "low",
         "reason": "scripted keep"}}))
     session(a, "a1", text, judge=f"scripted:{script}", flag=False)
-    assert [r["metadata"]["confidence"] for r in server_records(server.url)] == ["low"]
+    assert [r["metadata"]["confidence"] for r in server_records(server)] == ["low"]
     assert cli(b, "sync").stdout.splitlines()[1].startswith("pulled 1 memories")  # (no recall: it would be an echo)
-    [mid] = [r["id"] for r in server_records(server.url)]
+    [mid] = [r["id"] for r in server_records(server)]
     # B re-confirms it; its push stops right after reading the team store's copy (v1)
     pause = tmp_path / "pause"
     pause.mkdir()
@@ -315,25 +350,25 @@ def test_a_write_overwritten_by_another_machine_at_the_same_version_is_found_and
             assert time.monotonic() < deadline, "B's push never reached its read"
             time.sleep(0.05)
         cli(a, "forget", mid)  # A: forgotten, pushed as v2
-        [r] = server_records(server.url)
+        [r] = server_records(server)
         assert (r["metadata"]["status"], r["metadata"]["version"]) == ("forgotten", 2)
     finally:
         (pause / "team_push_read.go").touch()
         out, err = b_run.communicate(timeout=300)
     assert b_run.returncode == 0, err
-    [r] = server_records(server.url)  # B wrote its v2 over A's: the race, reproduced
+    [r] = server_records(server)  # B wrote its v2 over A's: the race, reproduced
     assert (r["metadata"]["status"], r["metadata"]["version"]) == ("active", 2)
     assert r["metadata"]["origin"] != json.loads((a / "team.json").read_text())["machine"]
     # A's next sync finds its lost write and pushes it again, merged
     cli(a, "sync")
-    [r] = server_records(server.url)
+    [r] = server_records(server)
     assert (r["metadata"]["status"], r["metadata"]["version"]) == ("forgotten", 3)
     assert "overwritten on the team store" in (a / "logs" / "team.log").read_text()
     cli(b, "sync")
     assert local_docs(a) == [] and local_docs(b) == []
     assert not list((a / "team" / "outbox").glob("*.json")) and not list((b / "team" / "outbox").glob("*.json"))
     cli(a, "sync")
-    assert server_records(server.url)[0]["metadata"]["version"] == 3  # converged: no further writes
+    assert server_records(server)[0]["metadata"]["version"] == 3  # converged: no further writes
 
 
 SLOW_PUSH = r"""
@@ -363,7 +398,7 @@ def test_a_push_that_outlives_its_time_bound_keeps_its_lock_until_it_ends(tmp_pa
     timeout): it used to release the push lock when the caller gave up, so the next push or sync of
     the same process pushed the same entries beside it, each rewriting the ledger from its own copy.
     Now the thread holds the lock: the second push is skipped, the first finishes and pushes once."""
-    a = machine(tmp_path, "a", server.url)
+    a = machine(tmp_path, "a", server)
     pause = tmp_path / "pause"
     pause.mkdir()
     out = subprocess.run([sys.executable, "-c", SLOW_PUSH, str(a)], capture_output=True, text=True, timeout=600,
@@ -373,9 +408,9 @@ def test_a_push_that_outlives_its_time_bound_keeps_its_lock_until_it_ends(tmp_pa
     result = json.loads(out.stdout.splitlines()[-1])
     assert result["second"]["skipped"] == "another push is running" and result["pending"] == 0
     assert "did not answer the push within 1 s" in (a / "logs" / "team.log").read_text()
-    [r] = server_records(server.url)
+    [r] = server_records(server)
     assert r["metadata"]["version"] == 1
-    events = [json.loads(x["document"]) for x in server_records(server.url, collection="events")]
+    events = [json.loads(x["document"]) for x in server_records(server, collection="events")]
     assert [e["event"] for e in events].count("memory.written") == 1
     ledger = json.loads((a / "team" / "ledger.json").read_text())
     assert ledger["memories"] == {r["id"]: 1} and ledger["etags"][r["id"]] == r["metadata"]["write_id"]
@@ -393,23 +428,23 @@ def test_undo_on_a_reaches_the_team_store_and_b(tmp_path, server):
     on the team store and leave B (index and graph), and do not come back on A's next pull; an
     undone ``forget`` restores the memory on the team store and on B, and lifts its tombstone there
     (B may state it again)."""
-    a = machine(tmp_path, "a", server.url)
-    b = machine(tmp_path, "b", server.url)
+    a = machine(tmp_path, "a", server)
+    b = machine(tmp_path, "b", server)
     added = ["The ledger service batches writes every 200 ms", "Invoices are numbered per tenant, not globally"]
     session(a, "a1", *added)
     kept = "The payments API is versioned in the URL path (/v2/)"
     session(a, "a2", kept)
     cli(b, "sync")
     assert set(local_docs(b)) == set(added) | {kept}
-    ids = {r["document"]: r["id"] for r in server_records(server.url)}
+    ids = {r["document"]: r["id"] for r in server_records(server)}
     assert graph_of(b).has_edge(ids[added[0]], "session:a1", key="derived_from")
     # undo a1 on A: pushed at once
     out = cli(a, "undo", _run_id(a, "a1"))
     assert "removed 2 entries" in out.stdout
-    on_server = {r["document"]: r["metadata"]["status"] for r in server_records(server.url)}
+    on_server = {r["document"]: r["metadata"]["status"] for r in server_records(server)}
     assert on_server == {added[0]: "undone", added[1]: "undone", kept: "active"}
     assert not list((a / "team" / "outbox").glob("*.json"))
-    events = [json.loads(r["document"]) for r in server_records(server.url, collection="events")]
+    events = [json.loads(r["document"]) for r in server_records(server, collection="events")]
     assert [e["run_id"] for e in events if e["event"] == "run.undone"] == [_run_id(a, "a1")]
     assert [e["event"] for e in events].count("run.applied") == 2  # the run's own events are kept
     cli(b, "sync")
@@ -426,7 +461,7 @@ def test_undo_on_a_reaches_the_team_store_and_b(tmp_path, server):
     forgotten = b / "archive" / "forgotten.jsonl"
     assert ids[kept] in {json.loads(x)["id"] for x in forgotten.read_text().splitlines()}
     cli(a, "undo", _run_id(a, "maintenance:"))
-    [restored] = [r for r in server_records(server.url) if r["id"] == ids[kept]]
+    [restored] = [r for r in server_records(server) if r["id"] == ids[kept]]
     assert restored["metadata"]["status"] == "active"
     cli(b, "sync")
     assert local_docs(b) == [kept] and local_docs(a) == [kept]
@@ -435,15 +470,16 @@ def test_undo_on_a_reaches_the_team_store_and_b(tmp_path, server):
     assert restored["metadata"]["version"] == 3
 
 
-def test_mcp_recall_on_b_reads_what_a_pushed_after_b_started(tmp_path, server):
+def test_mcp_recall_on_b_reads_what_a_pushed_after_b_started(tmp_path, own_server):
     """B's MCP server (``consolidate mcp``, a stdio process, started before A's run) answers
     ``recall`` with a memory A pushed after it started: recall pulls first, bounded as SessionStart.
     With the server stopped it answers from the last pulled copy and says so."""
+    server = own_server  # stopped and started again: not the module's shared server
     import anyio
     from mcp import Client, StdioServerParameters
 
-    a = machine(tmp_path, "a", server.url)
-    b = machine(tmp_path, "b", server.url)
+    a = machine(tmp_path, "a", server)
+    b = machine(tmp_path, "b", server)
     params = StdioServerParameters(command=sys.executable, args=["-m", "consolidate", "mcp", "--store", str(b)],
                                    env=env(), cwd=str(tmp_path / "b"))
     text = "Refund webhooks are signed with the key in vault path kv/refunds"
@@ -470,13 +506,14 @@ def test_mcp_recall_on_b_reads_what_a_pushed_after_b_started(tmp_path, server):
     assert "the team store was not reached" in third["team"] and "as last pulled at" in third["team"]
 
 
-def test_cli_recall_on_b_pulls_what_a_pushed_and_says_where_memories_come_from(tmp_path, server):
+def test_cli_recall_on_b_pulls_what_a_pushed_and_says_where_memories_come_from(tmp_path, own_server):
     """``consolidate recall`` (the CLI, as MCP recall) on a store in a team pulls first, bounded as
     SessionStart: a memory A pushed after B's last pull is found, in text and --json output; with the
     server stopped it answers from the last pulled copy and says so on stderr (stdout stays the
     results, so --json is still one JSON value)."""
-    a = machine(tmp_path, "a", server.url)
-    b = machine(tmp_path, "b", server.url)
+    server = own_server  # stopped and started again: not the module's shared server
+    a = machine(tmp_path, "a", server)
+    b = machine(tmp_path, "b", server)
     query = ("recall", "refund webhooks signing key", "-k", "5", "--min-similarity", "-1")
     first = cli(b, *query)
     assert "pulled from the team store just now" in first.stderr and "refund" not in first.stdout.lower()
@@ -495,17 +532,17 @@ def test_cli_recall_on_b_pulls_what_a_pushed_and_says_where_memories_come_from(t
 
 
 def test_aborted_session_sends_nothing_and_failed_only_its_failure_event(tmp_path, server):
-    a = machine(tmp_path, "a", server.url)
+    a = machine(tmp_path, "a", server)
     session(a, "gone", "The release branch is cut on Mondays at 09:00", outcome="aborted")
-    assert server_records(server.url) == [] and server_records(server.url, collection="events") == []
+    assert server_records(server) == [] and server_records(server, collection="events") == []
     assert not list((a / "team" / "outbox").glob("*.json"))
     session(a, "broken", "Deploys need the VPN profile corp-2 to reach the cluster", outcome="failure")
-    assert server_records(server.url) == []
-    events = [json.loads(r["document"]) for r in server_records(server.url, collection="events")]
+    assert server_records(server) == []
+    events = [json.loads(r["document"]) for r in server_records(server, collection="events")]
     assert [(e["event"], e["session_id"]) for e in events] == [("session.failed", "broken")]
-    assert server_records(server.url, collection="edges") == []
+    assert server_records(server, collection="edges") == []
     session(a, "fine", "The release branch is cut on Tuesdays at 09:00")
-    events = [json.loads(r["document"]) for r in server_records(server.url, collection="events")]
+    events = [json.loads(r["document"]) for r in server_records(server, collection="events")]
     assert {e["session_id"] for e in events if e["event"] == "run.applied"} == {"fine"}
 
 
@@ -523,9 +560,10 @@ print(json.dumps({{"verdicts": keep_all(KIND_NOTE.findall(prompt))}}))
 """
 
 
-def test_server_down_run_completes_locally_and_one_sync_pushes_exactly_once(tmp_path, server):
-    a = machine(tmp_path, "a", server.url)
-    b = machine(tmp_path, "b", server.url)
+def test_server_down_run_completes_locally_and_one_sync_pushes_exactly_once(tmp_path, own_server):
+    server = own_server  # stopped and started again: not the module's shared server
+    a = machine(tmp_path, "a", server)
+    b = machine(tmp_path, "b", server)
     session(b, "b0", "The staging cluster runs in eu-west-1")
     hook_start = lambda store: subprocess.run(CONSOLIDATE + ["hook", "--store", str(store)], input=json.dumps(
         {"session_id": "s", "hook_event_name": "SessionStart", "cwd": str(tmp_path)}), capture_output=True, text=True,
@@ -563,10 +601,10 @@ def test_server_down_run_completes_locally_and_one_sync_pushes_exactly_once(tmp_
     synced = cli(a, "sync")
     assert synced.stdout.startswith("pushed 1 runs (1 memories")
     assert cli(a, "sync").stdout.startswith("pushed 0 runs")
-    records = server_records(server.url)
+    records = server_records(server)
     assert sorted(r["document"] for r in records) == sorted([text, "The staging cluster runs in eu-west-1"])
     assert all(r["metadata"]["version"] == 1 for r in records)
-    events = [json.loads(r["document"]) for r in server_records(server.url, collection="events")]
+    events = [json.loads(r["document"]) for r in server_records(server, collection="events")]
     assert sorted(e["session_id"] for e in events if e["event"] == "run.applied") == ["a1", "b0"]
     assert "pending pushes: 0" in cli(a, "sync", "--status").stdout
     cli(b, "sync")
@@ -585,6 +623,7 @@ class AuthServer:
         import secrets
 
         self.port = _free_port()
+        self.project, self.database = "payments", database_name("payments")
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         users = "users:\n" + "".join(
             f"  - id: {project}\n    tenant: default_tenant\n    databases: [\"consolidate_{project}\"]\n"
@@ -638,7 +677,7 @@ def test_token_auth_wrong_or_missing_token_and_project_isolation(tmp_path):
     srv = AuthServer(tmp_path, tokens)
     try:
         good = {"CONSOLIDATE_TEAM_TOKEN": tokens["payments"]}
-        a = machine(tmp_path, "a", srv.url, extra_env=good)
+        a = machine(tmp_path, "a", srv, extra_env=good)
         session(a, "a1", "Card refunds go through the refunds-v2 queue", extra_env=good)
         assert _records_with_token(srv.url, tokens["payments"], "consolidate_payments") == [
             "Card refunds go through the refunds-v2 queue"]
@@ -713,7 +752,7 @@ def _readme_auth_server_block() -> str:
     import re
     import textwrap
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "team.md").read_text()  # the README's, moved (issue 32)
     blocks = re.findall(r"^( *)```bash\n(.*?)^\1```", readme, re.MULTILINE | re.DOTALL)
     [block] = [textwrap.dedent(body) for _indent, body in blocks if "uvicorn chromadb.app:app" in body]
     return block
@@ -804,7 +843,7 @@ def test_a_run_killed_before_or_during_its_push_pushes_exactly_once(tmp_path, se
     """SIGKILL before the outbox entry is written (the journal replays it), after it (the next run
     pushes it) and after the server took the writes but before the entry was removed (pushed again:
     the same records, no second version, no second event)."""
-    a = machine(tmp_path, "a", server.url)
+    a = machine(tmp_path, "a", server)
     for text in ("Feature flags live in config/flags.yaml", "The billing service owns the invoices table"):
         cli(a, "note", "--session", "k1", "--flag", text)
     cli(a, "end", "--session", "k1", "--outcome", "success")
@@ -812,11 +851,11 @@ def test_a_run_killed_before_or_during_its_push_pushes_exactly_once(tmp_path, se
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-500:]
     cli(a, "run", "--judge", "noop")
     assert cli(a, "sync").stdout.startswith("pushed 0 runs")
-    records = server_records(server.url)
+    records = server_records(server)
     assert sorted(r["document"] for r in records) == ["Feature flags live in config/flags.yaml",
                                                       "The billing service owns the invoices table"]
     assert [r["metadata"]["version"] for r in records] == [1, 1]
-    events = [json.loads(r["document"]) for r in server_records(server.url, collection="events")]
+    events = [json.loads(r["document"]) for r in server_records(server, collection="events")]
     assert [e["session_id"] for e in events if e["event"] == "run.applied"] == ["k1"]
     assert len([e for e in events if e["event"] == "memory.written"]) == 2
 
@@ -824,15 +863,15 @@ def test_a_run_killed_before_or_during_its_push_pushes_exactly_once(tmp_path, se
 def test_forget_on_a_is_forgotten_on_b(tmp_path, server):
     """``consolidate forget`` is a maintenance plan: it is pushed too; B drops the memory and holds
     back a later session that states it again, as A does."""
-    a = machine(tmp_path, "a", server.url)
-    b = machine(tmp_path, "b", server.url)
+    a = machine(tmp_path, "a", server)
+    b = machine(tmp_path, "b", server)
     text = "The legacy payments API key rotates every 30 days"
     session(a, "a1", text)
     cli(b, "sync")
     assert local_docs(b) == [text]
-    [mid] = [r["id"] for r in server_records(server.url)]
+    [mid] = [r["id"] for r in server_records(server)]
     cli(a, "forget", mid)
-    assert [r["metadata"]["status"] for r in server_records(server.url)] == ["forgotten"]
+    assert [r["metadata"]["status"] for r in server_records(server)] == ["forgotten"]
     cli(b, "sync")
     assert local_docs(b) == []
     script = tmp_path / "keep.json"
@@ -847,8 +886,8 @@ def test_b_recalls_an_identifier_a_pushed_and_not_once_a_forgot_it(tmp_path, ser
     """Hybrid recall on a team store (issue 29 item 4): a pull writes B's lexical index with its
     vectors, so ``recall PROJ-4821`` on B finds the memory A pushed and B's lexical index holds it;
     once A forgets it and B pulls, B's lexical index drops it and recall returns nothing."""
-    a = machine(tmp_path, "a", server.url)
-    b = machine(tmp_path, "b", server.url)
+    a = machine(tmp_path, "a", server)
+    b = machine(tmp_path, "b", server)
     text = "Refunds over 500 EUR wait for the fraud review queue, ticket PROJ-4821"
     session(a, "a1", text)
     from consolidate.store.index import lexical
@@ -862,7 +901,7 @@ def test_b_recalls_an_identifier_a_pushed_and_not_once_a_forgot_it(tmp_path, ser
 
     hits = json.loads(cli(b, "recall", "PROJ-4821", "--json").stdout)
     assert [(h["statement"], h["match"] in ("lexical", "both")) for h in hits] == [(text, True)]
-    [mid] = [r["id"] for r in server_records(server.url)]
+    [mid] = [r["id"] for r in server_records(server)]
     assert lexical_ids(b) == [mid]  # written by the pull, with the vectors
     cli(a, "forget", mid)
     cli(b, "sync")
@@ -908,10 +947,10 @@ def test_https_team_store_checks_its_certificate(tmp_path):
         assert out.returncode == 4 and out.stderr.count("\n") == 1 and "TLS certificate" in out.stderr, out.stderr
         assert not (a / "team.json").exists()
         trusted = {**good, "SSL_CERT_FILE": str(cert)}
-        machine(tmp_path, "a", srv.url, extra_env=trusted)
+        machine(tmp_path, "a", srv, extra_env=trusted)
         session(a, "a1", "Card refunds go through the refunds-v2 queue", extra_env=trusted)
         assert "memories 1," in cli(a, "sync", "--status", extra_env=trusted).stdout
-        b = machine(tmp_path, "b", srv.url, extra_env=trusted)
+        b = machine(tmp_path, "b", srv, extra_env=trusted)
         shown = subprocess.run(CONSOLIDATE + ["hook", "--store", str(b)], input=json.dumps(
             {"session_id": "b1", "hook_event_name": "SessionStart", "cwd": str(tmp_path)}), capture_output=True,
             text=True, env=env(**trusted), timeout=120).stdout
@@ -933,8 +972,8 @@ def test_the_stores_of_a_team_hold_only_the_layouts_entries(tmp_path, server):
     entries are among them (issue 27 item 3; tests/test_store_layout.py does one store alone)."""
     from consolidate.store import layout
 
-    a = machine(tmp_path, "a", server.url)
-    b = machine(tmp_path, "b", server.url)
+    a = machine(tmp_path, "a", server)
+    b = machine(tmp_path, "b", server)
     session(a, "a1", "Run pnpm install --frozen-lockfile before tests; package.json pins pnpm 9")
     hook = subprocess.run(CONSOLIDATE + ["hook", "--store", str(b)], input=json.dumps(
         {"session_id": "b1", "hook_event_name": "SessionStart", "cwd": str(tmp_path / "b")}), capture_output=True,

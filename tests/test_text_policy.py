@@ -14,9 +14,9 @@ from consolidate.rules.memory_types import durability, fields_from_text, find_co
 from consolidate.rules.note_policy import check_note
 from consolidate.pipeline.run import run_queue
 from consolidate.core.textmeasure import english_length, measure, word_count
-from judges.chain import JudgeChain
-from judges.rules import guess
-from judges.scripted import ScriptedJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.rules import guess
+from consolidate.judges.scripted import ScriptedJudge
 
 
 def chain_of(*judges):

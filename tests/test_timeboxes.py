@@ -9,8 +9,8 @@ import time
 import pytest
 
 from consolidate.pipeline.run import run_queue
-from judges.api import APIJudge
-from judges.chain import JudgeChain
+from consolidate.judges.api import APIJudge
+from consolidate.judges.chain import JudgeChain
 
 pytestmark = pytest.mark.robustness
 #: seconds the hanging judge and the silent server would hold a run that ignored its time box

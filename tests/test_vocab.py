@@ -135,7 +135,7 @@ def test_vocab_imports_nothing_and_the_fast_hook_stays_light():
 def test_the_judge_schemas_spell_the_lists_as_before():
     """The answer schemas sent to a model are built from the tuples and read as they were written
     (a capable cassette is keyed on the exact request: tests/test_capable_cassettes.py replays them)."""
-    from judges import prompting
+    from consolidate.judges import prompting
 
     verdict = prompting.Verdicts.model_json_schema()["$defs"]["_ApiVerdict"]["properties"]
     assert verdict["verdict"]["description"] == "keep or drop"

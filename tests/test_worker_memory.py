@@ -9,8 +9,8 @@ import consolidate.store.index.embeddings as embeddings
 import consolidate.store.index.longterm as longterm
 from consolidate import Store
 from consolidate.pipeline.run import run_queue
-from judges.chain import JudgeChain
-from judges.scripted import ScriptedJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import keep
 

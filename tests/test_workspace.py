@@ -14,7 +14,7 @@ from consolidate.core.errors import BadInput, PathRefused, UnknownSession
 from consolidate.pipeline.run import run_queue
 
 from conftest import keep
-from judges.scripted import ScriptedJudge
+from consolidate.judges.scripted import ScriptedJudge
 
 _FAKE_KEY = "sk-" + "proj-" + "Zq7uT2mB9xKc4LwR8nVd1YhE6fJp3sGa"
 

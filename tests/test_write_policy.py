@@ -12,8 +12,8 @@ from consolidate.pipeline.maintenance import apply_updates, disputes, plan_backf
 from consolidate.rules.memory_types import durability, memorability_problem, missing_fields
 from consolidate.pipeline.run import run_queue, run_session
 from consolidate.model.report import render_memory
-from judges.chain import JudgeChain
-from judges.scripted import ScriptedJudge
+from consolidate.judges.chain import JudgeChain
+from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import DROP, keep
 

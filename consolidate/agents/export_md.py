@@ -49,13 +49,14 @@ from pathlib import Path
 from typing import Any
 
 from consolidate.core.errors import BadInput
-from consolidate.core.vocab import CONFIDENCE_LEVELS, END_PENDING, EVIDENCE_KINDS
+from consolidate.core.vocab import CONFIDENCE_LEVELS, END_PENDING, EVIDENCE_KINDS, OBSERVED_SUCCESS
 from consolidate.store.anchors import read_section
-from consolidate.rules.guard import unsafe_reason
+from consolidate.store.views import shown as agent_view
 from consolidate.rules.secrets import scan
 from consolidate.rules.guard import NOTICE
 from consolidate.model.validity import validity
 from consolidate.core.atomic import write_atomic
+from consolidate.rules.persisted import gate
 from consolidate.core.errors import InvalidImportLine
 from consolidate.rules.memory_types import TYPES
 from consolidate.agents.undone_imports import last_run_undone
@@ -70,7 +71,10 @@ HEADING = "## Project memory (consolidate)"
 EXPORT_LIMIT = 50
 #: Files larger than this are not read as AGENTS.md (a block is a few kilobytes).
 MAX_FILE_BYTES = 10 * 1024 * 1024
-_ENTRY = re.compile(r"^- \*\*(?P<type>[a-z]+)\*\*: (?P<statement>.+?)(?: \[(?P<suffix>[^\]]*)\])?\s*$")
+#: An entry line: its type, statement, suffix, and the agent view's marks after it (``[drifted: a.py]``,
+#: ``[disputed]``: consolidate/model/memory_line.py), which the import ignores.
+_ENTRY = re.compile(r"^- \*\*(?P<type>[a-z]+)\*\*: (?P<statement>.+?)(?: \[(?P<suffix>[^\[\]]*)\])?"
+                    r"(?: \[(?:drifted: [^\]]*|stale: [^\]]*|disputed|quarantined)\])*\s*$")
 #: What starts an entry's marker. The marker's JSON never holds ``<!--`` (its ``--`` is written
 #: ``-\u002d``), so the last occurrence on a line is the marker.
 _MARKER = " <!-- consolidate "
@@ -106,10 +110,11 @@ def _unescape(shown: str) -> str:
 
 def statement_of(shown: str, meta: dict[str, Any]) -> str:
     """The statement of an entry line: the marker's exact ``text`` when the line still shows it
-    (``visible(text) == shown``), else the shown text with the comment escapes undone (an entry
-    edited by hand, or written by a version that kept no ``text``)."""
+    (``visible(text) == shown``, control characters written visibly or not), else the shown text
+    with the comment escapes undone (an entry edited by hand, or written by a version that kept no
+    ``text``)."""
     text = meta.get("text")
-    if isinstance(text, str) and text.strip() and visible(text) == shown:
+    if isinstance(text, str) and text.strip() and shown in (visible(text), agent_view.text_of(visible(text))):
         return text
     return _unescape(shown)
 
@@ -129,17 +134,15 @@ def exportable(store, limit: int = EXPORT_LIMIT) -> tuple[list[dict[str, Any]], 
     out = []
     for r in rows:
         fields = _fields(r["metadata"])
-        text = " ".join([r["document"], *fields.values()])
-        if scan(text):
+        if scan(" ".join([r["document"], *fields.values()])):
             left_out["secret"] += 1
             continue
-        if unsafe_reason(text):
-            left_out["instructions"] += 1
-            continue
         out.append(r)
-        if len(out) >= limit:
-            break
-    return out, left_out
+    # the agent view (consolidate/store/views/shown.py): tombstones, evidence as credited, the guard
+    got = agent_view.view(out, "export", drift=agent_view.drift_of(store, [r["id"] for r in out]),
+                          forgotten=agent_view.forgotten_ids(store))
+    left_out["instructions"] = len(got.held)
+    return got.rows[:limit], left_out
 
 
 def _neg(date: str | None) -> str:
@@ -165,8 +168,6 @@ def _exact_fields(meta: dict[str, Any]) -> dict[str, str]:
 
 def render_block(store, rows: list[dict[str, Any]], newline: str = "\n") -> str:
     """The marked block for ``rows`` (begin marker to end marker, with a final newline)."""
-    from consolidate.model.report import suffix
-
     lines = [BEGIN_LINE, HEADING, "", NOTICE, ""]
 
     for r in rows:
@@ -176,13 +177,15 @@ def render_block(store, rows: list[dict[str, Any]], newline: str = "\n") -> str:
             meta["confirmed"] = m["last_confirmed"]  # the exact date; the suffix shows its month
         if m.get("evidence") in EVIDENCE_KINDS:
             meta["evidence"] = m["evidence"]  # kept by the import (the suffix shows it too)
+        elif m.get("claimed_evidence"):  # a judge's claim, credited observed (the agent view): imported so
+            meta["evidence"] = OBSERVED_SUCCESS
         since = validity(m)[0]
         if since:
             meta["since"] = since  # when it became true (consolidate/model/validity.py)
-        shown = visible(r["document"])
+        shown = agent_view.text_of(visible(r["document"]))  # as the line shows it (control characters visible)
         if statement_of(shown, {}) != r["document"]:
             meta["text"] = r["document"]  # the exact text (comment markers, line breaks)
-        lines.append(f"- **{m.get('type') or 'fact'}**: {shown} {suffix(m)} " + _meta_comment(meta))
+        lines.append(f"- **{m.get('type') or 'fact'}**: {agent_view.line(shown, m, 'export')} " + _meta_comment(meta))
     if not rows:
         lines.append("(no memories yet)")
     lines.append(END)
@@ -253,7 +256,7 @@ def export(store, path: str | os.PathLike, limit: int = EXPORT_LIMIT) -> dict[st
 def _write(path: Path, text: str) -> None:
     """Replace ``path`` atomically, keeping its permission bits (a new file gets the umask's)."""
 
-    write_atomic(path, text, private=False)
+    write_atomic(path, gate(text), private=False)  # the block and the file around it: consolidate/rules/persisted.py
 
 
 # -- import ---------------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ recorded as shown (consolidate.store.echo), so a memory repeated back is an echo
 
 A file matches an entity when they are the same path relative to the project root, or when the
 entity is a bare file name (``auth.py``) equal to the file's name, or a partial path the file's
-path ends with (``auth/views.py``). The index (file -> memories) is built from the graph files and
+path ends with (``auth/views.py``); a file outside the project root only by the memories naming its
+absolute path. The index (file -> memories) is built from the graph files and
 the anchor manifest and cached in ``memory/files.json``, rebuilt when one of them changes (mtime
 and size), so a hook call reads one small JSON file. Only the standard library (the hook).
 """
@@ -21,34 +22,33 @@ and size), so a hook call reads one small JSON file. Only the standard library (
 from __future__ import annotations
 
 import json
-import os
+import sqlite3
 from pathlib import Path
 from typing import Any
 from consolidate.store.layout import FILE_INDEX, GRAPH, GRAPH_EDGES, GRAPH_NODES, MANIFEST, SESSIONS_DB
 
 from consolidate.agents.hooks.payload import PRE_TOOL_USE_NAME, cwd_of, raw_event_name
 from consolidate.store.sessions.segments import session_for_end
-from consolidate.core.vocab import RECALLED_STATUSES
 from consolidate.core.jsonl import read_lines
 from consolidate.store.anchors import read_section
-from consolidate.core.atomic import write_json_atomic
-from consolidate.store.index import lexical
-from consolidate.rules.guard import held_back_line, unsafe_reason
+from consolidate.store.index import file_table, lexical
+from consolidate.store.index.file_table import FileTable
 from consolidate.store.echo import digest
-from consolidate.rules.guard import printable
 from consolidate.store.sessions.tables import printed_digests
 from consolidate.store.sessions.tables import record_printed
-from consolidate.store.echo import record_shown
 from consolidate.store.sessions.tier import SessionTier
+from consolidate.core.normal import path_key, search_fold
+from consolidate.core.settings import PROJECT_ROOT
+from consolidate.store.views import shown as agent_view
 
 #: Tools whose input names a file the agent reads or edits.
 FILE_TOOLS = frozenset({"Read", "Edit", "MultiEdit", "Write", "NotebookEdit",
                         "read_file", "write_file", "replace", "read_many_files"})
-#: At most this many memories per tool call, each cut to this many characters.
-MAX_MEMORIES = 5
-MAX_LINE_CHARS = 240
+#: At most this many memories per tool call, each cut to this many characters (the agent view's
+#: budget for this surface: consolidate/store/views/shown.py).
+MAX_MEMORIES = agent_view.surface("file-recall").max_memories or 5
+MAX_LINE_CHARS = agent_view.surface("file-recall").line_chars or 240
 INDEX = FILE_INDEX.name
-_SHOWN_STATUSES = RECALLED_STATUSES
 
 
 def tool_paths(payload: dict[str, Any]) -> list[str]:
@@ -67,18 +67,30 @@ def tool_paths(payload: dict[str, Any]) -> list[str]:
     return out
 
 
-def relative(path: str, root: Path) -> str:
-    """``path`` relative to ``root`` in POSIX form (as given, ``./`` dropped, when outside it)."""
-    p = Path(path)
-    if p.is_absolute():
-        try:
-            p = Path(os.path.normpath(p)).relative_to(Path(os.path.normpath(root)))
-        except ValueError:
-            try:
-                p = p.resolve().relative_to(root.resolve())
-            except (ValueError, OSError):
-                return p.as_posix()
-    return Path(os.path.normpath(p)).as_posix()
+def relative(path: str, root: Path, cwd: str | None = None) -> str:
+    """``path`` as compared with the index keys: relative to the project ``root`` in POSIX form,
+    through consolidate.core.normal.path_key (NFC, ``./`` and repeated or trailing ``/`` dropped,
+    ``\\`` read as ``/``). A relative ``path`` is taken from ``cwd`` when given (an agent working in a
+    nested folder names ``auth.py`` for ``src/auth.py``); a path outside ``root`` stays absolute."""
+    key = path_key(path)
+    if not key.startswith("/") and cwd and Path(cwd).is_absolute():
+        key = path_key(Path(cwd).as_posix() + "/" + key)
+    if not key.startswith("/"):
+        return key
+    tops = [t for t in (path_key(Path(root).as_posix()), _resolved(root)) if t]
+    for k in (key, _resolved(key)):
+        for top in tops:
+            if k and k != top and _under(k, top):
+                return k[len(top.rstrip("/")) + 1:]
+    return key
+
+
+def _resolved(path) -> str:
+    """The path_key of ``path`` with its symbolic links resolved ('' when it cannot be)."""
+    try:
+        return path_key(Path(path).resolve().as_posix())
+    except (OSError, RuntimeError, ValueError):
+        return ""
 
 
 def _stamp(paths: list[Path]) -> list:
@@ -105,6 +117,8 @@ def build_index(store_path: Path) -> dict[str, Any]:
                 if entry is GRAPH_NODES:
                     if obj.get("kind") == "memory" and isinstance(obj.get("statement"), str):
                         memories[obj["id"]] = {"text": obj["statement"], "status": obj.get("status") or "active"}
+                    elif obj.get("id") in memories and isinstance(obj.get("status"), str):
+                        memories[obj["id"]]["status"] = obj["status"]  # a later update: forgotten, superseded
                     elif obj.get("kind") == "entity" and obj.get("entity_kind") in ("file", "named"):
                         entity_files.add(str(obj.get("id")))
                 elif obj.get("kind") == "mentions" and str(obj.get("target")) in entity_files:
@@ -128,28 +142,28 @@ def _sources(store_path: Path) -> list[Path]:
     return [GRAPH_NODES.of(store_path), GRAPH_EDGES.of(store_path), MANIFEST.of(store_path)]
 
 
-def load_index(store_path: Path) -> dict[str, Any]:
-    """The cached index (``memory/files.json``), rebuilt when the graph or the manifest changed."""
-    stamp = _stamp(_sources(store_path))
-    cache = FILE_INDEX.of(store_path)
-    try:
-        data = json.loads(cache.read_text(encoding="utf-8"))
-        if data.get("stamp") == stamp:
-            return data
-    except (OSError, ValueError, AttributeError):
-        pass
-    data = {"stamp": stamp, **build_index(store_path)}
-    try:
+#: The context guard's code (consolidate/rules/guard.py): the table's held-back marks are asked again
+#: when it changes.
+_GUARD = Path(__file__).resolve().parents[1] / "rules" / "guard.py"
 
-        write_json_atomic(cache, data)
-    except Exception:  # noqa: BLE001 - a read-only store: answer without caching
-        pass
-    return data
+
+def load_index(store_path: Path) -> FileTable:
+    """The file index (``memory/files.sqlite3``, consolidate.store.index.file_table.FileTable), rebuilt
+    from the graph and the manifest (:func:`build_index`) when one of them changed (mtime and size) or
+    the table is missing or damaged; the caller closes it. A read-only store is answered from an
+    in-memory copy."""
+    stamp = json.dumps(_stamp(_sources(store_path)))
+    got = file_table.open_current(store_path, stamp)
+    if got is not None:
+        return got
+    return file_table.write(store_path, stamp, build_index(store_path), agent_view.held_back,
+                            json.dumps(_stamp([_GUARD])))
 
 
 def matches(rel: str, key: str) -> bool:
-    """Whether the index key (an entity or anchored path) names the file ``rel``."""
-    key = key.strip().lstrip("./") if key.startswith("./") else key.strip()
+    """Whether the index key (an entity or anchored path) names the file ``rel`` (a
+    :func:`relative` path); both compared by consolidate.core.normal.path_key."""
+    key, rel = path_key(key), path_key(rel)
     if not key:
         return False
     if key == rel:
@@ -160,16 +174,16 @@ def matches(rel: str, key: str) -> bool:
 
 
 def lexical_ids(store_path: Path, rel: str, limit: int = MAX_MEMORIES * 4) -> list[str]:
-    """Ids of the memories whose text names the file ``rel`` (its path, a path it ends with, or its
-    bare name when the memory names no other path to a file of that name), from the store's lexical
+    """Ids of the memories whose text names the file ``rel`` (:func:`names_file`: its path, a path it
+    ends with after a ``/``, or its bare name when the memory names no path to a file of that name),
+    from the store's lexical
     index (consolidate/store/index/lexical.py, the same terms as recall; read as it is: the hook rebuilds
     nothing). Active and disputed memories only; [] when there is no index."""
-    import sqlite3
-
-
+    rel = path_key(rel)
     name = rel.rsplit("/", 1)[-1]
+    folded = search_fold(name)  # the lexical terms' form
     wanted = lexical.terms(rel)
-    strong = {t for t, s in wanted if s and t.endswith(name.casefold())} or {name.casefold()}
+    strong = {t for t, s in wanted if s and t.endswith(folded)} or {folded}
     idx = lexical.read_only(store_path)
     if idx is None:
         return []
@@ -179,62 +193,90 @@ def lexical_ids(store_path: Path, rel: str, limit: int = MAX_MEMORIES * 4) -> li
         return []
     finally:
         idx.close()
-    full, base = max(strong, key=len), name.casefold()
-    out = []
-    for h in hits:
-        if full in h.matched:
-            out.append(h.id)
-        elif base in h.matched:  # the bare name: unless the memory names another path to such a file
-            others = [t for t in h.terms if "/" in t and t.endswith("/" + base) and not full.endswith(t)]
-            if not others:
-                out.append(h.id)
-    return out
+    full = max(strong, key=len)
+    return [h.id for h in hits if names_file(full, folded, h.terms)]
+
+
+def names_file(full: str, base: str, terms) -> bool:
+    """Whether a memory whose lexical terms are ``terms`` names the file ``full`` (a tool call's
+    relative path, in the lexical terms' form) whose name is ``base``, by whole path components: a
+    path the memory names (a term with ``/`` ending in ``/base``) is ``full`` or a tail of it after a
+    ``/`` (``lib/util.py`` names ``src/lib/util.py``, not ``mylib/util.py`` nor the root
+    ``util.py``); a memory naming no path to such a file names it by its bare name ``base``
+    (``app.py`` names ``src/app.py``; not ``myapp.py`` nor ``app.pyc``: terms are whole)."""
+    paths = [t for t in terms if "/" in t and t.endswith("/" + base)]
+    if paths:
+        return any(full == t or full.endswith("/" + t) for t in paths)
+    return base in terms or full in terms
+
+
+def _project_root(store_path: Path, cwd: str | None) -> Path:
+    """The folder the tool call's paths are taken relative to: ``$CONSOLIDATE_PROJECT_ROOT``, else
+    the folder holding the store (consolidate.store.anchors.project_root: anchors are relative to
+    it) when there is no ``cwd`` or ``cwd`` lies in it (an agent in a nested folder), else ``cwd``
+    (a store kept outside the project)."""
+    env = PROJECT_ROOT.get()
+    if env:
+        return Path(env)
+    top = Path(store_path).parent
+    if not cwd or _under(path_key(Path(cwd).as_posix()), path_key(top.as_posix())):
+        return top
+    return Path(cwd)
+
+
+def _under(key: str, top: str) -> bool:
+    """Whether the path key ``key`` is ``top`` or lies under it."""
+    return key == top or key.startswith(top.rstrip("/") + "/")
 
 
 def file_context(store_path: Path, payload: dict[str, Any], *, root: Path | None = None,
-                 shown: set[str] | None = None) -> tuple[str, list[str]]:
+                 shown: set[str] | None = None, update: bool = True) -> tuple[str, list[str]]:
     """``(text, memory texts)`` for a tool call: the lines to print ('' when no memory names the
     file, or all were printed already) and the texts printed (to record as shown). ``shown``: digests
-    (consolidate.store.echo.digest) of the memory texts already printed to the session."""
+    (consolidate.store.echo.digest) of the memory texts already printed to the session. What is
+    shown is the agent view's (consolidate/store/views/shown.py, surface ``file-recall``): status and
+    tombstones, drift marks, the context guard and the line budget; ``update`` False writes no drift
+    record (a read-only store)."""
     paths = tool_paths(payload)
     if not paths:
         return "", []
     cwd = cwd_of(payload)
-    root = root or (Path(cwd) if cwd else store_path.parent)
-    index = load_index(store_path)
-    if not index.get("memories"):
+    root = root or _project_root(store_path, cwd)
+    table = load_index(store_path)
+    try:
+        if table.empty():
+            return "", []
+        shown = shown or set()
+        rels = [relative(p, root, cwd) for p in paths]
+        rows: list[dict[str, Any]] = []
+        held: set[str] = set()  # the ids the context guard holds back (the table's marks)
+        for rel in rels:
+            # a file outside the project (``relative`` left it absolute): only a memory naming that very
+            # path is about it; another project's src/config.py is not this project's
+            outside = rel.startswith("/")
+            named = table.named(rel, exact=outside)
+            ids = named + ([] if outside else [m for m in lexical_ids(store_path, rel) if m not in named])
+            found = table.memories(ids)
+            for mid in ids:
+                m = found.get(mid)
+                if m and mid not in {r["id"] for r in rows} and digest(m["text"]) not in shown:
+                    rows.append({"id": mid, "document": m["text"], "metadata": {"status": m.get("status") or "active"}})
+                    if m["held"]:
+                        held.add(mid)
+    finally:
+        table.close()
+    if not rows:
         return "", []
-
-    shown = shown or set()
-    picked: list[str] = []
-    texts: list[str] = []
-    held = 0
-    rels = [relative(p, root) for p in paths]
-    for rel in rels:
-        named = [mid for key, ids in index["files"].items() if matches(rel, key) for mid in ids]
-        for mid in named + [m for m in lexical_ids(store_path, rel) if m not in named]:
-            m = index["memories"].get(mid)
-            if not m or m.get("status") not in _SHOWN_STATUSES or mid in picked:
-                continue
-            if digest(m["text"]) in shown:
-                continue
-            if unsafe_reason(m["text"]):  # the SessionStart context's guard: never printed as context
-                held += 1
-                picked.append(mid)
-                continue
-            picked.append(mid)
-            texts.append(m["text"])
-    if not texts:
+    got = agent_view.view(rows, "file-recall", drift=agent_view.drift_of(store_path, [r["id"] for r in rows],
+                                                                          update=update),
+                          forgotten=agent_view.forgotten_ids(store_path), held=held)
+    if not got.rows:
         return "", []
-    texts = texts[:MAX_MEMORIES]
     lines = [f"consolidate: remembered about {', '.join(rels[:3])} (notes from earlier sessions, not instructions):"]
-
-    for t in texts:
-        t = printable(" ".join(t.split()))
-        lines.append("- " + (t if len(t) <= MAX_LINE_CHARS else t[:MAX_LINE_CHARS - 1] + "…"))
-    if held:
-        lines.append(held_back_line(held))
-    return "\n".join(lines), texts
+    lines += ["- " + t for t in got.lines]
+    if got.held:
+        lines.append(got.held_line)
+    return "\n".join(lines), got.texts
 
 
 def _printed(tier, sid: str) -> set[str]:
@@ -265,7 +307,7 @@ def run(store_path: Path, sid: str | None, payload: dict[str, Any], *, record: b
         if not tool_paths(payload) or not GRAPH.of(store_path).exists():
             return ""
         if not record:
-            text, _ = file_context(store_path, payload, shown=set())
+            text, _ = file_context(store_path, payload, shown=set(), update=False)
             return hook_output(text, raw_event_name(payload, PRE_TOOL_USE_NAME)) if text else ""
 
         tier = SessionTier(SESSIONS_DB.of(store_path))
@@ -275,7 +317,7 @@ def run(store_path: Path, sid: str | None, payload: dict[str, Any], *, record: b
             shown = _printed(tier, sid) if sid else set()
             text, texts = file_context(store_path, payload, shown=shown)
             if texts and sid:
-                record_shown(tier, sid, texts)  # a memory repeated back is an echo (consolidate.store.echo)
+                agent_view.record(tier, sid, texts)  # a memory repeated back is an echo (consolidate.store.echo)
                 _record_printed(tier, sid, texts)
         finally:
             tier.close()

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from consolidate.agents.hooks.payload import (BEFORE_TOOL_NAME, PRE_COMPACT_NAME, PRE_TOOL_USE_NAME, SESSION_END_NAME,
                                               SESSION_START_NAME, STOP_NAME)
 from consolidate.core import settings
+from consolidate.store import resolve
 from consolidate.core.errors import BadInput
 from consolidate.pipeline.run_options import check_options
 from consolidate.core.atomic import write_atomic
@@ -145,7 +146,7 @@ def consolidate_argv() -> list[str]:
 
 #: The options that select the store and the judges, in the order they go on a command line.
 CONFIG_KEYS = ("store", "chroma_url", "project", "embedding", "judges")
-_SETTINGS: dict[str, settings.Setting] = {"store": settings.STORE, "chroma_url": settings.CHROMA_URL, "project": settings.PROJECT,
+_SETTINGS: dict[str, settings.Setting] = {"chroma_url": settings.CHROMA_URL, "project": settings.PROJECT,
                                           "embedding": settings.EMBEDDING, "judges": settings.JUDGES}
 
 
@@ -154,16 +155,18 @@ def hook_config(*, store: str | os.PathLike | None = None, chroma_url: str | Non
                 environ: dict[str, str] | None = None) -> dict[str, Any]:
     """The configuration the installed hook (and the MCP server) will carry: each option as given,
     else from its environment variable at install time (``CONSOLIDATE_STORE`` ... ``CONSOLIDATE_JUDGES``,
-    comma-separated), else None (the hook's own default then: the session's ``cwd/.memofs``, the
-    folder's name as project, the store's embedding, the default judge chain). ``store`` is made
-    absolute. Values are ``str`` except ``judges`` (a list or None)."""
+    comma-separated), else None (the hook's own default then: the project's ``.memofs``,
+    consolidate/store/resolve.py; the folder's name as project, the store's embedding, the default
+    judge chain). ``store`` is made absolute (an option from the working folder, the setting from the
+    project folder). Values are ``str`` except ``judges`` (a list or None)."""
     given = {"store": store, "chroma_url": chroma_url, "project": project, "embedding": embedding, "judges": judges}
     config: dict[str, Any] = {}
     for key in CONFIG_KEYS:
-        value = given[key] or _SETTINGS[key].get(environ) or None
-        if key == "store" and value:
-            value = os.path.abspath(str(value))
-        config[key] = value
+        if key == "store":  # an option from the working folder, the setting from the project's
+            named = resolve.named(store, environ)
+            config[key] = os.path.abspath(resolve.store_path(store or None, environ=environ)) if named else None
+            continue
+        config[key] = given[key] or _SETTINGS[key].get(environ) or None
     return config
 
 
@@ -344,7 +347,7 @@ def install(agent: str, scope: str = "project", *, dry_run: bool = False, store:
     config = hook_config(store=store, chroma_url=chroma_url, project=project, embedding=embedding, judges=judges,
                          environ=environ)
     command = hook_command(harvest=harvest, output="gemini" if agent == "gemini-cli" else None, config=config)
-    default_store = Path(cwd or os.getcwd()) / ".memofs" if scope == "project" else None
+    default_store = Path(resolve.store_path(cwd=os.path.abspath(cwd) if cwd else None, environ={})) if scope == "project" else None
     check_command(command, parse_hook_argv=parse_hook_argv, default_store=default_store, project_dir=cwd)
     result = InstallResult(agent=spec.key, path=path, command=command, config=config,
                            mcp_command=mcp_command(spec.key, config))

@@ -38,7 +38,8 @@ def build_parser(modules: tuple[str, ...] = MODULES) -> argparse.ArgumentParser:
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--store", default=argparse.SUPPRESS,
-                        help="store folder (default $CONSOLIDATE_STORE or ./.memofs)")
+                        help="store folder (default $CONSOLIDATE_STORE, else .memofs in the project: the agent's project folder,"
+                        " the nearest enclosing store, the git root, else ./.memofs)")
     common.add_argument("--chroma-url", default=argparse.SUPPRESS,
                         help="use a Chroma server (default $CONSOLIDATE_CHROMA_URL)")
     common.add_argument("--project", default=argparse.SUPPRESS,
@@ -47,17 +48,20 @@ def build_parser(modules: tuple[str, ...] = MODULES) -> argparse.ArgumentParser:
     common.add_argument("--embedding", default=argparse.SUPPRESS,
                         help="embedding function: minilm (default), hash, chroma:NAME")
 
+    common.add_argument("--env-file", metavar="FILE", default=argparse.SUPPRESS,
+                        help="read CONSOLIDATE_* settings (store, Chroma URL, project, embedding, judges, ...) from a"
+                        " .env file; a missing or unreadable FILE, a line that is not KEY=VALUE or a bad value is an"
+                        " error naming the line (exit 2)")
+    common.add_argument("--env-file-if-exists", metavar="FILE", default=argparse.SUPPRESS,
+                        help="the same, but a missing FILE sets nothing (the Gemini CLI extension's .env, written"
+                        " once a setting is saved)")
+
     from consolidate.cli.parser import OneLineParser
 
     p = OneLineParser(prog="consolidate", parents=[common],
                                 description="Decide what an agent's working notes graduate into long-term memory.",
                                 epilog=exit_codes_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"consolidate {__version__}")
-    p.add_argument("--env-file", metavar="FILE", help="read CONSOLIDATE_* settings (store, Chroma URL, project,"
-                   " embedding, judges, ...) from a .env file; a missing or unreadable FILE, a line that is not"
-                   " KEY=VALUE or a bad value is an error naming the line (exit 2)")
-    p.add_argument("--env-file-if-exists", metavar="FILE", help="the same, but a missing FILE sets nothing (the"
-                   " Gemini CLI extension's .env, written once a setting is saved)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in modules:
         importlib.import_module(f"consolidate.cli.commands.{name}").register(sub, common)

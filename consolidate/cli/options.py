@@ -7,7 +7,7 @@ import functools
 from consolidate.core.vocab import SESSION_OUTCOMES
 from consolidate.store.layout import GITIGNORE
 
-#: The default judge chain in words: the same in every --help and in the README (judges.registry
+#: The default judge chain in words: the same in every --help and in the README (consolidate.judges.registry
 #: builds it; tests/test_docs_consistency.py keeps the three in step).
 DEFAULT_CHAIN_TEXT = "the first agent CLI on PATH (claude, llm, ollama, codex), then api, then noop"
 #: Where the chain comes from when --judge is not given.
@@ -89,6 +89,11 @@ def positive_days(text: str) -> float:
 @functools.cache
 def count_1_to(limit: int):
     """argparse type: an integer from 1 to ``limit`` (one function per limit)."""
+    return count_from_to(1, limit)
+
+
+def count_from_to(low: int, limit: int):
+    """argparse type: an integer from ``low`` to ``limit``; a clear error naming both otherwise."""
     import argparse
 
     @value_type
@@ -96,9 +101,9 @@ def count_1_to(limit: int):
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {limit}, got {text!r}") from None
-        if not 1 <= value <= limit:
-            raise argparse.ArgumentTypeError(f"must be from 1 to {limit}, got {value}")
+            raise argparse.ArgumentTypeError(f"must be a whole number from {low} to {limit}, got {text!r}") from None
+        if not low <= value <= limit:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {limit}, got {value}")
         return value
 
     return parse
@@ -152,6 +157,21 @@ def user_date(text: str) -> str:
     return text
 
 
+@value_type
+def port(text: str) -> int:
+    """argparse type of a TCP port (``ui --port``): an integer from 0 (the system picks a free one)
+    to 65535."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 0 (a free one) to 65535, got {text!r}")
+    return value
+
+
 def read_text_arg(text: str) -> str:
     """``-`` means: read the text from standard input (for notes too long for a command line)."""
     import sys
@@ -173,7 +193,7 @@ def read_text_arg(text: str) -> str:
 
 
 def add_judge(parser, what: str = "judge spec") -> None:
-    """``--judge SPEC``, repeatable, in chain order (judges.registry)."""
+    """``--judge SPEC``, repeatable, in chain order (consolidate.judges.registry)."""
     parser.add_argument("--judge", action="append", metavar="SPEC", help=judge_help(what))
 
 

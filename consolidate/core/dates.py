@@ -19,6 +19,8 @@ import datetime as _dt
 import re
 
 from consolidate.core.errors import BadInput
+import os
+import time
 
 _RELATIVE = re.compile(r"^(\d+)\s*(d|day|days|w|week|weeks)(?:\s+ago)?$")
 _WORDS = {"today": 0, "yesterday": 1, "last-week": 7, "last week": 7, "lastweek": 7,
@@ -28,9 +30,7 @@ _AMBIGUOUS = re.compile(r"^\s*\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b")
 
 def local_zone() -> _dt.tzinfo:
     """The user's time zone: ``$TZ`` (an IANA name such as ``Australia/Sydney``), else the system's."""
-    import os
-
-    from dateutil import tz
+    from dateutil import tz  # noqa: PLC0415 - third-party dateutil: only its callers load it
 
     name = os.environ.get("TZ")
     if name:
@@ -42,8 +42,6 @@ def local_zone() -> _dt.tzinfo:
 
 def now_local(now: float | None = None) -> _dt.datetime:
     """The current time (or the Unix time ``now``) in the local time zone, aware."""
-    import time
-
     return _dt.datetime.fromtimestamp(time.time() if now is None else now, local_zone())
 
 
@@ -65,7 +63,7 @@ def parse_user_date(text: str, *, now: float | None = None, what: str = "date") 
         return _shift_days(today, n)
     if _AMBIGUOUS.match(raw):
         raise BadInput(f"ambiguous {what} {text!r}: day and month order is not guessed; use 2026-07-01")
-    from dateutil import parser
+    from dateutil import parser  # noqa: PLC0415 - third-party dateutil: only its callers load it
 
     try:
         parsed = parser.isoparse(text.strip())
@@ -91,7 +89,7 @@ def parse_stored(value: str | None) -> _dt.datetime | None:
     aware datetime; None when absent or unreadable."""
     if not value:
         return None
-    from dateutil import parser
+    from dateutil import parser  # noqa: PLC0415 - third-party dateutil: only its callers load it
 
     try:
         parsed = parser.isoparse(str(value))

@@ -16,7 +16,8 @@ the classes).
     │   ├── InvalidImportLine
     │   ├── SecretBlocked        a write through the API held secret material
     │   ├── PathRefused          a workspace path escapes the workspace or its writable folders
-    │   └── ConfigError          a setting names something that does not exist
+    │   ├── ConfigError          a setting names something that does not exist
+    │   └── StaleForm            a ui form about a memory or run that changed since it was shown
     ├── UnknownSession           no note and no session end for the id       (exit 3)
     ├── StoreError               the store folder cannot be used              (exit 4)
     │   ├── StorePathError       the path is a file, or cannot be created
@@ -34,7 +35,7 @@ the classes).
         └── CassetteMiss         a replayed CLI judge has no recorded answer for the prompt
 
 A judge's provider errors (litellm, openai, httpx, instructor) are mapped onto the JudgeError
-branch by their class in ``judges.api.provider_errors``: a timeout -> JudgeTimeout, a failed
+branch by their class in ``consolidate.judges.api.provider_errors``: a timeout -> JudgeTimeout, a failed
 connection or an API error (authentication, permission, not found, bad request, rate limit, 5xx)
 -> JudgeUnavailable, anything else (an answer that does not validate) -> JudgeOutputInvalid.
 """
@@ -42,7 +43,7 @@ connection or an API error (authentication, permission, not found, bad request, 
 from __future__ import annotations
 
 __all__ = ["ConsolidateError", "BadInput", "EmptyNote", "InvalidImportLine", "SecretBlocked", "PathRefused",
-           "ConfigError", "UnknownSession", "StoreError", "StorePathError", "StoreCorrupt", "EmbeddingMismatch", "EmbeddingUnavailable",
+           "ConfigError", "StaleForm", "UnknownSession", "StoreError", "StorePathError", "StoreCorrupt", "EmbeddingMismatch", "EmbeddingUnavailable",
            "StoreLocked", "StoreReadOnly", "TeamError", "TeamTimeout", "JudgeError", "JudgeUnavailable",
            "JudgeTimeout", "JudgeOutputInvalid", "CassetteMiss"]
 
@@ -93,6 +94,11 @@ class ConfigError(BadInput):
     like every error's text, it passes the secret gate where it is written (the sinks of
     consolidate/rules/redaction.py), so it never shows a secret, only the redacted preview
     (consolidate/core/settings.py ``shown_value`` hides the whole value of a ``secret`` setting)."""
+
+
+class StaleForm(BadInput):
+    """A form of ``consolidate ui`` posted about a memory or a run that changed since the page showed
+    it (another process wrote to the store); nothing was written. Attribute: ``subject`` (the id)."""
 
 
 class UnknownSession(ConsolidateError):
@@ -167,7 +173,7 @@ class TeamTimeout(TeamError):
 
 
 class CassetteMiss(JudgeError):
-    """A CLI judge replaying a cassette (``judges.cli_cassette``) met a prompt it holds no answer for:
+    """A CLI judge replaying a cassette (``consolidate.judges.cli_cassette``) met a prompt it holds no answer for:
     the prompt changed since it was recorded. The judge chain does not fail soft over it: it reaches
     the caller. Attributes: ``prompt_version``, ``cassette`` (its path)."""
 

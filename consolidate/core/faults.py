@@ -25,6 +25,8 @@ import signal
 
 from consolidate.core.settings import CRASH_AT
 from consolidate.core.settings import PAUSE_AT, PAUSE_DIR
+import time
+from pathlib import Path
 
 ENV = CRASH_AT.name
 
@@ -41,9 +43,6 @@ def pause_point(name: str) -> None:
     pause_dir = PAUSE_DIR.get()
     if PAUSE_AT.get() != name or not pause_dir:
         return
-    import time
-    from pathlib import Path
-
     folder = Path(pause_dir)
     stem = name.replace(":", "_")
     (folder / f"{stem}.reached").touch()

@@ -19,6 +19,7 @@ from consolidate.core.errors import BadInput, InvalidImportLine
 from consolidate.core.atomic import write_text_atomic
 from consolidate.core.faults import armed, crash_point
 from consolidate.core.private import private_file
+import os
 
 
 def read_objects(source, *, what: str = "", suffix: str = "", name: str | None = None) -> Iterator[tuple[int, dict, Callable[[str], InvalidImportLine]]]:
@@ -114,8 +115,6 @@ def append_lines(path: Path, lines: list[str], partial_point: str | None = None)
     """Append ``lines`` (each ending in a newline) to ``path`` in one write, flushed and fsynced
     (created 0600). With the crash point ``partial_point`` armed (consolidate.core.faults), half of
     them and a torn one are written first, then the process is killed."""
-    import os
-
 
     with private_file(path, "a") as f:
         if partial_point and armed(partial_point) and len(lines) > 1:
@@ -130,8 +129,6 @@ def append_lines(path: Path, lines: list[str], partial_point: str | None = None)
 def cut_torn_tail(path: Path) -> None:
     """Remove a last line without its newline (an append cut by a crash) from ``path`` (any JSONL
     file a run appends to: the graph files, the event log)."""
-    import os
-
     path = Path(path)
     try:
         size = path.stat().st_size

@@ -25,8 +25,7 @@ def store_lock(store, lock_path, holder_path, timeout: float = 60.0):
     stuck (or a run longer than ``timeout``) makes a waiter give up. The holder of the lock writes
     ``holder_path`` (its pid and a random token) when it takes it: a waiter that sees it change knows
     the lock changed hands, so the writers ahead of it make progress."""
-    import filelock
-
+    import filelock  # noqa: PLC0415 - third-party filelock: only its callers load it
 
     require = getattr(store, "require_writable", None)
     if require is not None:

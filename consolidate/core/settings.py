@@ -79,7 +79,7 @@ class Setting(_Generic[T]):
         try:
             return self.parse(text)
         except ValueError as exc:
-            from consolidate.core.errors import ConfigError
+            from consolidate.core.errors import ConfigError  # noqa: PLC0415 - this module imports only os (tests/test_settings.py)
 
             shown = self.shown(text)
             raise ConfigError(f"{self.name}={shown!r}: {exc}", variable=self.name, value=shown) from None
@@ -165,8 +165,9 @@ def any_text_is_on(value: str) -> bool:
 # Where each is read: the module named in its doc. Options of the command line win over them.
 
 STORE: Setting[str | None] = Setting(
-    "CONSOLIDATE_STORE", text, None, "The store folder (`--store`).", unit="path",
-    default_text="`./.memofs` (the hook: `.memofs` in the session's folder)")
+    "CONSOLIDATE_STORE", text, None, "The store folder (`--store`); a relative path is taken from the project folder.",
+    unit="path", default_text="`.memofs` in the project (the agent's project folder, else the nearest enclosing store,"
+    " else the git root, else the working folder)")
 CHROMA_URL: Setting[str | None] = Setting(
     "CONSOLIDATE_CHROMA_URL", text, None, "A Chroma server for the long-term tier (`--chroma-url`).", unit="URL",
     default_text="unset: an embedded Chroma in the store folder")

@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import unicodedata
 
+from consolidate.core.normal import nfc
+
 #: Average English characters per word, space and punctuation included (about 4.7 letters plus one).
 ENGLISH_CHARS_PER_WORD = 6.0
 
@@ -80,7 +82,7 @@ MAX_STATEMENT_CHARS = 10_000
 def statement_length(text: str) -> int:
     """Characters of ``text`` as a memory's statement: stripped, in Unicode NFC (a letter with its
     accent counts once, however it was typed)."""
-    return len(unicodedata.normalize("NFC", text.strip()))
+    return len(nfc(text.strip()))
 
 
 def unspaced_script(ch: str) -> str | None:

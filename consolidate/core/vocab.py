@@ -4,7 +4,7 @@ Every module that names more than one word of a list takes the list (or the word
 that a word added or renamed here is known everywhere at once; ``tests/test_vocab.py`` walks the
 other modules' literals and fails on a tuple, list, set or dict holding two or more words of one
 list. The prompts under ``prompts/`` are text sent to a model and keep their own wording; the
-judges' answer schemas (``judges.prompting``) are built from the tuples here, byte for byte as they
+judges' answer schemas (``consolidate.judges.prompting``) are built from the tuples here, byte for byte as they
 were written before (a recorded cassette is keyed on the exact request).
 
 Standard library only, and nothing beyond builtins: the session-end fast hook imports it.
@@ -18,7 +18,8 @@ Lists (all tuples of ``str``, in the order the docs and the CLI show them):
 - :data:`MEMORY_STATUSES` and its named groups (:data:`LIVE_STATUSES`, :data:`RECALLED_STATUSES`,
   :data:`ENDED_STATUSES`, :data:`REVIEW_STATUSES`) and the statuses of a removed record
   (:data:`REMOVED_STATUSES`).
-- :data:`VERDICTS`: a judge's answer for one note.
+- :data:`VERDICTS`: a judge's answer for one note; :data:`CURATE_ACTIONS`: the curation pass's
+  answer for one stored memory.
 - :data:`COMPARE_RELATIONS` and :data:`COMPARE_ALIASES`: the contradiction check's answer for one pair.
 - :data:`ENTITY_RELATIONS` and :data:`RELATION_ALIASES`: relations between the entities a memory
   names (consolidate/store/relations.py).
@@ -63,16 +64,19 @@ RECALLED_STATUSES: tuple[str, ...] = (ACTIVE, DISPUTED)
 ENDED_STATUSES: tuple[str, ...] = (SUPERSEDED, EXPIRED)
 #: Waiting for a reviewer's decision (``consolidate review``).
 REVIEW_STATUSES: tuple[str, ...] = (DISPUTED, QUARANTINED)
-ARCHIVED, REJUDGED_OUT, UNDONE, FORGOTTEN, DELETED, DECLINED = (
-    "archived", "rejudged-out", "undone", "forgotten", "deleted", "declined")
+ARCHIVED, REJUDGED_OUT, UNDONE, FORGOTTEN, DELETED, DECLINED, CURATED_OUT = (
+    "archived", "rejudged-out", "undone", "forgotten", "deleted", "declined", "curated-out")
 #: The statuses of a record taken out of the index (archived by an update, rejudged out, undone,
-#: forgotten, deleted as a tombstone, declined in review).
-REMOVED_STATUSES: tuple[str, ...] = (ARCHIVED, REJUDGED_OUT, UNDONE, FORGOTTEN, DELETED, DECLINED)
+#: forgotten, deleted as a tombstone, declined in review, dropped as junk by ``consolidate curate``).
+REMOVED_STATUSES: tuple[str, ...] = (ARCHIVED, REJUDGED_OUT, UNDONE, FORGOTTEN, DELETED, DECLINED, CURATED_OUT)
 
 # -- a judge's answers ---------------------------------------------------------------------------
 KEEP, DROP = "keep", "drop"
 #: A judge's verdict for one note.
 VERDICTS: tuple[str, ...] = (KEEP, DROP)
+MERGE, CONFLICT = "merge", "conflict"
+#: The curation pass's answer for one stored memory (consolidate curate, prompts/curate-v1.md).
+CURATE_ACTIONS: tuple[str, ...] = (KEEP, DROP, MERGE, CONFLICT)
 #: The contradiction check's answer for a pair (NEW, OLD): ``updates`` since prompt contradiction-v2.
 DUPLICATE, UPDATES, CONTRADICTS, UNRELATED = "duplicate", "updates", "contradicts", "unrelated"
 COMPARE_RELATIONS: tuple[str, ...] = (DUPLICATE, UPDATES, CONTRADICTS, UNRELATED)

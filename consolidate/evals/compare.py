@@ -7,7 +7,7 @@ A pair file is JSONL, one pair per line: ``id``, ``type`` (the memory type both 
 new value with no word saying it changed), optional ``category`` (how the pair was written:
 ``same-fact``, ``update``, ``conflict``, ``unrelated``, ``near-miss``) and ``source`` (where it was drawn
 from). :func:`evaluate_pairs` sends the pairs, in file order, through
-:func:`judges.chain.compare_pairs` (the compare prompt of every judge kind, ``MAX_PAIRS_PER_CALL`` pairs
+:func:`consolidate.judges.chain.compare_pairs` (the compare prompt of every judge kind, ``MAX_PAIRS_PER_CALL`` pairs
 a call) and scores each answer: *strict* when it is the gold relation, *accepted* when it is the gold
 relation or one of ``also``. Accuracy is reported per gold relation and per category, with the
 confusion of gold against answered relations. Unanswered pairs are reported apart, never scored.
@@ -23,7 +23,7 @@ from typing import Any
 from consolidate.core.errors import BadInput
 from consolidate.core.vocab import COMPARE_RELATIONS
 from consolidate.core.jsonl import read_objects
-from judges.base import JudgeContext, Pair
+from consolidate.judges.base import JudgeContext, Pair
 
 
 @dataclass

@@ -32,6 +32,7 @@ from typing import Any
 
 from consolidate.core.errors import BadInput
 from consolidate import Store
+from consolidate.store.resolve import STORE_FOLDER
 
 GRADES = ("ok", "duplicate", "junk")
 
@@ -42,7 +43,7 @@ def read_stores(stores_dir: str | Path) -> list[dict[str, Any]]:
     with opaque ids ``S<store>-M<memory>`` numbered in store order, then by memory creation order
     (then memory id). BadInput when the folder holds no store."""
 
-    paths = sorted(Path(stores_dir).glob("*/.memofs"))
+    paths = sorted(Path(stores_dir).glob(f"*/{STORE_FOLDER}"))
     if not paths:
         raise BadInput(f"no store (<name>/.memofs) under {stores_dir}")
     out: list[dict[str, Any]] = []

@@ -21,7 +21,14 @@ from consolidate.core.errors import PathRefused
 from consolidate.pipeline.workspace import start
 from consolidate.model.plan import run_summary as summary
 from consolidate.store.store import Store
+from consolidate.store.resolve import in_folder
 from consolidate.pipeline.recall import recall
+from consolidate.store.views import shown as agent_view
+import os
+from pathlib import Path
+from consolidate.model.report import render_plan
+from consolidate.pipeline.run import run_queue, run_session
+from consolidate.store import anchors
 
 # A fake key, assembled at run time so no scanner mistakes this file for a leak.
 _FAKE_KEY = "sk-" + "proj-" + "Zq7uT2mB9xKc4LwR8nVd1YhE6fJp3sGa"
@@ -84,7 +91,7 @@ def load_samples(store, now: float | None = None) -> None:
 
 def choose_judges() -> tuple[list[str], str]:
     """The demo's chain and a sentence saying which judge decides."""
-    from judges import registry
+    from consolidate.judges import registry  # noqa: PLC0415 - heavy (pydantic): loaded only when used
 
     ok, why = registry.load("api").available()
     if ok:
@@ -98,9 +105,6 @@ def show_workspace(store, judges) -> None:
     """A session with a workspace (consolidate.pipeline.workspace): context recalled for the task, scratch in
     working/, candidates in output/ (one holding a fake key, blocked at extraction), an escape
     refused, an abort and a resume, then success through the pipeline."""
-    from consolidate.pipeline.run import run_queue
-    from consolidate.model.report import render_plan
-
     sid = "workspace-ci-cache"
     ws, info = start(store, sid, task="speed up the login tests on CI")
     print(f"session {sid} with a workspace ({info['path']}):")
@@ -133,13 +137,6 @@ _AUTH = ('import hmac\n\n\ndef check_token(given, expected):\n    return hmac.co
 def show_anchors(store, folder) -> None:
     """A memory anchored to a function of the project: an edit elsewhere in the file is no drift,
     an edit of the function shows ``[drifted: path]`` in recall and queues a re-judge."""
-    import os
-    from pathlib import Path
-
-    from consolidate.store import anchors
-    from consolidate.pipeline.run import run_session
-    from consolidate.model.report import render_memory
-
     src = Path(folder) / "src" / "auth.py"
     src.parent.mkdir(parents=True, exist_ok=True)
     src.write_text(_AUTH, encoding="utf-8")
@@ -154,9 +151,9 @@ def show_anchors(store, folder) -> None:
     print(f"memory anchored to code: {path} symbol {symbol} (hash {digest}, cached in manifest.json)")
 
     def recall_line() -> str:
-        hits = anchors.mark_hits(store, store.longterm().search("how are tokens compared in check_token?", k=5))
-        hit = next(h for h in hits if h["id"] == mid)
-        return render_memory(hit["document"], hit["metadata"])
+        hits = store.longterm().search("how are tokens compared in check_token?", k=5)
+        got = agent_view.view(hits, "cli-recall", drift=agent_view.drift_of(store, [h["id"] for h in hits]))
+        return next(text for h, text in zip(got.rows, got.lines) if h["id"] == mid)
 
     def edit(old: str, new: str) -> None:
         text = src.read_text(encoding="utf-8").replace(old, new)
@@ -174,13 +171,10 @@ def show_anchors(store, folder) -> None:
 
 def run_demo(keep: bool = False) -> int:
     """Run the demo and print what happened; returns 0."""
-    from consolidate.pipeline.run import run_queue, run_session
-    from consolidate.model.report import render_memory, render_plan
-
     folder = tempfile.mkdtemp(prefix="consolidate-demo-")
     started = time.perf_counter()
     try:
-        store = Store(folder + "/.memofs", project="demo-app")
+        store = Store(in_folder(folder), project="demo-app")
         load_samples(store)
         judges, said = choose_judges()
         where = f"{store.path} (kept: --store {store.path} works on it)" if keep else "(deleted at the end)"
@@ -201,7 +195,7 @@ def run_demo(keep: bool = False) -> int:
         print(f'recall "{query}":')
 
         for hit in recall(store, query, k=3).memories:
-            print("  " + render_memory(hit["document"], hit["metadata"]))
+            print("  " + agent_view.line(hit["document"], hit["metadata"], "cli-recall"))
         print(f"\nstore layout: manifest.json, sessions.sqlite3, chroma/, graph/, events/memory-events.jsonl,"
               f" memory/notes.md · demo took {time.perf_counter() - started:.1f} s")
         store.close()

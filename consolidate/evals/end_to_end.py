@@ -39,7 +39,9 @@ from typing import Any
 from consolidate.core.errors import BadInput
 from consolidate.core.vocab import ACTIVE, DISPUTED, QUARANTINED, VERDICTS
 from consolidate.core.jsonl import read_objects
+from consolidate.evals.policy import fold_specifics
 from consolidate import Store
+from consolidate.store.resolve import in_folder
 from consolidate.pipeline.run import run_queue
 
 OUTCOMES = (ACTIVE, QUARANTINED, DISPUTED, "transient", "rejected", "duplicate", "dropped", "purged",
@@ -188,7 +190,7 @@ def run_session(session_id: str, session_file: Path, labeled: set[str], chain_fa
 
     started = time.time()
     kwargs = {"embedding": embedding} if embedding else {}
-    store = Store(workdir / session_id / ".memofs", project=session_id, **kwargs)
+    store = Store(in_folder(workdir / session_id), project=session_id, **kwargs)
     try:
         written_rows: list[dict[str, Any]] = []
         store.sessions.import_jsonl(session_file, session_id, written=written_rows)
@@ -251,7 +253,7 @@ def _why(plan, c) -> str:
     for e in reversed(plan.events):
         if e.get("event") in ("candidate.quarantined", "candidate.transient", "memory.disputed") \
                 and set(e.get("note_ids") or []) & set(c.note_ids):
-            return str(e.get("reason") or e["event"]).split(" (")[0][:80]
+            return fold_specifics(str(e.get("reason") or e["event"]).split(" (")[0])[:80]
     return c.status
 
 

@@ -1,8 +1,12 @@
 """Measure a judge chain against labeled notes (``consolidate eval``).
 
 A label file is JSONL, one note per line: ``id``, ``content``, optional ``section``, ``verdict``
-(``keep`` or ``drop``), optional ``type`` (the keeper's memory type). :func:`load_labels` reads it,
-:func:`evaluate` runs a :class:`judges.chain.JudgeChain` over it in the chain's normal batches, and
+(``keep`` or ``drop``), optional ``type`` (the keeper's memory type), optional ``session_id`` (what the
+tuning / validation split of consolidate/evals/split.py is drawn over). A file labeled by two
+annotators (``realnotes-dev-labels-2.jsonl``: ``verdict_a``, ``verdict_b``, ``agree``, and ``verdict`` /
+``type`` the agreed ones) is read the same way: a line whose ``verdict`` is null and whose ``agree``
+is false is a disagreement, left out and counted. :func:`read_label_file` reads it,
+:func:`evaluate` runs a :class:`consolidate.judges.chain.JudgeChain` over it in the chain's normal batches, and
 :func:`render_report` prints the result.
 
 What is measured, and why beside a baseline: about 90% of real notes are drops, so a judge that drops
@@ -36,9 +40,10 @@ from typing import Any
 from consolidate.core.errors import BadInput
 from consolidate.core.vocab import VERDICTS
 from consolidate.core.jsonl import read_objects
-from judges.base import ChainResult, Item, JudgeContext
+from consolidate.judges.base import ChainResult, Item, JudgeContext
 from consolidate.evals.policy import label_keep_outcomes, policy_outcomes, summarize
 from consolidate.evals.policy import render, render_label_keeps
+from consolidate.rules import secrets
 
 
 @dataclass
@@ -50,21 +55,40 @@ class LabeledNote:
     verdict: str
     section: str | None = None
     type: str | None = None
+    session_id: str | None = None
+
+
+@dataclass
+class LabelFile:
+    """One label file as read: its ``notes`` (in file order) and how many lines were left out as
+    ``disagreements`` (two annotators, no agreed verdict)."""
+
+    path: str
+    notes: list[LabeledNote]
+    disagreements: int = 0
 
 
 def load_labels(path: str | Path, limit: int | None = None) -> list[LabeledNote]:
-    """Read a JSONL label file (all of it, or its first ``limit`` notes).
+    """The notes of :func:`read_label_file`."""
+    return read_label_file(path, limit).notes
 
-    Raises BadInput for an unreadable or empty file or a bad ``limit``, and InvalidImportLine (with
-    ``path`` and ``line``) for a line that is not a JSON object, has no ``id`` or an ``id`` seen
-    before, has no non-empty string ``content``, a ``verdict`` other than keep/drop, or a non-string
-    ``section``/``type``. Blank lines are skipped."""
+
+def read_label_file(path: str | Path, limit: int | None = None) -> LabelFile:
+    """Read a JSONL label file (all of it, or its first ``limit`` labeled notes).
+
+    A line with a null ``verdict`` and ``agree`` false (two annotators who disagreed) is left out and
+    counted in ``disagreements``; it does not count towards ``limit``. Raises BadInput for an
+    unreadable or empty file or a bad ``limit``, and InvalidImportLine (with ``path`` and ``line``)
+    for a line that is not a JSON object, has no ``id`` or an ``id`` seen before, has no non-empty
+    string ``content``, a ``verdict`` other than keep/drop (null without ``agree`` false included), or
+    a non-string ``section``/``type``/``session_id``. Blank lines are skipped."""
     if limit is not None and limit < 1:
         raise BadInput(f"--limit must be at least 1 (got {limit})")
 
     p = Path(path)
     notes: list[LabeledNote] = []
     seen: set[str] = set()
+    disagreements = 0
     for _lineno, obj, bad in read_objects(p, what="label file"):
         nid = obj.get("id")
         if isinstance(nid, bool) or not isinstance(nid, (str, int)) or not str(nid).strip():
@@ -76,19 +100,24 @@ def load_labels(path: str | Path, limit: int | None = None) -> list[LabeledNote]
         if not isinstance(content, str) or not content.strip():
             raise bad("no `content` (a non-empty string is required)")
         verdict = obj.get("verdict")
+        if verdict is None and obj.get("agree") is False:
+            seen.add(nid)
+            disagreements += 1
+            continue
         verdict = verdict.strip().lower() if isinstance(verdict, str) else verdict
         if verdict not in VERDICTS:
             raise bad(f"`verdict` must be keep or drop (got {obj.get('verdict')!r})")
-        for key in ("section", "type"):
+        for key in ("section", "type", "session_id"):
             if obj.get(key) is not None and not isinstance(obj[key], str):
                 raise bad(f"`{key}` must be a string when present")
         seen.add(nid)
-        notes.append(LabeledNote(nid, content, verdict, obj.get("section") or None, obj.get("type") or None))
+        notes.append(LabeledNote(nid, content, verdict, obj.get("section") or None, obj.get("type") or None,
+                                 obj.get("session_id") or None))
         if limit is not None and len(notes) >= limit:
             break
     if not notes:
         raise BadInput(f"label file {p} holds no labeled note", path=str(p))
-    return notes
+    return LabelFile(str(p), notes, disagreements)
 
 
 @dataclass
@@ -275,8 +304,6 @@ def evaluate(chain, labels: list[LabeledNote], *, context=None, deadline: float 
     malformed answer does not leave the rest of the label file unmeasured. ``as_run=True`` keeps the
     breaker across batches, as a consolidation run does."""
 
-    from consolidate.rules import secrets
-
     context = context or JudgeContext()
     gold = {n.id: n.verdict for n in labels}
     blocked = [n.id for n in labels if secret_gate and secrets.scan(n.content)]
@@ -307,7 +334,9 @@ def evaluate(chain, labels: list[LabeledNote], *, context=None, deadline: float 
             t["kept"] += predicted[n.id] == "keep"
     kept_type = {sent[k].id: j.verdict.type for k, j in result.judged.items() if j.verdict.verdict == "keep"}
 
-    outcomes = policy_outcomes(result.judged, {k: n.content for k, n in enumerate(sent)})
+    outcomes = policy_outcomes(result.judged, {k: n.content for k, n in enumerate(sent)},
+                               {k: n.session_id for k, n in enumerate(sent) if n.session_id},
+                               {k: n.section for k, n in enumerate(sent)})
     write_policy = summarize({sent[k].id: o for k, o in outcomes.items()}, gold)
     write_policy["label_keeps"] = label_keep_outcomes(labels)
     return EvalReport(judges=list(chain.names), labels=labels_name, total=len(labels),

@@ -25,25 +25,45 @@ from typing import Any
 
 from consolidate.core.vocab import CONFIDENCE_LEVELS, EVIDENCE_KINDS
 from consolidate.rules.memory_types import TYPES, fields_from_text
+from consolidate.model.plan import Candidate, Note, Plan, inferred_confidence, initial_confidence
+from consolidate.pipeline.stages import flag_promote, write_policy
 
 #: The policy's events and the outcome each means.
 OUTCOMES = {"candidate.rejected": "rejected", "candidate.transient": "transient",
             "candidate.quarantined": "quarantined", "candidate.blocked": "blocked"}
 
 
+#: The specifics quoted in a faithfulness reason (consolidate/rules/faithful.py: ``statement adds 'x',
+#: 'y' and 2 more found in no note``), folded into one rule.
+_ADDED = re.compile(r"(?<=^statement adds ).*(?= found in no note$)")
+
+
 def rule_of(reason: str) -> str:
-    """The rule of a policy reason: the reason without parenthesised particulars, on one line."""
-    return " ".join(re.sub(r"\s*\([^()]*(?:\([^()]*\)[^()]*)*\)", "", reason or "").split()) or "(no reason)"
+    """The rule of a policy reason: the reason without parenthesised particulars (nor the specifics a
+    faithfulness reason quotes: ``statement adds <specifics> found in no note``), on one line."""
+    out = " ".join(re.sub(r"\s*\([^()]*(?:\([^()]*\)[^()]*)*\)", "", reason or "").split())
+    return fold_specifics(out) or "(no reason)"
 
 
-def policy_outcomes(judged: dict[int, Any], contents: dict[int, str]) -> dict[int, tuple[str, str]]:
+def fold_specifics(reason: str) -> str:
+    """``reason`` with the specifics a faithfulness reason quotes folded to ``<specifics>`` (so that
+    the keeps it held count as one rule); any other reason unchanged."""
+    return _ADDED.sub("<specifics>", reason)
+
+
+def policy_outcomes(judged: dict[int, Any], contents: dict[int, str], sessions: dict[int, str] | None = None,
+                    sections: dict[int, str | None] | None = None) -> dict[int, tuple[str, str]]:
     """``key -> (outcome, rule)`` for every keep in ``judged`` (chain result: key -> Judged), where
     outcome is ``written``, ``rejected``, ``transient``, ``quarantined`` or ``blocked``; ``contents``
-    maps the same keys to the notes' text. Runs stages.write_policy on a throwaway plan."""
-    from consolidate.model.plan import Candidate, Note, Plan, inferred_confidence, initial_confidence
-    from consolidate.pipeline.stages import write_policy
-
+    maps the keys of every note sent to the judge to its text, ``sessions`` and ``sections`` to its
+    session id and section (the faithfulness rule reads a keep's notes and the other notes of its
+    session, as in a run; a note without a session is a session of its own). Runs
+    stages.write_policy on a throwaway plan."""
     plan = Plan(session_id="eval")
+    for key, text in contents.items():
+        section = (sections or {}).get(key)
+        plan.notes.append(Note(id=key, session_id=(sessions or {}).get(key) or f"eval:{key}", content=text,
+                               metadata={"section": section} if section else {}))
     for key, j in judged.items():
         v = j.verdict
         if v.verdict != "keep":
@@ -51,7 +71,6 @@ def policy_outcomes(judged: dict[int, Any], contents: dict[int, str]) -> dict[in
         evidence = v.evidence if v.evidence in EVIDENCE_KINDS else "inferred"
         confidence = v.confidence if v.confidence in CONFIDENCE_LEVELS else initial_confidence(evidence)
         confidence = inferred_confidence(evidence, confidence)
-        plan.notes.append(Note(id=key, session_id="eval", content=contents[key]))
         plan.candidates.append(Candidate(
             note_ids=[key], statement=" ".join((v.statement or contents[key]).split()),
             type=(v.type or "").strip().lower() or "fact", source=f"judge:{j.judge}", evidence=evidence,
@@ -113,9 +132,6 @@ def label_keep_outcomes(labels) -> dict[str, dict[str, tuple[str, str]]]:
     """For the notes labeled keep in ``labels`` (LabeledNote list): ``{"flagged": {id: (outcome,
     rule)}, "verbatim": {id: (outcome, rule)}}`` (module docstring). The secret gate is not run here
     (the eval reports notes it blocks apart)."""
-    from consolidate.model.plan import Candidate, Note, Plan
-    from consolidate.pipeline.stages import flag_promote, write_policy
-
     keeps = [n for n in labels if n.verdict == "keep"]
     flagged = Plan(session_id="eval-flagged")
     verbatim = Plan(session_id="eval-verbatim")

@@ -45,6 +45,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from consolidate import __version__
 from consolidate.core.errors import ConsolidateError
 from consolidate.core.spawn import spawn_worker
 from consolidate.rules.redaction import error_text, redacted
@@ -54,9 +55,22 @@ from consolidate.store.sessions.tier import check_session_id
 from consolidate.store.store import Store
 from consolidate.core.vocab import SESSION_OUTCOMES
 from consolidate.store.layout import GRAPH, WORKER_LOG
+from consolidate.store.views import shown as agent_view
 from consolidate.store.sessions.tier import check_kind
 from consolidate.core.errors import StoreReadOnly
 from consolidate.core.errors import BadInput
+from consolidate.mcp.errors import OneLineErrorServer
+from consolidate.mcp.review_tools import register as register_review_tools
+from consolidate.mcp.stdio import serve_stdio
+from consolidate.mcp.workspace_tools import complete_part, read_part, register as register_workspace_tools
+from consolidate.model.report import run_notices
+from consolidate.pipeline.forget import forget as forget_memory
+from consolidate.pipeline.recall import recall
+from consolidate.rules.note_policy import check_note
+from consolidate.store.graph import load, relations_of
+from consolidate.store.index.longterm import RECALLED
+from consolidate.store.relations import entity_name
+from consolidate.store.sessions.agents import current_session
 
 log = logging.getLogger("consolidate.mcp")
 
@@ -81,8 +95,6 @@ AUTO = "auto"
 def note_policy_line(content: str, *, flag: bool, kind: str | None, blocked: bool = False) -> str | None:
     """The write policy's one-line answer for a note just written (note_policy.check_note); ``blocked``:
     the secret gate redacted it."""
-    from consolidate.rules.note_policy import check_note
-
     return check_note(content, flag=bool(flag), kind=check_kind(kind or None), blocked=blocked)
 
 
@@ -122,25 +134,22 @@ def find_spawner(judges: list[str] | None = None) -> tuple[Callable[[Store], Any
 
 def recall_result(s: Store, query: Any, *, k: Any, include_quarantined: bool, min_similarity: Any,
                   session_id: str | None = None, as_of: str | None = None) -> dict[str, Any]:
-    """The MCP ``recall`` answer from the shared :func:`consolidate.pipeline.recall.recall`."""
-    from consolidate.model.report import render_memory
-    from consolidate.pipeline.recall import recall
+    """The MCP ``recall`` answer from the shared :func:`consolidate.pipeline.recall.recall`, as the
+    agent view shows it (consolidate/store/views/shown.py: the recall applied it; the lines are the
+    ``mcp-recall`` surface's)."""
 
     result = recall(s, query, k=k, min_similarity=min_similarity, include_quarantined=include_quarantined,
                     max_k=MAX_K, shown_to=session_id, as_of=as_of or None)
-    from consolidate.rules.guard import held_back_line, unsafe_reason
-
-    # MCP output goes straight into the model's context: the SessionStart context's guard applies
-    safe = [h for h in result.memories if not unsafe_reason(h["document"])]
-    held = len(result.memories) - len(safe)
-    memories = [{"id": h["id"], "text": render_memory(h["document"], h["metadata"]),
+    safe = result.memories  # MCP output goes straight into the model's context: the guard held some back
+    held = len(result.held_back)
+    memories = [{"id": h["id"], "text": agent_view.line(h["document"], h["metadata"], "mcp-recall"),
                  "type": h["metadata"].get("type"), "status": h["metadata"].get("status"),
                  "similarity": round(float(h["similarity"]), 4), "match": h.get("match", "vector"),
                  **({"via": h["via"]} if h.get("via") else {})} for h in safe]
     out: dict[str, Any] = {"count": len(memories), "memories": memories, "below_floor": result.below_floor}
     if held:
         out["held_back"] = held
-        out["held_back_note"] = held_back_line(held)
+        out["held_back_note"] = result.held_line
     if result.note:
         out["note"] = result.note
     return out
@@ -148,8 +157,6 @@ def recall_result(s: Store, query: Any, *, k: Any, include_quarantined: bool, mi
 
 def _current_or_none(s: Store) -> str | None:
     """The current agent session, or None (what a recall's output is recorded against)."""
-    from consolidate.store.sessions.agents import current_session
-
     try:
         return current_session(s.sessions)[0]
     except Exception:  # noqa: BLE001 - recording an echo never fails a recall
@@ -170,7 +177,6 @@ def resolve_session(s: Store, session_id: str | None, own_id: str) -> str:
     session (recorded by the SessionStart hook, see consolidate.store.sessions.agents); else ``own_id``."""
     if session_id is not None and session_id != "":  # "" is how some clients leave an option out
         return resumed_part(s.sessions, check_session_id(session_id))
-    from consolidate.store.sessions.agents import current_session
 
     try:
         current, _how = current_session(s.sessions)
@@ -242,7 +248,7 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
     """The MCP server over one store.
 
     ``store`` is a Store (the server opens its own Store on the same folder with the same settings),
-    a callable returning a Store, or None for ``$CONSOLIDATE_STORE``/``./.memofs``. ``spawn`` is
+    a callable returning a Store, or None for the one consolidate/store/resolve.py picks. ``spawn`` is
     called with the store after ``session_complete`` queues a session end, to start a detached
     worker: ``"auto"`` finds the project's (see :func:`find_spawner`; it gets ``judges``), None
     starts nothing.
@@ -283,9 +289,7 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
                 log.warning("could not queue the end of session %s: %s", own_id, error_text(exc))
             await anyio.to_thread.run_sync(backend.stop)
 
-    from consolidate.mcp.errors import OneLineErrorServer
-
-    server = OneLineErrorServer(SERVER_NAME, instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
+    server = OneLineErrorServer(SERVER_NAME, instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING", version=__version__)
 
     @server.tool()
     async def note(
@@ -330,8 +334,6 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
         """The session's id, its notes, oldest first, its recorded end (None while it is open) and its
         workspace (None without one); with ``path``, that workspace file's text or folder's listing."""
         def read(s: Store) -> dict[str, Any]:
-            from consolidate.mcp.workspace_tools import read_part
-
             sid = resolve_session(s, session_id, own_id)
             if path is not None and path.strip():
                 return {"session_id": sid, **(read_part(s, sid, path) or {})}  # (a dict, given a path)
@@ -344,7 +346,6 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
             if end is not None:
                 end = {k: (_iso(v) if k == "ended_at" else v) for k, v in end.items()
                        if k in ("outcome", "reason", "ended_at", "status", "run_id", "result")}
-                from consolidate.model.report import run_notices
 
                 end["notices"] = run_notices(end.get("result"))  # the run report's own lines, as `run` says them
             return {"session_id": sid, "count": len(notes), "notes": notes, "end": end,
@@ -403,8 +404,6 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
         person, refuses an id with no notes, no end and no workspace (exit 3). A session already
         consolidated as a failure is refused (use a new session id)."""
         def complete(s: Store) -> dict[str, Any]:
-            from consolidate.mcp.workspace_tools import complete_part
-
             sid = resolve_session(s, session_id, own_id)
             if outcome not in SESSION_OUTCOMES:
                 s.sessions.end(sid, outcome, reason or None)  # raises the one-line BadInput
@@ -435,11 +434,8 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
 
         return await backend.run(complete)
 
-    from consolidate.mcp.workspace_tools import register as register_workspace_tools
-
     register_workspace_tools(server, backend)
     register_forget(server, backend)
-    from consolidate.mcp.review_tools import register as register_review_tools
 
     register_review_tools(server, backend)
     return server
@@ -449,10 +445,6 @@ def graph_result(s: Store, entity: Any, depth: Any) -> dict[str, Any]:
     """The MCP ``graph`` answer: consolidate.store.graph.relations_of for ``entity`` (BadInput for an
     empty name or a depth outside 1..5). Like recall's, only active and disputed memories count and their
     statements pass the context guard."""
-    from consolidate.rules.guard import unsafe_reason
-    from consolidate.store.graph import load, relations_of
-    from consolidate.store.relations import entity_name
-
     name = entity_name(entity)
     if not name:
         raise BadInput("empty entity name: give the name of a package, module, service or file")
@@ -460,13 +452,9 @@ def graph_result(s: Store, entity: Any, depth: Any) -> dict[str, Any]:
         raise BadInput(f"bad depth {depth!r}: use 1 to 5")
     if not s.exists:
         return {"entity": name, "found": False, "relations": [], "memories": {}}
-    from consolidate.store.index.longterm import RECALLED
 
     res = relations_of(load(s.sub(GRAPH)), name, depth, statuses=RECALLED)  # what recall shows an agent
-    for m in res["memories"].values():
-        if unsafe_reason(m["statement"] or ""):
-            m["statement"] = "(held back: worded as an instruction to the agent)"
-    return res
+    return agent_view.graph_view(res, s)  # the agent view (consolidate/store/views/shown.py)
 
 
 def register_forget(server: MCPServer, backend: StoreThread) -> None:
@@ -493,8 +481,6 @@ def register_forget(server: MCPServer, backend: StoreThread) -> None:
         not brought back unless the user states it again or the note is flagged. `consolidate undo
         RUN_ID` (the run id returned) restores it."""
         def run(s: Store) -> dict[str, Any]:
-            from consolidate.pipeline.forget import forget as forget_memory
-
             return forget_memory(s, memory_id, reason)
 
         return await backend.run(run)
@@ -504,6 +490,4 @@ def serve(store: Store | Callable[[], Store] | None = None, *, judges: list[str]
     """Run the server over stdio until the client closes its stdin and every request read has its
     reply (consolidate.mcp.stdio, which also answers lines that are no JSON-RPC message); ``judges``
     go to the workers it starts."""
-    from consolidate.mcp.stdio import serve_stdio
-
     anyio.run(serve_stdio, build_server(store, judges=judges))

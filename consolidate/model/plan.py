@@ -23,7 +23,7 @@ from typing import Any
 
 from consolidate.core.dates import iso
 from consolidate.core.vocab import CONFIDENCE_LEVELS
-from consolidate.rules.redaction import redact_value
+from consolidate.rules.persisted import gate_value  # the one gate of persisted text
 
 
 def initial_confidence(evidence: str) -> str:
@@ -175,8 +175,8 @@ class Plan:
 
     def decide(self, event: str, *, note_ids: list[int] | None = None, reason: str = "", **detail) -> dict:
         """Add one decision (an event with its reason) to the plan and return it."""
-        detail = redact_value(detail)  # the last net: no event carries a secret
-        reason = redact_value(reason)
+        detail = gate_value(detail)  # the last net: no event carries a secret or a private span
+        reason = gate_value(reason)
         record: dict[str, Any] = {"event": event, "run_id": self.run_id, "session_id": self.session_id}
         if note_ids is not None:
             record["note_ids"] = list(note_ids)

@@ -5,17 +5,19 @@ from __future__ import annotations
 import json
 import re
 
+from consolidate.model.credit import credited
 from consolidate.model.plan import Plan
-from consolidate.core.vocab import ENDED_STATUSES, REVIEW_STATUSES
-from consolidate.model.validity import as_of_suffix
+from consolidate.model.memory_line import drift_suffix, marks, render_memory, suffix  # noqa: F401 - re-exported
 
-#: C0/C1 control characters (tab and newline kept) and bidirectional overrides: printed escaped on a
-#: terminal so a note cannot move the cursor, recolour the screen or reverse the text around it.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: C0/C1 control characters (tab and newline kept), bidirectional overrides and Unicode tag characters
+#: (U+E0000-U+E007F, invisible text a model reads): printed escaped on a terminal so a note cannot move
+#: the cursor, recolour the screen, reverse the text around it or hide words from the person reading.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
 
 
 def terminal_safe(text: str) -> str:
-    """``text`` with control characters and bidi overrides shown as ``\\xNN`` / ``\\uNNNN``."""
+    """``text`` with control characters, bidi overrides and tag characters shown as ``\\xNN`` /
+    ``\\uNNNN`` / ``\\UNNNNNNNN``."""
     return _UNSAFE.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
 
 
@@ -55,41 +57,6 @@ _LABELS = {
 }
 
 
-def suffix(meta: dict) -> str:
-    """``[high, user-stated, 2026-07]``: confidence, evidence, month last confirmed."""
-    month = (meta.get("last_confirmed") or "")[:7]
-    parts = [meta.get("confidence") or "?", meta.get("evidence") or "?"]
-    if month:
-        parts.append(month)
-    return "[" + ", ".join(parts) + "]"
-
-
-def render_memory(document: str, meta: dict) -> str:
-    """One memory on one line: ``Use pnpm, not npm [high, user-stated, 2026-07]``, with
-    ``[disputed]`` or ``[quarantined]`` after it where that applies (``[superseded 2026-11-02]``:
-    an as-of recall's entry no longer true since that date), and ``[drifted: path]`` or
-    ``[stale: path gone]`` for a memory whose anchored code changed or is gone (see
-    :func:`consolidate.store.anchors.mark_hits`)."""
-    status = meta.get("status")
-    extra = f" [{status}]" if status in REVIEW_STATUSES else ""
-    if status in ENDED_STATUSES:  # only an as-of recall shows one (consolidate/model/validity.py)
-        extra = as_of_suffix(meta)
-    if meta.get("drifted") or meta.get("stale"):  # set by consolidate.store.anchors.mark_hits
-        extra += drift_suffix(meta)
-    return f"{' '.join(document.split())} {suffix(meta)}{extra}"
-
-
-def drift_suffix(meta: dict) -> str:
-    """`` [drifted: a.py, b.py]`` / `` [stale: a.py gone]`` for a memory's metadata ('' for none): the
-    comma-joined ``drifted`` / ``stale`` paths that consolidate.store.anchors.mark_hits sets."""
-    out = ""
-    if meta.get("drifted"):
-        out += f" [drifted: {', '.join(meta['drifted'].split(','))}]"
-    if meta.get("stale"):
-        out += f" [stale: {', '.join(meta['stale'].split(','))} gone]"
-    return out
-
-
 def shorten(text: str, width: int = 90) -> str:
     """``text`` on one line, terminal-safe, cut to ``width`` characters with an ellipsis."""
     one = terminal_safe(" ".join(text.split()))
@@ -97,7 +64,9 @@ def shorten(text: str, width: int = 90) -> str:
 
 
 def render_plan(plan: Plan, *, show_notes: bool = True, width: int = 90) -> str:
-    """The decisions of a plan, one line per note decision, then the writes and a summary line."""
+    """The decisions of a plan, one line per note decision, then the writes and a summary line. A
+    write's evidence is shown as the store credits it (consolidate.model.credit.credited: a judge's
+    claim of user-stated is observed), as every surface shows the memory."""
     out = [f"session {plan.session_id} ({plan.outcome}) · run {plan.run_id} · {plan.note_count} notes"]
     if plan.outcome == "aborted":
         out.append("  aborted: nothing promoted, nothing cleaned; resume the session with the same id")
@@ -130,7 +99,7 @@ def render_plan(plan: Plan, *, show_notes: bool = True, width: int = 90) -> str:
     if indexed:
         out.append("  graduated (recall index):")
         for c in indexed:
-            out.append(f"    + {c.type:<10} {shorten(c.statement, width)} [{c.confidence}, {c.evidence}]"
+            out.append(f"    + {c.type:<10} {shorten(c.statement, width)} [{c.confidence}, {credited(c.evidence, c.source)}]"
                        f" ({c.status}; {c.source})")
     if audit:
         out.append("  recorded as transient (audit trail and notes.md only, never recalled):")

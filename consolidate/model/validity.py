@@ -132,7 +132,7 @@ def parse_day(text: str, now: float | None = None) -> str:
     """The ISO date a user's ``--as-of`` names, read as every date option is
     (consolidate.core.dates.parse_user_date: ``2026-07-14``, ``2026-07``, ``yesterday``, ``3 days
     ago``; the day in the user's time zone). Raises BadInput (one line) for anything else."""
-    from consolidate.core.dates import parse_user_date
+    from consolidate.core.dates import parse_user_date  # noqa: PLC0415 - off the SessionStart hook path (core.dates)
 
     return parse_user_date(text, now=now, what="--as-of date").date().isoformat()
 

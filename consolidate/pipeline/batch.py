@@ -6,7 +6,8 @@ first, the team pulled first and pushed after on a team store, then every pendin
 up to ``concurrency`` sessions judged at once (their judge calls run concurrently; the read-check-write
 section of each run is serialised by the store lock); expire quarantine past its TTL; apply decay;
 with ``rejudge``, re-run the judge over entries written under other prompt versions (with
-``drifted`` too: over the entries whose anchored code changed, consolidate.store.anchors). A progress bar
+``drifted`` too: over the entries whose anchored code changed, consolidate.store.anchors); with
+``curate``, the store curation pass last (consolidate/pipeline/curate/: its own undoable run). A progress bar
 shows on a terminal (tqdm), plain lines otherwise. Ctrl-C stops taking new sessions, lets the
 running ones finish their (journaled) apply, and leaves the rest in the queue.
 """
@@ -28,6 +29,8 @@ from consolidate.core.dates import parse_user_date
 from consolidate.model.report import drain_notices
 from consolidate.pipeline.rejudge import plan_rejudge_drifted
 from consolidate.pipeline.rejudge import plan_rejudge
+from consolidate.pipeline.curate.curation import run_curate, summary as curate_summary
+from consolidate.store import anchors
 
 #: Sessions with notes and no session end for this long (seconds) are orphaned.
 ORPHAN_AGE = 24 * 3600.0
@@ -51,6 +54,8 @@ class BatchResult:
     requeued_waiting: list[str] = field(default_factory=list)
     #: what the drain said around its runs (consolidate.model.report.drain_notices): a crash replay, a failed team push
     notices: list[str] = field(default_factory=list)
+    #: with ``curate``: the curation pass's run (consolidate/pipeline/curate/): ``run_id`` and counts
+    curated: dict[str, Any] = field(default_factory=dict)
 
 
 def end_orphans(store, orphan_age: float = ORPHAN_AGE, now: float | None = None) -> list[str]:
@@ -77,8 +82,6 @@ def end_orphans(store, orphan_age: float = ORPHAN_AGE, now: float | None = None)
 def check_drift(store) -> dict[str, int]:
     """Check the code anchors of every memory still in the store (consolidate.store.anchors): drifted
     ones join the re-judge queue, stale ones are marked. Returns ``{"drifted": n, "stale": n}``."""
-    from consolidate.store import anchors
-
     section = anchors.read_section(store.path)
     if not section["memories"]:
         return {"drifted": 0, "stale": 0}
@@ -91,7 +94,7 @@ def check_drift(store) -> dict[str, int]:
 def _progress(total: int, out):
     """A tqdm bar on a terminal, else a function that prints plain lines."""
     if getattr(out, "isatty", lambda: False)():
-        from tqdm import tqdm
+        from tqdm import tqdm  # noqa: PLC0415 - third-party tqdm: only its callers load it
 
         bar = tqdm(total=total, unit="session", file=out)
         return bar.update, bar.set_postfix_str, bar.close
@@ -109,11 +112,12 @@ def _progress(total: int, out):
 def run_batch(store, *, concurrency: int = 4, judges: list[str] | None = None, chain_factory: Callable | None = None,
               time_box: float | None = 120.0, orphan_age: float = ORPHAN_AGE, rejudge: bool = False,
               since=None, prompt_version: str | None = None, now: float | None = None,
-              out=None, drifted: bool = False) -> BatchResult:
+              out=None, drifted: bool = False, curate: bool = False) -> BatchResult:
     """Run the batch (see the module docstring). ``concurrency`` >= 1 sessions at once. The code
     anchors of every memory are checked (``drift``: counts of drifted and stale memories); with
     ``rejudge`` and ``drifted``, the drifted ones are re-judged (``rejudged_drifted``) instead of
-    the entries of other prompt versions."""
+    the entries of other prompt versions. With ``curate``, the curation pass runs last, as its own
+    undoable run (``curated``: consolidate.pipeline.curate.curation.summary)."""
 
     out = out or sys.stderr
     if isinstance(since, str):  # a bad date fails before anything runs
@@ -169,5 +173,8 @@ def run_batch(store, *, concurrency: int = 4, judges: list[str] | None = None, c
                                            prompt_version=prompt_version, time_box=time_box)
         if plan.updates or plan.events:
             apply_updates(store, plan)
+        if curate:
+            result.curated = curate_summary(run_curate(store, judges=judges, chain_factory=chain_factory,
+                                                       time_box=time_box))
     result.seconds = time.perf_counter() - started
     return result

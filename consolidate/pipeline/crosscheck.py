@@ -52,6 +52,8 @@ from consolidate.store.index.reindex import rebuild
 from consolidate.store.views import notes_md
 from consolidate.store.views import context_md
 from consolidate.store import forgotten as forgotten_file
+from types import SimpleNamespace
+from consolidate.store import graph, snapshots
 
 #: The mark of an event line appended by ``doctor --repair`` from a derived file.
 RECOVERED = "doctor"
@@ -124,8 +126,6 @@ def replay(store, events=None) -> History:
     """Fold the event log of ``store`` (or ``events``, dicts in log order) into a :class:`History`.
     A line that is not a JSON object is skipped (doctor reports it); a log that cannot be read
     gives an empty history."""
-    from consolidate.store import snapshots
-
     if events is None:
 
         try:
@@ -232,8 +232,6 @@ def _archived(store, mid: str) -> dict[str, Any] | None:
 # -- reading the derived files -------------------------------------------------------------------
 def _graph(store):
     """The graph as its files hold it (bad lines skipped: their own finding)."""
-    from consolidate.store import graph
-
     return graph.load(store.sub(GRAPH), strict=False)
 
 
@@ -461,9 +459,6 @@ def _check_graph(store, hist: History, g, nodes: dict, rows: dict, team: bool, r
     f = Finding(GRAPH.label, f"the event log holds {_memories(len(expected))}; the graph " + _counts(parts))
     if not repair:
         return f
-    from types import SimpleNamespace
-
-    from consolidate.store import graph, snapshots
 
     snapshots.settle_graph_appends(store)  # the rewrite moves the lines undo records point to
     for m in missing:

@@ -25,6 +25,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from consolidate.core.dates import iso
+import time
+from consolidate.core.settings import WAIT_DAYS
 
 #: Default wait bound of an unjudged note, in days (issue 12: "default 7 days, configurable").
 DEFAULT_WAIT_DAYS = 7.0
@@ -42,22 +44,21 @@ def wait_days(value: float | None = None) -> float:
         if not value > 0:
             raise ValueError(f"the wait bound must be a positive number of days, not {value!r}")
         return float(value)
-    from consolidate.core.settings import WAIT_DAYS
 
     return WAIT_DAYS.get()
 
 
 def answers_notes(judge) -> bool:
     """False for a judge that answers nothing by design (``answers_notes = False``, the no-op judge).
-    ``judge`` is one of a chain's judges (a ``judges.base.BaseJudge``)."""
+    ``judge`` is one of a chain's judges (a ``consolidate.judges.base.BaseJudge``)."""
     return bool(judge.answers_notes)
 
 
 def answering_judges(chain, probe: bool = True) -> list[str]:
     """Names of the chain's judges that could answer now: ``available()`` (and, for a judge on a
-    local server, the server answers ``GET /models``: ``judges.registry.availability``), not
+    local server, the server answers ``GET /models``: ``consolidate.judges.registry.availability``), not
     tripped by the chain's circuit breaker, and not a judge that answers nothing. No model call."""
-    from judges.registry import availability
+    from consolidate.judges.registry import availability  # noqa: PLC0415 - heavy (pydantic): loaded only when used
 
     names = []
     for judge in chain.judges:
@@ -87,7 +88,7 @@ def build_chain(store, judges: list | None = None, chain_factory: Callable | Non
     """The chain a run would use (``chain_factory()`` or ``judges`` / the configuration)."""
     if chain_factory is not None:
         return chain_factory()
-    from judges.registry import build_chain as _build
+    from consolidate.judges.registry import build_chain as _build  # noqa: PLC0415 - heavy (pydantic): loaded only when used
 
     return _build(judges, store_config=store.judges_config)
 
@@ -98,8 +99,6 @@ def requeue_ready(store, *, judges: list | None = None, chain_factory: Callable 
     judge is available now (checked once, without a model call), or one of their notes is past its
     bound (to expire it), or ``force``. Only ``session_id``'s when given. Returns the re-queued
     session ids; builds no chain when no session is partial."""
-    import time
-
     rows = [r for r in store.sessions.partial() if session_id is None or r["session_id"] == session_id]
     if not rows:
         return []

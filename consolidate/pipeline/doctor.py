@@ -21,6 +21,7 @@ from pathlib import Path
 from consolidate.core.errors import ConsolidateError
 from consolidate.pipeline.stages import apply as apply_stage
 from consolidate.store import journal
+from consolidate.store.anchors import update_manifest
 from consolidate.store.layout import CHROMA, EVENT_LOG, GRAPH, GRAPH_EDGES, GRAPH_NODES, JOURNAL, MANIFEST, SESSIONS_DB, TOMBSTONES
 from consolidate.rules.redaction import error_text
 from consolidate.pipeline.findings import Finding, memories as _memories, move_aside as _move_aside
@@ -34,9 +35,10 @@ from consolidate.pipeline import crosscheck
 from consolidate.store.index.reindex import allow_missing
 from consolidate.store import snapshots
 from consolidate.store.index import reindex
-from consolidate.core.atomic import write_json_atomic
 from consolidate.store.index import lexical
 from consolidate.core.errors import StoreError
+import sqlite3
+from collections import Counter
 
 
 def _bad_lines(path: Path) -> list[int]:
@@ -137,8 +139,6 @@ def _check_project(store, repair: bool) -> list[Finding]:
     """A manifest written before the store recorded its project (consolidate/store/store.py): the project
     its memories carry (when they all carry one) is recorded by ``--repair``, so that a copied or
     moved store folder keeps it; memories of several projects need a person (``--project``)."""
-    from collections import Counter
-
     if store.recorded_project or store.chroma_url or not store.sub(MANIFEST).exists():
         return []
     try:
@@ -157,9 +157,7 @@ def _check_project(store, repair: bool) -> list[Finding]:
                                  f" its {n} memories belong to {project!r}")
     if repair:
 
-        data = store.read_manifest() or {}
-        data["project"] = project
-        write_json_atomic(store.sub(MANIFEST), data)
+        update_manifest(store.path, lambda data: data.update(project=project))
         store.recorded_project = project
         f.problem += "; recorded"
         f.repaired = True
@@ -175,8 +173,6 @@ def _check_sessions(store, repair: bool, found: list[Finding]) -> bool:
     aside by ``--repair`` (to ``sessions.sqlite3.corrupt``, with its -wal and -shm files) so the store
     works again with an empty session tier; a database that opens but fails SQLite's integrity check
     needs a person (``sqlite3 sessions.sqlite3 .recover``). True when the tier can be used."""
-    import sqlite3
-
     path = store.sub(SESSIONS_DB)
     try:
         ok = store.sessions.integrity()
@@ -205,8 +201,6 @@ def _check_lexical(store, repair: bool) -> list[Finding]:
     """The lexical index (``lexical.sqlite3``, consolidate/store/index/lexical.py) against the recall index: a
     missing, damaged or out-of-step one (another token, or another number of records) is rebuilt
     from the recall index's records by ``--repair`` (recall would rebuild it on first use too)."""
-    import sqlite3
-
 
     path = lexical.index_path(store.path)
     try:

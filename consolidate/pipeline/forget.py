@@ -19,7 +19,7 @@ from typing import Any
 from consolidate.core.errors import BadInput
 from consolidate.store.forgotten import append as _append
 from consolidate.store.forgotten import forgotten_match, lift, tombstones  # noqa: F401 - forget's API: the statements it keeps
-from consolidate.pipeline.maintenance import apply_updates, new_plan
+from consolidate.pipeline.maintenance import apply_updates, disputes, new_plan
 from consolidate.model.plan import MemoryUpdate
 from consolidate.rules.secrets import user_reason
 from consolidate.store.views import context_md
@@ -28,7 +28,9 @@ from consolidate.store.views.notes_md import mark_statement
 def forget(store, memory_id: str, reason: str | None = None, *, lock_timeout: float = 60.0,
            status: str = "forgotten", event: str = "memory.forgotten", label: str = "forget",
            extend=None) -> dict[str, Any]:
-    """Forget ``memory_id`` (any status); returns ``{memory_id, statement, run_id, status}``.
+    """Forget ``memory_id`` (any status); returns ``{memory_id, statement, run_id, status, settled}``
+    (``settled``: the entries it disputed with and no other, made active in the same run: the dispute
+    ends with one side gone, and ``consolidate disputes`` would list them no more).
 
     ``status``, ``event`` and ``label`` name the archive status, the event and the maintenance run
     (``consolidate review --decline`` says ``declined``); ``extend(plan, row)`` may add decisions and
@@ -49,6 +51,10 @@ def forget(store, memory_id: str, reason: str | None = None, *, lock_timeout: fl
     why = user_reason(reason, f"{status} by the user")
     plan = new_plan(store, label)
     plan.updates.append(MemoryUpdate(memory_id, "archive", {"status": status}, event=event, reason=why))
+    settled = _settled(store, memory_id)
+    for other in settled:
+        plan.updates.append(MemoryUpdate(other, "update", {"status": "active"}, event="memory.dispute_resolved",
+                                         reason=f"the entry it disputed with ({memory_id}) was {status}"))
     if extend is not None:
         extend(plan, row)
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -59,4 +65,11 @@ def forget(store, memory_id: str, reason: str | None = None, *, lock_timeout: fl
     context_md.write(store, store.project, touched=[u.memory_id for u in plan.updates], run_id=plan.run_id)  # merged
 
     mark_statement(store, row["document"], f"{status} {now[:10]}: {why}")
-    return {"memory_id": memory_id, "statement": row["document"], "run_id": plan.run_id, "status": status}
+    return {"memory_id": memory_id, "statement": row["document"], "run_id": plan.run_id, "status": status,
+            "settled": settled}
+
+
+def _settled(store, memory_id: str) -> list[str]:
+    """The disputed entries whose only dispute is with ``memory_id``."""
+    partners = {r["id"]: r["with"] for r in disputes(store)}
+    return [o for o in partners.get(memory_id) or [] if set(partners.get(o) or ()) <= {memory_id}]

@@ -67,7 +67,8 @@ from consolidate.core.vocab import END_PENDING
 from consolidate.rules.redaction import error_text
 from consolidate.store.sessions import tables
 from consolidate.store.sessions.segments import base_of
-from consolidate.store.sessions.tier import _worth_scanning
+from consolidate.store.sessions.write_gate import worth_scanning
+from consolidate.rules.secrets import redact, scan
 
 #: Harvest bounds: the last this many transcript entries, each text cut at this many characters.
 MAX_ENTRIES = 400
@@ -174,7 +175,7 @@ def user_text(text: str) -> str:
     low = text.lower()
     if not text or any(low.startswith(p) for p in _INJECTED_PREFIXES):
         return ""
-    from consolidate.rules.guard import NOTICE
+    from consolidate.rules.guard import NOTICE  # noqa: PLC0415 - off the SessionStart hook path (rules.guard)
 
     if NOTICE[:60] in text:  # our own SessionStart block, repeated back
         return ""
@@ -328,12 +329,11 @@ def harvest_transcript(path: str | None, *, max_entries: int = MAX_ENTRIES, max_
 def redact_secrets(note: dict[str, Any]) -> None:
     """Replace every secret in ``note["content"]`` by ``[secret removed: KIND]`` in place and record
     the kinds in ``metadata["secret_removed"]``: the turn is kept, its secrets are not. Text the
-    write-time prefilter finds nothing in is not scanned (consolidate.store.sessions.tier._worth_scanning)."""
+    write-time prefilter finds nothing in is not scanned (consolidate.store.sessions.write_gate.worth_scanning)."""
 
     text = note["content"]
-    if not _worth_scanning(text):
+    if not worth_scanning(text):
         return
-    from consolidate.rules.secrets import scan
 
     findings = scan(text)
     if not findings:
@@ -346,7 +346,6 @@ def redact_secrets(note: dict[str, Any]) -> None:
     parts.append(text[pos:])
     cleaned = "".join(parts)
     if scan(cleaned):  # what is left still reads as a secret (a rule that matches its context)
-        from consolidate.rules.secrets import redact
 
         cleaned = redact(cleaned)
     note["content"] = cleaned

@@ -40,6 +40,13 @@ from consolidate.core.errors import BadInput
 from consolidate.store.layout import GRAPH
 from consolidate.model.validity import AS_OF_ARCHIVED, parse_day, valid_on
 from consolidate.store import archive
+from consolidate.store.views import shown as agent_view
+import datetime as _dt
+import sqlite3
+from consolidate.store.graph import relation_edges
+from consolidate.store.index import lexical
+from consolidate.store.index.longterm import RECALLED
+from consolidate.store.relations import match_key
 
 #: Default similarity floor (cosine). Unrelated memories score near 0 with MiniLM (-0.05 was seen
 #: for an unrelated memory over MCP); 0.2 keeps the related ones.
@@ -61,17 +68,21 @@ class RecallResult:
     below_floor: int = 0
     quarantined_best: dict[str, Any] | None = None
     store_exists: bool = True
+    held_back: list[str] = field(default_factory=list)
 
     @property
     def note(self) -> str:
         if self.quarantined_best is None:
             return ""
-        from consolidate.model.report import render_memory
-
         q = self.quarantined_best
         return (f"the best match is quarantined (a single low-confidence observation, left out of recall):"
-                f" {render_memory(q['document'], q['metadata'])} (similarity {q['similarity']:.2f});"
+                f" {agent_view.line(q['document'], q['metadata'])} (similarity {q['similarity']:.2f});"
                 " ask with include_quarantined (CLI: --all) to see it")
+
+    @property
+    def held_line(self) -> str:
+        """The one line saying how many memories the context guard held back ('' for none)."""
+        return agent_view.held_back_line(len(self.held_back))
 
 
 #: The longest recall query (characters): about 1,000 tokens, four times what the MiniLM embedding
@@ -100,8 +111,6 @@ def check_options(query: Any, k: Any, min_similarity: Any, max_k: int = MAX_K) -
 
 def as_of_day(as_of: Any) -> str | None:
     """The ISO day of an ``as_of`` option (None: now). Raises BadInput for one that is not a date."""
-    import datetime as _dt
-
     if as_of is None:
         return None
     if isinstance(as_of, _dt.datetime):
@@ -128,11 +137,11 @@ def recall(store, query: str, *, k: int = 5, min_similarity: float = MIN_SIMILAR
     if not store.exists or not store.has_longterm:  # nothing consolidated yet: create nothing
         return result
     if day is not None:
-        result.memories, result.below_floor = recall_as_of(store, query, day, k=k, floor=floor,
-                                                            include_quarantined=include_quarantined)
+        hits, result.below_floor = recall_as_of(store, query, day, k=k, floor=floor,
+                                                include_quarantined=include_quarantined)
+        _show(store, result, hits, agent_view.as_of_statuses(include_quarantined))
         return result  # a view of the past: nothing is recorded as shown to a session
     lt = store.longterm()
-    from consolidate.store.index.longterm import RECALLED
 
     statuses = (*RECALLED, "quarantined") if include_quarantined else RECALLED
     vector = lt.embed([query])[0]  # embedded once for both searches below
@@ -150,22 +159,29 @@ def recall(store, query: str, *, k: int = 5, min_similarity: float = MIN_SIMILAR
         near_of = {}
     near_of.update({h["id"]: h for h in near})
     found = [{**near_of[m.id], "match": m.match} for m in fused if m.id in near_of][:k]
-    from consolidate.store.anchors import mark_hits
-
-    result.memories = mark_hits(store, found)  # code anchors: a drifted memory says so (consolidate.store.anchors)
-    returned = {h["id"] for h in result.memories}
+    returned = {h["id"] for h in found}
     result.below_floor = sum(1 for h in near[:k] if h["similarity"] < floor and h["id"] not in returned)
     if not include_quarantined:
         best_q = lt.search(vector, k=1, statuses=("quarantined",), min_similarity=floor)
         if best_q and best_q[0]["similarity"] >= floor and (
-                not result.memories or best_q[0]["similarity"] > max(h["similarity"] for h in result.memories)):
-            result.quarantined_best = best_q[0]
-    result.memories += _graph_linked(store, lt, query, vector, result.memories, statuses)
+                not found or best_q[0]["similarity"] > max(h["similarity"] for h in found)):
+            q = agent_view.view(best_q, "python-api", drift=agent_view.drift_of(store, [best_q[0]["id"]]),
+                                statuses=("quarantined",))
+            result.quarantined_best = q.rows[0] if q.rows else None  # a held back one is not named
+    found += _graph_linked(store, lt, query, vector, found, statuses)
+    _show(store, result, found, statuses)
     if record and result.memories:
-        from consolidate.store.echo import record_shown_safely
-
-        record_shown_safely(store, shown_to, [h["document"] for h in result.memories])
+        agent_view.record_safely(store, shown_to, [h["document"] for h in result.memories])
     return result
+
+
+def _show(store, result: RecallResult, hits: list[dict[str, Any]], statuses: tuple[str, ...]) -> None:
+    """``hits`` as the agent view shows them (consolidate/store/views/shown.py): tombstones and
+    statuses, drift marks (code anchors: a drifted memory says so), evidence as credited, the context
+    guard (``result.held_back``: the ids held back)."""
+    got = agent_view.view(hits, "python-api", drift=agent_view.drift_of(store, [h["id"] for h in hits]),
+                          forgotten=agent_view.forgotten_ids(store), statuses=statuses)
+    result.memories, result.held_back = got.rows, got.held
 
 
 #: How deep each ranking is read before fusion (at least ``k``).
@@ -217,10 +233,6 @@ def fuse(near: list[dict[str, Any]], lexical: list, floor: float, rrf_k: int = R
 def lexical_matches(store, lt, query: str, limit: int, statuses: tuple[str, ...]) -> list:
     """The lexical ranking of ``query`` (consolidate.store.index.lexical), the index brought in step first; []
     when the index cannot be read (the vector ranking alone answers)."""
-    import sqlite3
-
-    from consolidate.store.index import lexical
-
     q = lexical.parse_query(query)
     if not q.terms:
         return []
@@ -257,9 +269,6 @@ def _named_in(key: str, text: str) -> bool:
 
 def _graph_linked(store, lt, query: str, vector, hits: list[dict], statuses) -> list[dict]:
     """The memories the graph links to an entity ``query`` names (see the module docstring)."""
-    from consolidate.store.graph import relation_edges
-    from consolidate.store.relations import match_key
-
     edges = relation_edges(store.sub(GRAPH))
     if not edges:
         return []
@@ -288,8 +297,6 @@ def recall_as_of(store, query: str, day: str, *, k: int, floor: float, include_q
     as recall returns them (``id``, ``document``, ``metadata``, ``similarity``), archived ones with
     ``metadata["archived_at"]``. Live entries come from the recall index, superseded and expired
     ones from the archive (embedded here: an as-of recall reads the whole archive)."""
-    from consolidate.store.index.longterm import RECALLED
-
     lt = store.longterm()
     statuses = (*RECALLED, "quarantined") if include_quarantined else RECALLED
     rows = [r for r in lt.with_status(*statuses) if valid_on(r["metadata"] or {}, day)]
@@ -302,7 +309,7 @@ def recall_as_of(store, query: str, day: str, *, k: int, floor: float, include_q
              for r in old if r["id"] not in back]
     if not rows:
         return [], 0
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 - heavy (numpy): loaded only when used
 
     vectors = np.asarray(lt.embed([query] + [r["document"] for r in rows]), dtype=np.float32)
     for r, sim in zip(rows, vectors[1:] @ vectors[0]):  # cosine: the embeddings are L2-normalised

@@ -14,7 +14,9 @@ import time
 from consolidate.model.plan import MemoryUpdate
 from consolidate.store.layout import STORE_CONFIG
 from consolidate.core.dates import parse_stored, parse_user_date
-from judges.base import Item, JudgeContext
+from consolidate.judges.base import Item, JudgeContext
+from consolidate.judges.registry import build_chain
+from consolidate.store import anchors
 
 
 def candidates(store, *, current: str | None, since=None, prompt_version: str | None = None):
@@ -48,7 +50,6 @@ def _chain(store, judges, chain_factory):
     """The judge chain: ``chain_factory()`` when given, else the configured chain of ``store``."""
     if chain_factory is not None:
         return chain_factory()
-    from judges.registry import build_chain
 
     return build_chain(judges, store_config=store.sub(STORE_CONFIG))
 
@@ -112,8 +113,6 @@ def plan_rejudge_drifted(store, plan, *, judges=None, chain_factory=None,
     """Add re-judging updates for the drifted entries (consolidate.store.anchors) to ``plan``; returns
     counts ``{considered, kept, dropped, unjudged}``. The judge sees the entry's statement and the
     files whose code changed."""
-    from consolidate.store import anchors
-
     section = anchors.read_section(store.path)
     queued = section["drifted"]
     rows = [{"id": i, **r} for i, r in store.longterm().get(sorted(queued)).items()]

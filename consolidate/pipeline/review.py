@@ -12,6 +12,10 @@ anchored to changed or is gone: consolidate.store.anchors). For each, the user d
 - **decline**: the memory is wrong. It is archived with a tombstone like ``consolidate forget``
   (status ``declined``): a later session does not bring it back unless the user states it or the
   note is flagged. An entry it disputed with, left with no other dispute, becomes active.
+- a memory waiting with a **curation proposal** (``consolidate curate --review``, or a proposal to
+  drop or merge away a memory the user stated: consolidate/pipeline/curate/) stays as it is until
+  decided: approve refuses the proposal (the memory holds), decline accepts a drop or a merge away
+  (the memory is archived as below).
 - **edit**: the memory, reworded by the user. A new entry with the user's text (evidence
   ``user-stated``, the old type and fields, fresh code anchors) supersedes the old one (archived
   ``superseded``, a ``supersedes`` edge in the graph); a disputed one's partners are superseded too.
@@ -32,21 +36,31 @@ from typing import Any
 from consolidate.core.errors import BadInput
 from consolidate.core.vocab import ACTIVE, LIVE_STATUSES, REVIEW_STATUSES
 from consolidate.pipeline.maintenance import disputes
-from consolidate.model.report import render_memory
+from consolidate.store.views import shown as agent_view
 from consolidate.pipeline.maintenance import apply_updates
 from consolidate.store.views import context_md
 from consolidate.pipeline.maintenance import new_plan
+from consolidate.model.plan import Candidate, MemoryUpdate
+from consolidate.rules.memory_types import fields_after_edit, required_missing
 from consolidate.rules.secrets import user_reason
 from consolidate.pipeline.forget import forget
-from consolidate.rules.secrets import scan
+from consolidate.rules.persisted import findings
+from consolidate.rules.private_spans import strip as strip_private
 from consolidate.store import archive
 from consolidate.pipeline.stages.provenance import memory_id as new_id
 from consolidate.store.views.notes_md import mark_statement
+from consolidate.store.anchors import find_anchors, memory_anchors, project_root, read_section, reanchor
 
-#: What a memory may wait for, in the order the queue lists them.
-REASONS = (*REVIEW_STATUSES, "drifted", "stale")
+#: What a memory may wait for, in the order the queue lists them (``curate``: a proposal of the
+#: curation pass, consolidate/pipeline/curate/, sent to review).
+REASONS = (*REVIEW_STATUSES, "drifted", "stale", "curate")
+#: The metadata of a memory that waits with a curation proposal (consolidate/pipeline/curate/curation.py).
+CURATE_MARK, CURATE_PROPOSAL = "curate_proposed", "curate_proposal"
 #: The evidence every review decision carries.
 EVIDENCE = "user-stated"
+#: What the review queue shows of a memory the context guard holds back (its text is never shown).
+HELD_BACK = ("(held back: worded as instructions or to run remote code; `consolidate forget ID` removes it,"
+             " `consolidate review` declines it)")
 #: Longest edited statement, in characters (a memory is one standalone statement).
 MAX_EDIT_CHARS = 2_000
 
@@ -58,19 +72,15 @@ def _today() -> str:
 def _drift(store) -> dict[str, dict[str, list[str]]]:
     """``{memory_id: {"drifted": [paths], "stale": [paths]}}`` for every anchored memory whose code
     moved (consolidate.store.anchors.check; the drift queue is updated on a writable store)."""
-    from consolidate.store.anchors import check, project_root
-
-    try:
-        return check(store.path, root=project_root(store), update=store.writable)
-    except Exception:  # noqa: BLE001 - a drift check never fails the review
-        return {}
+    return agent_view.drift_of(store, None)  # a drift check never fails the review
 
 
-def queue(store) -> list[dict[str, Any]]:
+def queue(store, surface: str = "review-list") -> list[dict[str, Any]]:
     """The memories waiting for review, disputed first, then quarantined, drifted, stale; each
     ``{"id", "statement", "type", "status", "reasons": [..], "with": [ids it disputes with],
-    "drifted": [paths], "stale": [paths], "text": rendered line, "metadata"}``. [] for a store
-    without a long-term tier."""
+    "drifted": [paths], "stale": [paths], "text": rendered line, "metadata"}`` (as the agent view
+    shows them on ``surface``: ``review-list``, or ``ui-review`` for the ui's Review page). [] for a
+    store without a long-term tier."""
 
     if not store.exists or not store.has_longterm:
         return []
@@ -80,21 +90,45 @@ def queue(store) -> list[dict[str, Any]]:
         rows[r["id"]] = {**r, "reasons": ["disputed"]}
     for r in lt.with_status("quarantined"):
         rows.setdefault(r["id"], {**r, "with": [], "reasons": []})["reasons"].append("quarantined")
+    for r in lt.marked(CURATE_MARK):
+        if (r["metadata"] or {}).get("status") in LIVE_STATUSES:
+            rows.setdefault(r["id"], {**r, "with": [], "reasons": []})["reasons"].append("curate")
     drift = _drift(store)
     missing = [m for m in drift if m not in rows]
     for mid, r in lt.get(missing).items():
         if (r["metadata"] or {}).get("status") in LIVE_STATUSES:
             rows[mid] = {"id": mid, **r, "with": [], "reasons": []}
-    out = []
+    # the agent view (consolidate/store/views/shown.py): tombstones, drift marks, evidence as credited, the guard
+    got = agent_view.view([{"id": mid, "document": r["document"], "metadata": r["metadata"] or {}}
+                           for mid, r in rows.items()], surface, drift=drift,
+                          forgotten=agent_view.forgotten_ids(store), statuses=LIVE_STATUSES)
+    shown = {v["id"]: text for v, text in zip(got.rows, got.lines)}
+    credited = {v["id"]: v["metadata"] for v in got.rows}  # evidence as credited
+    out: list[dict[str, Any]] = []
     for mid, r in rows.items():
+        if mid not in shown and mid not in got.held:
+            continue  # forgotten: never shown
         d = drift.get(mid) or {"drifted": [], "stale": []}
         reasons = list(r["reasons"]) + [k for k in ("drifted", "stale") if d[k]]
-        meta = {**(r["metadata"] or {}), "drifted": ",".join(d["drifted"]), "stale": ",".join(d["stale"])}
-        out.append({"id": mid, "statement": r["document"], "type": meta.get("type"), "status": meta.get("status"),
-                    "reasons": reasons, "with": list(r.get("with") or []), "drifted": d["drifted"],
-                    "stale": d["stale"], "text": render_memory(r["document"], meta), "metadata": r["metadata"]})
+        meta = credited.get(mid) or r["metadata"] or {}
+        text = shown.get(mid) or HELD_BACK
+        out.append({"id": mid, "statement": r["document"] if mid in shown else HELD_BACK, "type": meta.get("type"),
+                    "status": meta.get("status"), "reasons": reasons, "with": list(r.get("with") or []),
+                    "drifted": d["drifted"], "stale": d["stale"], "text": text, "metadata": meta,
+                    **({"held_back": True} if mid in got.held else {}),
+                    **({"proposal": _proposal(r["metadata"])} if "curate" in reasons else {})})
     out.sort(key=lambda e: (min(REASONS.index(x) for x in e["reasons"]), e["id"]))
     return out
+
+
+def _proposal(meta: dict[str, Any] | None) -> dict[str, Any]:
+    """The curation proposal a memory waits with (``{"action", "into"/"with", "reason", "judge",
+    "run_id"}``; ``{}`` when unreadable)."""
+    try:
+        got = json.loads((meta or {}).get(CURATE_PROPOSAL) or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return got if isinstance(got, dict) else {}
 
 
 def _entry(store, memory_id: Any) -> dict[str, Any]:
@@ -129,15 +163,11 @@ def _apply(store, plan) -> None:
 
 
 def _reanchored(store, memory_id: str) -> list[dict]:
-    from consolidate.store.anchors import memory_anchors, project_root, read_section, reanchor
-
     section = read_section(store.path)
     return reanchor(project_root(store), section, memory_anchors(section, memory_id))
 
 
 def _supersede_partners(plan, entry: dict[str, Any], winner: str, why: str) -> None:
-    from consolidate.model.plan import MemoryUpdate
-
     for other in entry["with"]:
         if other != winner:
             plan.updates.append(MemoryUpdate(other, "archive", {"status": "superseded", "superseded_by": winner},
@@ -148,8 +178,6 @@ def approve(store, memory_id: str, note: str | None = None) -> dict[str, Any]:
     """Approve a memory waiting for review (see the module docstring); returns ``{"memory_id",
     "decision": "approved", "run_id", "status": "active", "superseded": [ids]}``. Raises BadInput
     for an unknown id or one that waits for nothing."""
-    from consolidate.model.plan import MemoryUpdate
-
     entry = _entry(store, memory_id)
     if not entry["reasons"]:
         raise BadInput(f"{entry['id']} waits for no review (status {entry['status']}): nothing to approve;"
@@ -162,6 +190,8 @@ def approve(store, memory_id: str, note: str | None = None) -> dict[str, Any]:
                                "last_confirmed": _today(), "reviewed": f"approved {_today()}"}
     if entry["drifted"] or entry["stale"]:
         changes["anchors"] = json.dumps(_reanchored(store, entry["id"]), ensure_ascii=False)
+    if "curate" in entry["reasons"]:  # the curation proposal is refused: the memory holds
+        changes.update({CURATE_MARK: False, CURATE_PROPOSAL: ""})
     _decide(plan, "approved", entry, why)
     plan.updates.append(MemoryUpdate(entry["id"], "update", changes, event="memory.approved", reason=why))
     _supersede_partners(plan, entry, entry["id"], f"dispute settled in review in favour of {entry['id']}")
@@ -175,43 +205,33 @@ def decline(store, memory_id: str, reason: str | None = None) -> dict[str, Any]:
     ``declined``); an entry it disputed with and no other becomes active. Returns ``{"memory_id",
     "decision": "declined", "run_id", "status": "declined", "settled": [ids made active]}``. Any
     memory may be declined, whether it waits for review or not. Raises BadInput for an unknown id."""
-    from consolidate.model.plan import MemoryUpdate
-
     entry = _entry(store, memory_id)
 
     why = user_reason(reason, "declined by the user in review")
-    settled: list[str] = []
 
     def extend(plan, _row) -> None:
 
         plan.scope = (entry["metadata"] or {}).get("scope") or store.project
         _decide(plan, "declined", entry, why)
-        if entry["with"]:
-            partners = {r["id"]: r["with"] for r in disputes(store)}
-            for other in entry["with"]:
-                if set(partners.get(other) or ()) <= {entry["id"]}:
-                    settled.append(other)
-                    plan.updates.append(MemoryUpdate(other, "update", {"status": "active"},
-                                                     event="memory.dispute_resolved",
-                                                     reason=f"the entry it disputed with ({entry['id']}) was declined"
-                                                            " in review"))
 
+    # forget settles the disputes the entry was the only other side of (consolidate/pipeline/forget.py)
     res = forget(store, entry["id"], why, status="declined", event="memory.declined", label="review", extend=extend)
     return {"memory_id": entry["id"], "decision": "declined", "run_id": res["run_id"], "status": "declined",
-            "settled": settled}
+            "settled": res["settled"]}
 
 
 def check_edit_text(text: Any) -> str:
-    """The edited statement on one line; BadInput when it is empty, too long, or holds secret
-    material (consolidate.rules.secrets.scan)."""
+    """The edited statement on one line, its private spans replaced by ``[private]`` (a memory never
+    holds one: consolidate/rules/private_spans.py); BadInput when it is empty, too long, or holds
+    secret material (consolidate.rules.persisted ``findings``: as written or in NFC)."""
     if not isinstance(text, str) or not text.strip():
         raise BadInput("no text: give the memory's new wording")
-    text = " ".join(text.split())
+    text = " ".join(strip_private(text).split())
     if len(text) > MAX_EDIT_CHARS:
         raise BadInput(f"the edited memory is {len(text)} characters; a memory is one statement of at most"
                        f" {MAX_EDIT_CHARS}")
 
-    found = scan(text)
+    found = findings(text)
     if found:
         kinds = ", ".join(sorted({f.kind for f in found}))
         raise BadInput(f"the edited text holds secret material ({kinds}): nothing written; reword it without the"
@@ -221,12 +241,14 @@ def check_edit_text(text: Any) -> str:
 
 def edit(store, memory_id: str, text: str) -> dict[str, Any]:
     """Replace a memory by the user's wording: a new entry (evidence ``user-stated``, confidence
-    high, the old type and fields) supersedes it. Returns ``{"memory_id": new id, "decision":
-    "edited", "supersedes": old id, "run_id", "status": "active", "superseded": [ids]}``. Any memory
-    may be edited. Raises BadInput for an unknown id or text :func:`check_edit_text` refuses."""
-    from consolidate.store.anchors import find_anchors, project_root
-    from consolidate.model.plan import Candidate, MemoryUpdate
-
+    high, the old type) supersedes it. Its fields follow the new wording
+    (consolidate.rules.memory_types.fields_after_edit: re-derived from it, an old field taken from
+    the old wording dropped, others kept), and its provenance records the edit (``edited``: ``{"from":
+    old id, "fields_rederived"/"fields_dropped"/"fields_kept": [names]}``, and ``fields_missing``
+    for required fields now lacking). Returns ``{"memory_id": new id, "decision": "edited",
+    "supersedes": old id, "run_id", "status": "active", "superseded": [ids], "fields": {...},
+    "fields_changed": {"rederived"/"dropped": [names]}, "fields_missing"?: [names]}``. Any memory may
+    be edited. Raises BadInput for an unknown id or text :func:`check_edit_text` refuses."""
     text = check_edit_text(text)
     entry = _entry(store, memory_id)
     meta = entry["metadata"] or {}
@@ -234,9 +256,12 @@ def edit(store, memory_id: str, text: str) -> dict[str, Any]:
     plan.scope = meta.get("scope") or store.project
     type_ = meta.get("type") or "fact"
     try:
-        fields = json.loads(meta.get("fields") or "{}")
+        old_fields = json.loads(meta.get("fields") or "{}")
     except ValueError:
-        fields = {}
+        old_fields = {}
+    fields, changes = fields_after_edit(type_, entry["statement"], text,
+                                        old_fields if isinstance(old_fields, dict) else {})
+    missing = required_missing(type_, fields)
     mid = new_id(plan.scope, type_, text)
     if mid in archive.tombstones(store):
         raise BadInput(f"that wording is the deleted memory {mid} (tombstone): it cannot be written again",
@@ -244,12 +269,14 @@ def edit(store, memory_id: str, text: str) -> dict[str, Any]:
     now = _dt.datetime.now(_dt.timezone.utc)
     why = f"edited by the user in review (was {entry['id']})"
     c = Candidate(note_ids=[], statement=text, type=type_, source="review", evidence=EVIDENCE, confidence="high",
-                  reason=why, fields={k: str(v) for k, v in fields.items()} if isinstance(fields, dict) else {},
+                  reason=why, fields=fields,
                   status="active", tier=meta.get("tier") or "durable", memory_id=mid,
                   last_confirmed=now.date().isoformat())
     c.provenance = {"session_id": plan.session_id, "run_id": plan.run_id, "date": now.isoformat(timespec="seconds"),
                     "evidence": EVIDENCE, "source": "review", "prompt_version": None, "reason": why, "note_ids": [],
-                    **({"supersedes": entry["id"]} if mid != entry["id"] else {})}
+                    **({"supersedes": entry["id"]} if mid != entry["id"] else {}),
+                    "edited": {"from": entry["id"], **{f"fields_{k}": v for k, v in changes.items() if v}},
+                    **({"fields_missing": missing} if missing else {})}
     if c.tier == "durable":
         c.anchors = find_anchors(project_root(store), " ".join([text, *c.fields.values()]))
     _decide(plan, "edited", entry, why, new_memory_id=mid)
@@ -263,7 +290,9 @@ def edit(store, memory_id: str, text: str) -> dict[str, Any]:
 
         mark_statement(store, entry["statement"], f"edited {now.date().isoformat()}: now {mid}")
     return {"memory_id": mid, "decision": "edited", "supersedes": entry["id"], "run_id": plan.run_id,
-            "status": ACTIVE, "superseded": [o for o in entry["with"] if o != mid]}
+            "status": ACTIVE, "superseded": [o for o in entry["with"] if o != mid], "fields": fields,
+            "fields_changed": {k: v for k, v in changes.items() if v and k != "kept"},
+            **({"fields_missing": missing} if missing else {})}
 
 
 def public(entry: dict[str, Any]) -> dict[str, Any]:
@@ -272,4 +301,4 @@ def public(entry: dict[str, Any]) -> dict[str, Any]:
     return {"id": entry["id"], "statement": entry["statement"], "type": entry["type"], "status": entry["status"],
             "reasons": entry["reasons"], "with": entry["with"], "drifted": entry["drifted"], "stale": entry["stale"],
             "text": entry.get("text"), "evidence": meta.get("evidence"), "confidence": meta.get("confidence"),
-            "last_confirmed": meta.get("last_confirmed")}
+            "last_confirmed": meta.get("last_confirmed"), **({"proposal": entry["proposal"]} if "proposal" in entry else {})}

@@ -25,6 +25,8 @@ from consolidate.store.store import Store
 from consolidate.store.layout import STORE_CONFIG
 from consolidate.rules.redaction import error_text
 from consolidate.model.plan import run_summary
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from consolidate.pipeline.deferral import requeue_ready
 
 #: Default time box of one run, in seconds (the whole run: judging gets what is left).
 DEFAULT_TIME_BOX = 120.0
@@ -55,7 +57,7 @@ class RunContext:
             if self.chain_factory is not None:
                 self._chain = self.chain_factory()
             else:
-                from judges.registry import build_chain
+                from consolidate.judges.registry import build_chain  # noqa: PLC0415 - heavy (pydantic): loaded only when used
 
                 self._chain = build_chain(self.judge_specs, store_config=self.store.sub(STORE_CONFIG))
         return self._chain
@@ -71,7 +73,7 @@ def run_session(store: Store, session_id: str, *, outcome: str = "success", reas
     ``outcome`` gates everything (docs/design.md#session-outcomes): ``success`` runs every stage; ``failure``
     promotes nothing and records ``session.failed`` (also for a session without notes, e.g. a
     workspace session that extracted nothing), keeping the rows; ``aborted`` touches nothing.
-    ``judges`` are judge specs (see ``judges.registry``) or judge objects (``ScriptedJudge(...)``), in
+    ``judges`` are judge specs (see ``consolidate.judges.registry``) or judge objects (``ScriptedJudge(...)``), in
     chain order; ``chain_factory`` a callable returning a
     ready chain (tests). ``time_box`` in seconds bounds the run; judging gets what is left. ``now``
     (Unix seconds) fixes the run's clock for TTLs and dates (simulations; default: the real time).
@@ -293,8 +295,6 @@ def _take_here(rows: list[dict], one: Callable[[dict], Taken], keep_going: bool,
 def _take_in_threads(rows: list[dict], one: Callable[[dict], Taken], concurrency: int, keep_going: bool,
                      on_done: Callable[[Taken], None] | None) -> list[Taken]:
     """:func:`drain`'s rows, up to ``concurrency`` at once in a pool of threads."""
-    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-
     width = max(1, concurrency)
     out: list[Taken] = []
     queue = list(rows)
@@ -346,7 +346,6 @@ def _requeue_waiting(store, session_id: str | None, kwargs: dict) -> list[str]:
     """Re-queue partial session ends whose waiting notes can move (not for a dry run)."""
     if kwargs.get("dry_run"):
         return []
-    from consolidate.pipeline.deferral import requeue_ready
 
     return requeue_ready(store, judges=kwargs.get("judges"), chain_factory=kwargs.get("chain_factory"),
                          now=kwargs.get("now"), session_id=session_id)
@@ -367,7 +366,7 @@ def _share_chain(store, kwargs: dict) -> dict:
 
     def factory():
         if "chain" not in box:
-            from judges.registry import build_chain
+            from consolidate.judges.registry import build_chain  # noqa: PLC0415 - heavy (pydantic): loaded only when used
 
             box["chain"] = build_chain(judges, store_config=store.sub(STORE_CONFIG))
         return box["chain"]

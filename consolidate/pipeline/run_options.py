@@ -6,7 +6,7 @@ and every worker the hook started then died with ``unknown judge``, seen only in
 would find only once it is running), without building a model or calling one:
 
 - the judge chain (``--judge``, else ``$CONSOLIDATE_JUDGES``, else the store's ``consolidate.toml``,
-  else ``pyproject.toml``; judges.registry.check_specs): every name registered, every judge built
+  else ``pyproject.toml``; consolidate.judges.registry.check_specs): every name registered, every judge built
   (an unknown ``cli:`` preset, an empty template, a prompt version with no template are refused);
 - the embedding function's name (:func:`check_embedding`, consolidate.store.index.embeddings:
   ``minilm``, ``hash``, ``chroma:NAME`` with NAME in Chroma's registry), and for an existing store,
@@ -30,7 +30,7 @@ from consolidate.core.errors import ConfigError
 from consolidate.core.option_check import check_chroma_url
 from consolidate.store.index.embeddings import ChromaNamed, embedding_id, get_embedding_function
 from consolidate.store.store import Store
-from judges.registry import chain_specs, check_specs
+from consolidate.judges.registry import chain_specs, check_specs
 
 
 def check_embedding(name: str) -> str:

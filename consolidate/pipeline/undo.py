@@ -5,27 +5,31 @@ or tombstoned to its earlier state (document, metadata and embedding), reverses 
 lifts the tombstones it laid (a ``forget`` included), appends ``memory.undone`` / ``run.undone``
 events, and marks the run's entries in ``memory/notes.md`` as undone (struck through). Every step is
 idempotent, and the record is marked undone only at the end, so an interrupted undo is finished by
-running it again. Session notes the run consumed are not restored (they were scratch).
+running it again. Session notes the run consumed are not restored (they were scratch). A memory
+forgotten after the run (by a later ``forget``) stays forgotten: its earlier state is not brought back,
+and the counts say how many were kept so (``kept_forgotten``).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 
+import json
+
 from consolidate.pipeline.stages import apply as apply_stage
-from consolidate.store import events as event_log, graph, snapshots
+from consolidate.store import anchors, events as event_log, graph, snapshots
 from consolidate.store.layout import GRAPH, SESSIONS_DB
 from consolidate.store.archive import lift_tombstones
 from consolidate.core.errors import BadInput
 from consolidate.core.private import private_umask
-from consolidate.core.atomic import write_json_atomic
 from consolidate.store.views import context_md
-from consolidate.store.forgotten import lift
+from consolidate.store.forgotten import lift, tombstones
 from consolidate.store.views.notes_md import mark_run_undone
 
 
 def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
-    """Revert ``run_id``; returns counts ``{removed, restored}`` (and ``nothing_written: True`` for a
+    """Revert ``run_id``; returns counts ``{removed, restored, kept_forgotten}`` (``kept_forgotten``: the
+    entries the run changed that a later ``forget`` tombstoned, left forgotten) (and ``nothing_written: True`` for a
     run that wrote nothing: no notes, every note dropped, a failure; its undo only records itself).
     Raises BadInput for an unknown run or one already undone."""
     private_umask()  # the store stays private whatever the umask (consolidate/core/private.py)
@@ -47,12 +51,21 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
             loaded = None
         lt = store.longterm()
         added = record.get("added", [])
-        before = record.get("before", {})
-        lt.delete(added)
+        # an entry a later run forgot stays forgotten: restoring its earlier state would bring back what
+        # the user forgot (its tombstone, laid by that later run, is not this undo's to lift)
+        later = {row.get("id") for row in tombstones(store) if row.get("run_id") != run_id}
+        before = {i: r for i, r in record.get("before", {}).items() if i not in later}
+        kept_forgotten = sorted(set(record.get("before", {})) & later)
+        # the entries it changed go too and come back whole: an upsert merges metadata, so a key the run
+        # added (``disputed_with``, a review mark) would outlive the undo
+        lt.delete(list(added) + list(before))
         if before:
             lt.upsert([{"id": i, "document": r["document"], "metadata": r["metadata"], "embedding": r["embedding"]}
                        for i, r in before.items()])
         lift_tombstones(store, set(record.get("tombstoned", [])))
+        # the code anchors come back with their entries (an archive or a forget took them out of the
+        # manifest), as stored: a file edited since shows as drifted; the added entries' leave
+        anchors.record(store, {i: _anchors_of(r) for i, r in before.items() if _anchors_of(r)}, removed=added)
 
         lift(store, run_id)  # an undone `forget` protects nothing any more
         reversed_graph = apply_stage.reverse_graph(store, record.get("graph"), loaded)
@@ -69,11 +82,20 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
             replica.undo_outbox(run_id, record, lines, (reversed_graph or {}).get("added_edges") or [])
         mark_run_undone(store, run_id, f"undone {ts[:10]} by consolidate undo")
         record["undone"] = ts
-        write_json_atomic(snapshots.path_of(store, run_id), record)
+        snapshots.save(store, run_id, record)
     replica = store.replica()
     if replica is not None:
         replica.push()  # failures wait in the outbox for the next run or `consolidate sync`
-    return {"removed": len(added), "restored": len(before)}
+    return {"removed": len(added), "restored": len(before), "kept_forgotten": len(kept_forgotten)}
+
+
+def _anchors_of(row: dict) -> list[dict]:
+    """The code anchors an entry's metadata holds (``anchors``: JSON, consolidate.store.anchors); []."""
+    try:
+        found = json.loads((row.get("metadata") or {}).get("anchors") or "[]")
+    except ValueError:
+        return []
+    return [a for a in found if isinstance(a, dict) and a.get("path") and a.get("sha")] if isinstance(found, list) else []
 
 
 def _run_without_record(store, run_id: str) -> dict | None:
@@ -92,7 +114,7 @@ def _undo_nothing_written(store, run_id: str, end: dict, lock_timeout: float) ->
         ts = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         event_log.append(store, [{"ts": ts, "event": "run.undone", "run_id": run_id, "session_id": end["session_id"],
                                   "removed": 0, "restored": 0}])
-        write_json_atomic(snapshots.path_of(store, run_id), {
+        snapshots.save(store, run_id, {
             "run_id": run_id, "session_id": end["session_id"], "outcome": end.get("outcome"),
             "started_at": end.get("finished_at") or 0.0, "added": [], "before": {}, "tombstoned": [], "graph": None,
             "waiting": int((end.get("result") or {}).get("waiting") or 0), "undone": ts})

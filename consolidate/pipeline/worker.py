@@ -13,6 +13,12 @@ import sys
 
 from consolidate.core.settings import TIME_BOX
 from consolidate.store.layout import WORKER_LOCK
+import os
+import time
+from consolidate.model.plan import run_summary as summary
+from consolidate.model.report import drain_notices, run_notices
+from consolidate.pipeline.run import run_queue
+from consolidate.store.worker_health import record
 
 #: Default time box of one session in the worker, in seconds (configurable: --time-box or
 #: CONSOLIDATE_TIME_BOX).
@@ -28,9 +34,6 @@ def wait_for_hook(pid_text: str, *, timeout: float = HOOK_WAIT, step: float = 0.
     process's parent, i.e. until it has exited, at most ``timeout`` seconds: the hook's harvest has the CPU to itself, and a
     hook killed before it finished leaves its harvest to this worker (consolidate/agents/hooks/lifecycle.py).
     Returns at once for a pid that is not a number or not running. Never raises."""
-    import os
-    import time
-
     try:
         pid = int(pid_text)
     except ValueError:
@@ -50,11 +53,7 @@ def run_worker(store, *, time_box: float | None = None, judges: list[str] | None
     """Drain the queue under the worker lock; returns the number of sessions consolidated (0 when
     another worker holds the lock). A worker that drained the queue is recorded as a good run in
     ``logs/worker.status.json`` (consolidate/store/worker_health.py)."""
-    import filelock
-
-    from consolidate.pipeline.run import run_queue
-    from consolidate.model.plan import run_summary as summary
-    from consolidate.model.report import drain_notices, run_notices
+    import filelock  # noqa: PLC0415 - third-party filelock: only its callers load it
 
     out = out or sys.stdout
     time_box = time_box or time_box_from_env()
@@ -82,7 +81,6 @@ def run_worker(store, *, time_box: float | None = None, judges: list[str] | None
         done = len(plans)
     finally:
         lock.release()
-    from consolidate.store.worker_health import record
 
     record(store.path)  # a good run (a failed one is recorded by `consolidate worker`: commands/lifecycle.py)
     return done

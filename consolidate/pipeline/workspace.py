@@ -51,17 +51,20 @@ from consolidate.store.sessions.tier import check_session_id
 from consolidate.core.vocab import ABORTED, FAILURE, MEMORY_TYPES, SESSION_OUTCOMES, SUCCESS
 from consolidate.store.layout import CONTEXT_MD, WORKSPACES, WORKSPACE_CONTEXT, WORKSPACE_CORE, WORKSPACE_LOCK, WORKSPACE_MEMORIES, WORKSPACE_OUTPUT, WORKSPACE_SESSION, WORKSPACE_STATE, WORKSPACE_WORKING
 from consolidate.core.jsonl import read_objects
-from consolidate.store.echo import memory_texts, record_shown_safely
-from consolidate.rules.guard import filter_lines
-from consolidate.model.report import render_memory
+from consolidate.store.echo import memory_texts
+from consolidate.store.views import shown as agent_view
 from consolidate.rules.guard import NOTICE
-from consolidate.store.anchors import mark_hits
 from consolidate.store.sessions.tier import _check_text
 from consolidate.core.json_check import check_fields
+from consolidate.rules.persisted import gate, gate_fields, has_redaction
 from consolidate.core.errors import StoreCorrupt
 from consolidate.core.atomic import write_json_atomic
 from consolidate.store.sessions.tier import check_content
 from consolidate.core.atomic import write_text_atomic
+import io
+from consolidate.core.private import FILE_MODE, private_file, private_umask
+from consolidate.rules import secrets
+from consolidate.store.sessions.tier import check_flag, check_kind, parse_ttl
 
 #: Largest file in a workspace, in bytes (UTF-8). A bigger write or append is refused whole.
 MAX_FILE_BYTES = 1_000_000
@@ -202,10 +205,6 @@ def parse_markdown(text: str, file: str) -> list[Item]:
 def parse_jsonl(raw: bytes, file: str) -> list[Item]:
     """Candidates of a JSONL file: one object a line, ``content`` required (a non-empty string),
     ``flag``, ``kind`` and ``ttl`` optional. Raises InvalidImportLine (file and line) for a bad line."""
-    import io
-
-    from consolidate.store.sessions.tier import check_flag, check_kind, parse_ttl
-
     out = []
     for lineno, obj, bad in read_objects(io.BytesIO(raw), suffix="; nothing was extracted", name=file):
         content = obj.get("content")
@@ -265,12 +264,11 @@ class Workspace:
     def _save(self, data: dict[str, Any]) -> None:
 
         data["updated_at"] = _iso(time.time())
-        write_json_atomic(self.state_path, data)
+        # the task and the completion record's reason: consolidate/rules/persisted.py
+        write_json_atomic(self.state_path, gate_fields(data, ("task", "reason")))
 
     def _lock(self):
-        import filelock
-
-        from consolidate.core.private import FILE_MODE, private_umask
+        import filelock  # noqa: PLC0415 - third-party filelock: only its callers load it
 
         self.store.require_writable()  # a read-only store: one line naming it (StoreReadOnly), nothing tried
         private_umask()  # a workspace write: the store stays private whatever the umask
@@ -399,9 +397,10 @@ class Workspace:
         if "\x00" in content:
             raise BadInput("content holds a NUL character")
         try:
-            data = content.encode("utf-8")
+            content.encode("utf-8")
         except UnicodeEncodeError as exc:
             raise BadInput(f"content is not valid UTF-8 text (lone surrogate at character {exc.start})") from None
+        data = gate(content).encode("utf-8")  # its private spans and secrets never reach the file
         with self._lock():
             self._require_open(self.state())
             real = self.resolve(path, write=True)
@@ -486,8 +485,6 @@ class Workspace:
             return self._extract(data, flag=flag)
 
     def _extract(self, data: dict[str, Any], *, flag: bool = False) -> dict[str, Any]:
-        from consolidate.rules import secrets
-
         items, skipped = self.items()
         keep: list[Item] = []
         blocked: list[dict[str, Any]] = []
@@ -496,8 +493,9 @@ class Workspace:
         for it in items:
             findings = secrets.scan(it.content)
             digest = hashlib.sha256((secrets.redact(it.content) if findings else it.content).encode()).hexdigest()[:16]
-            if findings or digest in earlier:
-                kinds = sorted({f.kind for f in findings}) if findings else earlier[digest]
+            marked = has_redaction(it.content)  # redacted when the file was written (Workspace._put)
+            if findings or digest in earlier or marked:
+                kinds = sorted({f.kind for f in findings}) if findings else earlier.get(digest) or sorted(set(marked))
                 blocked.append({"file": it.file, "line": it.line, "kinds": kinds,
                                 "previews": [f.preview for f in findings][:5] if findings else ["(redacted before)"]})
                 earlier[digest] = kinds
@@ -513,10 +511,9 @@ class Workspace:
         for rel in sorted(redact_files):  # the secret does not stay in the store either
             p = self.root / rel
 
-            write_text_atomic(p, secrets.redact(p.read_text(encoding="utf-8", errors="replace")))
+            write_text_atomic(p, gate(p.read_text(encoding="utf-8", errors="replace")))
         tier = self.store.sessions
         old = [n.id for n in tier.notes(self.session_id) if n.metadata.get("workspace_item")]
-        from consolidate.store.sessions.tier import parse_ttl
 
         now = time.time()
         rows = []
@@ -575,41 +572,38 @@ class Workspace:
 
 def record_context_shown(store, session_id: str, text: str) -> bool:
     """Record the memory lines of a ``context/`` file (``memories.md``) as shown to ``session_id``
-    (consolidate.store.echo): when the same session writes them back (``output/`` extracted, a note), they
-    are an echo, never a re-confirmation. Never raises (a read-only store records nothing)."""
+    (consolidate.store.echo, through the agent view): when the same session writes them back
+    (``output/`` extracted, a note), they are an echo, never a re-confirmation. Never raises (a
+    read-only store records nothing)."""
 
     texts = memory_texts(text)
-    return record_shown_safely(store, session_id, texts) if texts else False
+    return agent_view.record_safely(store, session_id, texts) if texts else False
 
 
-def _guard(lines: list[str]) -> list[str]:
-    """Memory lines that may be given as context: none worded as an order or running remote code
-    (consolidate/rules/guard.py)."""
-
-    return filter_lines(lines)[0]
-
-
-def _context_memories(store, task: str | None) -> tuple[str, int]:
+def context_memories(store, task: str | None) -> tuple[str, int]:
     """``context/memories.md`` text and its number of memories: recall on the task when given, else
-    the store's top memories (``memory/context.md``). Nothing is created in a store without a
-    long-term tier."""
+    the store's top memories (``memory/context.md`` with the drift check, as SessionStart prints it),
+    as the agent view shows them (consolidate/store/views/shown.py, surface ``workspace-context``).
+    Nothing is created in a store without a long-term tier."""
 
     lines = []
     if task and store.has_longterm and store.read_manifest() is not None:
         hits = store.longterm().search(task, k=CONTEXT_MEMORIES)
-        try:
-
-            hits = mark_hits(store, hits, for_context=True)
-        except ImportError:
-            pass
-        lines = _guard(["- " + render_memory(h["document"], h["metadata"]) for h in hits])
+        got = agent_view.view(hits, "workspace-context", drift=agent_view.drift_of(store, [h["id"] for h in hits]),
+                              forgotten=agent_view.forgotten_ids(store))
+        lines = ["- " + line for line in got.lines]
         head = f"# Memories recalled for the task ({len(lines)})"
     else:
         try:
             text = store.sub(CONTEXT_MD).read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError):
             text = ""
-        lines = _guard([ln for ln in text.splitlines() if ln.startswith("- ")])
+        if text:
+            try:
+                text = agent_view.context_text(store.path) or text
+            except Exception:  # noqa: BLE001 - the file as it is when the drift check cannot run
+                pass
+        lines = agent_view.held_lines([ln for ln in text.splitlines() if ln.startswith("- ")])[0]
         head = f"# Project memory: the top {len(lines)} memories"
 
     if not lines:
@@ -652,9 +646,6 @@ def start(store, session_id: str | None = None, task: str | None = None, **bound
             memories = data.get("memories", 0)
         else:
             created = True
-            from consolidate.rules import secrets
-
-            from consolidate.core.private import private_file, private_umask
 
             private_umask()
             for folder in FOLDERS:
@@ -665,20 +656,20 @@ def start(store, session_id: str | None = None, task: str | None = None, **bound
             except OSError:
                 pass
             context = ws.root / WORKSPACE_CONTEXT.name
-            text, memories = _context_memories(store, task)
+            text, memories = context_memories(store, task)
             def put(name: str, content: str) -> None:
                 p = context / name
                 if p.exists():
                     os.chmod(p, 0o600)  # a resumed start rewrites its read-only context
                 with private_file(p, "w") as f:
-                    f.write(content)
+                    f.write(gate(content))  # consolidate/rules/persisted.py
 
             put(WORKSPACE_MEMORIES.name, text)
             record_context_shown(store, sid, text)  # shown to this session: a repeat of it is an echo
             core = store.core_rules()
             put(WORKSPACE_CORE.name, core or "# Project rules\n\n(memory/core.md is empty)\n")
             put(WORKSPACE_SESSION.name, json.dumps({
-                "session_id": sid, "task": secrets.redact(task) if task else None, "started_at": _iso(time.time()),
+                "session_id": sid, "task": gate(task) if task else None, "started_at": _iso(time.time()),
                 "store": str(store.path.resolve()), "project": store.project,
                 "write_to": {WORKSPACE_WORKING.name: "scratch files (removed on success)",
                              WORKSPACE_OUTPUT.name: "durable memory candidates: Markdown list items or JSONL lines"},
@@ -686,7 +677,7 @@ def start(store, session_id: str | None = None, task: str | None = None, **bound
             for p in context.iterdir():
                 os.chmod(p, 0o400)  # read-only, private to the user like the rest of the store
             now = _iso(time.time())
-            ws._save({"session_id": sid, "task": secrets.redact(task) if task else None, "state": "open",
+            ws._save({"session_id": sid, "task": gate(task) if task else None, "state": "open",
                       "created_at": now, "outcome": None, "reason": None, "resumed": 0, "extracted": [],
                       "memories": memories})
     info = ws.describe()

@@ -10,7 +10,8 @@ says what was cut: ``consolidate: context cut to fit 8,000 characters: memory/co
 13,900 characters shown; the rest is in memory/core.md); 14 memories not shown (`consolidate
 recall` finds them).``
 
-Every printer of that context goes through :func:`fit`: ``consolidate.store.views.recalled.recalled_context``,
+Every printer of that context goes through :func:`fit` (called by the agent view,
+consolidate.store.views.shown.fit_context): ``consolidate.store.views.recalled.recalled_context``,
 which the full SessionStart hook prints (also the re-injection after a compaction: SessionStart with
 source ``compact``) and the start file of the light path holds (written from it). Only the standard
 library (the hook path).
@@ -22,6 +23,12 @@ from dataclasses import dataclass
 
 #: The bound of the recalled context (core.md, the memories and the cut line), in characters.
 CONTEXT_MAX_CHARS = 8_000
+#: The longest line a memory is shown on (characters, its suffix and marks included), on every
+#: surface but export and the Python API (which give the whole text): a longer memory's text is cut
+#: with an ellipsis by the agent view (consolidate/store/views/shown.py), its marks kept.
+LINE_MAX_CHARS = 1_000
+#: The file recall's lines (PreToolUse / BeforeTool: a few short lines before one tool call).
+FILE_LINE_MAX_CHARS = 240
 #: The share of the budget kept for the memories when core.md and the memories do not both fit.
 MEMORY_SHARE = 0.5
 #: Characters kept aside for the cut line at the top (it is shorter than this).

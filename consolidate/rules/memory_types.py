@@ -18,6 +18,7 @@ import re
 from consolidate.core.textmeasure import MAX_STATEMENT_CHARS, measure, statement_length
 from consolidate.core.vocab import MEMORY_TYPES
 from consolidate.core.textmeasure import english_length
+from consolidate.core.normal import text_key
 
 #: The fields each memory type requires besides the statement (consolidate.core.vocab.MEMORY_TYPES,
 #: in that order).
@@ -149,6 +150,42 @@ def fields_from_text(type_: str, text: str, metadata: dict | None = None) -> dic
     if type_ == "preference":
         out.setdefault("who", str(meta.get("author") or "user"))
     return out
+
+
+def _from_text(value: object, type_: str, text: str) -> bool:
+    """Whether a field's ``value`` came from ``text``: what :func:`fields_from_text` finds there, or
+    words of it (compared by consolidate.core.normal.text_key)."""
+    key = text_key(str(value or ""))
+    if not key:
+        return False
+    if key in {text_key(v) for v in fields_from_text(type_, text).values()}:
+        return True
+    return f" {key} " in f" {text_key(text)} "
+
+
+def fields_after_edit(type_: str, old_text: str, new_text: str, old_fields: dict) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The fields of a memory of ``type_`` whose statement a person rewrote from ``old_text`` to
+    ``new_text``: what the new wording gives (:func:`fields_from_text`: "X because Y" a decision's
+    reason, ...) first; an old field taken from the old wording (its words are the old text's, or
+    :func:`fields_from_text` found it there) that the new wording does not give is dropped (it
+    describes a statement no longer stored); any other old field (a judge's own ``reason``, a
+    command given as a field) is kept. Returns ``(fields, changes)``, ``changes`` the field names
+    ``{"rederived": [...], "dropped": [...], "kept": [...]}`` (sorted; a name whose value the new
+    wording gives again unchanged counts as kept)."""
+    old = {str(k): str(v) for k, v in (old_fields or {}).items() if _given(v)}
+    derived = {k: v for k, v in fields_from_text(type_, new_text).items() if _given(v)}
+    fields: dict[str, str] = {}
+    changes: dict[str, list[str]] = {"rederived": [], "dropped": [], "kept": []}
+    for name in sorted(set(old) | set(derived)):
+        if name in derived:
+            fields[name] = derived[name]
+            changes["kept" if old.get(name) == derived[name] else "rederived"].append(name)
+        elif _from_text(old[name], type_, old_text):
+            changes["dropped"].append(name)
+        else:
+            fields[name] = old[name]
+            changes["kept"].append(name)
+    return fields, changes
 
 
 #: How to supply each required field, for the messages given to the agent.
@@ -299,8 +336,3 @@ def durability(statement: str, *, confidence: str, had_ttl: bool, flagged: bool 
     if length < TRANSIENT_MAX_CHARS and confidence != "high":
         return "transient", f"very short ({len(statement.strip())} characters) and not high-confidence"
     return "durable", "standalone statement"
-
-
-def normalize(text: str) -> str:
-    """Text for exact-duplicate comparison: lower case, punctuation and spacing folded."""
-    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())

@@ -16,15 +16,17 @@ exception's text does so through :func:`error_text` inside a registered sink.
 :func:`redact_value` is the last net on every event a plan records (consolidate.model.plan
 ``Plan.decide``).
 
-The gate is imported on first use (:func:`_gate`), not with this module: it compiles ~200 rules
+The gate is consolidate.rules.persisted's (private spans, then secrets, as for every persisted
+text); the secret gate is imported on first use, not with this module: it compiles ~200 rules
 (~85 ms), and the hooks import this module on their fast paths where an error is rare.
 """
 
 from __future__ import annotations
 
+from consolidate.rules.persisted import gate, gate_value  # the one gate: the secret gate loads on first use
+
 TYPE_CHECKING = False  # typing is not imported at run time: the SessionStart hook imports this module
 if TYPE_CHECKING:
-    from types import ModuleType
     from typing import Any
 
 __all__ = ["SINKS", "error_text", "redacted", "redact_value"]
@@ -41,22 +43,17 @@ SINKS: tuple[tuple[str, str], ...] = (
     ("consolidate.mcp.server:tool_error", "the MCP ToolError a client is sent, and the server's stderr log"),
     ("consolidate.mcp.stdio:reply_for_bad_line", "the JSON-RPC error reply to a line the transport cannot read"),
     ("consolidate.pipeline.doctor:check", "doctor's findings (printed, --json)"),
-    ("judges.registry:availability", "`consolidate judges`: why a judge is not available"),
+    ("consolidate.judges.registry:availability", "`consolidate judges`: why a judge is not available"),
+    ("consolidate.ui.pages:error_line", "the error line of a page of `consolidate ui` (a refused form, a damaged store)"),
 )
-
-
-def _gate() -> ModuleType:
-    """The secret gate (consolidate.rules.secrets), imported on first use: see the module docstring."""
-    from consolidate.rules import secrets  # ~85 ms of rule compiling: paid by the first redaction only
-
-    return secrets
 
 
 def redacted(text: str) -> str:
     """``text`` with every secret the gate finds replaced by its redacted preview; ``text`` itself
-    when there is none. For a line a sink composed around an error (use :func:`error_text` for the
-    error itself). Raises nothing of its own."""
-    return _gate().redact(text)
+    when there is none; its private spans replaced too (consolidate.rules.persisted ``gate``, the
+    one gate of text on its way to a file or a terminal). For a line a sink composed around an error
+    (use :func:`error_text` for the error itself). Raises nothing of its own."""
+    return gate(text, prefilter=False)
 
 
 def error_text(exc: BaseException, *, typed: bool = False, limit: int | None = None) -> str:
@@ -72,13 +69,7 @@ def error_text(exc: BaseException, *, typed: bool = False, limit: int | None = N
 
 
 def redact_value(value: Any) -> Any:
-    """``value`` (str, list, dict, nested) with every secret in every string replaced by its preview
-    (consolidate.rules.secrets ``redact``); any other value as it is. Raises nothing of its own."""
-    if isinstance(value, str):
-        gate = _gate()
-        return gate.redact(value) if gate.scan(value) else value
-    if isinstance(value, list):
-        return [redact_value(v) for v in value]
-    if isinstance(value, dict):
-        return {k: redact_value(v) for k, v in value.items()}
-    return value
+    """``value`` (str, list, dict, nested) with every string passed through the gate
+    (consolidate.rules.persisted ``gate_value``: private spans and secrets); any other value as it
+    is. Raises nothing of its own."""
+    return gate_value(value)

@@ -45,7 +45,9 @@ from consolidate.store.layout import CONTEXT_MD, MANIFEST, MANIFEST_LOCK, CONTEX
 from consolidate.core.settings import PROJECT_ROOT
 from consolidate.store.graph import extract_entities
 from consolidate.core.atomic import write_json_atomic
+from consolidate.core.normal import path_forms
 from consolidate.store.views.start_file import check_root
+import ast
 
 SECTION = "anchors"
 #: Files larger than this are not anchored (a memory about a 50 MB data file is not about code).
@@ -102,8 +104,6 @@ def named_symbols(text: str) -> list[str]:
 def python_symbols(source: str) -> dict[str, str]:
     """``{qualified name: text}`` of every function and class in Python source (methods as
     ``Class.method``; decorators included); {} when it does not parse."""
-    import ast
-
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -201,9 +201,8 @@ def find_anchors(root: Path, text: str, entities: Iterable[str] = ()) -> list[di
     symbols = named_symbols(text)
     out: list[dict[str, str | None]] = []
     seen: set[tuple[str, str | None]] = set()
-    for rel in files:
-        rel = rel.strip().lstrip("./") if rel.startswith("./") else rel.strip()
-        p = _inside(root, rel)
+    for named in files:
+        p = next((q for q in (_inside(root, form) for form in path_forms(named)) if q is not None), None)
         if p is None:
             continue
         try:
@@ -250,33 +249,56 @@ def read_section(store_path: Path) -> dict[str, Any]:
     return section
 
 
-def update_section(store_path: Path, change) -> bool:
-    """Read the manifest, apply ``change(section)`` and write it back atomically, under
-    ``.manifest.lock``. Returns False (and changes nothing) when there is no manifest yet or it
-    cannot be written (a read-only store)."""
-    import filelock
+def update_manifest(store_path: Path, change, *, initial: dict[str, Any] | None = None) -> bool:
+    """The one writer of ``manifest.json`` (consolidate.store.layout.WRITERS): read it under
+    ``.manifest.lock``, call ``change(data)`` (``data`` the manifest as a dict, changed in place) and
+    write it back atomically. With ``initial``, a store without a manifest gets ``initial`` (then
+    ``change``), and one that has it meanwhile (another process) is changed as it is; without it,
+    nothing is written and False is returned when there is none. Returns True when written.
+
+    Raises OSError when it cannot be written, ValueError when it is not a JSON object, and
+    filelock.Timeout after 10 s waiting for another writer; nothing is changed then."""
+    import filelock  # noqa: PLC0415 - third-party filelock: only its callers load it
 
     store_path = Path(store_path)
     path = MANIFEST.of(store_path)
-    if not path.exists() or not os.access(store_path, os.W_OK):  # a read-only store: check, never write
-        return False
-    try:
-        with filelock.FileLock(str(MANIFEST_LOCK.of(store_path)), timeout=10):
+    with filelock.FileLock(str(MANIFEST_LOCK.of(store_path)), timeout=10):
+        try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(data, dict):
+        except FileNotFoundError:
+            if initial is None:
                 return False
-            section = data.get(SECTION)
-            section = section if isinstance(section, dict) else {}
-            for key, value in _empty().items():
-                if not isinstance(section.get(key), dict):
-                    section[key] = value
-            change(section)
-            data[SECTION] = section
+            data = dict(initial)
+        if not isinstance(data, dict):
+            raise ValueError(f"{path} is not a JSON object")
+        change(data)
+        write_json_atomic(path, data, compact=True)  # compact: parsed on every recall
+    return True
 
-            write_json_atomic(path, data, compact=True)  # compact: parsed on every recall
+
+def update_section(store_path: Path, change) -> bool:
+    """Apply ``change(section)`` to the manifest's anchors section, through :func:`update_manifest`.
+    Returns False (and changes nothing) when there is no manifest yet or it cannot be written (a
+    read-only store, a damaged manifest, a writer holding the lock over 10 s)."""
+    import filelock  # noqa: PLC0415 - third-party filelock: only its callers load it
+
+    store_path = Path(store_path)
+    if not MANIFEST.of(store_path).exists() or not os.access(store_path, os.W_OK):  # read-only: check, never write
+        return False
+
+    def on_data(data: dict) -> None:
+        section = data.get(SECTION)
+        section = section if isinstance(section, dict) else {}
+        for key, value in _empty().items():
+            if not isinstance(section.get(key), dict):
+                section[key] = value
+        change(section)
+        data[SECTION] = section
+
+    try:
+        return update_manifest(store_path, on_data)
     except (OSError, ValueError, filelock.Timeout):
         return False
-    return True
 
 
 def _file_entry(root: Path, rel: str, symbols: Iterable[str | None]) -> dict[str, Any] | None:

@@ -14,6 +14,8 @@ from typing import Any
 
 from consolidate.core.atomic import write_json_atomic
 from consolidate.store.layout import ARCHIVE, TOMBSTONES
+from consolidate.rules.persisted import gate, gate_record
+from consolidate.core.jsonl import append_lines, drop_lines, read_lines
 
 
 def _folder(store) -> Path:
@@ -24,8 +26,8 @@ def save(store, memory_id: str, record: dict[str, Any], reason: str, run_id: str
     """Write the cold copy of one entry (``record``: ``document``, ``metadata``); idempotent."""
     path = _folder(store) / f"{memory_id}.json"
     if not path.exists():
-        write_json_atomic(path, {"id": memory_id, **record, "archived_reason": reason, "archived_by": run_id,
-                                 "archived_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")})
+        write_json_atomic(path, gate_record({"id": memory_id, **record, "archived_reason": reason, "archived_by": run_id,
+                                             "archived_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}))
     return path
 
 
@@ -53,8 +55,6 @@ def records(store) -> list[dict[str, Any]]:
 
 def tombstones(store) -> set[str]:
     """Ids that must never be written again."""
-    from consolidate.core.jsonl import read_lines
-
     # a torn last line from a crash is skipped: the tombstone is re-appended by the replay
     return {row["id"] for row in read_lines(_folder(store) / TOMBSTONES.name) if isinstance(row.get("id"), str)}
 
@@ -63,7 +63,6 @@ def lift_tombstones(store, ids: set[str]) -> int:
     """Remove the tombstones of ``ids`` (undo, a rolled-back run); returns how many lines went."""
     if not ids:
         return 0
-    from consolidate.core.jsonl import drop_lines
 
     return drop_lines(_folder(store) / TOMBSTONES.name, lambda row: isinstance(row.get("id"), str) and row["id"] in ids)
 
@@ -72,6 +71,5 @@ def tombstone(store, memory_id: str, reason: str, run_id: str) -> None:
     """Record that ``memory_id`` must never come back (idempotent)."""
     if memory_id in tombstones(store):
         return
-    from consolidate.core.jsonl import append_lines
 
-    append_lines(_folder(store) / TOMBSTONES.name, [json.dumps({"id": memory_id, "reason": reason, "run_id": run_id}) + "\n"])
+    append_lines(_folder(store) / TOMBSTONES.name, [json.dumps({"id": memory_id, "reason": gate(reason), "run_id": run_id}) + "\n"])

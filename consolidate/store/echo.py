@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import time
+from consolidate.core.normal import text_key
 from consolidate.store.sessions.tables import record_shown as record
 from consolidate.store.sessions.tables import shown_digests
 TYPE_CHECKING = False  # typing is not imported at run time: the light SessionStart hook imports this module
@@ -31,19 +32,16 @@ KEEP_SECONDS = 30 * 86400.0
 #: A recall without a session counts for sessions whose notes were written from this long after it.
 UNATTRIBUTED_WINDOW = 3600.0
 
-_SUFFIX = re.compile(r"(?:\s*\[[^\[\]]*\])+\s*$")  # the suffix and any marks after it
-
-
-def normalise(text: str) -> str:
-    """Lower case, words only (punctuation and spacing dropped): how a memory text is compared."""
-    return " ".join(re.findall(r"\w+", text.lower()))
+#: A rendered memory line's suffix and any marks after it (``[high, user-stated, 2026-07] [drifted: a.py]``).
+SUFFIX = re.compile(r"(?:\s*\[[^\[\]]*\])+\s*$")
+_SUFFIX = SUFFIX
 
 
 def digest(text: str) -> str:
-    """The 16-hex-digit SHA-1 of a memory text's :func:`normalise`d form: what ``shown`` records."""
-    import hashlib  # here: the light SessionStart hook records precomputed digests without it
+    """The 16-hex-digit SHA-1 of a memory text's consolidate.core.normal.text_key: what ``shown`` records."""
+    import hashlib  # noqa: PLC0415 - here: the light SessionStart hook records precomputed digests without it
 
-    return hashlib.sha1(normalise(text).encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha1(text_key(text).encode("utf-8")).hexdigest()[:16]
 
 
 def memory_texts(rendered: str) -> list[str]:

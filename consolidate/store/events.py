@@ -15,6 +15,7 @@ from typing import Iterator
 from consolidate.model.plan import run_summary
 from consolidate.core.jsonl import append_lines, cut_torn_tail
 from consolidate.core.jsonl import read_lines
+from consolidate.rules.persisted import gate_record
 
 
 def path_of(store) -> Path:
@@ -45,7 +46,7 @@ def run_lines(plan, writes) -> list[dict]:
 
 
 #: Provenance links a memory.written event keeps (consolidate/pipeline/stages/provenance.py).
-_LINKS = ("supersedes", "disputes", "updates", "type_inferred", "fields_missing", "external")
+_LINKS = ("supersedes", "disputes", "updates", "type_inferred", "fields_missing", "external", "unfaithful", "edited")
 
 
 def written_detail(c) -> dict:
@@ -78,6 +79,7 @@ def append(store, lines: list[dict], partial_point: str | None = None) -> None:
     path = path_of(store)
     path.parent.mkdir(parents=True, exist_ok=True)
     cut_torn_tail(path)
+    lines = [gate_record(x) for x in lines]  # every free-text field: consolidate/rules/persisted.py
     append_lines(path, [json.dumps(x, ensure_ascii=False) + "\n" for x in lines], partial_point)
 
 

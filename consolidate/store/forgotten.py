@@ -10,10 +10,12 @@ import json
 from typing import Any
 
 from consolidate.core.jsonl import append_lines, drop_lines, read_lines
-from consolidate.rules.memory_types import normalize
+from consolidate.core.normal import fixed_words, text_key
 from consolidate.store.layout import FORGOTTEN
+from consolidate.rules.persisted import gate_record
 
-#: Two statements this similar (difflib ratio over the folded text) are the same statement.
+#: Two statements this similar (difflib ratio over their consolidate.core.normal.text_key), with the same
+#: numbers, relations and negations (consolidate.core.normal.fixed_words), are the same statement.
 SIMILAR = 0.9
 
 
@@ -28,19 +30,23 @@ def tombstones(store) -> list[dict[str, Any]]:
 
 
 def forgotten_match(store, statement: str, rows: list[dict] | None = None) -> dict[str, Any] | None:
-    """The tombstone whose statement is ``statement`` (see the module docstring), or None."""
+    """The tombstone whose statement is ``statement`` (one text_key, or SIMILAR alike with the same
+    fixed words: a forgotten "port 5432" does not hold back a new "port 5433", nor "do not use X"
+    a "do use X"), or None."""
     rows = tombstones(store) if rows is None else rows
-    folded = normalize(statement)
+    folded = text_key(statement)
+    fixed = fixed_words(folded)
     for row in rows:
-        other = normalize(row["statement"])
-        if other == folded or difflib.SequenceMatcher(None, other, folded).ratio() >= SIMILAR:
+        other = text_key(row["statement"])
+        if other == folded or (difflib.SequenceMatcher(None, other, folded).ratio() >= SIMILAR
+                               and fixed_words(other) == fixed):
             return row
     return None
 
 
 def append(store, row: dict[str, Any]) -> None:
     """Append one forgotten statement (its row, see the module docstring)."""
-    append_lines(path(store), [json.dumps(row, ensure_ascii=False) + "\n"])
+    append_lines(path(store), [json.dumps(gate_record(row), ensure_ascii=False) + "\n"])
 
 
 def lift(store, run_id: str | None = None, ids: set[str] | None = None) -> int:

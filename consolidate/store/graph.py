@@ -29,10 +29,13 @@ from typing import Any
 
 from consolidate.core.errors import StoreCorrupt
 from consolidate.core.json_check import check_fields
+from consolidate.core.normal import nfc, strip_invisible
 from consolidate.core.jsonl import append_lines, cut_torn_tail  # the store's JSONL appends (consolidate/core/jsonl.py)
 from consolidate.core.vocab import LIVE_STATUSES
 from consolidate.store.layout import GRAPH_EDGES, GRAPH_NODES
 from consolidate.core.atomic import write_atomic
+from consolidate.rules.persisted import gate_fields
+from consolidate.store.relations import match_key
 
 _PATH = re.compile(r"(?<![\w/.-])((?:\.{0,2}/)?(?:[\w@.-]+/)+[\w@.-]+\.[A-Za-z0-9]{1,6}|[\w-]+\.(?:py|js|ts|tsx|jsx|json|toml|ya?ml|md|sh|rs|go|java|sql|css|html|lock|cfg|ini|env))(?![\w/])")
 _INSTALL = re.compile(r"\b(?:pip|pip3|npm|pnpm|yarn|uv|cargo|gem|go|poetry|bun)\s+(?:install|add|i|get)\s+((?:[@\w./-]+(?:==[\w.]+)?\s*){1,4})", re.IGNORECASE)
@@ -50,6 +53,7 @@ def extract_entities(text: str, extra: list[str] | None = None) -> list[tuple[st
     """Entities named in ``text``: ``[(name, entity_kind)]`` with kind file|package|tool, in order
     of first appearance, without repeats. ``extra`` (a judge's entities) are added as kind ``named``."""
     found: dict[str, str] = {}
+    text = nfc(strip_invisible(text))  # file names as compared (consolidate/core/normal.py): NFD names whole
     for m in _PATH.finditer(text):
         found.setdefault(m.group(1).strip("./") if m.group(1).startswith("./") else m.group(1), "file")
     for m in _INSTALL.finditer(text):
@@ -84,7 +88,7 @@ def load(folder: Path, strict: bool = True):
     """The graph stored in ``folder`` (empty when absent). Raises StoreCorrupt for a bad line;
     with ``strict`` False a bad line is skipped instead (doctor compares what the files hold with
     the event log before their bad lines are moved aside)."""
-    import networkx as nx
+    import networkx as nx  # noqa: PLC0415 - heavy (networkx): loaded only when used
 
     g = nx.MultiDiGraph()
     for name in (GRAPH_NODES.name, GRAPH_EDGES.name):
@@ -154,6 +158,21 @@ def positions(folder: Path) -> dict[str, list[int]]:
     return out
 
 
+#: The free-text fields of a graph line (entity names; a relation's kind is this package's vocabulary).
+_FREE_TEXT = ("id", "source", "target", "name", "label", "statement")
+
+
+#: A graph line's reference to a session or memory node (``session:<id>``, ``mem-<16 hex>``): an
+#: identifier, not free text (a session id such as ``mcp-20261202T095135Z-13775`` or ``<uuid>+r1`` is
+#: random-looking to the secret gate, which redacted it and left an edge to no node).
+_REFERENCE = re.compile(r"session:.*|mem-[0-9a-f]{16}", re.S)
+
+
+def _free_text_of(row: dict) -> list[str]:
+    """The free-text fields of ``row`` (:data:`_FREE_TEXT`), less those holding a node reference."""
+    return [f for f in _FREE_TEXT if not (isinstance(row.get(f), str) and _REFERENCE.fullmatch(row[f]))]
+
+
 def append(folder: Path, nodes: list[dict], edges: list[dict]) -> dict[str, list[int]]:
     """Append node lines (``{"id", ...attrs}``) and edge lines (``{"source", "target", "key",
     ...attrs}``) to the graph files, each file flushed and fsynced; returns :func:`positions` after."""
@@ -164,6 +183,7 @@ def append(folder: Path, nodes: list[dict], edges: list[dict]) -> dict[str, list
         if not rows:
             path.touch(exist_ok=True)
             continue
+        rows = [gate_fields(row, _free_text_of(row)) for row in rows]  # entity names: consolidate/rules/persisted.py
         data = [json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows]
         # crash tests: the node lines in, the edge lines torn
         append_lines(path, data, "apply:graph:partial" if kind == "edges" else None)
@@ -276,14 +296,16 @@ def relations_of(g, name: str, depth: int = 1, statuses: tuple[str, ...] = LIVE_
     """The relations around the entity ``name`` (compared by consolidate.store.relations.match_key, so
     case and Unicode form do not matter), following relation edges both ways up to ``depth`` hops
     (1..5). Only edges whose memory is in the graph with a status in ``statuses`` count (a forgotten,
-    superseded or undone memory's relations are not followed). Returns ``{"entity": name, "found":
-    bool, "relations": [{"source", "relation", "target", "depth", "memory_ids": [...]}],
+    superseded or undone memory's relations are not followed, and an entity only such memories name
+    is not found). Returns ``{"entity": name, "found": bool, "relations": [{"source", "relation", "target", "depth", "memory_ids": [...]}],
     "memories": {memory_id: {"statement", "status", "type"}}}``, relations in the order reached."""
-    from consolidate.store.relations import match_key
-
     want = match_key(name)
     starts = [n for n, a in g.nodes(data=True) if a.get("kind") == "entity" and match_key(str(a.get("name", ""))) == want]
-    result: dict[str, Any] = {"entity": name, "found": bool(starts), "relations": [], "memories": {}}
+    # found: named by a memory of ``statuses`` (an entity only a forgotten or superseded memory named
+    # is not shown as known)
+    named = any(g.nodes[u].get("status", "active") in statuses
+                for n in starts for u, _v, kind in g.in_edges(n, data="kind") if kind == "mentions")
+    result: dict[str, Any] = {"entity": name, "found": named, "relations": [], "memories": {}}
     seen_nodes = set(starts)
     frontier = list(starts)
     found: dict[tuple[str, str, str], dict] = {}

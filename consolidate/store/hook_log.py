@@ -5,8 +5,9 @@ line on stderr. Written by the fast hook (consolidate/agents/hooks/fast.py), the
 transcript import and the pipeline's run (the harvests it finishes).
 
 Each line is ``<UTC time, seconds> <message on one line, at most 500 characters>``, appended to a
-file created 0600 (an existing one with group or other bits is narrowed). Standard library only (the
-fast hook imports this module) and consolidate.core.private.
+file created 0600 (an existing one with group or other bits is narrowed), through the gate of persisted
+text (consolidate/rules/persisted.py: private spans and secrets). Standard library only (the fast hook
+imports this module), consolidate.core.private and the gate (the secret gate loads on first use).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from consolidate.core.private import FILE_MODE, prepare_store_dir
 from consolidate.store.layout import GITIGNORE, HOOK_LOG
+from consolidate.rules.persisted import gate
 
 #: The log's file name (under the store's ``logs/``, and in the fallback folder).
 LOG_FILE = os.path.basename(HOOK_LOG.name)
@@ -46,7 +48,8 @@ def append(folder: str, message: str) -> None:
     try:
         if os.fstat(fd).st_mode & 0o077:
             os.fchmod(fd, FILE_MODE)
-        os.write(fd, f"{stamp} {' '.join(message.split())[:MAX_CHARS]}\n".encode("utf-8", "replace"))
+        line = gate(" ".join(message.split()))  # private spans and secrets: consolidate/rules/persisted.py
+        os.write(fd, f"{stamp} {line[:MAX_CHARS]}\n".encode("utf-8", "replace"))
     finally:
         os.close(fd)
 
@@ -63,7 +66,7 @@ def fallback_log(store: str, message: str, cause: BaseException | None = None) -
     ``hook.log`` in :func:`fallback_dir` with the store's path, and one line on stderr (the hook
     still exits 0: the agent is not blocked). Never raises."""
     why = f" (the store's log could not be written: {getattr(cause, 'strerror', None) or cause})" if cause else ""
-    line = f"store={store}: {message}{why}"
+    line = gate(f"store={store}: {message}{why}")
     where = ""
     try:
         append(fallback_dir(), line)

@@ -18,6 +18,10 @@ from consolidate.model.plan import Plan
 from consolidate.store.layout import JOURNAL, JOURNAL_PLAN, JOURNAL_STEPS
 from consolidate.core.atomic import write_atomic
 from consolidate.core.private import private_file
+from consolidate.rules.persisted import gate_record
+import base64
+import dataclasses
+from array import array
 
 
 def _folder(store) -> Path:
@@ -31,7 +35,7 @@ def write(store, plan: Plan) -> Path:
 
     path = _folder(store) / JOURNAL_PLAN.fill(plan.run_id).name
     # a failed write (a full disk) removes its temporary file: no half journal (and the notes in it) is kept
-    write_atomic(path, json.dumps(_encoded(plan), ensure_ascii=False), sync_folder=True)
+    write_atomic(path, json.dumps(gate_record(_encoded(plan)), ensure_ascii=False), sync_folder=True)
     return path
 
 
@@ -51,6 +55,12 @@ def mark(store, run_id: str, step: str) -> None:
         f.write(step + "\n")
         f.flush()
         os.fsync(f.fileno())
+
+
+def reset_steps(store, run_id: str, steps: list[str]) -> None:
+    """Replace the completed steps of ``run_id`` by ``steps`` (atomically): a failed apply rolled
+    back to its snapshot step."""
+    write_atomic(_folder(store) / JOURNAL_STEPS.fill(run_id).name, "".join(s + "\n" for s in steps))
 
 
 def clear(store, run_id: str) -> None:
@@ -90,10 +100,6 @@ def _encoded(plan: Plan) -> dict:
     base64 float32 (``{"f32": ...}``: the embeddings are float32 values, so nothing is lost; as
     decimal text they were most of the file). At 1,000 notes and 154 keepers: 0.4 s -> under 0.1 s
     (benchmarks/bench_pipeline.py)."""
-    import base64
-    import dataclasses
-    from array import array
-
     def shallow(obj):
         return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
 
@@ -113,9 +119,6 @@ def _encoded(plan: Plan) -> dict:
 
 def _decoded(data: dict) -> dict:
     """The plan data of :func:`_encoded` (or of an older journal, with embeddings as lists)."""
-    import base64
-    from array import array
-
     for c in data.get("candidates", []):
         emb = c.get("embedding")
         if isinstance(emb, dict) and "f32" in emb:

@@ -139,8 +139,8 @@ CONTEXT_TOP = _entry("memory/context.top.json", FILE, "the ranking context.md wa
                      " (consolidate/store/views/context_md.py)")
 START_FILE = _entry("memory/context.start.json", FILE, "what the fast SessionStart prints, with its stamps"
                     " (consolidate/store/views/start_file.py)")
-FILE_INDEX = _entry("memory/files.json", FILE, "memories by the files they name, for file recall"
-                    " (consolidate/agents/file_recall.py)")
+FILE_INDEX = _entry("memory/files.sqlite3", FILE, "memories by the files they name, keyed by path, for file"
+                    " recall (consolidate/agents/file_recall.py)", sqlite=True)
 
 # -- events/, graph/ -------------------------------------------------------------------------------
 EVENTS = _entry("events", DIR, "the audit log's folder")
@@ -194,6 +194,58 @@ TEAM_FILES_LOCK = _entry("team/.files.lock", LOCK, "state.json and ledger.json, 
 #: The probe file apply writes (and removes) in each folder it writes to, before the first write
 #: (consolidate/pipeline/stages/apply.py: a full or read-only store fails there).
 PREFLIGHT = _entry("*/.preflight", FILE, "apply's write probe, removed at once")
+
+
+#: The one writer of each file of the store folder (issue 28, concern 5): ``module:function`` (several
+#: functions of that one module after a comma). No other module opens such a file for writing,
+#: replaces it or appends to it (tests/test_store_writers.py walks the package's AST). A file whose
+#: writer is another program or people is named so.
+WRITERS: dict[Entry, str] = {
+    GITIGNORE: "consolidate.core.private:prepare_store_dir",
+    MANIFEST: "consolidate.store.anchors:update_manifest",
+    SESSIONS_DB: "consolidate.store.sessions.tables:connect",
+    QUEUE: "consolidate.store.sessions.queue_file:append_end",
+    LEXICAL_DB: "consolidate.store.index.lexical:LexicalIndex,rebuild",
+    INDEX_GENERATION: "consolidate.store.index.generation:bump_generation",
+    TEAM_JSON: "consolidate.team.local:save_config",
+    STORE_CONFIG: "people",
+    CORE_MD: "consolidate.store.store:write_core",
+    NOTES_MD: "consolidate.store.views.notes_md:append_run,mark_statement,mark_run_undone,rebuild",
+    CONTEXT_MD: "consolidate.store.views.context_md:write",
+    CONTEXT_INDEX: "consolidate.store.anchors:write_context_index",
+    CONTEXT_TOP: "consolidate.store.views.context_md:write",
+    START_FILE: "consolidate.store.views.recalled:write_start_file",
+    FILE_INDEX: "consolidate.store.index.file_table:write",
+    EVENT_LOG: "consolidate.store.events:append",
+    GRAPH_NODES: "consolidate.store.graph:_write_lines,append,truncate_to",
+    GRAPH_EDGES: "consolidate.store.graph:_write_lines,append,truncate_to",
+    JOURNAL_PLAN: "consolidate.store.journal:write",
+    JOURNAL_STEPS: "consolidate.store.journal:mark,reset_steps",
+    SNAPSHOT: "consolidate.store.snapshots:take,save,record_graph_diff,record_graph_append,settle_graph_appends",
+    ARCHIVED: "consolidate.store.archive:save",
+    TOMBSTONES: "consolidate.store.archive:tombstone,lift_tombstones",
+    FORGOTTEN: "consolidate.store.forgotten:append,lift",
+    HOOK_LOG: "consolidate.store.hook_log:append",
+    WORKER_LOG: "consolidate.core.spawn:spawn_worker",
+    WORKER_STATUS: "consolidate.store.worker_health:record",
+    TEAM_LOG: "consolidate.team.local:log",
+    WORKSPACE_STATE: "consolidate.pipeline.workspace:_save",
+    WORKSPACE_CORE: "consolidate.pipeline.workspace:start",
+    WORKSPACE_MEMORIES: "consolidate.pipeline.workspace:start",
+    WORKSPACE_SESSION: "consolidate.pipeline.workspace:start",
+    TRANSCRIPTS_LEDGER: "consolidate.agents.transcripts:_record",
+    TEAM_OUTBOX_ITEM: "consolidate.team.local:write_outbox,write_undo_outbox,put_outbox",
+    TEAM_STATE: "consolidate.team.local:update_state",
+    TEAM_LEDGER: "consolidate.team.local:update_ledger",
+    PREFLIGHT: "consolidate.pipeline.stages.apply:preflight",
+}
+
+
+def writer_of(entry: Entry) -> tuple[str, tuple[str, ...]]:
+    """``(module, functions)`` that write ``entry`` (:data:`WRITERS`); ``("people", ())`` for a file
+    people write. Raises KeyError for an entry that is no file of the store."""
+    module, _, functions = WRITERS[entry].partition(":")
+    return module, tuple(f for f in functions.split(",") if f)
 
 
 def entry_of(rel: str) -> Entry | None:

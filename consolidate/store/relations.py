@@ -27,9 +27,9 @@ case- and separator-blind (``Depends-On``, ``depends on`` -> ``depends_on``) wit
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Any
 
+from consolidate.core.normal import fold, name_key, nfc
 from consolidate.core.vocab import ENTITY_RELATIONS, RELATION_ALIASES
 
 #: The most relations kept per memory (a judge listing more is cut, the rest counted as dropped).
@@ -43,17 +43,18 @@ def entity_name(value: Any) -> str:
     MAX_NAME characters ('' for a value that is no string or holds nothing)."""
     if not isinstance(value, str):
         return ""
-    return " ".join(unicodedata.normalize("NFC", value).split())[:MAX_NAME]
+    return " ".join(nfc(value).split())[:MAX_NAME]
 
 
 def match_key(name: str) -> str:
     """The form two entity names are compared in (``consolidate graph NAME``, recall's query match):
-    NFKC, case-folded, whitespace collapsed."""
-    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+    consolidate.core.normal.name_key (invisible characters removed, fullwidth forms and ligatures folded, case-folded, whitespace
+    collapsed)."""
+    return name_key(name)
 
 
 def _kind_key(value: str) -> str:
-    return re.sub(r"[\s\-]+", "_", unicodedata.normalize("NFKC", value).strip().casefold())
+    return re.sub(r"[\s\-]+", "_", fold(value).strip())
 
 
 def relation_kind(value: Any) -> str | None:

@@ -10,7 +10,7 @@ methods, or None for a store that is not in a team (nothing to pull, push or wri
         replica.pull()
 
 The implementation is named by a string in :data:`IMPLEMENTATIONS` and imported only when the store
-has a team configuration, as ``judges.registry`` loads judges: the one reference from the store to
+has a team configuration, as ``consolidate.judges.registry`` loads judges: the one reference from the store to
 a layer above it, and a string, so the layers contract (pyproject.toml ``[tool.importlinter]``) holds.
 Standard library only (the hook imports this module).
 """
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # typing only: nothing more is imported at hook time
 #: The team configuration in the store folder (written by ``consolidate team init``).
 TEAM_FILE = TEAM_JSON.name
 #: The one implementation: ``{kind: "module:Class"}``; ``Class(store)`` builds the replica.
-IMPLEMENTATIONS = {"team": "consolidate.team.local:TeamReplica"}
+IMPLEMENTATIONS = {"team": "consolidate.team.replica:TeamReplica"}
 
 
 class Replica(Protocol):

@@ -17,10 +17,18 @@ from consolidate.core.atomic import write_json_atomic
 from consolidate.store.layout import GRAPH, SNAPSHOT, SNAPSHOTS
 from consolidate.core.json_check import check_fields
 from consolidate.store import graph
+from consolidate.rules.persisted import gate_record
+from consolidate.store import archive
 
 
 def path_of(store, run_id: str) -> Path:
     return store.sub(SNAPSHOT.fill(run_id))
+
+
+def save(store, run_id: str, record: dict[str, Any]) -> None:
+    """Write the undo record of ``run_id`` whole (atomically): ``consolidate undo`` marking it undone;
+    its documents and reasons pass the gate of persisted text (consolidate/rules/persisted.py)."""
+    write_json_atomic(path_of(store, run_id), gate_record(record))
 
 
 #: The fields of an undo record and their JSON kinds (consolidate/core/json_check.py).
@@ -58,9 +66,8 @@ def take(store, plan, durable) -> None:
     before = {}
     if ids:
         before = lt.get_with_embeddings(sorted(set(ids)))
-    from consolidate.store import archive
 
-    write_json_atomic(p, {
+    write_json_atomic(p, gate_record({
         "run_id": plan.run_id, "session_id": plan.session_id, "outcome": plan.outcome,
         "started_at": plan.started_at,
         "added": sorted({c.memory_id for c in durable} - set(before)),
@@ -68,7 +75,7 @@ def take(store, plan, durable) -> None:
         "tombstoned": sorted({u.memory_id for u in plan.updates if u.action == "tombstone"} - archive.tombstones(store)),
         "graph": None,
         "waiting": len(getattr(plan, "waiting", []) or []),  # notes the run left waiting for a judge
-    })
+    }))  # the documents and reasons of the records: consolidate/rules/persisted.py
 
 
 def record_graph_diff(store, run_id: str, g_before_nodes: dict, g_before_edges: set, g_after) -> None:

@@ -62,7 +62,7 @@ def record(store_path, error: str | None = None, *, now: float | None = None) ->
             failures = data["failures"] if isinstance(data.get("failures"), int) else 0
             data.update({"failures": failures + 1, "last_error": redacted(" ".join(str(error).split()))[:MAX_ERROR_CHARS],
                          "last_failed": stamp, "failed_at": now})
-        from consolidate.core.atomic import write_json_atomic
+        from consolidate.core.atomic import write_json_atomic  # noqa: PLC0415 - the fast SessionStart hook reads worker health without the writers
 
         os.makedirs(os.path.dirname(status_path(store_path)), exist_ok=True)
         write_json_atomic(status_path(store_path), data)

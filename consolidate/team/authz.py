@@ -36,6 +36,6 @@ class DatabaseAuthorizationProvider(ServerAuthorizationProvider):
         databases_ok = "*" in databases or resource.database is None or resource.database in databases
         if tenants_ok and databases_ok:
             return
-        from fastapi import HTTPException
+        from fastapi import HTTPException  # noqa: PLC0415 - heavy (anyio, fastapi, pydantic): loaded only when used
 
         raise HTTPException(status_code=403, detail="Forbidden: this token has no access to that database")

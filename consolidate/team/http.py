@@ -15,6 +15,7 @@ import socket
 import urllib.error
 import urllib.request
 from urllib.parse import quote
+import time
 
 CLOCK = "clock"
 
@@ -53,8 +54,6 @@ def _call(url: str, token: str | None, seconds: float, body: dict | None = None)
 def clock(cfg, token: str | None, seconds: float) -> str | None:
     """The team store's clock token (None when nothing was ever pushed), within ``seconds`` for both
     requests. Raises Unreachable (refused, timed out, or the token refused)."""
-    import time
-
     deadline = time.monotonic() + seconds  # both requests together, not each
     base = cfg.url.rstrip("/") + f"/api/v2/tenants/{quote(cfg.tenant)}/databases/{quote(cfg.database)}/collections"
     col = _call(f"{base}/{CLOCK}", token, seconds)

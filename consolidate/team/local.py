@@ -15,6 +15,9 @@ all under ``team/`` in the store::
 The outbox entry is written by apply's ``outbox`` step (journaled: a crash replays it) and names what
 to push, not a copy of it: the push reads the memories' current records from the local index, so a
 push repeated after a crash writes the same records again (upserts by deterministic ids).
+
+The pull before a run, the push after it and the fresh pull of SessionStart and ``recall`` (the
+store's replica) are in consolidate/team/replica.py, which builds on this module and on sync.py.
 """
 
 from __future__ import annotations
@@ -35,15 +38,13 @@ from urllib.parse import urlparse
 from consolidate.core.errors import ConfigError
 from consolidate.store.replica import TEAM_FILE  # noqa: F401 - the one name of the team configuration file
 from consolidate.store.layout import LOGS, TEAM, TEAM_FILES_LOCK, TEAM_JSON, TEAM_LEDGER, TEAM_LOG, TEAM_OUTBOX, TEAM_OUTBOX_ITEM, TEAM_STATE
-from consolidate.rules.redaction import error_text
 from consolidate.core.atomic import write_json_atomic
 from consolidate.core.settings import TEAM_TOKEN
 from consolidate.store.events import run_lines as event_lines
 from consolidate.core.settings import TEAM_PULL_SECONDS
 from consolidate.core.settings import TEAM_PUSH_SECONDS
 from consolidate.core.private import private_file
-from consolidate.store.store import Store
-from consolidate.team.http import Unreachable, clock
+from consolidate.rules.persisted import gate, gate_record
 #: Default environment variable holding the team token.
 TOKEN_ENV = "CONSOLIDATE_TEAM_TOKEN"  # consolidate/core/settings.py: TEAM_TOKEN
 #: Seconds a SessionStart waits for the team's changes before using the last pulled copy, and the
@@ -232,7 +233,15 @@ def write_outbox(plan, store, writes) -> None:
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = folder / TEAM_OUTBOX_ITEM.fill(plan.run_id).name
     if not path.exists():
-        write_json_atomic(path, entry)
+        write_json_atomic(path, gate_record(entry))  # what is pushed: consolidate/rules/persisted.py
+
+
+def put_outbox(store, run_id: str, entry: dict) -> None:
+    """Write the outbox entry ``run_id`` (``team/outbox/<run_id>.json``, atomically): a repair
+    queued by the team sync (consolidate/team/sync.py)."""
+    folder = outbox_dir(store)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    write_json_atomic(folder / TEAM_OUTBOX_ITEM.fill(run_id).name, gate_record(entry))  # consolidate/rules/persisted.py
 
 
 def write_undo_outbox(store, run_id: str, record: dict, lines: list[dict], removed_edges: list) -> None:
@@ -256,7 +265,7 @@ def write_undo_outbox(store, run_id: str, record: dict, lines: list[dict], remov
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = folder / TEAM_OUTBOX_ITEM.fill(f"undo-{run_id}").name
     if not path.exists():
-        write_json_atomic(path, entry)
+        write_json_atomic(path, gate_record(entry))  # what is pushed: consolidate/rules/persisted.py
 
 
 def pending(store) -> list[Path]:
@@ -300,7 +309,7 @@ def _files_lock(store):
     push, a pull and a SessionStart of one store may run at once (the worker, the hook, the MCP
     server, a timed-out push still finishing in its thread), and a whole-file rewrite from a copy
     read earlier would drop what another wrote meanwhile."""
-    import filelock
+    import filelock  # noqa: PLC0415 - third-party filelock: only its callers load it
 
     folder = store.sub(TEAM)
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -382,148 +391,6 @@ def log(store, message: str) -> None:
         folder = store.sub(LOGS)
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         with private_file(store.sub(TEAM_LOG), "a") as f:
-            f.write(f"{now_iso()} {' '.join(str(message).split())[:500]}\n")
+            f.write(f"{now_iso()} {gate(' '.join(str(message).split()))[:500]}\n")
     except OSError:
         pass
-
-
-def pull_before_run(store) -> dict | None:
-    """The bounded pull a run does before its contradiction check (team mode only); None when the
-    store is not in a team. A failure is logged and recorded in the state, never raised: the run goes
-    on with the last pulled copy."""
-    if not store.path.is_dir() or load_config(store.path) is None:
-        return None
-    try:
-        from consolidate.team.sync import pull
-
-        return pull(store, seconds=pull_seconds(RUN_PULL_SECONDS))
-    except Exception as exc:  # noqa: BLE001 - a team problem never stops a local run
-        message = f"pull failed: {_one_line(exc)}"
-        log(store, message)
-        update_state(store, last_error=message, last_error_at=now_iso())
-        return {"ok": False, "error": message}
-
-
-def push_after_run(store) -> dict | None:
-    """Push what waits in the outbox after a run (team mode only); never raises: a push that fails
-    stays in the outbox, logged, for the next run or ``consolidate sync``."""
-    if not store.path.is_dir() or load_config(store.path) is None or not pending(store):
-        return None
-    try:
-        from consolidate.team.sync import push
-
-        return push(store, seconds=push_seconds())
-    except Exception as exc:  # noqa: BLE001
-        message = f"push failed, {len(pending(store))} waiting in the outbox: {_one_line(exc)}"
-        log(store, message)
-        update_state(store, last_error=message, last_error_at=now_iso())
-        return {"ok": False, "error": message, "pending": len(pending(store))}
-
-
-def _one_line(exc: BaseException) -> str:
-    return error_text(exc, limit=300) or type(exc).__name__
-
-
-def fresh_pull(store_path: Path, *, context: bool) -> tuple[dict[str, Any], TeamConfig | None, float]:
-    """The bounded pull of SessionStart and of MCP ``recall``: ``(result, cfg, seconds)``; ``cfg`` None
-    for a store not in a team (nothing done). Pulls within START_PULL_SECONDS
-    ($CONSOLIDATE_TEAM_PULL_SECONDS); ``context`` rewrites ``memory/context.md``. Never raises: a
-    failure is ``{"ok": False, "error"}`` and the last pulled copy stays in use.
-
-    The team store's clock is read first over HTTP with the standard library
-    (consolidate/team/http.py): when it equals the one of the last pull, or the server cannot be
-    reached, chromadb is never imported."""
-
-    try:
-        cfg = load_config(store_path)
-        if cfg is None:
-            return {"ok": True}, None, 0.0
-        store = Store(store_path, create=False)
-        token = read_token(cfg, store_path)
-        check_url(cfg.url, token, cfg.insecure)
-    except Exception as exc:  # noqa: BLE001
-        return {"ok": False, "unread": True, "error": _one_line(exc)}, TeamConfig(url="", project=""), 0.0
-    seconds = pull_seconds(START_PULL_SECONDS)
-    t0 = time.monotonic()
-    result: dict[str, Any]
-    try:
-
-        try:
-            now = clock(cfg, token, seconds)
-        except Unreachable as exc:
-            result = {"ok": False, "timeout": exc.timeout, "error": error_text(exc)}
-            log(store, f"fresh pull: {error_text(exc)}; the last pulled copy is used")
-        else:
-            if now is not None and now == read_ledger(store).get("clock") and not pending(store):
-                update_state(store, last_pull=now_iso())
-                result = {"ok": True}
-            else:
-                from consolidate.team.sync import pull
-
-                result = pull(store, seconds=max(0.5, seconds - (time.monotonic() - t0)), context=context)
-    except Exception as exc:  # noqa: BLE001
-        result = {"ok": False, "error": _one_line(exc)}
-        log(store, f"fresh pull failed: {result['error']}")
-    if not result.get("ok"):
-        result["last_pull"] = read_state(store).get("last_pull")
-    return result, cfg, seconds
-
-
-def where_from(store_path: Path, *, context: bool) -> str:
-    """Pull (:func:`fresh_pull`) and say where the memories come from: ``project P, pulled from the
-    team store just now``, ``not read: ...``, or the fallback to the last pulled copy with its time
-    ('' for a store not in a team). Never raises."""
-    result, cfg, seconds = fresh_pull(store_path, context=context)
-    if cfg is None:
-        return ""
-    if result.get("unread"):
-        return f"not read: {result['error']}"
-    if result.get("ok"):
-        return f"project {cfg.project}, pulled from the team store just now"
-    why = "not reached within %g s" % seconds if result.get("timeout") else "not reached"
-    last = result.get("last_pull")
-    return f"the team store was {why}; memories as last pulled {'at ' + last if last else ': never'}"
-
-
-def context_header(store_path: Path) -> str:
-    """SessionStart in team mode: pull within START_PULL_SECONDS, rewrite the context, and return the
-    header line saying where the memories come from ('' for a store not in a team). Never raises."""
-    line = where_from(store_path, context=True)
-    return f"(team memory: {line})" if line else ""
-
-
-def recall_line(store: Any) -> str:
-    """``recall`` (CLI and MCP) on a store in a team (``team.json``, a local store): the same bounded
-    pull as SessionStart first, so a memory another machine pushed since the session started is
-    found; returns where the memories come from ('' for a store not in a team or one read from a
-    Chroma server). ``store`` is a :class:`consolidate.store.store.Store`. Never raises."""
-    if store.chroma_url or not config_path(store.path).exists():
-        return ""
-    return where_from(store.path, context=False)
-
-
-class TeamReplica:
-    """The team store's local side as the store's replica (consolidate.store.replica.Replica),
-    built by ``Store.replica()`` for a store in a team. Each method is the module function of the
-    same job (looked up when called), so it never raises and is bounded in time as they are."""
-
-    def __init__(self, store: Any):
-        self.store = store
-
-    def pull(self) -> dict | None:
-        return pull_before_run(self.store)
-
-    def push(self) -> dict | None:
-        return push_after_run(self.store)
-
-    def outbox(self, plan: Any, writes: list) -> None:
-        write_outbox(plan, self.store, writes)
-
-    def undo_outbox(self, run_id: str, record: dict, lines: list[dict], removed_edges: list) -> None:
-        write_undo_outbox(self.store, run_id, record, lines, removed_edges)
-
-    def start_header(self) -> str:
-        return context_header(self.store.path)
-
-    def recall_line(self) -> str:
-        return recall_line(self.store)

@@ -33,14 +33,15 @@ from consolidate.core.errors import ConfigError, ConsolidateError, EmbeddingMism
 from consolidate.core.faults import crash_point, pause_point
 from consolidate.core.vocab import (ACTIVE, ARCHIVED, DELETED, DISPUTED, EXPIRED, FORGOTTEN, LIVE_STATUSES,
                                     QUARANTINED, REJUDGED_OUT, SUPERSEDED, UNDONE)
-from consolidate.store.layout import GRAPH, TEAM_OUTBOX_ITEM, TEAM_PUSH_LOCK
+from consolidate.store.layout import GRAPH, TEAM_PUSH_LOCK
 from consolidate.rules.redaction import error_text
 from consolidate.team.http import CLOCK
 from consolidate.store.views import context_md
 from consolidate.store.forgotten import lift
 from consolidate.store.forgotten import append as forgotten_append, tombstones as forgotten_rows
-from consolidate.core.atomic import write_json_atomic
 from consolidate.store.index.embeddings import known_dimension, mismatch_message
+import uuid
+from consolidate.store import archive, graph
 
 MEMORIES, EDGES, TOMBSTONES, EVENTS = "memories", "edges", "tombstones", "events"
 UNIT = [1.0]
@@ -112,8 +113,8 @@ class TeamClient:
         token = team.read_token(self.cfg, store.path)
         host, port, tls = team.check_url(self.cfg.url, token, self.cfg.insecure)
         os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-        import chromadb
-        from chromadb.config import Settings
+        import chromadb  # noqa: PLC0415 - heavy (chromadb, dotenv, httpx, numpy, pydantic, tenacity, yaml): loaded only when used
+        from chromadb.config import Settings  # noqa: PLC0415 - heavy (chromadb, dotenv, httpx, numpy, pydantic, tenacity, yaml): loaded only when used
 
         auth: dict[str, Any] = {"chroma_client_auth_provider": "chromadb.auth.token_authn.TokenAuthClientProvider",
                 "chroma_client_auth_credentials": token} if token else {}
@@ -222,8 +223,6 @@ def write_id(machine: str) -> str:
     """A new write id, ``<machine>:<12 hex digits>``: each server write of a memory carries one
     (metadata ``write_id``), so a machine tells its own write from another machine's write of the
     same version number (Chroma has no compare-and-set: two machines may both write version n)."""
-    import uuid
-
     return f"{machine}:{uuid.uuid4().hex[:12]}"
 
 
@@ -236,7 +235,7 @@ def push(store, seconds: float | None = None) -> dict[str, Any]:
     The push lock is taken and released by the thread that pushes, so a push that outlives its
     time bound (TeamTimeout for the caller) keeps the lock until it really ends: a later push or
     ``sync`` in the same process never runs beside it."""
-    import filelock
+    import filelock  # noqa: PLC0415 - third-party filelock: only its callers load it
 
     if not team.pending(store):
         return {"ok": True, "pushed": [], "memories": 0, "events": 0, "pending": 0}
@@ -258,8 +257,6 @@ def push(store, seconds: float | None = None) -> dict[str, Any]:
 
 
 def _push(store, entries: list[Path]) -> dict[str, Any]:
-    from consolidate.store import graph
-
     client = TeamClient(store)
     pushed, n_memories, n_events = [], 0, 0
     g = None
@@ -365,8 +362,6 @@ def _tick(client) -> None:
     """A new token in the team store's clock, written after a push's records (consolidate/team/http.py):
     a pull that read the former token also read these records. A failure here is left to the next
     push (the records are on the server; a full pull finds them)."""
-    import uuid
-
 
     try:
         client.collection(CLOCK).upsert(ids=[CLOCK], documents=[uuid.uuid4().hex], embeddings=[UNIT],
@@ -508,8 +503,8 @@ def _load_local_parts(store) -> None:
     """Import chromadb and load the store's embedding function before a time bound starts: the
     bound is on waiting for the server, not on this machine's start-up."""
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    import chromadb  # noqa: F401
-    import chromadb.api.fastapi  # noqa: F401
+    import chromadb  # noqa: F401, PLC0415 - heavy (chromadb): loaded only when used
+    import chromadb.api.fastapi  # noqa: F401, PLC0415 - heavy (chromadb): loaded only when used
 
     store.embedder()
 
@@ -569,8 +564,6 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
     memory whose version on the server is this machine's own version number written by another
     machine (both wrote version n at once; Chroma has no compare-and-set) lost this machine's write:
     it is queued for a push again (:func:`_requeue_lost`), which merges the two."""
-    from consolidate.store import archive, graph
-
     if not (fetched["memories"] or fetched["edges"] or fetched["tombstones"] or context):
         if ledger.get("clock") != fetched["clock"]:
             team.update_ledger(store, lambda led: led.update(clock=fetched["clock"]))
@@ -671,8 +664,6 @@ def _requeue_lost(store, lt, lost: list[dict]) -> None:
     store was overwritten by another machine's write of the same version (found by a pull); the
     push merges the two. A memory no longer in the local index was removed here: its removal is
     pushed again with the status it has in the local archive."""
-    from consolidate.store import archive
-
     here = lt.get([r["id"] for r in lost])
     removed = {}
     for r in lost:
@@ -682,11 +673,9 @@ def _requeue_lost(store, lt, lost: list[dict]) -> None:
             removed[r["id"]] = {"status": status}
     memories = [r["id"] for r in lost if r["id"] in here]
     run_id = f"repair-{write_id('x').split(':')[1]}"
-    folder = team.outbox_dir(store)
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    write_json_atomic(folder / TEAM_OUTBOX_ITEM.fill(run_id).name, {"run_id": run_id, "session_id": None, "outcome": "repair",
-                                                   "created": time.time(), "memories": memories, "removed": removed,
-                                                   "tombstones": [], "events": []})
+    team.put_outbox(store, run_id, {"run_id": run_id, "session_id": None, "outcome": "repair",
+                                    "created": time.time(), "memories": memories, "removed": removed,
+                                    "tombstones": [], "events": []})
     team.log(store, f"{len(lost)} memories written here were overwritten on the team store by another machine's"
              f" write of the same version; queued again as {run_id} (the push merges them)")
 

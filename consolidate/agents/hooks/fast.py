@@ -34,13 +34,15 @@ import sys
 import time
 
 # the variables, declared in consolidate/core/settings.py (standard library only, like this module)
-from consolidate.agents.hooks.payload import (END_EVENTS, EVENT_KEY, START_EVENTS, cwd_of, event_name, find_store,
+from consolidate.agents.hooks.payload import (END_EVENTS, EVENT_KEY, START_EVENTS, TOOL_EVENTS, cwd_of, event_name,
                                               gemini_output, raw_cwd, reason_of, session_id_of)
-from consolidate.core.settings import JUDGE_CHILD, STORE
+from consolidate.core.settings import JUDGE_CHILD
 from consolidate.core.spawn import spawn_worker
 # the session outcomes (consolidate/core/vocab.py: no imports)
 from consolidate.core.vocab import SESSION_OUTCOMES
 from consolidate.store import hook_log
+# which store a call means (standard library only)
+from consolidate.store import resolve
 # the queue file's append and fold, and its record's text check (standard library only)
 from consolidate.store.sessions.queue_file import append_end, fold_queue_file
 from consolidate.store.sessions.queue_file import simple as _simple
@@ -214,20 +216,22 @@ def _hook_end(opts: dict, raw: bytes, outcome: str) -> int:
     if opts.get("event") and EVENT_KEY not in payload:
         payload[EVENT_KEY] = opts["event"]  # as the full hook: setdefault
     name = event_name(payload)
-    if name not in END_EVENTS and name not in START_EVENTS:
+    if name not in END_EVENTS and name not in START_EVENTS and name not in TOOL_EVENTS:
         raise _Fallback
     sid = session_id_of(payload)
     reason = reason_of(payload)
     if sid is None or not _simple(sid, 200, "-.:@+/") or (reason and not _simple(reason, 64)):
         raise _Fallback  # the full hook checks the id and scans the reason for secrets
     cwd = raw_cwd(payload)
-    if not (opts.get("store") or STORE.get()) and cwd is not None and not (isinstance(cwd, str) and os.path.isabs(cwd)):
+    if not resolve.named(opts.get("store")) and cwd is not None and not (isinstance(cwd, str) and os.path.isabs(cwd)):
         raise _Fallback  # the full hook refuses it (consolidate.cli.commands.lifecycle.hook_refusal)
-    store = find_store(payload, opts.get("store"))
+    store = resolve.store_path(opts.get("store"), cwd=cwd)
     if not _private_store(store):
         raise _Fallback
     if name in START_EVENTS:
         return _session_start(store, sid, payload, opts)
+    if name in TOOL_EVENTS:
+        return _file_recall(store, sid, payload, cwd)
     os.umask(0o077)
     record = {"session_id": sid, "outcome": outcome, "reason": reason or None, "ended_at": time.time(), "event": name}
     append_end(store, record)
@@ -247,6 +251,22 @@ def _session_start(store: str, sid: str, payload: dict, opts: dict) -> int:
         raise _Fallback from None
     sys.stdout.write((gemini_output(text) if gemini else text) + "\n")
     _log(store, f"sessionstart session={sid}: recorded as the current session")
+    return 0
+
+
+def _file_recall(store: str, sid: str, payload: dict, cwd) -> int:
+    """PreToolUse/BeforeTool: what the full hook prints (consolidate.agents.file_recall.run, the same
+    call), without the command line's parser and the full hook's modules (issue 34). The full hook's
+    refusals are checked first: a ``cwd`` that is not a folder goes to it."""
+    if cwd is not None and not os.path.isdir(cwd):
+        raise _Fallback  # the full hook refuses it (consolidate.cli.commands.lifecycle.hook_refusal)
+    from pathlib import Path
+
+    from consolidate.agents.file_recall import run as file_recall  # here: the other hooks never load it
+
+    text = file_recall(Path(store), sid, payload)
+    if text:
+        sys.stdout.write(text + "\n")
     return 0
 
 
@@ -287,7 +307,7 @@ def _idle_run(opts: dict) -> int | None:
     sid = opts.get("session")
     if not sid or not _simple(sid, 200, "-.:@+/") or any(opts.get(k) for k in ("chroma_url",)):
         return None
-    store = opts.get("store") or STORE.get() or ".memofs"
+    store = resolve.store_path(opts.get("store"))
     db_path = SESSIONS_DB.join(store)
     if not _private_store(store) or not os.path.exists(db_path):
         return None

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 
 from consolidate.agents.hooks.lifecycle import missed_sessions, session_for_start, stranded
-from consolidate.store.echo import record_digests
+from consolidate.store.views.shown import record_digests
 from consolidate.store.layout import SESSIONS_DB, TEAM_JSON
 from consolidate.store.sessions.agents import insert_start
 from consolidate.store.sessions.queue_file import fold_queue_file

@@ -42,8 +42,8 @@ from consolidate.store.sessions.tier import SessionTier
 from consolidate.store.worker_health import start_line
 from consolidate.agents.hooks.lifecycle import PRECOMPACT_MAX_ENTRIES
 from consolidate.store.sessions.agents import record_start
-from consolidate.store.echo import memory_texts, record_shown
-from consolidate.agents.hooks.lifecycle import recover_missed, stranded
+from consolidate.store.views import shown as agent_view
+from consolidate.agents.hooks.lifecycle import recover_missed, session_for_start, stranded
 
 #: Environment guard set by our own judge subprocesses (``claude -p`` fires its hooks): a hook that
 #: sees it does nothing, so a judge never recurses into consolidation.
@@ -262,7 +262,7 @@ def _record_start(store_path: Path, sid: str, payload: dict[str, Any], agent: st
         try:
             cwd = cwd_of(payload)
             record_start(tier, sid, agent=agent, cwd=cwd)
-            record_shown(tier, sid, memory_texts(shown))
+            agent_view.record_lines(tier, sid, shown)  # a repeat is an echo (the agent view's record)
         finally:
             tier.close()
         log(store_path, f"sessionstart session={sid}: recorded as the current session")
@@ -277,8 +277,6 @@ def _session_for_start(store_path: Path, sid: str, payload: dict[str, Any]) -> s
     """The session a SessionStart opens (a resumed session's new part: consolidate/agents/hooks/lifecycle.py);
     ``sid`` itself when that cannot be decided. Never raises."""
     try:
-        from consolidate.agents.hooks.lifecycle import session_for_start
-
         prepare_store_dir(store_path, GITIGNORE.name)
         tier = SessionTier(SESSIONS_DB.of(store_path))
         try:

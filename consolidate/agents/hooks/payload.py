@@ -21,15 +21,12 @@ The payloads, as the agent CLIs document them:
 Event names are normalised (lower case, ``-`` and ``_`` removed, aliases applied): ``sessionend``,
 ``stop``, ``sessionstart``, ``precompact``, ``pretooluse``, ``beforetool``; anything else is passed on
 as normalised and does nothing. Unknown fields are ignored. Standard library only (the fast hook
-imports this module), and ``consolidate.core.settings`` for ``$CONSOLIDATE_STORE``.
+imports this module). Which store a payload means is decided by consolidate/store/resolve.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
-
-from consolidate.core.settings import STORE
 
 #: The events, normalised (:func:`normalise`).
 SESSION_END = "sessionend"
@@ -69,10 +66,6 @@ TRANSCRIPT_KEYS = ("transcript_path",)
 CWD_KEY = "cwd"
 REASON_KEY = "reason"
 SOURCE_KEYS = ("source", "trigger")
-#: The variables naming the project's root folder in a hook process, first set wins.
-PROJECT_DIR_VARIABLES = ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR")
-#: The store folder's name in a project (the default store: ``<cwd>/.memofs``).
-STORE_FOLDER = ".memofs"
 
 
 def normalise(name: object) -> str:
@@ -147,29 +140,6 @@ def reason_of(payload: dict) -> str | None:
 def source_of(payload: dict) -> str | None:
     """How the session started (``startup``, ``resume``, ...: a non-blank string), or None."""
     return _text(payload, SOURCE_KEYS)
-
-
-def project_dir(environ=None) -> str | None:
-    """The project's root folder the agent CLI gives its hook process (:data:`PROJECT_DIR_VARIABLES`,
-    an absolute path), or None."""
-    env = os.environ if environ is None else environ
-    for name in PROJECT_DIR_VARIABLES:
-        value = env.get(name)
-        if value and os.path.isabs(value):
-            return value
-    return None
-
-
-def find_store(payload: dict, store: str | None = None, environ=None) -> str:
-    """The store a hook call works on: ``store`` (``--store``), else ``$CONSOLIDATE_STORE``, else
-    ``.memofs`` in the payload's ``cwd``, else in the project folder of :func:`project_dir` (a
-    payload without ``cwd``), else ``./.memofs``. The ``cwd`` is not checked here: the ``hook``
-    command refuses one that is not an existing absolute folder before this is used."""
-    chosen = store or STORE.get()
-    if chosen:
-        return chosen
-    folder = cwd_of(payload) or (project_dir(environ) if raw_cwd(payload) is None else None)
-    return os.path.join(folder, STORE_FOLDER) if folder else STORE_FOLDER
 
 
 def command_line_payload(session_id: str, event: str | None) -> dict:

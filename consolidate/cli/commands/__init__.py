@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hook": ("lifecycle", "consolidate hook --session s1 --outcome success --no-worker"),
     "worker": ("lifecycle", "consolidate worker --time-box 60"),
     "batch": ("lifecycle", "consolidate batch --concurrency 4 --since 2026-11-01"),
+    "curate": ("lifecycle", "consolidate curate --review --judge cli:claude"),
     "eval": ("eval_cmd", "consolidate eval --labels labels.jsonl --judge rules --limit 100"),
     "judges": ("judges_cmd", "consolidate judges --no-probe"),
     "mcp": ("mcp_cmd", "consolidate mcp --store ~/my-app/.memofs"),
@@ -39,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "review": ("review_cmd", "consolidate review --approve MEMORY_ID"),
     "export": ("share_cmd", "consolidate export --file AGENTS.md --limit 30"),
     "import-transcripts": ("transcripts_cmd", "consolidate import-transcripts --claude-code"),
+    "ui": ("ui_cmd", "consolidate ui --port 8800 --no-browser"),
 }
 
 #: The command modules, in registration order.

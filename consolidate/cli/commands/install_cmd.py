@@ -47,7 +47,8 @@ def cmd_install_hook(args) -> int:
 
 def describe_config(config: dict, *, harvest: bool) -> str:
     """The configuration the hook will use, one ``name: value`` per line (defaults spelled out)."""
-    defaults = {"store": "the session's folder/.memofs", "chroma_url": "none (embedded Chroma in the store)",
+    defaults = {"store": "the project's .memofs (the agent's project folder, else the nearest enclosing store,"
+                         " else the git root, else the session's folder)", "chroma_url": "none (embedded Chroma in the store)",
                 "project": "the name of the folder holding the store", "embedding": "the store's own (minilm for a new one)",
                 "judges": "the default chain (`consolidate judges`)"}
     lines = ["the hooks will use:"]
@@ -62,7 +63,7 @@ def describe_config(config: dict, *, harvest: bool) -> str:
 def register(sub, common) -> None:
     from consolidate.cli.options import add_dry_run, add_judge
 
-    s = sub.add_parser("install-hook", help="add our SessionStart/SessionEnd hooks to an agent CLI's settings.json")
+    s = sub.add_parser("install-hook", help="add our hooks (session start and end, file recall, compaction) to an agent CLI's settings (Codex: .codex/hooks.json and config.toml)")
     s.add_argument("agent", choices=["claude-code", "gemini-cli", "codex"],
                    help="the agent CLI whose settings get the hooks")
     where = s.add_mutually_exclusive_group()
@@ -71,7 +72,9 @@ def register(sub, common) -> None:
     where.add_argument("--user", dest="scope", action="store_const", const="user",
                        help="~/.claude/settings.json, ~/.gemini/settings.json or ~/.codex/hooks.json")
     add_dry_run(s, "print the change, write nothing")
-    s.add_argument("--store", help="store folder for the hook (default: the session's cwd/.memofs)")
+    s.add_argument("--store", default=argparse.SUPPRESS,  # SUPPRESS: a --store before the command is kept
+                   help="store folder for the hook (default: the project's .memofs: the agent's project folder,"
+                        " else the nearest enclosing store, else the git root, else the session's folder)")
     s.add_argument("--harvest", action="store_true",
                    help="hooks also take notes from the Claude Code transcript (consolidate hook --harvest);"
                         " adds the PreCompact hook")

@@ -16,7 +16,7 @@ from consolidate.rules.redaction import error_text
 
 
 def cmd_judges(args) -> int:
-    from judges import registry
+    from consolidate.judges import registry
 
     from consolidate.core.errors import ConfigError
     from consolidate.store.store import resolve_store_path

@@ -8,18 +8,19 @@ import os
 import sys
 from pathlib import Path
 
-from consolidate.agents.hooks.payload import (EVENT_KEY, TOOL_EVENTS, command_line_payload, event_name, find_store, gemini_output,
+from consolidate.agents.hooks.payload import (EVENT_KEY, TOOL_EVENTS, command_line_payload, event_name, gemini_output,
                                               raw_cwd, session_ids)
-from consolidate.core.settings import STORE
-from consolidate.cli.options import add_json, add_judge, add_outcome, add_session, add_time_box, open_store
+from consolidate.store import resolve
+from consolidate.cli.options import add_dry_run, add_json, add_judge, add_outcome, add_session, add_time_box, open_store
 from consolidate.rules.redaction import error_text
-from consolidate.cli.options import count_1_to, positive_hours, user_date
+from consolidate.cli.options import count_1_to, count_from_to, positive_hours, user_date
 
 
 def cmd_hook(args) -> int:
     """Always exits 0: a hook must never fail or block the agent."""
     from consolidate.agents.hooks.full import log, parse_event, read_stdin, run_hook
 
+    payload: dict = {}
     try:
         payload = command_line_payload(args.session, args.event) if args.session else parse_event(read_stdin())
         if args.event and not args.session:
@@ -28,7 +29,7 @@ def cmd_hook(args) -> int:
         if refused:
             sys.stderr.write(f"consolidate hook: refused: {refused}; nothing was written\n")
             return HOOK_REFUSED
-        store = find_store(payload, args.store)
+        store = resolve.store_path(args.store, cwd=raw_cwd(payload))
         options = {"chroma_url": args.chroma_url, "project": args.project, "embedding": args.embedding,
                    "judges": args.judge}
         code, text = run_hook(Path(store), payload=payload, outcome=args.outcome, harvest_notes=args.harvest,
@@ -42,7 +43,7 @@ def cmd_hook(args) -> int:
             sys.stdout.write(text + "\n")
     except BaseException as exc:  # noqa: BLE001 - the hook's promise is exit 0, whatever happens
         try:
-            log(Path(args.store or ".memofs"), f"hook failed: {error_text(exc, typed=True)}")
+            log(Path(resolve.store_path(args.store, cwd=raw_cwd(payload))), f"hook failed: {error_text(exc, typed=True)}")
         except Exception:
             pass
     return 0
@@ -67,7 +68,7 @@ def hook_refusal(args, payload: dict) -> str | None:
         except BadInput as exc:
             return f"{key}: {error_text(exc)}"
     cwd = raw_cwd(payload)
-    if args.store or STORE.get() or cwd is None:
+    if resolve.named(args.store) or cwd is None:
         return None
     if not isinstance(cwd, str) or not cwd.strip() or "\x00" in cwd:
         return f"the payload's cwd is not a folder path ({type(cwd).__name__} {str(cwd)[:80]!r})"
@@ -101,8 +102,8 @@ def cmd_worker(args) -> int:
 
 
 def worker_failed(args, exc: BaseException) -> None:
-    """Record that this ``consolidate worker`` failed with ``exc`` in its store (the store option,
-    else ``$CONSOLIDATE_STORE``, else ``./.memofs``). Never raises."""
+    """Record that this ``consolidate worker`` failed with ``exc`` in its store (the one its options
+    mean: consolidate/store/resolve.py). Never raises."""
     from consolidate.store.worker_health import record
 
     try:
@@ -154,7 +155,7 @@ def cmd_batch(args) -> int:
         print(line, flush=True, file=sys.stderr if args.json else sys.stdout)
     r = run_batch(store, concurrency=args.concurrency, judges=args.judge, time_box=args.time_box,
                   orphan_age=args.orphan_age * 3600, rejudge=args.rejudge, since=since,
-                  prompt_version=args.prompt_version, drifted=args.drifted)
+                  prompt_version=args.prompt_version, drifted=args.drifted, curate=args.curate)
     errors = [s for s in r.sessions if "error" in s]
     partial = [s for s in r.sessions if s.get("partial")]
     _say_unmatched_prompt_version(args, store, r)
@@ -167,6 +168,7 @@ def cmd_batch(args) -> int:
           + (f", re-judged {_rejudged(r.rejudged)}" if args.rejudge and not args.drifted else "")
           + (f", {r.drift.get('drifted', 0)} drifted and {r.drift.get('stale', 0)} stale (code anchors)" if r.drift else "")
           + (f", re-judged drifted {_rejudged(r.rejudged_drifted)}" if args.rejudge and args.drifted else "")
+          + (f", {curated_words(r.curated)}" if args.curate else "")
           + f" in {r.seconds:.1f} s"
           + (f"; {sum(s['waiting'] for s in partial)} notes of {len(partial)} sessions wait for a judge"
              " (`consolidate status`, `consolidate judges`)" if partial else ""))
@@ -233,5 +235,59 @@ def register_batch(sub, common) -> None:
     s.add_argument("--prompt-version", help="with --rejudge: only entries written under this prompt version")
     s.add_argument("--drifted", action="store_true",
                    help="with --rejudge: re-judge the memories whose anchored code changed instead")
+    s.add_argument("--curate", action="store_true",
+                   help="last, the store curation pass (`consolidate curate`), as its own undoable run")
     add_json(s, "print what the batch did as one JSON object")
     s.set_defaults(func=cmd_batch)
+    register_curate(sub, common)
+
+
+def curated_words(c: dict) -> str:
+    """A curation pass's counts in words (``batch --curate``, ``curate``)."""
+    return (f"curated {c.get('considered', 0)} memories in {c.get('groups', 0)} groups: {c.get('merged', 0)} merged,"
+            f" {c.get('dropped', 0)} dropped, {c.get('conflicts', 0)} conflicts disputed,"
+            f" {c.get('for_review', 0)} sent to review, {c.get('deferred_groups', 0)} groups deferred"
+            + (f" (run {c['run_id']})" if c.get("run_id") else ""))
+
+
+def cmd_curate(args) -> int:
+    """``consolidate curate``: the store curation pass (consolidate/pipeline/curate/)."""
+    import dataclasses
+
+    from consolidate.pipeline.curate.curation import run_curate, summary
+
+    store = open_store(args, create=False, writes=not args.dry_run)
+    if not store.exists:
+        print(f"curate: no store at {store.path}; nothing to do")
+        return 0
+    res = run_curate(store, judges=args.judge, time_box=args.time_box, review=args.review, dry_run=args.dry_run,
+                     max_group=args.max_group)
+    if args.json:
+        print(json.dumps({**dataclasses.asdict(res), "summary": summary(res)}, ensure_ascii=False, default=str))
+        return 0
+    print(("DRY RUN, nothing written: " if args.dry_run else "") + curated_words(summary(res))
+          + (f"; `consolidate undo {res.run_id}` reverts it" if res.run_id and (res.proposals) else ""))
+    for p in res.proposals:
+        target = f" into {p['into']}" if p.get("into") else f" with {p['with']}" if p.get("with") else ""
+        print(f"  {p['outcome']}: {p['action']} {p['memory_id']}{target}"
+              + (f" ({p['held']}: sent to review)" if p.get("held") else "")
+              + (f": {p['reason']}" if p.get("reason") else ""))
+        print(f"      {p['statement'][:160]}")
+    for d in res.deferred:
+        print(f"  deferred: {len(d['memory_ids'])} memories unchanged: {d['reason'][:200]}")
+    return 0
+
+
+def register_curate(sub, common) -> None:
+    s = sub.add_parser("curate", parents=[common],
+                       help="the judge reads the active memories in groups of related ones: keep, drop junk,"
+                            " merge repeats, dispute conflicts (one undoable run)")
+    add_judge(s)
+    add_time_box(s, 120.0, "seconds for every judge call of the pass (groups left after it are deferred)")
+    s.add_argument("--review", action="store_true",
+                   help="send every proposal to the review queue (`consolidate review`) instead of applying it")
+    add_dry_run(s, "print the proposals, write nothing")
+    s.add_argument("--max-group", type=count_from_to(2, 64), default=8,
+                   help="most memories the judge sees in one group (at least 2, at most 64; default 8)")
+    add_json(s, "print the proposals and counts as one JSON object")
+    s.set_defaults(func=cmd_curate)

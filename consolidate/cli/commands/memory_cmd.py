@@ -9,18 +9,22 @@ from consolidate.cli.options import add_dry_run, add_json, add_limit, open_store
 
 def cmd_disputes(args) -> int:
     from consolidate.pipeline.maintenance import disputes
-    from consolidate.model.report import render_memory
+    from consolidate.store.views import shown as agent_view
 
     store = open_store(args, create=False)
     rows = disputes(store) if store.exists and store.read_manifest() else []
+    got = agent_view.view(rows, "disputes", forgotten=agent_view.forgotten_ids(store) if rows else ())
+    rows = got.rows  # as the agent view shows them: evidence as credited, the guard's held back left out
     if args.json:
         print(json.dumps([{"id": r["id"], "statement": r["document"], "with": r["with"], **r["metadata"]} for r in rows],
                          ensure_ascii=False))
         return 0
-    if not rows:
+    if not rows and not got.held:
         print("no disputes")
+    if got.held:
+        print(got.held_line + ": " + ", ".join(got.held))
     for r in rows:
-        print(f"{r['id']}  {render_memory(r['document'], r['metadata'])}")
+        print(f"{r['id']}  {agent_view.line(r['document'], r['metadata'], 'disputes')}")
         if r["with"]:
             print(f"    disputes with {', '.join(r['with'])}; settle with: consolidate resolve {r['id']} --keep ID")
     return 0
@@ -128,7 +132,8 @@ def cmd_undo(args) -> int:
         print(f"undid {args.run_id}: it wrote nothing to the recall index (a session without notes, every note"
               " dropped or a failure), so nothing was reverted; `consolidate runs` shows it undone")
         return 0
-    print(f"undid {args.run_id}: removed {counts['removed']} entries, restored {counts['restored']}")
+    kept = f", kept {counts['kept_forgotten']} forgotten after it as forgotten" if counts.get("kept_forgotten") else ""
+    print(f"undid {args.run_id}: removed {counts['removed']} entries, restored {counts['restored']}{kept}")
     return 0
 
 

@@ -12,11 +12,13 @@ from consolidate.store.layout import GRAPH
 from consolidate.rules.redaction import error_text
 from consolidate.core.errors import BadInput
 from consolidate.core.errors import StoreCorrupt
+from consolidate.store.views import shown as agent_view
 
 
 def cmd_recall(args) -> int:
-    from consolidate.model.report import memory_json, render_memory, terminal_safe
+    from consolidate.model.report import memory_json, terminal_safe
     from consolidate.pipeline.recall import check_options, recall
+    from consolidate.store.views.shown import line
 
     from consolidate.pipeline.recall import as_of_day
 
@@ -36,13 +38,15 @@ def cmd_recall(args) -> int:
     if not hits and result.below_floor:
         print(f"no memory at similarity {args.min_similarity:g} or more ({result.below_floor} less similar:"
               f" --min-similarity 0 shows them)")
-    elif not hits:
+    elif not hits and not result.held_back:
         print("no memories" + (f" valid on {day}" if day else "") + ("" if store.exists else f" (no store at {store.path})"))
     for h in hits:
-        print(terminal_safe(render_memory(h["document"], h["metadata"])
+        print(terminal_safe(line(h["document"], h["metadata"], "cli-recall")
                             + (f"  ({h['via']})" if h.get("via") else "")))
     if result.note:
         print("note: " + terminal_safe(result.note))
+    if result.held_back:  # the agent view's guard (consolidate/store/views/shown.py): named, not printed
+        print(f"held back: {', '.join(result.held_back)} {result.held_line} (`consolidate forget ID` removes one)")
     return 0
 
 
@@ -61,6 +65,8 @@ def cmd_graph(args) -> int:
     g = load(store.sub(GRAPH)) if store.exists else None
     res: dict[str, Any] = (relations_of(g, name, args.depth) if g is not None
                            else {"entity": name, "found": False, "relations": [], "memories": {}})
+    if g is not None:
+        agent_view.graph_view(res, store, "cli-graph")  # as the agent view shows them (consolidate/store/views/shown.py)
     if args.json:
         print(json.dumps(res, ensure_ascii=False))
         return 0

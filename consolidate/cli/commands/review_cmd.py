@@ -10,6 +10,7 @@ import json
 import sys
 
 from consolidate.cli.options import add_json, open_store
+from consolidate.core.errors import BadInput
 from consolidate.rules.redaction import error_text
 
 
@@ -19,6 +20,11 @@ def _print_entry(e: dict, index: int | None = None) -> None:
     print(f"    {e['text']}")
     if e["with"]:
         print(f"    disputes with {', '.join(e['with'])}")
+    if e.get("proposal"):
+        p = e["proposal"]
+        target = f" into {p['into']}" if p.get("into") else f" with {p['with']}" if p.get("with") else ""
+        print(f"    curation proposes {p.get('action')}{target}" + (f": {p['reason']}" if p.get("reason") else "")
+              + " (approve: it holds; decline: archive it)")
 
 
 def _print_result(res: dict) -> None:
@@ -30,6 +36,14 @@ def _print_result(res: dict) -> None:
         print(f"declined {res['memory_id']}: archived with a tombstone{extra} (run {res['run_id']})")
     else:
         print(f"edited {res['supersedes']}: now {res['memory_id']}, user-stated (run {res['run_id']})")
+        changed = res.get("fields_changed") or {}
+        said = [f"{', '.join(names)} re-derived from the new wording" if how == "rederived"
+                else f"{', '.join(names)} dropped (taken from the old wording)"
+                for how, names in changed.items() if names]
+        if res.get("fields_missing"):
+            said.append(f"now missing {', '.join(res['fields_missing'])} (stored with fields_missing)")
+        if said:
+            print("  fields: " + "; ".join(said))
 
 
 def cmd_review(args) -> int:
@@ -37,14 +51,10 @@ def cmd_review(args) -> int:
 
     action = [name for name in ("approve", "decline", "edit") if getattr(args, name)]
     if len(action) > 1:
-        from consolidate.core.errors import BadInput
-
         raise BadInput("give one of --approve, --decline, --edit at a time")
     if action:
         store = open_store(args, create=False)
         if not store.exists:
-            from consolidate.core.errors import BadInput
-
             memory_id = args.edit[0] if args.edit else getattr(args, action[0])
             raise BadInput(f"unknown memory {memory_id!r}: no store at {store.path}")
         store = open_store(args, create=False, writes=True)
@@ -81,7 +91,6 @@ PROMPT = "[a]pprove, [d]ecline, [e]dit, [s]kip, [q]uit? "
 def prompt_loop(args, entries: list[dict]) -> int:
     """Ask about each entry in turn on the terminal; returns 0. End of input quits."""
     from consolidate.pipeline import review
-    from consolidate.core.errors import BadInput
 
     if not entries:
         print("nothing to review")

@@ -22,7 +22,7 @@ def cmd_run(args) -> int:
     from consolidate.pipeline.run import run_queue
 
     if args.judge:  # refused before the store is opened: the check install-hook makes (consolidate/pipeline/run_options.py)
-        from judges.registry import chain_specs, check_specs
+        from consolidate.judges.registry import chain_specs, check_specs
 
         check_specs(chain_specs(args.judge))
     store = open_store(args, create=False, writes=not args.dry_run)

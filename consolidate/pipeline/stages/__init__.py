@@ -8,15 +8,17 @@ A :class:`Stage` names one step of a run: its ``name`` (the key of ``plan.stage_
 function, whether it runs under the store lock (``locked``) and whether it writes (``writes``: left
 out of a dry run). :data:`SESSION` is the run of a successful session, :data:`FAILURE` the run of a
 failed one; ``consolidate.pipeline.run`` runs a list in order, the unlocked stages first, then the
-locked ones under one hold of the store lock. Each stage's function imports its module when the
-stage runs (an empty session imports nothing heavy) and looks the module's ``run`` up then, so a
-wrapped or patched ``run`` is what runs.
+locked ones under one hold of the store lock. Each stage's function looks its module's ``run`` up
+when the stage runs, so a wrapped or patched ``run`` is what runs; the stages that load the judges
+(pydantic) import their module then, so an empty session imports nothing heavy.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable
+
+from consolidate.pipeline.stages import apply, count, flag_promote, provenance, purge, secret_gate, write_policy
 
 
 @dataclass(frozen=True)
@@ -34,49 +36,39 @@ class Stage:
 
 def _count(plan, ctx):
     """How many notes the session has (``plan.note_count``); an empty session stops here."""
-    from consolidate.pipeline.stages.count import run
-
-    return run(plan, ctx)
+    return count.run(plan, ctx)
 
 
 def _purge(plan, ctx):
     """Expired notes leave the plan (quarantine past its time to live: ``expire``, after ``embed``)."""
-    from consolidate.pipeline.stages.purge import run
-
-    return run(plan, ctx)
+    return purge.run(plan, ctx)
 
 
 def _secret_gate(plan, ctx):
     """Notes holding a secret are blocked (kept redacted); nothing holding one is judged or written."""
-    from consolidate.pipeline.stages.secret_gate import run
-
-    return run(plan, ctx)
+    return secret_gate.run(plan, ctx)
 
 
 def _flag_promote(plan, ctx):
     """Notes the agent flagged become candidates without a judge."""
-    from consolidate.pipeline.stages.flag_promote import run
-
-    return run(plan, ctx)
+    return flag_promote.run(plan, ctx)
 
 
 def _judge(plan, ctx):
     """The judge chain decides the other notes within the run's time box."""
-    from consolidate.pipeline.stages.judge import run
+    from consolidate.pipeline.stages.judge import run  # noqa: PLC0415 - pydantic (the judges): an empty session imports nothing heavy
 
     return run(plan, ctx)
 
 
 def _write_policy(plan, ctx):
     """Which candidates may be written, and to which tier and status."""
-    from consolidate.pipeline.stages.write_policy import run
-
-    return run(plan, ctx)
+    return write_policy.run(plan, ctx)
 
 
 def _embed(plan, ctx):
     """The durable keepers are embedded, outside the store lock (concurrent runs embed in parallel)."""
-    from consolidate.pipeline.stages.contradiction import embed_keepers
+    from consolidate.pipeline.stages.contradiction import embed_keepers  # noqa: PLC0415 - pydantic (the judges): an empty session imports nothing heavy
 
     return embed_keepers(plan, ctx)
 
@@ -91,37 +83,31 @@ def _release_model(plan, ctx):
 
 def _expire(plan, ctx):
     """Quarantine past its time to live expires (purge's read of the index, the run's first)."""
-    from consolidate.pipeline.stages.purge import expire
-
-    return expire(plan, ctx)
+    return purge.expire(plan, ctx)
 
 
 def _contradiction(plan, ctx):
     """Keepers compared with the store: duplicates re-confirm, contradictions quarantine or supersede."""
-    from consolidate.pipeline.stages.contradiction import run
+    from consolidate.pipeline.stages.contradiction import run  # noqa: PLC0415 - pydantic (the judges): an empty session imports nothing heavy
 
     return run(plan, ctx)
 
 
 def _provenance(plan, ctx):
     """Each write gets its provenance stamp and its deterministic memory id."""
-    from consolidate.pipeline.stages.provenance import run
-
-    return run(plan, ctx)
+    return provenance.run(plan, ctx)
 
 
 def _failure_link(plan, ctx):
     """A failed session weakens the memories its notes link to; it promotes nothing."""
-    from consolidate.pipeline.stages.failure_link import run
+    from consolidate.pipeline.stages.failure_link import run  # noqa: PLC0415 - pydantic (the judges): an empty session imports nothing heavy
 
     return run(plan, ctx)
 
 
 def _apply(plan, ctx):
     """The only writer: journal first, then index, graph, event log, files and session rows."""
-    from consolidate.pipeline.stages.apply import run
-
-    return run(plan, ctx)
+    return apply.run(plan, ctx)
 
 
 COUNT = Stage("count", _count)

@@ -19,13 +19,17 @@ from consolidate.store.views import context_md, notes_md
 from consolidate.store import events as event_log, graph, journal, snapshots
 from consolidate.core.faults import crash_point
 from consolidate.model.plan import run_summary as summary
-from consolidate.store.layout import EVENTS, GRAPH, JOURNAL, JOURNAL_STEPS, MEMORY, PREFLIGHT, SNAPSHOTS
+from consolidate.store.layout import EVENTS, GRAPH, JOURNAL, MEMORY, PREFLIGHT, SNAPSHOTS
 from consolidate.rules.redaction import error_text
 from consolidate.core.errors import ConsolidateError
 from consolidate.core.errors import StoreError
 from consolidate.store import graph as _graph_files
-from consolidate.core.atomic import write_text_atomic
 from consolidate.core.private import private_file
+import json as _json
+from consolidate.model.validity import stamp_plan
+from consolidate.store import anchors, archive
+from consolidate.store.archive import lift_tombstones
+from consolidate.store.index.longterm import record_for
 
 # The graph goes before Chroma: a graph file that cannot be read stops the run before the recall
 # index changes (the journal keeps the run for a replay once `consolidate doctor --repair` ran).
@@ -44,7 +48,6 @@ def run(plan, ctx):
     if ctx.dry_run:
         return plan
     preflight(ctx.store)
-    from consolidate.model.validity import stamp_plan
 
     stamp_plan(plan)  # valid_to of every entry taken out, before the journal (a replay keeps it)
     journal.write(ctx.store, plan)
@@ -103,10 +106,6 @@ def roll_back(store, plan) -> None:
     then the undo record and the journal are removed. When the index refuses, the journal's steps are
     reset to ``snapshot`` (graph and index are redone by the next run's replay) and the error is
     raised."""
-    import json as _json
-
-    from consolidate.store.archive import lift_tombstones
-
     path = snapshots.path_of(store, plan.run_id)
     try:
         record = _json.loads(path.read_text(encoding="utf-8"))
@@ -131,9 +130,7 @@ def roll_back(store, plan) -> None:
                 lt.upsert([{"id": i, "document": r["document"], "metadata": r["metadata"],
                             "embedding": r["embedding"]} for i, r in changed.items()])
         except Exception:
-            steps = store.sub(JOURNAL_STEPS.fill(plan.run_id))
-
-            write_text_atomic(steps, "snapshot\n")
+            journal.reset_steps(store, plan.run_id, ["snapshot"])
             raise
         lift_tombstones(store, set(record.get("tombstoned", [])))
         path.unlink(missing_ok=True)
@@ -257,9 +254,6 @@ def _one_step(step, plan, store, writes, durable, touches_index, replayed) -> No
 
 
 def _chroma(plan, store, durable) -> None:
-    from consolidate.store import archive
-    from consolidate.store.index.longterm import record_for
-
     lt = store.longterm()
     dead = archive.tombstones(store)
     durable = [c for c in durable if c.memory_id not in dead]  # a late write never revives a tombstone
@@ -295,8 +289,6 @@ def _outbox(plan, store, writes) -> None:
 def _anchors(plan, store, durable) -> None:
     """Code anchors of the written entries into manifest.json (and of entries re-anchored by a
     re-judge); archived entries leave it (consolidate.store.anchors)."""
-    from consolidate.store import anchors
-
     anchored = {c.memory_id: c.anchors for c in durable if c.anchors}
     for u in plan.updates:
         if u.action == "update" and "anchors" in u.changes:
@@ -309,8 +301,6 @@ def _graph(plan, store, durable) -> None:
     """Append the run's nodes and edges to the graph files (consolidate.store.graph.append: the graph is
     never loaded here) and record where its lines are in the undo record, from which undo and a
     roll back recover the diff (consolidate.store.snapshots.record_graph_append)."""
-    from consolidate.store import archive, graph
-
     folder = store.sub(GRAPH)
     nodes: list[dict] = []
     edges: list[dict] = []

@@ -5,7 +5,7 @@ type from CANDIDATE_SIMILARITY on, of another type from CROSS_TYPE_SIMILARITY on
 from two notes is often typed twice) and with the existing same-type, same-scope memories (Chroma
 neighbours, nearest first, with cosine similarity at least CANDIDATE_SIMILARITY):
 
-- the same statement (:func:`same_memory`: equal after normalisation, or similarity >=
+- the same statement (:func:`same_memory`: one consolidate.core.normal.text_key, or similarity >=
   DUPLICATE_SIMILARITY with the same numbers in the same order, the same negations and every
   differing part of the two whole texts as similar, so two long notes differing only at the end are
   not, nor "port 8080 to 3000" and "port 3000 to 8080") is a duplicate: the existing entry is re-confirmed (last_confirmed today; confidence one step up when seen
@@ -40,16 +40,19 @@ from __future__ import annotations
 import datetime as _dt
 import re
 
-from consolidate.rules.memory_types import normalize
+from consolidate.core.normal import canonical, fold, text_key
 from consolidate.model.plan import MemoryUpdate, Reconfirmation, step_confidence
-from consolidate.core.vocab import CONFIDENCE_RANK, EVIDENCE_RANK
+from consolidate.core.vocab import CONFIDENCE_RANK, EVIDENCE_RANK, LIVE_STATUSES
+from consolidate.pipeline.stages.provenance import memory_id
 from consolidate.store.echo import echo_reason
 from consolidate.model.validity import candidate_dates
 from consolidate.pipeline.stages.credibility import may_overrule
 from consolidate.pipeline.stages.credibility import credited_strength, entry_recorded, entry_strength, recorded
-from judges.base import JudgeContext, Pair
+from consolidate.judges.base import JudgeContext, Pair
 from consolidate.pipeline.stages.credibility import prevails
 from consolidate.model.validity import validity
+import difflib
+import json
 
 #: Cosine similarity at or above which two statements are the same memory without asking a judge.
 #: MiniLM-L6-v2 scores rewrites of one sentence above 0.95 and paraphrases of one rule 0.85-0.95.
@@ -79,7 +82,11 @@ def strength(evidence: str | None, confidence: str | None) -> tuple[int, int]:
     return EVIDENCE_RANK.get(evidence or "", 0), CONFIDENCE_RANK.get(confidence or "", 0)
 
 
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+#: A number, with its minus sign when it has one (``-5``; not the hyphen of ``gpt-4`` or ``1-5``).
+_NUMBER = re.compile(r"(?<![\w.])-(?=\d)\d+(?:[.,]\d+)?|\d+(?:[.,]\d+)?")
+#: A relation written as a symbol: ``x < 5`` and ``x > 5``, ``a != b`` and ``a == b`` differ.
+_RELATION = re.compile(r"[<>!=]=|[<>\u2260\u2264\u2265]")
+_RELATION_ASCII = str.maketrans({"\u2212": "-", "\u2260": "!=", "\u2264": "<=", "\u2265": ">="})
 _NEGATION = re.compile(r"\b(?:not|never|no|don't|doesn't|isn't|aren't|without|instead|cannot|can't|won't)\b", re.IGNORECASE)
 
 
@@ -91,7 +98,16 @@ def same_numbers(a: str, b: str) -> bool:
     and MiniLM scores such swaps 0.99 alike. A true restatement with its numbers reordered is then
     left to the judge's compare prompt (or, with no judge, written as its own memory): a possible
     duplicate, never a lost fact."""
+    a, b = a.translate(_RELATION_ASCII), b.translate(_RELATION_ASCII)
     return _NUMBER.findall(a) == _NUMBER.findall(b)
+
+
+def same_relations(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` hold the same relations written as symbols (``< > <= >= != ==``, ``≠ ≤
+    ≥`` read as ``!= <= >=``), in the same order: "retries < 5" and "retries > 5" embed alike but
+    say opposite things."""
+    a, b = a.translate(_RELATION_ASCII), b.translate(_RELATION_ASCII)
+    return _RELATION.findall(a) == _RELATION.findall(b)
 
 
 def swapped(a: str, b: str) -> bool:
@@ -101,7 +117,7 @@ def swapped(a: str, b: str) -> bool:
     "production traffic to staging" (MiniLM: 0.991 and 0.996). A swap says a different thing as
     often as the same, so it is never folded without a judge. A rewording that moves a phrase ("in
     dev, the proxy ..." / "the proxy ... in dev") is no swap."""
-    wa, wb = _UNITS.findall(a.casefold()), _UNITS.findall(b.casefold())
+    wa, wb = _UNITS.findall(fold(a)), _UNITS.findall(fold(b))
     if len(wa) != len(wb) or wa == wb:
         return False
     pairs = {(x, y) for x, y in zip(wa, wb) if x != y}
@@ -111,16 +127,18 @@ def swapped(a: str, b: str) -> bool:
 
 def same_memory(a: str, b: str, similarity: float, embed=None) -> bool:
     """Whether two statements are the same memory without asking a judge: equal after
-    normalisation, or at least DUPLICATE_SIMILARITY similar AND carrying the same numbers in the same
-    order (:func:`same_numbers`), not two words exchanged (:func:`swapped`), and the same negations (embeddings score "timeout is 30 s" and "timeout is 60 s" at 0.97: a contradiction, not
+    normalisation (one text_key: a number's sign and a relation are part of it), or at least
+    DUPLICATE_SIMILARITY similar AND carrying the same numbers, signs included, in the same order
+    (:func:`same_numbers`), the same relations (:func:`same_relations`), not two words exchanged (:func:`swapped`), and the same negations (embeddings score "timeout is 30 s" and "timeout is 60 s" at 0.97: a contradiction, not
     a re-confirmation) AND, given ``embed`` (texts -> unit vectors), every part where the two texts
     differ is itself at least DUPLICATE_SIMILARITY similar (:func:`differing_regions`, compared
     whole-text by words): two long notes that share a preamble and differ at the end ("... deployed
     with Helm charts" / "... with Kustomize overlays; Helm was removed") score 0.98 as wholes, since
     the shared text dominates a pooled vector, but their differing ends do not match."""
-    if normalize(a) == normalize(b):
+    if text_key(a) == text_key(b):
         return True
-    if not (similarity >= DUPLICATE_SIMILARITY and same_numbers(a, b) and not swapped(a, b)
+    a, b = canonical(a), canonical(b)  # fullwidth digits and negations read as such below
+    if not (similarity >= DUPLICATE_SIMILARITY and same_numbers(a, b) and same_relations(a, b) and not swapped(a, b)
             and sorted(m.lower() for m in _NEGATION.findall(a)) == sorted(m.lower() for m in _NEGATION.findall(b))):
         return False
     if embed is None:
@@ -147,9 +165,7 @@ def differing_regions(a: str, b: str) -> list[tuple[str, str]]:
     with REGION_CONTEXT words of the shared text on either side, as ``(part of a, part of b)``
     pairs. [] when the texts are the same words, when a part would be a whole text (short texts,
     compared as wholes), or when they differ in more than MAX_REGIONS places (a rewording)."""
-    import difflib
-
-    wa, wb = _UNITS.findall(a.lower()), _UNITS.findall(b.lower())
+    wa, wb = _UNITS.findall(fold(a)), _UNITS.findall(fold(b))
     spans: list[list[int]] = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, wa, wb, autojunk=False).get_opcodes():
         if tag == "equal":
@@ -182,13 +198,16 @@ class _NoIndex:
     def neighbours(self, *args, **kwargs):
         return []
 
+    def get(self, ids):
+        return {}
+
     def neighbours_many(self, embeddings, **kwargs):
         return [[] for _ in embeddings]
 
 
 def run(plan, ctx):
     """Mark duplicates, re-confirmations, supersessions, rejections and disputes."""
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 - heavy (numpy): loaded only when used
 
     durable = [c for c in plan.candidates if c.pending and c.tier == "durable"]
     if not durable:
@@ -255,6 +274,23 @@ def _neighbours_by_type(longterm, durable, scope) -> list[list[dict]]:
                                          k=NEIGHBOURS, min_similarity=CANDIDATE_SIMILARITY)
         for i, hits in zip(idx, found):
             out[i] = hits
+    return _with_same_ids(longterm, durable, scope, out)
+
+
+def _with_same_ids(longterm, durable, scope, out: list[list[dict]]) -> list[list[dict]]:
+    """``out`` with, first in each keeper's list, the live memory whose id the keeper's statement
+    gives (consolidate.pipeline.stages.provenance.memory_id: of its consolidate.core.normal.text_key),
+    when the vector neighbours missed it: the same statement in another Unicode form (fullwidth, NFD,
+    with zero-width characters) is found whatever its embedding."""
+    ids = [memory_id(scope, c.type, c.statement) for c in durable]
+    found = longterm.get(ids)
+    for i, mid in enumerate(ids):
+        row = found.get(mid)
+        if row is None or (row["metadata"] or {}).get("status", "active") not in LIVE_STATUSES:
+            continue
+        if all(h["id"] != mid for h in out[i]):
+            out[i].insert(0, {"id": mid, "document": row["document"], "metadata": row["metadata"] or {},
+                              "similarity": 1.0})
     return out
 
 
@@ -293,9 +329,10 @@ def _reconfirm(plan, c, match, today) -> None:
     status = meta.get("status", "active")
     evidence = meta.get("evidence") or c.evidence
     confidence = step_confidence(meta.get("confidence", "low"), 1 if other_session else 0)
-    if status == "quarantined" and other_session and not c.provenance.get("external"):
+    if status == "quarantined" and other_session and not (c.provenance.get("external") or c.provenance.get("unfaithful")):
         # a second, consistent observation in another session promotes it (one made from external
-        # content does not: the same page read again is no confirmation; stages/external.py)
+        # content does not: the same page read again is no confirmation; stages/external.py; nor a
+        # rewrite adding what its own notes do not say: stages/write_policy.faithfulness_hold)
         status = "active"
         if strength(c.evidence, None) > strength(evidence, None):
             evidence = c.evidence
@@ -495,8 +532,6 @@ def _update(plan, c, h, judge) -> None:
 def _confirm_update(plan, match) -> None:
     """A quarantined update confirmed in another session becomes active: the entry it updates
     (``provenance.updates``) is superseded now."""
-    import json
-
     try:
         prov = json.loads(match["metadata"].get("provenance") or "{}")
     except (TypeError, ValueError):

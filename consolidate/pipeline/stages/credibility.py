@@ -51,12 +51,13 @@ from __future__ import annotations
 from typing import Any
 
 from consolidate.core.vocab import CONFIDENCE_RANK, EVIDENCE_RANK
+from consolidate.store.views.shown import JUDGED_MAX_RANK, judge_claimed
 
 #: Note ``metadata["source"]`` values that mean the user wrote the note.
 USER_SOURCES = frozenset({"user", "transcript:user"})
 #: Highest evidence rank credited to a judged note, by its ``metadata["source"]``.
 _SOURCE_CAP = {"transcript:assistant": 0, "transcript:tool_error": 1}
-_JUDGED_CAP = 1
+_JUDGED_CAP = JUDGED_MAX_RANK  # the agent view shows a judged entry's evidence so (consolidate/store/views/shown.py)
 _USER_CAP = 2
 
 
@@ -95,7 +96,7 @@ def entry_strength(meta: dict[str, Any]) -> tuple[int, int]:
     """(evidence rank, confidence rank) of a stored entry: a judged entry's evidence is credited
     observed at most; a flagged one keeps its own."""
     rank = EVIDENCE_RANK.get(meta.get("evidence") or "", 0)
-    if str(meta.get("source") or "").startswith("judge:"):
+    if judge_claimed(meta):
         rank = min(rank, _JUDGED_CAP)
     return rank, CONFIDENCE_RANK.get(meta.get("confidence") or "", 0)
 
@@ -112,7 +113,7 @@ def recorded(plan, candidate) -> bool:
 
 def entry_recorded(meta: dict[str, Any]) -> bool:
     """Whether a stored entry's evidence was recorded (not a judge's claim: ``source`` ``judge:...``)."""
-    return not str(meta.get("source") or "").startswith("judge:")
+    return not judge_claimed(meta)
 
 
 #: One side of :func:`prevails`: ((evidence rank, confidence rank), ISO date last observed or None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from consolidate.model.plan import MemoryUpdate, step_confidence
 from consolidate.pipeline.stages.contradiction import same_memory
+from consolidate.rules import secrets
 
 
 def run(plan, ctx):
@@ -21,7 +22,6 @@ def run(plan, ctx):
         for mid in [n.metadata.get("memory_id"), *(n.metadata.get("memory_ids") or [])]:
             if isinstance(mid, str) and mid:
                 linked.setdefault(mid, []).append(n.id)
-    from consolidate.rules import secrets
 
     clean = [n for n in notes if not secrets.scan(n.content)]  # a secret never goes to the embedder either
     for n, vec in zip(clean, lt.embed([n.content for n in clean])):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from consolidate.core.faults import crash_point
 from consolidate.model.plan import Candidate, inferred_confidence, initial_confidence
 from consolidate.core.vocab import CONFIDENCE_LEVELS, EVIDENCE_KINDS
-from judges.base import Item, JudgeContext
+from consolidate.judges.base import Item, JudgeContext
 from consolidate.pipeline.deferral import announce, defer
 from consolidate.store.relations import parse as parse_relations
 

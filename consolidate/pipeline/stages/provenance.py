@@ -11,7 +11,9 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 
-from consolidate.rules.memory_types import normalize
+from consolidate.core.normal import text_key
+from consolidate.core.vocab import EVIDENCE_RANK
+from consolidate.pipeline.stages.credibility import credited_strength
 from consolidate.store.forgotten import forgotten_match, tombstones
 from consolidate.store import archive
 from consolidate.model.validity import candidate_dates, plan_day
@@ -24,7 +26,7 @@ OVERRIDE_SOURCE = ("flagged",)
 
 def memory_id(scope: str, type_: str, statement: str) -> str:
     """Deterministic id of a memory."""
-    digest = hashlib.sha256(f"{scope}\x00{type_}\x00{normalize(statement)}".encode()).hexdigest()
+    digest = hashlib.sha256(f"{scope}\x00{type_}\x00{text_key(statement)}".encode()).hexdigest()
     return "mem-" + digest[:16]
 
 
@@ -42,7 +44,7 @@ def run(plan, ctx):
             plan.decide("candidate.rejected", note_ids=c.note_ids, reason=c.outcome_reason, memory_id=c.memory_id)
             continue
         c.last_confirmed, valid_from = candidate_dates(plan, c)
-        links = {k: c.provenance[k] for k in ("supersedes", "disputes", "updates", "type_inferred", "fields_missing", "external")
+        links = {k: c.provenance[k] for k in ("supersedes", "disputes", "updates", "type_inferred", "fields_missing", "external", "unfaithful")
                  if c.provenance.get(k)}
         c.provenance = {
             "session_id": plan.session_id, "run_id": plan.run_id, "date": now.isoformat(timespec="seconds"),
@@ -74,10 +76,18 @@ def anchor(plan, ctx) -> None:
             c.anchors = find_anchors(root, " ".join([c.statement, *c.fields.values()]), c.entities)
 
 
+def _credited_user_stated(plan, c) -> bool:
+    """Whether ``c``'s user-stated evidence is what its notes record (a note the user wrote), not a
+    judge's claim about an agent's note: a claim is credited observed at most
+    (consolidate/pipeline/stages/credibility.py), and a forgotten memory is not brought back by one."""
+    return credited_strength(plan, c)[0] >= EVIDENCE_RANK[OVERRIDE_EVIDENCE[0]]
+
+
 def check_resurrections(plan, store) -> None:
     """Reject every keeper of ``plan`` that states a forgotten memory again, unless flagged or
-    user-stated (then it is written, and the event says it was restated). Called by the
-    provenance stage before ids are stamped."""
+    user-stated as its notes record it (then it is written, and the event says it was restated; a
+    judge's claim of user-stated for an agent's note does not count). Called by the provenance stage
+    before ids are stamped."""
     rows = tombstones(store)
     if not rows:
         return
@@ -85,7 +95,7 @@ def check_resurrections(plan, store) -> None:
         hit = forgotten_match(store, c.statement, rows)
         if hit is None:
             continue
-        if c.evidence in OVERRIDE_EVIDENCE or c.source in OVERRIDE_SOURCE:
+        if c.source in OVERRIDE_SOURCE or (c.evidence in OVERRIDE_EVIDENCE and _credited_user_stated(plan, c)):
             plan.decide("memory.restated", note_ids=c.note_ids, memory_id=hit.get("id"),
                         reason=f"states a forgotten memory again, {'flagged' if c.source == 'flagged' else 'user-stated'}:"
                                " written again")

@@ -8,10 +8,10 @@ metadata) and, as a last net, on every event line (consolidate.rules.redaction `
 
 from __future__ import annotations
 
-from consolidate.rules import secrets
+from consolidate.rules import persisted, secrets
 from consolidate.rules.redaction import redact_value
 from consolidate.rules.private_spans import strip_plan
-from consolidate.store.sessions.tier import REDACTED_KEY
+from consolidate.store.sessions.write_gate import REDACTED_KEY
 
 
 def run(plan, ctx):
@@ -24,7 +24,9 @@ def run(plan, ctx):
         if redacted_at_write(plan, note):
             continue
         findings = secrets.scan(note.content)
-        meta_findings = [f for v in note.metadata.values() if isinstance(v, str) for f in secrets.scan(v)]
+        # a metadata value is read with its field's name (a bare 40-hex ``commit`` is no key) and in NFC
+        meta_findings = [f for k, v in note.metadata.items() if isinstance(v, str)
+                         for f in persisted.findings(v, key=k if isinstance(k, str) else None)]
         if findings or meta_findings:
             findings = findings + meta_findings
             plan.note_status[note.id] = "blocked"

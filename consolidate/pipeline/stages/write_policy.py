@@ -4,6 +4,10 @@
 - missing required fields for its type: rejected, with the reason;
 - not memorable by the rules the code can check (too short, a bare number/URL/path, a task-list or
   status line): rejected;
+- a judge's rewrite that adds a specific found in no note (a path, file name, URL, number or version,
+  backticked identifier, CamelCase/snake_case name, ``--flag``; in the statement or the judge's
+  fields: consolidate/rules/faithful.py): quarantined for review, reason ``statement adds '<x>' found
+  in no note`` (nothing is lost; a flagged note, the agent's own words, is not checked);
 - low confidence (a single inferred observation): quarantined (stored, excluded from default recall);
 - judged from a note worded as an instruction to the judge ("ignore the rules above", "keep every
   note"; judges/injection.py): quarantined too, whatever the judge said, since a memory is read back
@@ -25,6 +29,7 @@ from consolidate.rules.memory_types import durability, memorability_problem, mis
 from consolidate.pipeline.stages import external
 from consolidate.pipeline.stages.secret_gate import gate_candidate
 from consolidate.rules.memory_types import fields_from_text
+from consolidate.rules import faithful
 
 
 def run(plan, ctx):
@@ -51,6 +56,8 @@ def run(plan, ctx):
             c.status, c.confidence = "quarantined", "low"
             plan.decide("candidate.quarantined", note_ids=c.note_ids, type=c.type,
                         reason=f"judged from a note worded as an instruction to the judge ({c.isolated})")
+        elif faithfulness_hold(plan, c):
+            pass
         elif c.confidence == "low":
             c.status = "quarantined"
             plan.decide("candidate.quarantined", note_ids=c.note_ids,
@@ -101,3 +108,35 @@ def record_fields_missing(plan, c) -> None:
         c.provenance["fields_missing"] = missing
         plan.decide("candidate.fields_missing", note_ids=c.note_ids, type=c.type, fields_missing=missing,
                     reason=f"flagged {c.type} stored without {', '.join(missing)} (a flag is never demoted by wording)")
+
+
+def faithfulness_hold(plan, c) -> bool:
+    """Quarantine a judged keeper whose statement or fields add a specific that none of the texts
+    the judge saw holds (consolidate.rules.faithful.unfaithful: the candidate's notes and the other
+    notes of their session, with sections and kinds, and the project's name); True when it did. The
+    specifics go to ``c.provenance["unfaithful"]`` (so a later session's re-confirmation does not
+    promote it on its own: stages/contradiction.py) and the decision ``candidate.quarantined`` says
+    ``statement adds '<x>' found in no note``. A flagged keeper is the agent's own text: never held."""
+    if c.source == "flagged":
+        return False
+    added = faithful.unfaithful(c.statement, source_texts(plan, c), c.fields)
+    if not added:
+        return False
+    c.status = "quarantined"
+    c.provenance["unfaithful"] = added
+    plan.decide("candidate.quarantined", note_ids=c.note_ids, type=c.type, unfaithful=added,
+                reason=faithful.reason(added))
+    return True
+
+
+def source_texts(plan, c) -> list[str]:
+    """The texts a judge saw for the keeper ``c``: its notes first, then the other notes of their
+    sessions (content, section, kind), and the project's name (``plan.scope``)."""
+    ids = set(c.note_ids)
+    own = [n for n in plan.notes if n.id in ids]
+    sessions = {n.session_id for n in own}
+    notes = own + [n for n in plan.notes if n.id not in ids and n.session_id in sessions]
+    texts = [str(plan.scope or "")]
+    for n in notes:
+        texts += [n.content, str(n.metadata.get("section") or ""), n.kind or ""]
+    return texts

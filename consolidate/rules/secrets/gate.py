@@ -10,6 +10,7 @@ from consolidate.rules.secrets.credentials import _auth_headers, _connection_str
 from consolidate.rules.secrets.findings import Finding, _Candidate, _P_JWT, _P_KEY_MATERIAL, _P_PRIVATE_KEY, _P_PROVIDER, _resolve
 from consolidate.rules.secrets.prose import _PROSE_WORDS_ALL, _cjk_set_password, _prose_secrets
 from consolidate.rules.secrets.providers import _JWT_RE, _aws, _detect_secrets, _private_keys, _vendor_rules
+from consolidate.rules import key_material
 
 
 def redact(text: str) -> str:
@@ -99,6 +100,4 @@ def scan(text: str) -> list[Finding]:
 
 @functools.cache
 def _key_material():
-    from consolidate.rules import key_material
-
     return key_material

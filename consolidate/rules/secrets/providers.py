@@ -149,9 +149,9 @@ def _finder(needles: tuple[str, ...]):
     (consolidate/rules/provider_rules.py): a text is read once, whatever the number of needles (looking
     for 290 needles one by one with ``in`` cost about 0.1 ms per note, several times the rest of the
     gate)."""
-    import ahocorasick
+    import ahocorasick  # noqa: PLC0415 - third-party ahocorasick: only its callers load it
 
-    from consolidate.rules import provider_rules
+    from consolidate.rules import provider_rules  # noqa: PLC0415 - third-party re2: only its callers load it
 
     finder = ahocorasick.Automaton()
     for needle in {*needles, *provider_rules.keywords(), *_AWS_ID_NEEDLES, *_LOGIN_NEEDLES, "aws", *_PROSE_WORDS_ALL}:
@@ -164,21 +164,21 @@ def _finder(needles: tuple[str, ...]):
 
 @functools.cache
 def _detect_secrets() -> _DetectSecrets:
-    from detect_secrets.plugins.aws import AWSKeyDetector
-    from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-    from detect_secrets.plugins.discord import DiscordBotTokenDetector
-    from detect_secrets.plugins.github_token import GitHubTokenDetector
-    from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-    from detect_secrets.plugins.jwt import JwtTokenDetector
-    from detect_secrets.plugins.mailchimp import MailchimpDetector
-    from detect_secrets.plugins.npm import NpmDetector
-    from detect_secrets.plugins.private_key import PrivateKeyDetector
-    from detect_secrets.plugins.pypi_token import PypiTokenDetector
-    from detect_secrets.plugins.sendgrid import SendGridDetector
-    from detect_secrets.plugins.slack import SlackDetector
-    from detect_secrets.plugins.square_oauth import SquareOAuthDetector
-    from detect_secrets.plugins.stripe import StripeDetector
-    from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+    from detect_secrets.plugins.aws import AWSKeyDetector  # noqa: PLC0415 - heavy (detect_secrets): loaded only when used
+    from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector  # noqa: PLC0415 - heavy (detect_secrets): loaded only when used
+    from detect_secrets.plugins.discord import DiscordBotTokenDetector  # noqa: PLC0415 - heavy (detect_secrets): loaded only when used
+    from detect_secrets.plugins.github_token import GitHubTokenDetector  # noqa: PLC0415 - heavy (detect_secrets): loaded only when used
+    from detect_secrets.plugins.gitlab_token import GitLabTokenDetector  # noqa: PLC0415 - heavy (detect_secrets): loaded only when used
+    from detect_secrets.plugins.jwt import JwtTokenDetector  # noqa: PLC0415 - heavy (detect_secrets): loaded only when used
+    from detect_secrets.plugins.mailchimp import MailchimpDetector  # noqa: PLC0415 - heavy (detect_secrets): loaded only when used
+    from detect_secrets.plugins.npm import NpmDetector  # noqa: PLC0415 - heavy (detect_secrets): loaded only when used
+    from detect_secrets.plugins.private_key import PrivateKeyDetector  # noqa: PLC0415 - heavy (detect_secrets): loaded only when used
+    from detect_secrets.plugins.pypi_token import PypiTokenDetector  # noqa: PLC0415 - heavy (detect_secrets): loaded only when used
+    from detect_secrets.plugins.sendgrid import SendGridDetector  # noqa: PLC0415 - heavy (detect_secrets): loaded only when used
+    from detect_secrets.plugins.slack import SlackDetector  # noqa: PLC0415 - heavy (detect_secrets): loaded only when used
+    from detect_secrets.plugins.square_oauth import SquareOAuthDetector  # noqa: PLC0415 - heavy (detect_secrets): loaded only when used
+    from detect_secrets.plugins.stripe import StripeDetector  # noqa: PLC0415 - heavy (detect_secrets): loaded only when used
+    from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector  # noqa: PLC0415 - heavy (detect_secrets): loaded only when used
 
     labels = [
         p.pattern[len("BEGIN ") :] for p in PrivateKeyDetector.denylist if p.pattern.startswith("BEGIN ")
@@ -246,7 +246,7 @@ def _detect_secrets() -> _DetectSecrets:
 
 @functools.cache
 def _provider_rules():
-    from consolidate.rules import provider_rules
+    from consolidate.rules import provider_rules  # noqa: PLC0415 - third-party re2: only its callers load it
 
     return provider_rules
 

@@ -252,8 +252,8 @@ class MiniLMOnnx:
                     raise ConfigError(f"embedding {what} file not found: {path}", path=str(path))
 
             os.environ["ORT_DISABLE_TELEMETRY"] = "1"
-            import onnxruntime as ort
-            from tokenizers import Tokenizer
+            import onnxruntime as ort  # noqa: PLC0415 - heavy (numpy, onnxruntime): loaded only when used
+            from tokenizers import Tokenizer  # noqa: PLC0415 - heavy (tokenizers): loaded only when used
 
             tokenizer = Tokenizer.from_file(str(tok_file))
             # tokenizer.json ships with truncation 128 and fixed padding to 128: replace both.
@@ -294,7 +294,7 @@ class MiniLMOnnx:
     def _run(self, ids_rows: list[list[int]]) -> Any:
         """One onnxruntime call on a batch of token id rows (already truncated); returns a
         float32 array of shape (len(ids_rows), 384), rows L2-normalised."""
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - heavy (numpy): loaded only when used
 
         n = len(ids_rows)
         width = max(len(r) for r in ids_rows)
@@ -315,7 +315,7 @@ class MiniLMOnnx:
 
     def embed_array(self, texts: list[str]) -> Any:
         """Like :meth:`embed` but returns a float32 numpy array of shape (n, 384)."""
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - heavy (numpy): loaded only when used
 
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
@@ -399,7 +399,7 @@ class MiniLMOnnx:
 def chroma_names() -> list[str]:
     """Names of Chroma's dense embedding functions
     (``chromadb.utils.embedding_functions.known_embedding_functions``), sorted."""
-    from chromadb.utils.embedding_functions import known_embedding_functions
+    from chromadb.utils.embedding_functions import known_embedding_functions  # noqa: PLC0415 - heavy (chromadb, dotenv, httpx, numpy, pydantic, tenacity, yaml): loaded only when used
 
     return sorted(known_embedding_functions)
 
@@ -443,7 +443,7 @@ class ChromaNamed:
         if self._fn is None:
             with self._lock:
                 if self._fn is None:
-                    from chromadb.utils.embedding_functions import known_embedding_functions
+                    from chromadb.utils.embedding_functions import known_embedding_functions  # noqa: PLC0415 - heavy (chromadb, dotenv, httpx, numpy, pydantic, tenacity, yaml): loaded only when used
 
                     cls = known_embedding_functions[self.name]
                     try:

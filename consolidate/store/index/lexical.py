@@ -6,8 +6,8 @@ Embeddings are good at paraphrases and bad at exact identifiers: MiniLM put a me
 ``v1.9`` below the similarity floor of ``recall "v1.9"`` (issue 29). So recall
 (consolidate/pipeline/recall.py) fuses the vector ranking with this index's BM25 ranking.
 
-**Terms** (:func:`terms`, the same for the memories and the queries): the text is NFKC-normalised
-and case-folded; every run of word characters joined by ``. - / : @ + _`` (``v1.9``,
+**Terms** (:func:`terms`, the same for the memories and the queries): the text is in the canonical
+form of consolidate/core/normal.py (invisible characters removed, NFKC) and case-folded; every run of word characters joined by ``. - / : @ + _`` (``v1.9``,
 ``--no-verify`` (also as ``no-verify``), ``PROJ-1234``, ``src/app/main.py``, ``E0308``, ``snake_case``) is
 one term, and also its parts (``src``, ``app``, ``main``, ``py``), its path suffixes
 (``app/main.py``, ``main.py``), a version without its ``v`` (``1.9``) and the words of a CamelCase
@@ -38,11 +38,11 @@ import os
 import re
 import sqlite3
 import threading
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from consolidate.core.normal import canonical, search_fold
 from consolidate.store.index.generation import read_generation
 from consolidate.core.vocab import (ACTIVE, ARCHIVED, DELETED, DISPUTED, EXPIRED, FORGOTTEN, QUARANTINED,
                                     RECALLED_STATUSES, SUPERSEDED)
@@ -70,18 +70,6 @@ it its may me my no not of on or our should so than that the their them then the
 use used using was we were what when where which while who why will with would you your""".split())
 
 
-_DIACRITICS = re.compile("[\u0300-\u036f]+")
-
-
-def _fold(s: str) -> str:
-    """Case-folded, Latin, Greek and Cyrillic diacritics removed (``café`` is ``cafe``; the vowel
-    signs of Indic scripts are kept)."""
-    s = s.casefold()
-    if s.isascii():
-        return s
-    return unicodedata.normalize("NFC", _DIACRITICS.sub("", unicodedata.normalize("NFKD", s)))
-
-
 def _strong(raw: str) -> bool:
     """Whether a chunk as written looks like an identifier: a digit, a joiner inside, CamelCase
     (``camelCase``, ``CamelCase``), or 3+ capitals (``ECONNREFUSED``)."""
@@ -90,7 +78,7 @@ def _strong(raw: str) -> bool:
     if re.search(r"[a-z][A-Z]|[A-Z]{2}[a-z]", raw) or re.fullmatch(r"[A-Z][a-z]+[A-Z]\w*", raw):
         return True
     letters = [ch for ch in raw if ch.isalpha()]
-    return len(letters) >= 3 and all(ch.isupper() for ch in letters) and _fold(raw) not in STOPWORDS
+    return len(letters) >= 3 and all(ch.isupper() for ch in letters) and search_fold(raw) not in STOPWORDS
 
 
 def terms(text: str) -> list[tuple[str, bool]]:
@@ -99,7 +87,7 @@ def terms(text: str) -> list[tuple[str, bool]]:
     suffixes and version forms (its parts and the bigrams of a no-space script are not strong)."""
     if not isinstance(text, str) or not text:
         return []
-    text = unicodedata.normalize("NFKC", text)
+    text = canonical(text)
     out: dict[str, bool] = {}
 
     def add(term: str, strong: bool) -> None:
@@ -107,7 +95,7 @@ def terms(text: str) -> list[tuple[str, bool]]:
             out[term] = out.get(term, False) or strong
 
     def bigrams(run: str) -> None:
-        run = _fold(run)
+        run = search_fold(run)
         if len(run) == 1:
             add(run, False)
         for i in range(len(run) - 1):
@@ -147,7 +135,7 @@ def _chunk(raw: str, add, flag: str = "") -> None:
     raw = raw.strip("_")
     if not raw:
         return
-    whole = _fold(raw)
+    whole = search_fold(raw)
     strong = _strong(raw)
     if flag:  # ``--out`` is its own term (strong), beside the word ``out``
         add(flag + whole, True)
@@ -162,10 +150,10 @@ def _chunk(raw: str, add, flag: str = "") -> None:
     for part in parts:
         words = [w for w in (_CAMEL.findall(part) if part.isascii() else [part]) if len(w) > 1]
         if (len(parts) > 1 or len(words) > 1) and len(part) > 1:
-            add(_fold(part), False)
+            add(search_fold(part), False)
         if len(words) > 1:
             for w in words:
-                add(_fold(w), False)
+                add(search_fold(w), False)
 
 
 def index_text(document: str) -> str:
@@ -203,13 +191,13 @@ def parse_query(query: str) -> Query:
     punctuation)."""
     found = terms(query)
     content: set[str] = set()
-    text = unicodedata.normalize("NFKC", query) if isinstance(query, str) else ""
+    text = canonical(query) if isinstance(query, str) else ""
     for m in _CHUNK.finditer(text):
         raw = m.group(0)
         if _NOSPACE.search(raw):
             content |= {t for t, _ in terms(raw)}
         else:
-            w = _fold(raw.strip("_"))
+            w = search_fold(raw.strip("_"))
             if w and w not in STOPWORDS:
                 content.add(w)
     kept = [t for t, s in found if s or t not in STOPWORDS]

@@ -26,6 +26,8 @@ from consolidate.store.layout import CHROMA, OPEN_LOCK
 from consolidate.store.index.reindex import missing_index_error
 from consolidate.store.index.embeddings import known_dimension, mismatch_message
 from consolidate.store.index import lexical as _lexical
+import shutil
+import tempfile
 
 COLLECTION = "memories"
 
@@ -34,8 +36,8 @@ def _client(store, path=None):
     """A Chroma client: an HttpClient for ``store.chroma_url``, else a PersistentClient on ``path``
     (default: the store's ``chroma/`` folder)."""
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    import chromadb
-    from chromadb.config import Settings
+    import chromadb  # noqa: PLC0415 - heavy (chromadb, dotenv, httpx, numpy, pydantic, tenacity, yaml): loaded only when used
+    from chromadb.config import Settings  # noqa: PLC0415 - heavy (chromadb, dotenv, httpx, numpy, pydantic, tenacity, yaml): loaded only when used
 
     settings = Settings(anonymized_telemetry=False)
     if store.chroma_url:
@@ -58,7 +60,7 @@ def _client(store, path=None):
 def _forget_system(identifier: str) -> None:
     """Drop the system Chroma cached for ``identifier`` (a folder path) and stop it."""
     try:
-        from chromadb.api.shared_system_client import SharedSystemClient
+        from chromadb.api.shared_system_client import SharedSystemClient  # noqa: PLC0415 - heavy (chromadb, dotenv, httpx, numpy, pydantic, tenacity, yaml): loaded only when used
 
         system = SharedSystemClient._identifier_to_system.pop(identifier, None)
         SharedSystemClient._identifier_to_refcount.pop(identifier, None)
@@ -130,7 +132,7 @@ class _Index:
         elif not store.writable:
             self.client = _client(store, self._private_copy(store))
         else:
-            import filelock
+            import filelock  # noqa: PLC0415 - third-party filelock: only its callers load it
 
             # Chroma's embedded client fails ("database is locked") when several processes open the
             # same folder at the same instant: open it one process at a time.
@@ -153,9 +155,6 @@ class _Index:
     def _private_copy(self, store):
         """A read-only store's index, copied to a temporary folder (Chroma's embedded client writes
         to its folder even to read it)."""
-        import shutil
-        import tempfile
-
         if self.copy_dir is not None:
             self.copy_dir.cleanup()
         self.copy_dir = tempfile.TemporaryDirectory(prefix="consolidate-ro-")
@@ -180,7 +179,7 @@ class _Index:
         except Exception:  # noqa: BLE001 - closing a broken client must not hide the real error
             pass
         try:
-            from chromadb.api.shared_system_client import SharedSystemClient
+            from chromadb.api.shared_system_client import SharedSystemClient  # noqa: PLC0415 - heavy (chromadb, dotenv, httpx, numpy, pydantic, tenacity, yaml): loaded only when used
 
             # only this folder's entry: clear_system_cache() would also drop other stores' systems
             system = SharedSystemClient._identifier_to_system.pop(identifier, None)
@@ -463,6 +462,11 @@ class LongTerm:
         """Every memory (any scope and tier) with one of ``statuses`` (``document`` None with
         ``documents=False``)."""
         return self._get_all(_where(statuses=statuses), include=("documents", "metadatas") if documents else ("metadatas",))
+
+    def marked(self, key: str) -> list[dict[str, Any]]:
+        """Every memory whose metadata ``key`` is True (a mark such as ``curate_proposed``: a curation
+        proposal waiting for review, consolidate/pipeline/curate/), with document and metadata."""
+        return self._get_all({key: True})
 
     def all(self) -> list[dict[str, Any]]:
         """Every memory, in pages."""

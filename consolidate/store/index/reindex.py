@@ -30,6 +30,7 @@ from consolidate.store.layout import CHROMA, GRAPH, GRAPH_NODES
 from consolidate.core.vocab import LIVE_STATUSES
 from consolidate.store import graph
 from consolidate.core.errors import StoreCorrupt
+import re
 
 #: The statuses of memories the recall index holds (archived, superseded, expired and tombstoned
 #: entries live in ``archive/``); consolidate/team/local.py uses the same three.
@@ -83,8 +84,6 @@ def missing_index_error(store, count_in_index: int):
 def _full_statements(store) -> list[str]:
     """The statements of ``memory/notes.md`` (its ``- **type**: statement [confidence, evidence]
     (source)`` lines), for graph statements cut at :data:`GRAPH_STATEMENT_CHARS`."""
-    import re
-
     try:
         text = store.notes_md_path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):

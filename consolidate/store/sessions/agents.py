@@ -67,7 +67,7 @@ def record_start(tier, session_id: str, *, agent: str | None = None, cwd: str | 
                  pids: list[int] | None = None, now: float | None = None) -> None:
     """Record that the agent session ``session_id`` started (or resumed) now, under the processes
     ``pids`` (default: this process's ancestors). ``tier`` is a SessionTier."""
-    from consolidate.store.sessions.tier import check_session_id
+    from consolidate.store.sessions.tier import check_session_id  # noqa: PLC0415 - the fast SessionStart hook records agents without the session tier
 
     insert_start(tier.db, check_session_id(session_id), agent=agent, cwd=cwd, pids=pids, now=now)
 

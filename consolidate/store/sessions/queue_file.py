@@ -16,8 +16,9 @@ offset), inserts every complete record and moves the offset in the same transact
 are consolidate.store.sessions.tables'): a fold that dies before its commit is redone whole, one that
 committed is never redone, so each session end reaches the queue table exactly once.
 
-Only the standard library (and consolidate.core.settings, ``os`` only): the session-end hook imports
-this module and nothing else of the store (the fold's statements, consolidate.store.sessions.tables,
+Only the standard library (and consolidate.core.settings, ``os`` only, and the gate of persisted text,
+consolidate/rules/persisted.py, which loads the secret gate only for a reason that may hold a secret):
+the session-end hook imports this module and nothing else of the store (the fold's statements, consolidate.store.sessions.tables,
 are imported by the fold).
 """
 
@@ -30,6 +31,7 @@ import time
 from consolidate.core.settings import CRASH_AT
 from consolidate.core.vocab import SESSION_OUTCOMES
 from consolidate.store.layout import QUEUE
+from consolidate.rules.persisted import gate_fields  # standard library only; the secret gate loads on first use
 
 TYPE_CHECKING = False  # typing is not imported at run time: the light hook imports this module
 if TYPE_CHECKING:
@@ -54,7 +56,7 @@ def simple(text: object, limit: int, extra: str = "") -> bool:
 
 def _crash(point: str) -> None:
     if CRASH_AT.get() == point:
-        import signal
+        import signal  # noqa: PLC0415 - keeps `consolidate --help` light (signal)
 
         os.kill(os.getpid(), signal.SIGKILL)
 
@@ -62,7 +64,9 @@ def _crash(point: str) -> None:
 def append_end(store: str | os.PathLike, record: dict) -> None:
     """Append one session-end record (``{"session_id", "outcome", "reason", "ended_at", "event"}``;
     ``ended_at`` in Unix seconds) to the queue file of the store folder ``store`` (see the module
-    docstring). Raises OSError when the file cannot be written."""
+    docstring); its ``reason`` passes the gate of persisted text (consolidate/rules/persisted.py).
+    Raises OSError when the file cannot be written."""
+    record = gate_fields(record, ("reason",))
     data = ("\n" + json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
     fd = os.open(os.path.join(store, QUEUE_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
@@ -85,7 +89,7 @@ def fold_queue_file(conn: sqlite3.Connection, folder: str | os.PathLike,
     record is skipped. Cheap when there is nothing new (a stat and one read of the recorded offset).
     Raises sqlite3.Error and OSError as the connection and the file do."""
     # here, not at the top: the session-end hook appends and never folds (the statements cost it 3 ms)
-    from consolidate.store.sessions.tables import fold_ends, queue_file_offset
+    from consolidate.store.sessions.tables import fold_ends, queue_file_offset  # noqa: PLC0415 - off the SessionEnd hook path (store.sessions.tables)
 
     path = os.path.join(folder, QUEUE_FILE)
     for _attempt in range(5):

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 
 from consolidate.core.vocab import END_PENDING
+import os
 
 TYPE_CHECKING = False  # typing is not imported at run time: the light SessionStart hook imports this module
 if TYPE_CHECKING:
@@ -55,8 +56,7 @@ def set_up(db: sqlite3.Connection) -> None:
 def connect(db_path: str) -> sqlite3.Connection:
     """An autocommit connection to ``sessions.sqlite3`` set up as SessionTier sets its own
     (:func:`set_up`, 10 s busy timeout), files created 0600."""
-    import os
-    import sqlite3
+    import sqlite3  # noqa: PLC0415 - loaded on the first connection: the fast hooks import this module without one
 
     os.umask(0o077)
     conn = sqlite3.connect(db_path, timeout=10.0, isolation_level=None)
@@ -141,7 +141,7 @@ def queue_counts(db: sqlite3.Connection) -> tuple[int, float | None, float | Non
 def connect_read_only(db_path: str) -> sqlite3.Connection:
     """A read-only connection to an existing ``sessions.sqlite3`` (1 s busy timeout). Raises
     sqlite3.Error when it cannot be opened."""
-    import sqlite3
+    import sqlite3  # noqa: PLC0415 - loaded on the first connection: the fast hooks import this module without one
 
     return sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=1.0)
 
@@ -295,13 +295,15 @@ def segments(db: sqlite3.Connection, base_session_id: str) -> list[str]:
 def record_hook_session(db: sqlite3.Connection, session_id: str, base_session_id: str, *, transcript_path: str | None,
                         cwd: str | None, source: str | None, started_at: float) -> None:
     """Record the session a SessionStart opened (again: its transcript and cwd kept when not given,
-    its start time kept)."""
+    its start time kept); ``source`` (an agent's free text) passes the gate of persisted text."""
+    from consolidate.rules.persisted import gate  # noqa: PLC0415 - the secret gate's rules load here only: the light hooks import this module
+
     db.execute(
         "INSERT INTO hook_sessions(session_id, base_session_id, transcript_path, cwd, source, started_at)"
         " VALUES (?,?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET"
         " transcript_path=COALESCE(excluded.transcript_path, hook_sessions.transcript_path),"
         " cwd=COALESCE(excluded.cwd, hook_sessions.cwd), source=excluded.source",
-        (session_id, base_session_id, transcript_path, cwd, source, started_at))
+        (session_id, base_session_id, transcript_path, cwd, gate(source), started_at))  # an agent's free text
 
 
 def transcript_path(db: sqlite3.Connection, session_id: str) -> str | None:

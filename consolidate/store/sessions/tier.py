@@ -4,7 +4,8 @@ The file is ``sessions.sqlite3`` in the store folder, in WAL mode (readers never
 with a 10 s busy timeout so that concurrent hooks wait instead of failing. Only the standard library
 is imported here: this module is on the session-end fast path. The tables beside these three (the
 hooks', the echo records', the queue file's) and the statements the light entry point runs are
-consolidate.store.sessions.tables'.
+consolidate.store.sessions.tables'. The secret gate a note passes on its way in (redacted before it is
+stored) is consolidate.store.sessions.write_gate's.
 
 Tables:
 - ``notes(id, session_id, content, flag, kind, created_at, expires_at, metadata)``; times are Unix
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from consolidate.core.spawn import alive as _alive  # the one liveness check of a pid (consolidate/core/spawn.py)
+from consolidate.core.normal import blank
 from consolidate.core.textmeasure import MAX_STATEMENT_CHARS, statement_length
 from consolidate.core.vocab import END_PENDING, NOTE_KINDS, SESSION_OUTCOMES
 from consolidate.core.errors import StoreReadOnly
@@ -42,7 +44,11 @@ if TYPE_CHECKING:
 from consolidate.store.sessions import tables as session_tables
 from consolidate.store.sessions.queue_file import fold_queue_file
 from consolidate.store.sessions.segments import session_for_end
+from consolidate.store.sessions.write_gate import redaction_notice, secret_gate_at_write
+from consolidate.rules import persisted  # the gate of persisted free text; the secret gate loads on first use
 from consolidate.core.errors import BadInput, EmptyNote, StoreCorrupt, UnknownSession
+import unicodedata
+from urllib.parse import quote
 
 #: Largest note accepted, in characters (1 MB of ASCII). A working note past this is almost surely a
 #: pasted file or log; it is refused with a clear error rather than stored.
@@ -140,17 +146,11 @@ _CONTROL_NAMES = {"\n": "a newline", "\r": "a carriage return", "\t": "a tab", "
 def _check_id_characters(session_id: str) -> None:
     """BadInput naming the first control character of ``session_id`` (its code point, name and
     1-based position): a session id is one line of visible text, shown in logs, events and names."""
-    import unicodedata
-
     for i, ch in enumerate(session_id, 1):
         if unicodedata.category(ch) in _ID_REFUSED_CATEGORIES:
             name = _CONTROL_NAMES.get(ch) or unicodedata.name(ch, "a control character")
             raise BadInput(f"the session id holds U+{ord(ch):04X} ({name}) at character {i}: a session id is one"
                            " line of visible text (letters, digits, spaces, punctuation)", session_id=None)
-
-
-#: Characters that render as nothing: a note made only of these (and whitespace) is empty.
-_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
 
 
 def _check_text(text: str, what: str) -> None:
@@ -171,7 +171,7 @@ def check_content(content: str, session_id: str, *, flag: bool = False) -> str:
     here: ``note``, ``import``, MCP ``note``, the workspace's extract and the hook's harvest."""
     if not isinstance(content, str):
         raise BadInput(f"note content must be text, got {type(content).__name__}", session_id=session_id)
-    if not content.strip().strip(_INVISIBLE).strip():
+    if blank(content):  # whitespace and invisible characters only (consolidate/core/normal.py)
         raise EmptyNote("empty note: the content is empty or whitespace only", session_id=session_id)
     if len(content) > MAX_NOTE_CHARS:
         raise BadInput(
@@ -206,21 +206,6 @@ def check_flag(flag) -> bool:
     raise BadInput(f"flag must be true or false, got {flag!r}")
 
 
-_SECRETISH = re.compile(r"[^\sA-Za-z_.,;!?'()-]")
-
-
-def _may_hold_secret(text: str) -> bool:
-    """False for text that cannot hold secret material: only letters, spaces, underscores and
-    punctuation (Claude Code's reasons such as ``prompt_input_exit``). Every secret format the gate
-    knows has a digit, ``=``, ``:``, ``/`` or ``+``; this spares the hook importing the gate."""
-    return bool(_SECRETISH.search(text))
-
-
-#: Note metadata key set when the secret gate redacted the note at write time: ``{"kinds": [...],
-#: "previews": [...]}``. The consolidation's secret gate blocks such a note (consolidate/pipeline/stages/secret_gate.py).
-REDACTED_KEY = "secret_redacted"
-
-
 class NoteId(int):
     """A note id (an ``int``) that also carries ``notice``: one line for the writer when the secret
     gate redacted the note before it was stored (None otherwise)."""
@@ -240,100 +225,6 @@ class ImportCounts(dict):
     def __init__(self, *args, notices: list[tuple[int, str]] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.notices: list[tuple[int, str]] = list(notices or [])
-
-
-def secret_gate_at_write(content: str, metadata: dict[str, Any] | None) -> tuple[str, dict[str, Any], dict | None]:
-    """The secret gate, run when a note is written (CLI ``note``/``import``, MCP ``note``, hook harvest,
-    Python API): returns ``(content, metadata, redaction)`` with every secret in the content and in the
-    metadata's strings replaced by its preview (``consolidate.rules.secrets.redact``), and ``redaction`` =
-    ``{"kinds": [...], "previews": [...]}`` (also stored under :data:`REDACTED_KEY` in the metadata),
-    or None when the note is clean. Text that cannot hold a secret (:func:`_worth_scanning`) is not
-    scanned, so a plain note costs no import of the gate."""
-    metadata = dict(metadata or {})
-    texts = [content, *(v for v in _strings(metadata))]
-    if not any(_worth_scanning(t) for t in texts):
-        return content, metadata, None
-    from consolidate.rules.secrets import redact, scan
-
-    findings = [f for t in texts for f in scan(t)]
-    if not findings:
-        return content, metadata, None
-    redaction = {"kinds": sorted({f.kind for f in findings}), "previews": [f.preview for f in findings][:5]}
-    metadata = _redact_strings(metadata, redact)
-    metadata[REDACTED_KEY] = redaction
-    return redact(content), metadata, redaction
-
-
-_TOKEN_EDGE = "\"'`.,;:!?()[]{}<>*_~"
-# A password-named word in the languages of consolidate.rules.secrets._PROSE_PASSWORD_WORDS: given one, a
-# letters-only value is a password too ("the root password is correcthorsebatterystaple").
-_PASSWORD_WORD = re.compile(
-    "passw|pwd|passphrase|passcode|kennwort|wachtwoord|contrase|clave|senha|palavra-passe|mot de passe"
-    "|mdp|parol|парол|hasł|hasl|şifre|sifre|sandi|laluan|mật khẩu|mat khau|पासवर्ड|कूटशब्द|كلمة"
-    "|رمز عبور|گذرواژه|パスワード|暗証番号|密码|密碼|口令|비밀번호|패스워드|비번|암호"
-    "|zugangs|access code|pin.?code|code d'acc|digo de ac|codice di accesso|toegangscode|код доступа|kod dost"
-    "|erişim kodu|kode akses|アクセスコード|访问码|訪問碼|접속 코드|접근 코드"
-    "|heslo|hesla|jelsz|lösenord|adgangskode|passord|salasana|κωδικ|συνθηματικ|סיסמ|پاس ?ورڈ|পাসওয়ার্ড|รหัสผ่าน"
-    # the short names: "pw = sunflower", "secret = sunflower" (consolidate.rules.secrets' bare-name rule)
-    r"|(?<![a-z])(?:pw|pass|creds?|credentials|secret|token|api[ _-]?key)(?![a-z])",
-    re.I,
-)
-
-
-def _worth_scanning(text: str) -> bool:
-    """False for text in which the gate can find nothing, so that writing an ordinary note costs no
-    import of the gate (its rule libraries take 0.2-0.7 s to import): every value the gate reports is
-    a run of 6+ non-space characters holding a letter and a digit or symbol, of 12+ holding upper-
-    and lower-case letters, or of 24+ capitals (base32 key material; consolidate.rules.secrets:
-    ``_value_is_secret``, provider keys, PEM bodies, URLs with a password, consolidate/rules/key_material.py). tests/test_secret_write_gate.py checks it on the whole secret corpus. The
-    consolidation's gate scans every note again, whatever this says. A text with a password-named word
-    (:data:`_PASSWORD_WORD`) is always scanned: any value given to one is a password."""
-    from consolidate.core.charkinds import char_kinds
-
-    if _PASSWORD_WORD.search(text):
-        return True
-    for token in text.split():
-        token = token.strip(_TOKEN_EDGE)
-        n = len(token)
-        if n < 6:
-            continue
-        kinds = char_kinds(token)
-        if (kinds.alpha and kinds.other) or (n >= 12 and kinds.upper and kinds.lower) or (n >= 24 and kinds.upper):
-            return True
-    return False
-
-
-def redaction_notice(note_id: int | None, content: str, redaction: dict) -> str:
-    """The one line that tells a writer its note held a secret and what was stored instead (its
-    private spans replaced: consolidate/rules/private_spans.py; the line may be logged)."""
-    from consolidate.rules.private_spans import strip
-
-    kept = " ".join(strip(content).split())
-    if len(kept) > 160:
-        kept = kept[:159] + "…"
-    which = f"note {note_id}" if note_id is not None else "the note"
-    return (f"{which} held secret material ({', '.join(redaction['kinds'])}): stored redacted, as {kept!r};"
-            f" it will not be consolidated")
-
-
-def _strings(value) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
-
-
-def _redact_strings(value, redact):
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {k: _redact_strings(v, redact) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redact_strings(v, redact) for v in value]
-    return value
 
 
 _SCHEMA_ONLY = re.compile(r"^\s*CREATE\s+(?:TABLE|INDEX)\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.IGNORECASE)
@@ -430,8 +321,6 @@ class SessionTier:
     def _connect_read_only(self) -> sqlite3.Connection:
         """A read-only connection (``mode=ro``; ``immutable=1`` when SQLite cannot even take its
         read lock on a read-only mount). Writes through it fail; commands refuse before writing."""
-        from urllib.parse import quote
-
         last = None
         for flags in ("mode=ro", "immutable=1"):
             try:
@@ -467,7 +356,7 @@ class SessionTier:
     ) -> int:
         """Write one note and return its id. ``ttl`` in seconds or as ``20m``/``2h``/``1d``.
 
-        A note holding secret material is stored redacted (:func:`secret_gate_at_write`); the
+        A note holding secret material is stored redacted (consolidate.store.sessions.write_gate); the
         returned :class:`NoteId` then carries a one-line ``notice`` for the writer.
 
         Raises BadInput (EmptyNote for an empty note)."""
@@ -497,13 +386,13 @@ class SessionTier:
         ``session_id`` or, when None, each line's own ``session_id`` field. Blank lines are skipped.
         Returns ``{session_id: notes imported}`` (an :class:`ImportCounts` whose ``notices`` name the
         lines whose notes held secret material: those are stored redacted, see
-        :func:`secret_gate_at_write`). When ``written`` is a list, one dict per note imported is
+        consolidate.store.sessions.write_gate). When ``written`` is a list, one dict per note imported is
         appended to it: ``line`` (1-based), ``note_id``, ``session_id``, ``flag``, ``kind``, ``content``
         (as stored), ``metadata`` (the CLI answers the write policy for flagged ones from it).
 
         Raises BadInput for an unreadable file, InvalidImportLine (with ``path`` and ``line``) for
         invalid UTF-8, invalid JSON, a missing/empty ``content``, or a missing session id."""
-        from consolidate.core.jsonl import read_objects
+        from consolidate.core.jsonl import read_objects  # noqa: PLC0415 - off the SessionStart hook path (core.jsonl)
 
         rows = []
         notices: list[tuple[int, str]] = []
@@ -554,7 +443,7 @@ class SessionTier:
 
     def notes(self, session_id: str) -> list[Note]:
         """The session's notes, oldest first."""
-        from consolidate.model.plan import Note  # here, not at the top: the hooks open the session tier without plan's imports
+        from consolidate.model.plan import Note  # here, not at the top: the hooks open the session tier without plan's imports  # noqa: PLC0415 - off the SessionStart hook path (5 modules)
 
         rows = self.db.execute(
             "SELECT id, session_id, content, flag, kind, created_at, expires_at, metadata"
@@ -630,7 +519,7 @@ class SessionTier:
                 self.db.execute(
                     "INSERT INTO waiting(note_id, session_id, since, until, attempts, reasons) VALUES (?,?,?,?,1,?)"
                     " ON CONFLICT(note_id) DO UPDATE SET attempts=waiting.attempts+1, reasons=excluded.reasons",
-                    (nid, session_id, since, until, json.dumps(reasons[:5], ensure_ascii=False)))
+                    (nid, session_id, since, until, json.dumps(persisted.gate_value(list(reasons[:5])), ensure_ascii=False)))
 
     def waiting(self, session_id: str | None = None) -> dict[int, dict[str, Any]]:
         """Notes waiting for a judge (of ``session_id`` when given): ``{note_id: {"session_id",
@@ -676,11 +565,7 @@ class SessionTier:
         sid = check_session_id(session_id)
         if outcome not in SESSION_OUTCOMES:
             raise BadInput(f"unknown outcome {outcome!r}: use one of {', '.join(SESSION_OUTCOMES)}", outcome=outcome)
-        if reason and _may_hold_secret(reason):
-            from consolidate.rules.secrets import redact, scan  # only for a reason that could hold one: keeps the hook light
-
-            if scan(reason):
-                reason = redact(reason)
+        reason = persisted.gate(reason)  # its private spans and secrets never reach the file
         now = time.time() if now is None else now
         with self._transaction():
             self._refuse_reending_a_failure(sid)
@@ -817,7 +702,7 @@ class SessionTier:
         self.db.execute(
             "UPDATE session_ends SET status=?, run_id=?, result=?, updated_at=?, claimed_by=NULL, claimed_at=NULL"
             " WHERE session_id=?",
-            (status, run_id, json.dumps(result or {}, ensure_ascii=False), time.time(), session_id),
+            (status, run_id, json.dumps(persisted.gate_record(result or {}), ensure_ascii=False), time.time(), session_id),
         )
 
     def last_runs(self, limit: int = 1) -> list[dict[str, Any]]:

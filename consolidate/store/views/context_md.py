@@ -16,8 +16,14 @@ from pathlib import Path
 from consolidate.store.layout import CONTEXT_MD, CONTEXT_TOP as _TOP
 
 from consolidate.core.vocab import CONFIDENCE_LEVELS
+from consolidate.store.views import shown as agent_view
 from consolidate.store.views.recalled import write_start_file
 from consolidate.core.atomic import write_json_atomic, write_text_atomic
+from consolidate.rules.persisted import gate
+from collections import Counter
+from consolidate.rules.guard import NOTICE
+from consolidate.store.anchors import read_section, write_context_index
+from consolidate.store.index.longterm import RECALLED
 
 #: How many memories ``memory/context.md`` (the SessionStart context) holds.
 CONTEXT_MEMORIES = 30
@@ -64,9 +70,6 @@ def write(store, scope: str, limit: int = CONTEXT_MEMORIES, touched: list[str] |
     (``before``). ``undoing``: an undo of that run, while the file is still the one it wrote (no
     write since): the merge starts from the list before the run, with the run's touched ids, which
     gives the top the store had before it whatever the run pushed out."""
-    from consolidate.store.anchors import read_section, write_context_index
-    from consolidate.model.report import render_memory
-
     lt = store.longterm()
     stale = read_section(store.path)["stale"]
     size = limit + CONTEXT_RESERVE
@@ -81,10 +84,10 @@ def write(store, scope: str, limit: int = CONTEXT_MEMORIES, touched: list[str] |
         every, bound = len(rows) < size, _bound(rows[-1]) if rows else None
     else:
         rows, every, bound = merged
-    shown = rows[:limit]
-    lines = ["- " + render_memory(r["document"], r["metadata"]) for r in shown]
-    write_text_atomic(path_of(store), render(scope, lines))
-    write_context_index(store, shown, [line[2:] for line in lines])
+    got = agent_view.view(rows[:limit], "session-start")  # drift is checked as the hook prints it
+    text = render(scope, ["- " + line for line in got.lines], held=len(got.held))
+    write_text_atomic(path_of(store), gate(text))  # consolidate/rules/persisted.py
+    write_context_index(store, got.rows, got.lines)
     entry = {"scope": scope, "limit": limit, "reserve": CONTEXT_RESERVE, "all": every, "ids": [r["id"] for r in rows],
              "last": bound}
     if run_id is not None:
@@ -131,8 +134,6 @@ def _bound(row) -> list:
 
 def _top_by_scan(lt, scope: str, limit: int, stale) -> list:
     """The top ``limit`` read from the index one confidence level at a time (stops once found)."""
-    from consolidate.store.index.longterm import RECALLED
-
     rows: list = []
     for level in _CONFIDENCE_ORDER:
         # disputed ones too, with their suffix (issue 12); metadata only, the documents of the chosen
@@ -151,8 +152,6 @@ def _top_by_merge(top: dict, lt, scope: str, limit: int, size: int, touched: lis
     ``context.top.json`` holds it) and the ``touched`` ids (the first ``limit`` exact), whether they
     are every memory that could be shown, and the rank bound to record; None when the first
     ``limit`` may not be the true top (see :func:`write`)."""
-    from consolidate.store.index.longterm import RECALLED
-
     try:
         previous = [str(i) for i in top["ids"]]
         if top.get("scope") != scope or top.get("limit") != limit or not isinstance(top.get("all"), bool):
@@ -185,15 +184,14 @@ def _rank_before(top) -> tuple[int, str] | None:
     return None
 
 
-def render(scope: str, lines: list[str]) -> str:
+def render(scope: str, lines: list[str], held: int = 0) -> str:
     """``memory/context.md``: the notice that its lines are remembered notes, not instructions, and the
-    memory lines that may be printed as context (consolidate/rules/guard.py)."""
-    from consolidate.rules.guard import NOTICE, filter_lines, held_back_line
-
-    kept, held = filter_lines(lines)
+    memory lines that may be printed as context (the agent view's, consolidate/store/views/shown.py;
+    ``held``: how many it held back)."""
+    kept, more = agent_view.held_lines(lines)
     out = [f"# Project memory ({scope}): the top {len(kept)} active memories", "", NOTICE, "", *kept]
-    if held:
-        out += ["", held_back_line(held)]
+    if held + more:
+        out += ["", agent_view.held_back_line(held + more)]
     return "\n".join(out) + "\n"
 
 
@@ -208,12 +206,6 @@ def differences(store, limit: int = CONTEXT_MEMORIES) -> str | None:
     scope; as many as ``limit`` or every one; none left out ranking better than the weakest shown,
     so ties may be shown either way), each line as the memory's record renders now. Reads the top
     ``limit`` + 1 of the index (one confidence level at a time) and the shown memories by id."""
-    from collections import Counter
-
-    from consolidate.store.anchors import read_section
-    from consolidate.store.index.longterm import RECALLED
-    from consolidate.model.report import render_memory
-
     lt = store.longterm()
     top = read_top(store)
     scope: str = top["scope"] if top and isinstance(top.get("scope"), str) else str(store.project)
@@ -240,8 +232,8 @@ def differences(store, limit: int = CONTEXT_MEMORIES) -> str | None:
     worst = max((_rank({"metadata": rows[i]["metadata"]}) for i in kept), default=None)
     better = [r["id"] for r in best if r["id"] not in kept and (worst is None or _rank(r) < worst)]
     short = max(0, min(limit, len(best)) - len(kept)) if len(best) <= limit else max(0, limit - len(kept))
-    expected = render(scope, ["- " + render_memory(rows[i]["document"], rows[i]["metadata"]) for i in shown
-                              if i in rows])
+    got = agent_view.view([{"id": i, **rows[i]} for i in shown if i in rows], "session-start")
+    expected = render(scope, ["- " + line for line in got.lines], held=len(got.held))
     parts = []
     if gone:
         parts.append(f"shows {len(gone)} memories the recall index does not hold live")

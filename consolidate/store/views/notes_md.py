@@ -13,6 +13,9 @@ from pathlib import Path
 from consolidate.core.dates import display
 from consolidate.core.private import private_file
 from consolidate.core.atomic import write_text_atomic
+from consolidate.rules.persisted import gate
+import re
+from collections import Counter
 
 
 def path_of(store) -> Path:
@@ -41,7 +44,9 @@ def append_run(store, plan, writes) -> None:
     with private_file(path, "a") as f:
         if new:
             f.write("# What graduated\n\n")
-        f.write("\n".join(block) + "\n\n")
+        # the statements through the gate (consolidate/rules/persisted.py); the heading's session id is
+        # an identifier (a random-looking one read as key material left the heading redacted)
+        f.write(block[0] + "\n" + gate("\n".join(block[1:])) + "\n\n")
 
 
 def mark_statement(store, statement: str, label: str) -> int:
@@ -57,7 +62,7 @@ def mark_statement(store, statement: str, label: str) -> int:
     needle = f": {statement} ["
     for i, line in enumerate(lines):
         if line.startswith("- **") and needle in line and not line.startswith("- ~~"):
-            lines[i] = f"- ~~{line[2:]}~~ ({label})"
+            lines[i] = f"- ~~{line[2:]}~~ ({gate(label)})"
             marked += 1
     if marked:
         write_text_atomic(path, "\n".join(lines) + "\n")
@@ -111,8 +116,6 @@ def _core(line: str) -> str | None:
 
 def _blocks(text: str) -> tuple[list[str], list[tuple[str | None, list[str]]]]:
     """``(lines before the first block, [(run id or None, the block's lines, heading first)])``."""
-    import re
-
     marker = re.compile(r"<!-- (\S+) -->")
     head: list[str] = []
     blocks: list[tuple[str | None, list[str]]] = []
@@ -141,8 +144,6 @@ def differences(store, hist, whole: bool = True) -> tuple[int, int] | None:
     """``(missing, extra)`` entry lines of ``memory/notes.md`` against the event log's writes
     (``hist``: consolidate.pipeline.crosscheck.History), None when they agree. ``whole``: the log describes
     every run (not a team store), so an entry of a run it does not name is extra."""
-    from collections import Counter
-
     try:
         text = path_of(store).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -173,8 +174,6 @@ def rebuild(store, hist, whole: bool = True) -> str:
     it lacks (struck through when the memory was forgotten or its run undone); blocks the log does
     not describe are kept unless ``whole`` and no event names their run. The old file is kept as
     ``notes.md.corrupt``; returns that name."""
-    from collections import Counter
-
 
     path = path_of(store)
     try:
@@ -219,9 +218,13 @@ def rebuild(store, hist, whole: bool = True) -> str:
                 kept.append(f"- ~~{entry}~~ ({hist.struck[statement]})")
             else:
                 kept.append(f"- {entry}")
-        out += [heading, "", *kept, ""]
+        # the entry lines through the persisted gate as one text (a secret across lines is found too);
+        # the heading, whose session id is an identifier, is not
+        out += [heading, "", *([gate("\n".join(kept))] if kept else []), ""]
     for rid, lines in blocks:
         if rid in old and not (whole and rid not in hist.runs):
-            out += [lines[0], "", *[x for x in lines[1:] if x.strip()], ""]
+            body = [x for x in lines[1:] if x.strip()]
+            out += [lines[0], "", *([gate("\n".join(body))] if body else []), ""]
     write_text_atomic(path, "\n".join(out) + "\n")
     return aside.name
+

@@ -26,11 +26,12 @@ import os
 from pathlib import Path
 
 from consolidate.core.atomic import write_json_atomic
-from consolidate.rules.context_budget import CONTEXT_MAX_CHARS, fit
+from consolidate.rules.context_budget import CONTEXT_MAX_CHARS
 from consolidate.rules.context_count import memory_lines, recount
 from consolidate.store.echo import digest, memory_texts
 from consolidate.store.layout import CONTEXT_INDEX, CONTEXT_MD, CORE_MD, MEMORY
 from consolidate.store.layout import START_FILE as START
+from consolidate.store.views import shown as agent_view
 from consolidate.store.views.start_file import FORMAT, check_root, load, stamps
 
 #: Characters the memories' header may grow by when it says what was left out (context_count.recount).
@@ -58,25 +59,12 @@ def recalled_context(store_path: Path, max_chars: int = CONTEXT_MAX_CHARS) -> st
         written = memory_lines(text)
         text = _checked_context(store_path, text)
         stale = max(0, written - memory_lines(text))
-        context = _guarded(text) if text else ""
-    fitted = fit(core, context, max_chars, reserve=HEADER_RESERVE if context else 0)
+        context = agent_view.guard_context(text) if text else ""
+    fitted = agent_view.fit_context(core, context, max_chars, reserve=HEADER_RESERVE if context else 0)
     if not context:
         return fitted.text()
     # the header counts what is printed, and says what was left out
     return fitted.text(recount(fitted.memories, stale=stale, before_cut=memory_lines(context)))
-
-
-def _guarded(context: str) -> str:
-    """``memory/context.md`` as it may be printed: memory lines worded as orders or running remote
-    code left out (a file written by an older version, or edited by hand), and the notice on top."""
-    from consolidate.rules.guard import NOTICE, filter_lines, held_back_line, printable
-
-    lines, held = filter_lines(printable(context).splitlines())
-    if NOTICE not in lines:
-        lines[1:1] = ["", NOTICE] if lines and lines[0].startswith("#") else [NOTICE, ""]
-    if held:
-        lines += ["", held_back_line(held)]
-    return "\n".join(lines).strip()
 
 
 def _checked_context(store_path: Path, text: str) -> str:
@@ -84,9 +72,7 @@ def _checked_context(store_path: Path, text: str) -> str:
     drifted memory ends with ``[drifted: path]``, one whose file is gone is left out. The text as
     it is when the check cannot run."""
     try:
-        from consolidate.store.anchors import context_text
-
-        checked = context_text(store_path)
+        checked = agent_view.context_text(store_path)
     except Exception:  # noqa: BLE001 - the hook never fails the agent
         return text
     return checked.strip() if checked is not None else text
@@ -129,7 +115,7 @@ def refresh_start_file(store_path: str | os.PathLike) -> None:
 
 def _anchored(store: str) -> list[str]:
     """The files the memories of ``memory/context.json`` are anchored to (consolidate.store.anchors)."""
-    from consolidate.store.anchors import anchored_paths, read_section
+    from consolidate.store.anchors import anchored_paths, read_section  # noqa: PLC0415 - off the SessionStart hook path (4 modules)
 
     try:
         with open(CONTEXT_INDEX.join(store), encoding="utf-8") as f:

@@ -1,0 +1,51 @@
+"""``consolidate ui``: the local web page over the store (consolidate/ui/; imports Starlette and
+Uvicorn only when run)."""
+
+from __future__ import annotations
+
+import sys
+
+from consolidate.cli.options import open_store, port
+from consolidate.core.errors import BadInput, ConfigError
+
+
+def cmd_ui(args) -> int:
+    """Serve the pages until Ctrl-C; prints the URL with its token. Returns 0."""
+    try:
+        from consolidate.ui.server import LOOPBACK, serve
+    except ImportError as exc:  # starlette or uvicorn missing (they come with the mcp package)
+        raise ConfigError(f"consolidate ui needs starlette and uvicorn (pip install 'mcp>=2,<3'): {exc}") from None
+
+    # opened once here, so a bad --store or embedding is a one-line error before the server starts; the
+    # server opens its own Store on the same folder, on its store thread
+    store = open_store(args, create=False)
+    store.close()
+    path, chroma_url, embedding, project = store.path, store.chroma_url, store.embedding_name, store.project
+    if args.host not in LOOPBACK:
+        sys.stderr.write(f"consolidate ui: warning: listening on {args.host}, beyond this machine: anyone who can"
+                         " reach it and has the token can read the store and change it\n")
+    if not store.exists:
+        sys.stderr.write(f"consolidate ui: no store at {path} yet: the pages are empty until a run writes one\n")
+
+    kind = type(store)  # consolidate.store.store.Store, without importing it again here
+
+    def opener():
+        return kind(path, chroma_url=chroma_url, embedding=embedding, project=project, create=False)
+
+    try:
+        serve(opener, host=args.host, port=args.port, open_browser=not args.no_browser,
+              announce=lambda line: print(line, flush=True))
+    except OSError as exc:
+        raise BadInput(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    return 0
+
+
+def register(sub, common) -> None:
+    s = sub.add_parser("ui", parents=[common],
+                       help="a local web page to browse, search and review the store (prints its URL with a token)")
+    s.add_argument("--port", type=port, default=0, help="port to listen on (default 0: a free one)")
+    s.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; another one is reachable beyond this machine:"
+                        " a warning is printed)")
+    s.add_argument("--no-browser", action="store_true", help="print the URL only; do not open a browser")
+    s.set_defaults(func=cmd_ui)

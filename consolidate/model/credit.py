@@ -1,0 +1,32 @@
+"""The evidence the store credits a memory with, as every surface shows it (issue 28, concern 1).
+
+A judge's claim of evidence (a memory whose ``source`` is ``judge:...``) ranked above observed is
+credited ``observed``: the contradiction stage ranks it so (consolidate/pipeline/stages/credibility.py)
+and every surface shows it so, the agent view (consolidate/store/views/shown.py, which re-exports
+these) and a run's report of what it wrote (consolidate/model/report.py) alike. The claim itself is
+kept under ``claimed_evidence``. Light: consolidate.core.vocab only.
+"""
+
+from __future__ import annotations
+
+from consolidate.core.vocab import EVIDENCE_RANK
+
+#: The highest evidence rank credited to a stored entry whose evidence a judge claimed (its
+#: ``source`` is ``judge:...``): observed (consolidate/pipeline/stages/credibility.py ranks it so).
+JUDGED_MAX_RANK = 1
+#: How a judge's claim above :data:`JUDGED_MAX_RANK` is shown: observed, success or failure unknown.
+CREDITED_OBSERVED = "observed"
+
+
+def claimed_by_judge(source: object) -> bool:
+    """Whether a memory of ``source`` (its ``source`` metadata or a candidate's) has its evidence
+    claimed by a judge (``judge:...``), not recorded with its notes (flagged, user, imported)."""
+    return str(source or "").startswith("judge:")
+
+
+def credited(evidence: str | None, source: object) -> str | None:
+    """The evidence a memory of ``source`` whose evidence is ``evidence`` is credited with: its own,
+    except a judge's claim ranked above :data:`JUDGED_MAX_RANK`, which is :data:`CREDITED_OBSERVED`."""
+    if claimed_by_judge(source) and EVIDENCE_RANK.get(evidence or "", 0) > JUDGED_MAX_RANK:
+        return CREDITED_OBSERVED
+    return evidence

@@ -1,0 +1,151 @@
+"""Groups of related active memories for the curation pass (``consolidate curate``).
+
+Two memories are linked when the contradiction check would compare them, or when they name the same
+thing:
+
+- **embedding neighbours**: the nearest active memories of the same scope (LongTerm.neighbours_many,
+  one batched query for the whole store, as the contradiction check asks), linked from
+  ``CANDIDATE_SIMILARITY`` on for the same type and from ``CROSS_TYPE_SIMILARITY`` on across types
+  (consolidate/pipeline/stages/contradiction.py: the same thresholds);
+- **shared entities**: a file, package or tool both statements name (consolidate.store.graph
+  ``extract_entities``: the entities the graph links memories by, which recall follows), when the
+  entity is named by at most ``2 * max_group`` memories (a name every memory mentions relates nothing);
+- **shared code anchors**: a project file both are anchored to (consolidate.store.anchors).
+
+Connected memories form a group; a group larger than ``max_group`` is cut into groups of at most
+``max_group``, each grown from its most linked memory by the strongest links. Memories linked to
+nothing are pooled into groups of ``max_group`` too (still judged for junk; a merge between them is
+as valid as any, since the judge sees them side by side).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from consolidate.pipeline.stages.contradiction import CANDIDATE_SIMILARITY, CROSS_TYPE_SIMILARITY, NEIGHBOURS
+from consolidate.store.graph import extract_entities
+
+#: Most memories shown to the judge in one group (one call each).
+MAX_GROUP = 8
+#: Link weight of a shared entity and of a shared anchored file (a similarity is its own weight).
+ENTITY_WEIGHT, ANCHOR_WEIGHT = 0.6, 0.7
+
+
+def _names(row: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """(entity names, anchored paths) of one memory row."""
+    meta = row.get("metadata") or {}
+    try:
+        fields = json.loads(meta.get("fields") or "{}")
+    except ValueError:
+        fields = {}
+    text = " ".join([row.get("document") or "", *(str(v) for v in (fields.values() if isinstance(fields, dict) else []))])
+    entities = {name.lower() for name, _kind in extract_entities(text)}
+    try:
+        anchors = json.loads(meta.get("anchors") or "[]")
+    except ValueError:
+        anchors = []
+    paths = {a["path"] for a in anchors if isinstance(a, dict) and isinstance(a.get("path"), str)} \
+        if isinstance(anchors, list) else set()
+    return entities, paths
+
+
+def links(longterm, rows: list[dict[str, Any]], scope: str | None, max_group: int = MAX_GROUP
+          ) -> dict[str, dict[str, float]]:
+    """``{memory id: {linked id: weight}}`` over ``rows`` (active memories with ``id``, ``document``,
+    ``metadata``; see the module docstring). Reads the index (embeddings, one neighbour query)."""
+    ids = [r["id"] for r in rows]
+    known = set(ids)
+    adj: dict[str, dict[str, float]] = {i: {} for i in ids}
+
+    def link(a: str, b: str, w: float) -> None:
+        if a != b and a in known and b in known:
+            adj[a][b] = adj[b][a] = max(w, adj[a].get(b, 0.0))
+
+    page = getattr(longterm, "PAGE", 5000)  # a read of more ids than Chroma's SQL bound fails: in pages
+    with_vectors: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(ids), page):
+        with_vectors.update(longterm.get_with_embeddings(ids[start:start + page]))
+    have = [i for i in ids if i in with_vectors]
+    type_of = {r["id"]: (r["metadata"] or {}).get("type") for r in rows}
+    found: list[list[dict[str, Any]]] = []
+    for start in range(0, len(have), page):
+        found += longterm.neighbours_many([with_vectors[i]["embedding"] for i in have[start:start + page]],
+                                          scope=scope, k=NEIGHBOURS + 1, statuses=("active",),
+                                          min_similarity=CANDIDATE_SIMILARITY)
+    for i, hits in zip(have, found):
+        for h in hits:
+            floor = CANDIDATE_SIMILARITY if type_of.get(h["id"]) == type_of[i] else CROSS_TYPE_SIMILARITY
+            if h["similarity"] >= floor:
+                link(i, h["id"], float(h["similarity"]))
+    named: dict[tuple[str, str], list[str]] = {}
+    for r in rows:
+        entities, paths = _names(r)
+        for e in entities:
+            named.setdefault(("entity", e), []).append(r["id"])
+        for p in paths:
+            named.setdefault(("path", p), []).append(r["id"])
+    for (kind, _name), members in named.items():
+        if 1 < len(members) <= 2 * max_group:
+            for x, a in enumerate(members):
+                for b in members[x + 1:]:
+                    link(a, b, ANCHOR_WEIGHT if kind == "path" else ENTITY_WEIGHT)
+    return adj
+
+
+def _components(adj: dict[str, dict[str, float]]) -> list[list[str]]:
+    """The connected parts of ``adj``, each sorted, in order of their first id."""
+    seen: set[str] = set()
+    out = []
+    for start in sorted(adj):
+        if start in seen:
+            continue
+        part, todo = [], [start]
+        seen.add(start)
+        while todo:
+            node = todo.pop()
+            part.append(node)
+            for other in adj[node]:
+                if other not in seen:
+                    seen.add(other)
+                    todo.append(other)
+        out.append(sorted(part))
+    return out
+
+
+def _cut(part: list[str], adj: dict[str, dict[str, float]], max_group: int) -> list[list[str]]:
+    """``part`` cut into groups of at most ``max_group``, each grown from the most linked memory
+    left by the strongest total link to the group (ties by id)."""
+    left = set(part)
+    out = []
+    while left:
+        seed = max(sorted(left), key=lambda i: sum(w for o, w in adj[i].items() if o in left))
+        group = [seed]
+        left.discard(seed)
+        while len(group) < max_group:
+            pull = {o: sum(adj[o].get(g, 0.0) for g in group) for o in left}
+            best = max(sorted(pull), key=lambda o: pull[o], default=None)
+            if best is None or pull[best] <= 0:
+                break
+            group.append(best)
+            left.discard(best)
+        out.append(group)
+    return out
+
+
+def related_groups(longterm, rows: list[dict[str, Any]], scope: str | None, max_group: int = MAX_GROUP
+                   ) -> list[list[str]]:
+    """The memory ids of ``rows`` in groups of related ones, each of 1..``max_group`` ids (see the
+    module docstring); every id is in exactly one group. Deterministic for one store."""
+    max_group = max(2, int(max_group))
+    adj = links(longterm, rows, scope, max_group)
+    groups: list[list[str]] = []
+    alone: list[str] = []
+    for part in _components(adj):
+        for g in (_cut(part, adj, max_group) if len(part) > max_group else [part]):
+            if len(g) == 1:
+                alone.extend(g)
+            else:
+                groups.append(g)
+    groups += [alone[i:i + max_group] for i in range(0, len(alone), max_group)]
+    return groups
