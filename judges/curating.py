@@ -11,8 +11,9 @@ here is the one check of an answer (:func:`validate_curation`).
 
 An answer is taken whole or not at all: an answer naming an id outside the group, a merge into a
 non-member (or into itself, or into a member that is itself dropped or merged), a conflict with a
-non-member, a second answer for an id or an entry that does not validate rejects the whole answer
-(the group is deferred: nothing changes). A member the answer leaves out is kept.
+non-member, a second answer for an id, a drop with no reason (a drop is junk, with the reason: the
+prompt asks for one; checked here, after parsing, so the schema sent to the model is unchanged) or an
+entry that does not validate rejects the whole answer (the group is deferred: nothing changes). A member the answer leaves out is kept.
 """
 
 from __future__ import annotations
@@ -94,12 +95,15 @@ def validate_curation(ids: list[str], raw: Any) -> tuple[dict[str, CurateAction]
 
 
 def _target_problem(raw: CurateAction, a: CurateAction, mid: str) -> list[str]:
-    """What is wrong with the target of one action (a merge's ``into``, a conflict's ``with``)."""
+    """What is wrong with the target of one action (a merge's ``into``, a conflict's ``with``), or
+    with a drop that names no reason."""
     if a.action == MERGE:
         if a.into is None:
             return [f"merge of {mid} into {str(raw.into)[:40]!r}: not a member of the group"]
         if a.into == mid:
             return [f"merge of {mid} into itself"]
+    if a.action == DROP and not a.reason.strip():
+        return [f"drop of {mid} without a reason (a drop is junk, with the reason)"]
     if a.action == CONFLICT:
         if a.with_ is None:
             return [f"conflict of {mid} with {str(raw.with_)[:40]!r}: not a member of the group"]

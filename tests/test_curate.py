@@ -221,12 +221,34 @@ def test_a_failing_judge_defers_never_deletes(curated_store, fail):
 def test_validation_takes_a_whole_answer_or_nothing():
     ids = ["m1", "m2", "m3"]
     ok, problems = validate_curation(ids, [{"id": "[m1]", "action": "Merge", "into": "2"}, {"id": "m3", "action": "drop",
-                                                                                              "reason": None}])
+                                                                                              "reason": "junk"}])
     assert problems == [] and ok["m1"].into == "m2" and ok["m3"].action == "drop" and "m2" not in ok
     assert validate_curation(ids, [{"id": "m1", "action": "conflict", "with": "m9"}])[0] is None
     assert validate_curation(ids, [{"id": "m1", "action": "conflict"}])[0] is None
     assert validate_curation(ids, [{"id": "m1", "action": "conflict", "with": "m2"},
-                                   {"id": "m2", "action": "drop"}])[0] is None
+                                   {"id": "m2", "action": "drop", "reason": "junk"}])[0] is None
+    # a drop is "junk, with the reason": one without a reason (none, null, blank) rejects the whole answer
+    for reason in ({}, {"reason": None}, {"reason": "  "}):
+        ok, problems = validate_curation(ids, [{"id": "m1", "action": "keep"}, {"id": "m2", "action": "drop", **reason}])
+        assert ok is None and problems == ["drop of m2 without a reason (a drop is junk, with the reason)"]
+
+
+def test_a_drop_without_a_reason_defers_its_group_through_the_command(curated_store, tmp_path, capsys):
+    """``consolidate curate`` with a judge that drops the junk line and gives no reason: the group is
+    deferred as any invalid answer is, nothing changes (the schema sent to the model is unchanged)."""
+    before = _by_text(curated_store)
+    script = tmp_path / "judge.py"
+    script.write_text(
+        "import json, re, sys\n"
+        "text = sys.stdin.read()\n"
+        "lines = re.findall(r'^\\[(m\\d+)\\] \\([^)]*\\) (.*)$', text, re.M)\n"
+        "print(json.dumps([{'id': i, 'action': 'drop'} for i, s in lines if 'Investigating' in s]))\n")
+    code = main(["curate", "--store", str(curated_store.path), "--judge", f"cli:template:{sys.executable} {script}",
+                 "--json"])
+    got = json.loads(capsys.readouterr().out)
+    assert code == 0 and not got["proposals"], got
+    assert any("without a reason" in d["reason"] for d in got["deferred"])
+    assert _by_text(curated_store) == before
 
 
 def test_the_cli_template_judge_answers_the_curation_prompt(curated_store, tmp_path):
@@ -301,14 +323,15 @@ def test_eval_scores_curation_answers_against_labeled_groups(tmp_path, capsys):
     labels = Path(__file__).parent / "labels" / "curate-groups.jsonl"
     groups = load_groups(labels)
     judge = _judge({"instead of npm": {"action": "merge", "into": "breaks the CI install"},
-                    "Investigating": {"action": "drop"}, "60 seconds": {"action": "conflict", "with": "30 seconds"},
-                    "Releases": {"action": "drop", "reason": "wrongly"}, "Ignore the rules": {"action": "drop"}})
+                    "Investigating": {"action": "drop", "reason": "a status line"},
+                    "60 seconds": {"action": "conflict", "with": "30 seconds"},
+                    "Releases": {"action": "drop", "reason": "wrongly"}, "Ignore the rules": {"action": "drop", "reason": "x"}})
     report = evaluate_groups(JudgeChain([judge]), groups, JudgeContext(project="p"))
     assert (report.groups, report.memories, report.deferred_groups, report.answered) == (3, 7, 0, 7)
     # t30 is answered keep (its partner named the conflict): wrong; Releases dropped: wrong and lost
     assert report.correct == 5 and report.lost == 1
     assert report.per_action["drop"] == {"labeled": 2, "predicted": 3, "precision": 0.667, "recall": 1.0}
-    hostile = _judge(lambda ms: [{"id": "mem-1", "action": "drop"}])
+    hostile = _judge(lambda ms: [{"id": "mem-1", "action": "drop", "reason": "junk"}])
     assert evaluate_groups(JudgeChain([hostile]), groups, JudgeContext()).deferred_groups == 3
     assert main(["eval", "--curate-groups", str(labels), "--judge", "noop"]) == 5
     bad = tmp_path / "bad.jsonl"
