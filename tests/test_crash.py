@@ -117,3 +117,28 @@ def test_queue_file_crash_point_converges(tmp_path, reference, point):
     for path in store.path.rglob("*"):
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_a_roll_back_restores_an_entry_exactly(store):
+    """A failed run is rolled back (consolidate/pipeline/stages/apply.py roll_back) through the one
+    restore undo uses (LongTerm.restore): a metadata key the failed write added to an entry it
+    overwrote does not survive (an upsert would merge it in)."""
+    from types import SimpleNamespace
+
+    from consolidate.judges.chain import JudgeChain
+    from consolidate.judges.scripted import ScriptedJudge
+    from consolidate.pipeline.run import run_queue
+    from consolidate.pipeline.stages.apply import roll_back
+    from consolidate.store import snapshots
+
+    store.sessions.add_note("s1", "The build uses make, never a shell script", flag=True, kind="fact")
+    store.sessions.end("s1", "success")
+    run_queue(store, chain_factory=lambda: JudgeChain([ScriptedJudge({})]))
+    lt = store.longterm()
+    [mid] = [r["id"] for r in lt.all()]
+    before = lt.get_with_embeddings([mid])
+    snapshots.save(store, "run-failed", {"added": [], "before": before})
+    lt.update_metadata(mid, {"disputed_with": "mem-other", "status": "disputed"})  # what the failed write did
+    roll_back(store, SimpleNamespace(run_id="run-failed"))
+    assert store.longterm().get([mid])[mid]["metadata"] == before[mid]["metadata"]
+    assert not snapshots.path_of(store, "run-failed").exists()

@@ -58,10 +58,8 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
         kept_forgotten = sorted(set(record.get("before", {})) & later)
         # the entries it changed go too and come back whole: an upsert merges metadata, so a key the run
         # added (``disputed_with``, a review mark) would outlive the undo
-        lt.delete(list(added) + list(before))
-        if before:
-            lt.upsert([{"id": i, "document": r["document"], "metadata": r["metadata"], "embedding": r["embedding"]}
-                       for i, r in before.items()])
+        lt.delete(list(added))
+        lt.restore(before)
         lift_tombstones(store, set(record.get("tombstoned", [])))
         # the code anchors come back with their entries (an archive or a forget took them out of the
         # manifest), as stored: a file edited since shows as drifted; the added entries' leave

@@ -126,9 +126,7 @@ def roll_back(store, plan) -> None:
             changed = {i: r for i, r in before.items()  # only what the failed write did change
                        if (current.get(i) or {}).get("metadata") != r["metadata"]
                        or (current.get(i) or {}).get("document") != r["document"]}
-            if changed:
-                lt.upsert([{"id": i, "document": r["document"], "metadata": r["metadata"],
-                            "embedding": r["embedding"]} for i, r in changed.items()])
+            lt.restore(changed)  # exactly: a key the failed write added goes too (as undo restores)
         except Exception:
             journal.reset_steps(store, plan.run_id, ["snapshot"])
             raise

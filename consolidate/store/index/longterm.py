@@ -396,6 +396,17 @@ class LongTerm:
 
         self._write(write, lambda index: index.upsert(records))
 
+    def restore(self, records: dict[str, dict[str, Any]]) -> None:
+        """Put memories back exactly as ``records`` (``{id: {"document", "metadata", "embedding"}}``,
+        an undo record's ``before``) held them: each is deleted, then written whole, because an upsert
+        merges metadata and a key written since (``disputed_with``, a review mark) would survive. The
+        one restore of ``consolidate undo`` and of a failed run's roll back."""
+        if not records:
+            return
+        self.delete(list(records))
+        self.upsert([{"id": i, "document": r["document"], "metadata": r["metadata"], "embedding": r["embedding"]}
+                     for i, r in records.items()])
+
     def delete(self, ids: list[str]) -> None:
         """Remove memories from the recall index (missing ids are not an error: replay)."""
         ids = list(dict.fromkeys(ids))
