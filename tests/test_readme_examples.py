@@ -142,6 +142,16 @@ def test_run_block(block, tmp_path):
         _check(step, r, where)
 
 
+def test_python_examples_read_memories_through_the_guarded_api():
+    """The README's Python tour and the docs pages read memories through ``consolidate.recall`` (the
+    agent view: tombstones, evidence as credited, the context guard), never ``Store.longterm()``'s
+    raw rows (issue 28: every surface goes through the one view)."""
+    python = [b for b in blocks() if b["lang"] == "python"]
+    assert python
+    raw = [b["where"] for b in python if re.search(r"\.longterm\(\)\s*\.\s*(search|all|active|get)\(", b["body"])]
+    assert raw == [], f"blocks reading the index unguarded: {raw}"
+
+
 def test_readme_recall_example_answers_the_question(tmp_path):
     """Issue 13's failing example: `recall "which database and why"` printed nothing after the README's
     own commands (a first-seen judged decision is quarantined). Now the note is flagged and answers."""
