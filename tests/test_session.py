@@ -107,3 +107,25 @@ def test_corrupt_sqlite(tmp_path):
     (folder / "sessions.sqlite3").write_bytes(b"this is not a database" * 100)
     with pytest.raises(StoreCorrupt):
         Store(folder).sessions.count("s1")
+
+
+def test_a_note_after_its_session_ended_says_so_in_one_line(tmp_path):
+    """``consolidate note`` to a session already ended and consolidated: the note is written (nothing
+    lost) and one line says the session ended and how to end it again or start a new one; a note
+    to an open session, or to one whose end is still queued (it goes with that run), says nothing."""
+    import subprocess
+    import sys
+
+    def cli(*args):
+        r = subprocess.run([sys.executable, "-m", "consolidate", *args, "--store", str(tmp_path / "s")],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    assert "ended" not in cli("note", "--session", "s1", "--flag", "The build uses make")
+    cli("end", "--session", "s1", "--outcome", "success")
+    assert "ended" not in cli("note", "--session", "s1", "--flag", "The linter is ruff")  # queued: goes with it
+    cli("run", "--judge", "noop")
+    out = cli("note", "--session", "s1", "--flag", "The docs use mkdocs")
+    hint = [ln for ln in out.splitlines() if "already ended" in ln]
+    assert len(hint) == 1 and "consolidate end --session s1" in hint[0] and "new session" in hint[0]

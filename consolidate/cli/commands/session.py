@@ -14,6 +14,8 @@ def cmd_note(args) -> int:
     text = read_text_arg(args.text)
     note_id = store.sessions.add_note(args.session, text, flag=args.flag, ttl=args.ttl, kind=args.kind)
     print(f"note {note_id} written to session {args.session}")
+    if hint := store.sessions.ended_hint(args.session):
+        print(hint)
     notice = getattr(note_id, "notice", None)
     print_policy(text, flag=args.flag, kind=args.kind, blocked=bool(notice))
     _tell_redacted([notice])

@@ -583,6 +583,18 @@ class SessionTier:
             raise BadInput(f"session {sid} ended in failure and was consolidated as one: a note written to it would"
                            " never be consolidated; write it to a new session id", session_id=sid)
 
+    def ended_hint(self, sid: str) -> str:
+        """One line for a note just written to ``sid`` when that session already ended and was
+        consolidated ('' otherwise: open, its end still queued or running, or a partial run that
+        the next run finishes): the note waits until the session is ended again, and how to start
+        a new one. ``consolidate note`` prints it (a note after its session ended gave no hint)."""
+        end = self.session_end(sid)
+        if end is None or end["status"] in (*END_PENDING, "partial"):
+            return ""
+        return (f"session {sid} already ended and was consolidated ({end['status']}): this note waits until it is"
+                f" ended again (`consolidate end --session {sid} --outcome success`); for new work start a new"
+                " session (a new --session id, or `consolidate session start --session ID --task TEXT`)")
+
     def _refuse_reending_a_failure(self, sid: str) -> None:
         """A session consolidated as a failure is never ended again (its notes must never be
         promoted by any path: batch's orphan sweep, a later hook, a hand-typed end). Raises BadInput."""
