@@ -557,6 +557,23 @@ def test_a_run_reports_the_memory_it_wrote_as_the_store_credits_it(small, capsys
     assert "[high, observed, " in recalled and "user-stated" not in recalled
 
 
+def test_notes_md_and_the_event_log_record_the_evidence_as_credited(small, capsys):
+    """What a run records of a memory whose evidence a judge claimed: ``memory/notes.md`` shows it as
+    credited (observed), the event log's ``memory.written`` line names both (``evidence`` credited,
+    ``claimed_evidence`` the claim), and ``doctor`` still finds the index and the log agree (the
+    stored evidence is read back from the claim: consolidate.model.credit.claimed_in)."""
+    statement = "The project installs with pnpm, never npm"
+    _judged(capsys, small, "r1", "The project installs with pnpm, never npm: npm breaks the lockfile",
+            {"pnpm": _claimed(statement)})
+    notes = (small / ".memofs" / "memory" / "notes.md").read_text(encoding="utf-8")
+    [entry] = [ln for ln in notes.splitlines() if statement in ln]
+    assert "[high, observed]" in entry and "user-stated" not in entry, entry
+    events = [json.loads(x) for x in (small / ".memofs" / "events" / "memory-events.jsonl").read_text().splitlines()]
+    [written] = [e for e in events if e["event"] == "memory.written" and e.get("statement") == statement]
+    assert written["evidence"] == "observed" and written["claimed_evidence"] == "user-stated", written
+    assert "problem" not in _cli_in_process(capsys, small, "doctor").lower()
+
+
 def _paths_holding(value, wanted: str, path: tuple = ()) -> list[tuple]:
     """The key paths of a JSON value at which the string ``wanted`` stands."""
     if isinstance(value, dict):

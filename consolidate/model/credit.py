@@ -4,7 +4,10 @@ A judge's claim of evidence (a memory whose ``source`` is ``judge:...``) ranked 
 credited ``observed``: the contradiction stage ranks it so (consolidate/pipeline/stages/credibility.py)
 and every surface shows it so, the agent view (consolidate/store/views/shown.py, which re-exports
 these) and a run's report of what it wrote (consolidate/model/report.py) alike. The claim itself is
-kept under ``claimed_evidence``. Light: consolidate.core.vocab only.
+kept under ``claimed_evidence``. The records a run writes (``memory/notes.md``, the event log's
+``memory.written`` lines) name the evidence so too (:func:`recorded`): ``evidence`` is the credited
+one, ``claimed_evidence`` the claim when it differs; the stored evidence is read back from such a
+record with :func:`claimed_in`. Light: consolidate.core.vocab only.
 """
 
 from __future__ import annotations
@@ -30,3 +33,16 @@ def credited(evidence: str | None, source: object) -> str | None:
     if claimed_by_judge(source) and EVIDENCE_RANK.get(evidence or "", 0) > JUDGED_MAX_RANK:
         return CREDITED_OBSERVED
     return evidence
+
+
+def recorded(evidence: str | None, source: object) -> dict[str, str | None]:
+    """How a record of a memory (an event line, a notes.md entry) names its evidence: ``{"evidence":
+    credited}``, plus ``"claimed_evidence"`` (the judge's claim, as stored) when they differ."""
+    shown = credited(evidence, source)
+    return {"evidence": shown} if shown == evidence else {"evidence": shown, "claimed_evidence": evidence}
+
+
+def claimed_in(record: dict) -> str | None:
+    """The evidence as stored (the claim) of a record :func:`recorded` named: its
+    ``claimed_evidence``, else its ``evidence`` (a record that credits it as claimed, or an older one)."""
+    return record.get("claimed_evidence") or record.get("evidence")

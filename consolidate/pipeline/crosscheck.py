@@ -41,6 +41,7 @@ from consolidate.store.layout import ARCHIVE, CHROMA, CONTEXT_MD, EVENT_LOG, FOR
 from consolidate.rules.redaction import error_text
 from consolidate.pipeline.findings import Finding, memories as _memories, move_aside as _move_aside
 from consolidate.store import events as event_log
+from consolidate.model import credit
 from consolidate.store import journal
 from consolidate.store import archive
 from consolidate.core.errors import EmbeddingMismatch, StoreError
@@ -94,7 +95,7 @@ def _day(ts: Any) -> str:
 def _written(e: dict[str, Any]) -> dict[str, Any]:
     """The state a ``memory.written`` event gives its memory."""
     prov = {"session_id": e.get("session_id"), "run_id": e.get("run_id"), "date": e.get("ts"),
-            "evidence": e.get("evidence"), "source": e.get("source"),
+            "evidence": credit.claimed_in(e), "source": e.get("source"),
             "prompt_version": e.get("prompt_version"), "reason": e.get("reason", ""),
             "note_ids": e.get("note_ids") or [], **(e.get("links") or {})}
     fields = e.get("fields") if isinstance(e.get("fields"), dict) else None
@@ -102,7 +103,7 @@ def _written(e: dict[str, Any]) -> dict[str, Any]:
         meta = dict(e["metadata"])
     else:
         meta = {"type": e.get("type"), "status": e.get("status"), "tier": "durable",
-                "evidence": e.get("evidence"), "confidence": e.get("confidence"),
+                "evidence": credit.claimed_in(e), "confidence": e.get("confidence"),
                 "last_confirmed": _day(e.get("ts")), "session_id": e.get("session_id") or "unknown",
                 "run_id": e.get("run_id") or "unknown", "source": e.get("source") or "unknown",
                 "prompt_version": e.get("prompt_version") or "",
@@ -411,7 +412,8 @@ def _recovered_event(store, mid: str, row: dict | None, node: dict | None, now: 
         fields = {}
     return {"ts": now, "event": "memory.written", "memory_id": mid, "run_id": meta.get("run_id") or "unknown",
             "session_id": meta.get("session_id") or "unknown", "type": meta.get("type") or "fact",
-            "status": meta.get("status") or "active", "tier": "durable", "evidence": meta.get("evidence"),
+            "status": meta.get("status") or "active", "tier": "durable",
+            **credit.recorded(meta.get("evidence"), meta.get("source")),
             "confidence": meta.get("confidence"), "source": meta.get("source"), "statement": statement,
             **({"fields": fields} if isinstance(fields, dict) and fields else {}),
             "metadata": meta, "recovered": RECOVERED}

@@ -3,7 +3,9 @@
 One JSON object a line, appended only, each flushed and fsynced: what every run decided and wrote
 (``memory.written``, ``memory.superseded``, ``run.applied`` ...) and what undo reverted. A run's
 lines carry its ``run_id`` and a sequence number ``seq``, so a replayed run appends only the lines
-it had not written yet. A last line cut by a crash is removed before the next append.
+it had not written yet. A last line cut by a crash is removed before the next append. A
+``memory.written`` line names its evidence as credited (``evidence``) and a judge's claim beside it
+(``claimed_evidence``): consolidate.model.credit.recorded.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import datetime as _dt
 import json
 from pathlib import Path
 from typing import Iterator
+from consolidate.model import credit
 from consolidate.model.plan import run_summary
 from consolidate.core.jsonl import append_lines, cut_torn_tail
 from consolidate.core.jsonl import read_lines
@@ -32,7 +35,7 @@ def run_lines(plan, writes) -> list[dict]:
     base = {"ts": ts, "run_id": plan.run_id, "session_id": plan.session_id}
     for c in writes:
         lines.append({**base, "event": "memory.written", "memory_id": c.memory_id, "type": c.type, "status": c.status,
-                      "tier": c.tier, "evidence": c.evidence, "confidence": c.confidence, "source": c.source,
+                      "tier": c.tier, **credit.recorded(c.evidence, c.source), "confidence": c.confidence, "source": c.source,
                       "note_ids": c.note_ids, "reason": c.reason, "prompt_version": c.provenance.get("prompt_version"),
                       **written_detail(c)})
     for u in plan.updates:

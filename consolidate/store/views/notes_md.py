@@ -2,7 +2,7 @@
 
 Each run that writes appends one block: a heading with the local date and time, the session and
 the run id (as an HTML comment, the replay key), then one line per memory written, ``- **type**:
-statement [confidence, evidence] (source)``. Forgetting or editing a memory strikes its lines
+statement [confidence, evidence] (source)`` (the evidence as credited: consolidate.model.credit). Forgetting or editing a memory strikes its lines
 through with the reason; undoing a run marks its block undone. The file is never read back by the
 pipeline.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from consolidate.core.dates import display
+from consolidate.model import credit
 from consolidate.core.private import private_file
 from consolidate.core.atomic import write_text_atomic
 from consolidate.rules.persisted import gate
@@ -39,7 +40,7 @@ def append_run(store, plan, writes) -> None:
         tag = c.type if c.tier == "durable" else f"{c.type}, transient"
         if c.status != "active":
             tag += f", {c.status}"
-        block.append(f"- **{tag}**: {c.statement} [{c.confidence}, {c.evidence}] ({c.source})")
+        block.append(f"- **{tag}**: {c.statement} [{c.confidence}, {credit.credited(c.evidence, c.source)}] ({c.source})")
 
     with private_file(path, "a") as f:
         if new:
