@@ -144,6 +144,29 @@ def _memories(store):
     return {r["document"]: r["metadata"] for r in store.longterm().all()}
 
 
+def test_export_writes_a_judges_claim_as_credited_and_import_credits_no_more(repo, capsys):
+    """Issue 28: ``export`` writes a judge's claim of ``user-stated`` as the store credits it
+    (``observed``, the claim named ``claimed_evidence``), on the line and in the marker; ``import``
+    takes a marker's evidence only up to what it may credit: ``observed`` (the line's or the
+    marker's) is an observation, and a claim the marker names is never taken above observed."""
+    alice, store_a = repo
+    _export(capsys, store_a)
+    [line] = [ln for ln in (alice / "AGENTS.md").read_text().splitlines() if PREFERENCE in ln]
+    marker = json.loads(line.rsplit(" <!-- consolidate ", 1)[1][:-3].replace("-\\u002d", "--"))
+    assert marker["evidence"] == "observed" and marker["claimed_evidence"] == "user-stated", marker
+    assert ", observed, " in line.split(" <!-- ")[0] and "user-stated" not in line.split(" <!-- ")[0]
+    [e] = [e for e in parse_block((alice / "AGENTS.md").read_text()) if e["statement"] == PREFERENCE]
+    assert e["evidence"] == "observed-success"
+    head = f"{BEGIN} -->\n## Project memory (consolidate)\n\n"
+    cases = {"- **preference**: A [high, observed, 2026-11]": "observed-success",  # the line alone (no marker)
+             '- **failure**: B [high, observed, 2026-11] <!-- consolidate {"evidence": "observed"} -->': "observed-failure",
+             '- **fact**: C [high, user-stated, 2026-11] <!-- consolidate {"evidence": "user-stated",'
+             ' "claimed_evidence": "user-stated"} -->': "observed-success",  # a claim edited up: still a claim
+             '- **fact**: D [high, user-stated, 2026-11] <!-- consolidate {"evidence": "user-stated"} -->': "user-stated"}
+    got = parse_block(head + "\n".join(cases) + f"\n{END}\n")
+    assert [e["evidence"] for e in got] == list(cases.values())
+
+
 def test_round_trip_between_two_stores_through_git(repo, tmp_path, capsys):
     alice, store_a = repo
     _export(capsys, store_a)

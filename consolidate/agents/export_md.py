@@ -14,7 +14,8 @@ two marker lines::
 
 The entry line shows the statement on one line with ``<!--`` and ``-->`` written ``&lt;!--`` and
 ``--&gt;`` (:func:`visible`); the marker carries the exact text when that changed it, its
-evidence, the date it was last confirmed and the date it became true (``since``), so every
+evidence as credited (consolidate/model/credit.py: a judge's claim of ``user-stated`` is
+``observed``, the claim named ``claimed_evidence``), the date it was last confirmed and the date it became true (``since``), so every
 exported store imports back as the same memories.
 
 Only the block changes: the rest of the file is kept byte for byte (its line endings too; the block
@@ -28,7 +29,9 @@ consolidate.rules.guard.unsafe_reason), the same guard as the SessionStart conte
 from a teammate's commit with ``--rev``) as the notes of one session ``agents-md-<digest of the
 block>``: each entry a flagged note of its type with the evidence it was exported with (the
 marker's, else the suffix's; ``user-stated`` for an entry written by hand with neither: a teammate's
-observation stays an observation, so an old entry never outranks a newer memory by its import),
+observation stays an observation, so an old entry never outranks a newer memory by its import), no
+more than the exporter credited (consolidate.model.credit.imported: a judge's claim the marker
+names is taken as observed at most, and ``observed`` as the observed kind of its type),
 its dates (``confirmed``, ``since``), note metadata ``source: user`` and
 ``imported_from: FILE@COMMIT`` (with the commit's author), then consolidated as usual (secret gate,
 write policy, contradiction check, tombstones: a memory the user forgot is brought back only as the
@@ -49,7 +52,8 @@ from pathlib import Path
 from typing import Any
 
 from consolidate.core.errors import BadInput
-from consolidate.core.vocab import CONFIDENCE_LEVELS, END_PENDING, EVIDENCE_KINDS, OBSERVED_SUCCESS
+from consolidate.core.vocab import CONFIDENCE_LEVELS, END_PENDING
+from consolidate.model import credit
 from consolidate.store.anchors import read_section
 from consolidate.store.views import shown as agent_view
 from consolidate.rules.secrets import scan
@@ -175,10 +179,10 @@ def render_block(store, rows: list[dict[str, Any]], newline: str = "\n") -> str:
         meta: dict[str, Any] = {"id": r["id"], "fields": _exact_fields(m)}
         if m.get("last_confirmed") and m["last_confirmed"] != "unknown":
             meta["confirmed"] = m["last_confirmed"]  # the exact date; the suffix shows its month
-        if m.get("evidence") in EVIDENCE_KINDS:
-            meta["evidence"] = m["evidence"]  # kept by the import (the suffix shows it too)
-        elif m.get("claimed_evidence"):  # a judge's claim, credited observed (the agent view): imported so
-            meta["evidence"] = OBSERVED_SUCCESS
+        if credit.said(m.get("evidence")):  # as credited (the agent view): the suffix shows it too
+            meta["evidence"] = m["evidence"]
+            if m.get("claimed_evidence"):  # a judge's claim, named as one: an import credits it no higher
+                meta["claimed_evidence"] = m["claimed_evidence"]
         since = validity(m)[0]
         if since:
             meta["since"] = since  # when it became true (consolidate/model/validity.py)
@@ -320,17 +324,20 @@ def parse_block(text: str, name: str = "the file") -> list[dict[str, Any]]:
         out.append({"type": m.group("type"), "statement": statement,
                     "id": meta.get("id") if isinstance(meta.get("id"), str) else None,
                     "fields": {str(k): str(v) for k, v in fields.items()}, "confirmed": confirmed,
-                    "evidence": _evidence(meta.get("evidence"), m.group("suffix")), "since": since})
+                    "evidence": credit.imported(_evidence(meta.get("evidence"), m.group("suffix")),
+                                                meta.get("claimed_evidence"), m.group("type")),
+                    "since": since})
     return out
 
 
 def _evidence(marker: Any, suffix: str | None) -> str:
     """The evidence an exported entry was exported with: the marker's ``evidence``, else the
-    evidence kind its suffix names (``[high, observed-success, 2026-07]``), else ``user-stated``
-    (an entry written by hand, with neither: a person on the team stated it)."""
-    if marker in EVIDENCE_KINDS:
+    evidence its suffix names (``[high, observed-success, 2026-07]``; ``observed``, as a judge's
+    claim is credited, included: consolidate.model.credit.said), else ``user-stated`` (an entry
+    written by hand, with neither: a person on the team stated it)."""
+    if credit.said(marker):
         return str(marker)
-    named = [p.strip() for p in (suffix or "").split(",") if p.strip() in EVIDENCE_KINDS]
+    named = [p.strip() for p in (suffix or "").split(",") if credit.said(p.strip())]
     return named[0] if named else "user-stated"
 
 

@@ -12,7 +12,7 @@ record with :func:`claimed_in`. Light: consolidate.core.vocab only.
 
 from __future__ import annotations
 
-from consolidate.core.vocab import EVIDENCE_RANK
+from consolidate.core.vocab import EVIDENCE_KINDS, EVIDENCE_RANK, FAILURE, OBSERVED_FAILURE, OBSERVED_SUCCESS
 
 #: The highest evidence rank credited to a stored entry whose evidence a judge claimed (its
 #: ``source`` is ``judge:...``): observed (consolidate/pipeline/stages/credibility.py ranks it so).
@@ -46,3 +46,22 @@ def claimed_in(record: dict) -> str | None:
     """The evidence as stored (the claim) of a record :func:`recorded` named: its
     ``claimed_evidence``, else its ``evidence`` (a record that credits it as claimed, or an older one)."""
     return record.get("claimed_evidence") or record.get("evidence")
+
+
+def said(evidence: object) -> str | None:
+    """``evidence`` when it names an evidence kind or :data:`CREDITED_OBSERVED` (what an export's
+    marker or suffix may say), else None."""
+    return evidence if isinstance(evidence, str) and (evidence in EVIDENCE_KINDS or evidence == CREDITED_OBSERVED) else None
+
+
+def imported(evidence: str, claimed: object, type_: str) -> str:
+    """The evidence an import records for an exported entry of type ``type_`` whose marker (or
+    suffix) says ``evidence`` (:func:`said`): no more than its exporter credited, so a judge's
+    claim (the marker names it: ``claimed``) is taken at most as observed, whatever ``evidence``
+    says; observed (success or failure unknown) is recorded as the observed kind of its type
+    (``observed-failure`` for a failure, else ``observed-success``), the same rank."""
+    if claimed and EVIDENCE_RANK.get(evidence, 0) > JUDGED_MAX_RANK:
+        evidence = CREDITED_OBSERVED
+    if evidence == CREDITED_OBSERVED:
+        return OBSERVED_FAILURE if type_ == FAILURE else OBSERVED_SUCCESS
+    return evidence
