@@ -185,7 +185,7 @@ def main() -> int:
         "  same, reason 'other' (under 8 characters: not scanned)": lambda: run_cmd(
             [CONSOLE, "hook", "--no-worker", "--store", str(store)], stdin=payload(f"s{next(ids)}", str(tmp), "other")),
         "  imports only: python -c 'import consolidate.cli.main, consolidate.agents.hooks.full, ...'": lambda: run_cmd(
-            [PYTHON, "-c", "import consolidate.cli.main, consolidate.agents.hooks.full, consolidate.store.sessions.tier, consolidate.cli.commands.lifecycle"]),
+            [PYTHON, "-c", "import consolidate.cli.main, consolidate.agents.hooks.full, consolidate.store.sessions.tier, consolidate.cli.parser"]),
         "consolidate hook --no-worker, brand-new store": hook_new_store,
         "consolidate hook (SessionStart: records the session, prints 30 memories)": session_start,
         "  same on the full path (no start file: written again)": session_start_full,

@@ -24,16 +24,15 @@ MAX_MODULES, MAX_MODULE_LINES, MAX_FUNCTION_LINES = 16, 800, 80
 LONG_MODULES: dict[str, int] = {}
 LONG_FUNCTIONS = {
     "consolidate/pipeline/harvest.py:harvest_lines": 110,
-    "consolidate/agents/hooks/full.py:run_hook": 86,
     "consolidate/team/sync.py:_apply_pulled": 101,
-    "consolidate/cli/commands/run.py:cmd_run": 91,
-    "consolidate/cli/commands/read.py:cmd_status": 95,
+    "consolidate/cli/commands/run.py:cmd_run": 82,
+    "consolidate/cli/commands/status_cmd.py:cmd_status": 84,
     "consolidate/store/anchors.py:check": 95,
     "consolidate/mcp/server.py:build_server": 196,
 }
 #: Imports of the project's own modules inside functions, and the biggest import cycle counting
 #: them (strongly connected modules of the graph grimp builds): both may only go down, to 0 and 1.
-OWN_IMPORTS_IN_FUNCTIONS = 185
+OWN_IMPORTS_IN_FUNCTIONS = 47
 LARGEST_CYCLE = 1
 #: Upward imports still listed in the layers contract's ignore_imports: only goes down, to 0.
 LAYER_IGNORES = 0

@@ -35,7 +35,7 @@ def test_eval_end_to_end_refuses_limit_instead_of_ignoring_it(capsys):
 
 
 def test_doctor_help_names_its_exit_codes(capsys, tmp_path, monkeypatch):
-    from consolidate.cli.commands.memory_cmd import DOCTOR_EXIT_CODES
+    from consolidate.cli.parsers.memory_cmd import DOCTOR_EXIT_CODES
 
     with pytest.raises(SystemExit):
         main(["doctor", "--help"])
@@ -90,6 +90,25 @@ def test_every_command_has_help_and_an_example_that_parses(name, capsys):
     assert f"example:\n  {example}" in capsys.readouterr().out
 
 
+def test_every_command_names_a_function_that_exists_and_help_loads_none_of_them():
+    """The lazy command table (consolidate.cli.parsers.command): every parser names a function its
+    module has; building every parser imports no command module (``--help`` loads declarations only)."""
+    import subprocess
+    import sys
+
+    from consolidate.cli.parsers import Command
+
+    funcs = [sub.get_default("func") for _, sub, _ in _walk(PARSER) if sub.get_default("func") is not None]
+    assert funcs and all(isinstance(f, Command) for f in funcs)
+    assert all(callable(f.resolve()) for f in funcs)
+    code = ("import sys; from consolidate.cli.main import build_parser; build_parser();"
+            " print(sorted(m for m in sys.modules if m.startswith('consolidate.cli.commands.')"
+            " or m in ('consolidate.agents.hooks.full', 'consolidate.store.store')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
 def test_every_sub_command_option_and_argument_has_help():
     missing = [(" ".join(path), a.option_strings or a.dest) for path, sub, helped in _walk(PARSER)
                for a in sub._actions if not a.help and not isinstance(a, argparse._SubParsersAction)]
@@ -111,7 +130,7 @@ def test_each_shared_option_has_one_type(option):
 
 
 def test_shared_options_are_declared_only_in_common():
-    root = Path(__file__).resolve().parents[1] / "consolidate" / "cli" / "commands"
+    root = Path(__file__).resolve().parents[1] / "consolidate" / "cli" / "parsers"
     pattern = re.compile(r"add_argument\(\s*\"(" + "|".join(map(re.escape, SHARED)) + r")\"")
     offenders = [f"{p.name}: {m.group(1)}" for p in sorted(root.glob("*.py"))
                  for m in pattern.finditer(p.read_text(encoding="utf-8"))]

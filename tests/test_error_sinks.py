@@ -165,7 +165,7 @@ DRIVERS = {
     "consolidate.cli.main:report_error": _cli_error,
     "consolidate.cli.main:report_hook_refused": _hook_refused,
     "consolidate.cli.parser:OneLineParser.error": _argument_error,
-    "consolidate.cli.commands.lifecycle:cmd_hook": _hook_failed,
+    "consolidate.agents.hooks.full:cmd_hook": _hook_failed,
     "consolidate.agents.hooks.full:_session_for_start": _session_start_log,
     "consolidate.store.worker_health:record": _worker_health,
     "consolidate.mcp.server:tool_error": _mcp_tool_error,

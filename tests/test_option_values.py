@@ -16,7 +16,8 @@ import pytest
 
 from consolidate.cli.main import MODULES, build_parser, main
 from consolidate.cli.options import (VALUE_TYPES, count_1_to, duration, positive_days, positive_float, positive_hours,
-                                     port, similarity, user_date)
+                                     port, similarity)
+from consolidate.cli.parsers.lifecycle import user_date
 
 CONSOLE = str(Path(sys.executable).parent / "consolidate")
 

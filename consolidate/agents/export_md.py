@@ -65,6 +65,7 @@ from consolidate.core.errors import InvalidImportLine
 from consolidate.rules.memory_types import TYPES
 from consolidate.agents.undone_imports import last_run_undone
 from consolidate.pipeline.stages.provenance import memory_id
+import datetime as _dt
 
 BEGIN = "<!-- consolidate:begin"
 END = "<!-- consolidate:end -->"
@@ -346,7 +347,6 @@ def _confirmed(marker: Any, suffix: str | None):
     ``confirmed`` date, else the suffix's month (``[high, user-stated, 2026-07]``) as its first
     day; None when the entry names none; False when what it names is not a date (months are 1-12:
     the suffix's month is the month, never shifted)."""
-    import datetime as _dt
 
     if isinstance(marker, str) and marker.strip():
         try:

@@ -40,6 +40,7 @@ from consolidate.store.sessions.tier import SessionTier
 from consolidate.core.normal import path_key, search_fold
 from consolidate.core.settings import PROJECT_ROOT
 from consolidate.store.views import shown as agent_view
+import time
 
 #: Tools whose input names a file the agent reads or edits.
 FILE_TOOLS = frozenset({"Read", "Edit", "MultiEdit", "Write", "NotebookEdit",
@@ -286,9 +287,6 @@ def _printed(tier, sid: str) -> set[str]:
 
 
 def _record_printed(tier, sid: str, texts: list[str]) -> None:
-    import time
-
-
     now = time.time()
     record_printed(tier.db, sid, [digest(t) for t in texts], now, now - 30 * 86400)
 

@@ -414,8 +414,8 @@ def _toml_flag_change(path: Path, flag: tuple[str, str], result: InstallResult) 
     ``"enabled TABLE.KEY"`` to ``result.actions`` when there is a change.
 
     Raises BadInput when the file cannot be read or is not valid TOML (nothing is changed)."""
-    import tomlkit
-    from tomlkit.exceptions import TOMLKitError
+    import tomlkit  # noqa: PLC0415 - third-party tomlkit: loaded only when a TOML config is edited
+    from tomlkit.exceptions import TOMLKitError  # noqa: PLC0415 - third-party tomlkit, as above
 
     table, key = flag
     old_text = None

@@ -18,9 +18,12 @@ python-dotenv.
 
 from __future__ import annotations
 
+import io
 import os
+import re
 from collections.abc import MutableMapping  # not typing: this runs before every command, the hook included
 from consolidate.core.errors import ConfigError
+from consolidate.core.settings import ALL, shown_value
 
 #: The options, as the plugin's userConfig keys; each is ``CONSOLIDATE_<KEY upper-cased>``.
 KEYS = ("store", "chroma_url", "project", "embedding", "judges")
@@ -73,14 +76,12 @@ def load_env_file(path: str | os.PathLike, environ: MutableMapping[str, str] | N
         with open(path, encoding="utf-8") as f:
             text = f.read()  # readable, UTF-8, and a file (a folder raises IsADirectoryError)
         lines = _key_lines(path, text, check)  # before python-dotenv logs a line it cannot parse
-        from dotenv import dotenv_values
+        from dotenv import dotenv_values  # noqa: PLC0415 - third-party python-dotenv: loaded only when an env file is read
 
         values = dotenv_values(path, interpolate=False)  # as written: the environment expands nothing either
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
         raise ConfigError(f"--env-file {os.fspath(path)}: {why}", path=os.fspath(path)) from None
-    from consolidate.core.settings import ALL
-
     known = {s.name: s for s in ALL if s.audience != "internal"}
     done = {}
     for name, raw in values.items():
@@ -106,10 +107,7 @@ def load_env_file(path: str | os.PathLike, environ: MutableMapping[str, str] | N
 def _key_lines(path: str | os.PathLike, text: str, check: bool) -> dict[str, int]:
     """``{variable: the 1-based line setting it last}`` of the env file's ``text``. With ``check``,
     ConfigError naming the line for one that is not ``KEY=VALUE`` (python-dotenv's parser)."""
-    import io
-
-    from dotenv.parser import parse_stream
-
+    from dotenv.parser import parse_stream  # noqa: PLC0415 - third-party python-dotenv: loaded only when an env file is read
 
     lines: dict[str, int] = {}
     for binding in parse_stream(io.StringIO(text)):
@@ -135,10 +133,6 @@ def _shown_line(first: str) -> str:
     (consolidate/core/settings.py ``shown_value``); a line starting with the name of a ``secret`` setting or
     a secret-like name (``OPENAI_API_KEY: sk-...``, an unterminated ``CONSOLIDATE_TEAM_TOKEN="...``)
     shows that name and the length of the rest, none of its characters."""
-    import re  # here, not at the top: an error path, and this module runs before every command
-
-    from consolidate.core.settings import ALL, shown_value
-
     m = re.match(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)", first)
     name = m.group(1) if m else ""
     secret_names = {s.name for s in ALL if s.unit == "secret"}

@@ -55,6 +55,7 @@ from consolidate.core.jsonl import read_lines
 from consolidate.agents.undone_imports import runs_by_session, undone_at
 from consolidate.core.private import private_file
 from consolidate.store.sessions.tier import check_session_id
+import time
 
 #: The most of one transcript that is read (its end): a larger file is harvested from its last 256 MB.
 MAX_BYTES = 256 * 1024 * 1024
@@ -356,9 +357,6 @@ def _agent_session(row: dict[str, Any]) -> str:
 
 
 def _record(store, row: dict[str, Any]) -> None:
-    import time
-
-
     row = {**row, "ts": time.time()}  # which run took its notes (an undone one: imported again)
     path = store.sub(TRANSCRIPTS_LEDGER)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -418,7 +416,7 @@ def import_transcripts(store, transcripts: list[Transcript], *, progress: bool |
     """Harvest each transcript not imported before into its own session and queue its end
     (success); returns what was done per transcript (see :class:`ImportResult`). The caller runs
     the queue. ``progress``: a tqdm bar on stderr (None: only on a terminal)."""
-    from tqdm import tqdm
+    from tqdm import tqdm  # noqa: PLC0415 - third-party tqdm: loaded only when a progress bar is shown
 
     result = ImportResult()
     ledger, undone_keys = _ledger(store)

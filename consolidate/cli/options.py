@@ -1,11 +1,15 @@
-"""What every command shares: opening the store from the common options."""
+"""The options several commands declare, and the argparse types of their values (parser declarations:
+light, loaded by ``--help``; what the commands share at run time is consolidate.cli.commands.open_store)."""
 
 from __future__ import annotations
 
 import functools
 
 from consolidate.core.vocab import SESSION_OUTCOMES
-from consolidate.store.layout import GITIGNORE
+import argparse
+from consolidate.core.errors import BadInput
+from consolidate.store.sessions.tier import parse_ttl
+import sys
 
 #: The default judge chain in words: the same in every --help and in the README (consolidate.judges.registry
 #: builds it; tests/test_docs_consistency.py keeps the three in step).
@@ -18,26 +22,6 @@ CHAIN_SOURCES = ("$CONSOLIDATE_JUDGES, then judges in consolidate.toml in the st
 def judge_help(what: str = "judge spec") -> str:
     """The help of a --judge option: ``what``, repeatable, in chain order, and the default chain."""
     return f"{what}, repeatable, in chain order (default: {CHAIN_SOURCES})"
-
-
-def open_store(args, create: bool = True, writes: bool | None = None):
-    """The Store named by ``--store``/``--chroma-url``/``--embedding``/``--project`` (or their
-    environment variables). ``create=False`` for commands that only read or plan: they never create
-    a store. ``writes`` (default: ``create``) refuses a read-only store at once with StoreReadOnly
-    (one line), before anything is written."""
-    from consolidate.store.store import Store
-
-    store = Store(args.store, chroma_url=args.chroma_url, embedding=args.embedding, project=args.project,
-                  create=create)
-    if store.exists:
-        store.check_embedding_name()  # a mismatch is refused before a judge or a model is set up
-    if create if writes is None else writes:
-        store.require_writable()
-        if not create and store.exists:  # a writer that did not create it: private all the same
-            from consolidate.core.private import prepare_store_dir
-
-            prepare_store_dir(store.path, GITIGNORE.name)
-    return store
 
 
 # -- types of the options that take a number, a duration or a date ----------------------------------
@@ -57,8 +41,6 @@ def value_type(fn):
 
 
 def _positive(text: str, unit: str) -> float:
-    import argparse
-
     try:
         value = float(text)
     except ValueError:
@@ -94,7 +76,6 @@ def count_1_to(limit: int):
 
 def count_from_to(low: int, limit: int):
     """argparse type: an integer from ``low`` to ``limit``; a clear error naming both otherwise."""
-    import argparse
 
     @value_type
     def parse(text: str) -> int:
@@ -114,10 +95,6 @@ def duration(text: str) -> str:
     """argparse type of ``--ttl``: a positive duration, a number with ``s``, ``m``, ``h``, ``d`` or ``w``
     (``20m``, ``2h``, ``1d``; a bare number is seconds), at most 10 years; returns the text (the
     session tier parses it again, as it does the MCP ``ttl`` and a JSONL import's)."""
-    import argparse
-
-    from consolidate.core.errors import BadInput
-    from consolidate.store.sessions.tier import parse_ttl
 
     try:
         parse_ttl(text)
@@ -130,7 +107,6 @@ def duration(text: str) -> str:
 def similarity(text: str) -> float:
     """argparse type of ``--min-similarity``: a cosine similarity, a number from -1 to 1
     (consolidate.pipeline.recall.check_options, shared with MCP ``recall``)."""
-    import argparse
 
     try:
         value = float(text)
@@ -142,26 +118,9 @@ def similarity(text: str) -> float:
 
 
 @value_type
-def user_date(text: str) -> str:
-    """argparse type of a date option (``--since``): a date consolidate.core.dates.parse_user_date reads
-    (2026-07-01, yesterday, last-week, '3 days ago'); returns the text (the command reads it then)."""
-    import argparse
-
-    from consolidate.core.dates import parse_user_date
-    from consolidate.core.errors import BadInput
-
-    try:
-        parse_user_date(text, what="date")
-    except BadInput as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
-
-
-@value_type
 def port(text: str) -> int:
     """argparse type of a TCP port (``ui --port``): an integer from 0 (the system picks a free one)
     to 65535."""
-    import argparse
 
     try:
         value = int(text)
@@ -174,7 +133,6 @@ def port(text: str) -> int:
 
 def read_text_arg(text: str) -> str:
     """``-`` means: read the text from standard input (for notes too long for a command line)."""
-    import sys
 
     if text != "-":
         return text
@@ -182,8 +140,6 @@ def read_text_arg(text: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        from consolidate.core.errors import BadInput
-
         raise BadInput(f"standard input is not valid UTF-8 (byte {exc.start})") from None
 
 

@@ -13,16 +13,19 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from consolidate import Store
-from consolidate.cli.main import build_parser
+from consolidate.cli.parser import build_parser
 from consolidate.core.settings import markdown_table
 from consolidate.mcp.server import build_server
 from consolidate.store.resolve import STORE_FOLDER
-
-if TYPE_CHECKING:
-    import argparse
+import argparse
+import tempfile
+import anyio
+from mcp import Client
+import importlib
+import inspect
 
 #: The help text is wrapped at this width, whatever the terminal (argparse reads ``$COLUMNS``).
 WIDTH = 100
@@ -37,8 +40,6 @@ REGIONS = (("settings.md", "<!-- settings-table -->", "<!-- /settings-table -->"
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    import argparse
-
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             return dict(action.choices)
@@ -80,11 +81,6 @@ def cli_markdown() -> str:
 
 
 def _tools() -> list[Any]:
-    import tempfile
-
-    import anyio
-    from mcp import Client
-
     async def listed(path: Path) -> list[Any]:
         async with Client(build_server(Store(path, embedding="hash"), spawn=None)) as client:
             return list((await client.list_tools()).tools)
@@ -125,9 +121,6 @@ def mcp_markdown() -> str:
 
 
 def _summary(obj: Any) -> str:
-    import importlib
-    import inspect
-
     doc = inspect.getdoc(obj) or ""
     see = re.match(r"See :func:`([\w.]+)`", doc)
     if see:  # a re-export that points at the real function: its docstring and signature
@@ -142,8 +135,6 @@ def python_markdown() -> str:
     """The public names of docs/python-api.md: each name of ``consolidate.__all__`` and
     ``consolidate.testing.__all__`` with its kind, its signature (functions) and the first paragraph
     of its docstring, in ``__all__`` order."""
-    import importlib
-    import inspect
 
     out = []
     for module_name in ("consolidate", "consolidate.testing"):

@@ -7,6 +7,7 @@ import re
 
 from consolidate.model.credit import credited
 from consolidate.model.plan import Plan
+from consolidate.model.run_lines import consolidated_line, count_line  # noqa: F401 - re-exported
 from consolidate.model.memory_line import drift_suffix, marks, render_memory, suffix  # noqa: F401 - re-exported
 
 #: C0/C1 control characters (tab and newline kept), bidirectional overrides and Unicode tag characters
@@ -148,26 +149,3 @@ def drain_notices(drained) -> list[str]:
         out.append(f"team: {shorten(push.get('error') or 'push failed', 300)}; `consolidate sync` retries"
                    " (the next run does too)")
     return out
-
-
-def count_line(summary: dict | None) -> str:
-    """A run's counts in words: ``1 durable, 0 quarantined, 0 transient, 0 re-confirmed``."""
-    s = summary or {}
-    return (f"{s.get('written_durable', 0)} durable, {s.get('written_quarantined', 0)} quarantined,"
-            f" {s.get('written_transient', 0)} transient, {s.get('reconfirmed', 0)} re-confirmed"
-            + (f", {s['written_disputed']} disputed" if s.get("written_disputed") else ""))
-
-
-def consolidated_line(session_id: str, end: dict) -> str:
-    """The line for a session end a run already took (``run --session``, ``end``): its status, run
-    and counts, from the queue row (``consolidate.store.sessions.tier.Sessions.session_end``)."""
-    status = end.get("status")
-    result = end.get("result")
-    if isinstance(result, str):
-        try:
-            result = json.loads(result)
-        except ValueError:
-            result = None
-    run = f", run {end['run_id']}" if end.get("run_id") else ""
-    return (f"session {session_id} was already consolidated ({end.get('outcome')}, {status}{run}): "
-            f"{count_line(result)}; nothing queued (`consolidate runs` lists it)")

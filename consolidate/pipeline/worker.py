@@ -82,7 +82,7 @@ def run_worker(store, *, time_box: float | None = None, judges: list[str] | None
     finally:
         lock.release()
 
-    record(store.path)  # a good run (a failed one is recorded by `consolidate worker`: commands/lifecycle.py)
+    record(store.path)  # a good run (a failed one is recorded by `consolidate worker`: cli/commands/worker_cmd.py)
     return done
 
 

@@ -47,6 +47,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from consolidate.core.errors import BadInput, PathRefused, UnknownSession
+from consolidate.store.workspaces import folder_name
 from consolidate.store.sessions.tier import check_session_id
 from consolidate.core.vocab import ABORTED, FAILURE, MEMORY_TYPES, SESSION_OUTCOMES, SUCCESS
 from consolidate.store.layout import CONTEXT_MD, WORKSPACES, WORKSPACE_CONTEXT, WORKSPACE_CORE, WORKSPACE_LOCK, WORKSPACE_MEMORIES, WORKSPACE_OUTPUT, WORKSPACE_SESSION, WORKSPACE_STATE, WORKSPACE_WORKING
@@ -89,7 +90,6 @@ STATE_FIELDS = {"session_id": (("string",), True), "state": ((STATES,), True),
                 "extracted": (("array",), False), "memories": (("integer",), False),
                 "blocked_items": (("object",), False), "extract_flag": (("boolean",), False)}
 
-_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 #: A heading of the working file naming a memory type, singular or plural ("## Decisions").
 _KIND_HEADING = {name: t for t in MEMORY_TYPES for name in (t, t + "s")}
 
@@ -98,15 +98,6 @@ def _iso(ts: float | None) -> str | None:
     if ts is None:
         return None
     return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def folder_name(session_id: str) -> str:
-    """The workspace folder of a session id: the id itself when it is a plain name (letters, digits,
-    ``.``, ``_``, ``-``; at most 80 characters), else ``ws-`` + 16 hex digits of its SHA-256 (an id
-    holding ``/`` or spaces never names a path)."""
-    if _SAFE_ID.match(session_id) and session_id not in (".", ".."):
-        return session_id
-    return "ws-" + hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:16]
 
 
 def new_session_id(now: float | None = None) -> str:

@@ -37,7 +37,7 @@ SINKS: tuple[tuple[str, str], ...] = (
     ("consolidate.cli.main:report_error", "the CLI's `error: ...` line on stderr (logs/worker.log for a worker)"),
     ("consolidate.cli.main:report_hook_refused", "the `consolidate hook: refused: ...` line on stderr"),
     ("consolidate.cli.parser:OneLineParser.error", "an argument error's line on stderr"),
-    ("consolidate.cli.commands.lifecycle:cmd_hook", "logs/hook.log: a hook that failed"),
+    ("consolidate.agents.hooks.full:cmd_hook", "logs/hook.log: a hook that failed"),
     ("consolidate.agents.hooks.full:_session_for_start", "logs/hook.log: a SessionStart that could not open its session"),
     ("consolidate.store.worker_health:record", "logs/worker.status.json: a worker's last error"),
     ("consolidate.mcp.server:tool_error", "the MCP ToolError a client is sent, and the server's stderr log"),

@@ -28,10 +28,14 @@ database and imports neither.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import select
 import sys
 import time
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 # the variables, declared in consolidate/core/settings.py (standard library only, like this module)
 from consolidate.agents.hooks.payload import (END_EVENTS, EVENT_KEY, START_EVENTS, TOOL_EVENTS, cwd_of, event_name,
@@ -47,6 +51,11 @@ from consolidate.store import resolve
 from consolidate.store.sessions.queue_file import append_end, fold_queue_file
 from consolidate.store.sessions.queue_file import simple as _simple
 from consolidate.store.layout import GITIGNORE, JOURNAL, SESSIONS_DB, WORKER_LOG
+
+if TYPE_CHECKING:  # imported by name where an event needs them (_FAST_START ...): the edges for grimp and mypy
+    from consolidate.agents import file_recall  # noqa: F401
+    from consolidate.agents.hooks import fast_start  # noqa: F401
+    from consolidate.store.sessions import tables  # noqa: F401
 
 _STORE_OPTIONS = ("--store", "--chroma-url", "--project", "--embedding")
 _STDIN_MAX_BYTES = 1_000_000
@@ -71,7 +80,7 @@ def main(argv: list[str]) -> int | None:
 
 #: Commands whose parser alone is built (consolidate.cli.main.main): ``hook`` runs on every agent session
 #: start, where importing and registering every other command module costs tens of milliseconds.
-_OWN_MODULE = {"hook": "lifecycle"}
+_OWN_MODULE = {"hook": "hook"}
 
 
 def command_modules(argv: list[str], modules: tuple[str, ...]) -> tuple[str, ...]:
@@ -142,8 +151,6 @@ def _private_store(path: str) -> bool:
 def read_stdin(stream=None, timeout: float = _STDIN_TIMEOUT, max_bytes: int = _STDIN_MAX_BYTES) -> bytes:
     """Read ``stream`` (default stdin) until EOF, ``max_bytes`` or ``timeout`` seconds, whichever
     comes first: a stdin that never closes cannot hang a hook (consolidate.agents.hooks.full.read_stdin)."""
-    import select
-
     stream = stream or sys.stdin
     try:
         fd = stream.fileno()
@@ -224,7 +231,7 @@ def _hook_end(opts: dict, raw: bytes, outcome: str) -> int:
         raise _Fallback  # the full hook checks the id and scans the reason for secrets
     cwd = raw_cwd(payload)
     if not resolve.named(opts.get("store")) and cwd is not None and not (isinstance(cwd, str) and os.path.isabs(cwd)):
-        raise _Fallback  # the full hook refuses it (consolidate.cli.commands.lifecycle.hook_refusal)
+        raise _Fallback  # the full hook refuses it (consolidate.agents.hooks.full.hook_refusal)
     store = resolve.store_path(opts.get("store"), cwd=cwd)
     if not _private_store(store):
         raise _Fallback
@@ -242,12 +249,11 @@ def _hook_end(opts: dict, raw: bytes, outcome: str) -> int:
 
 def _session_start(store: str, sid: str, payload: dict, opts: dict) -> int:
     """SessionStart from the start file (consolidate/agents/hooks/fast_start.py), or _Fallback."""
-    from consolidate.agents.hooks.fast_start import Fallback, session_start  # here: the session-end hook never loads it
-
+    start = importlib.import_module(_FAST_START)  # here: the session-end hook never loads it
     try:
         gemini = opts.get("output") == "gemini"
-        text = session_start(store, sid, payload, cwd=cwd_of(payload), gemini=gemini)
-    except Fallback:
+        text = start.session_start(store, sid, payload, cwd=cwd_of(payload), gemini=gemini)
+    except start.Fallback:
         raise _Fallback from None
     sys.stdout.write((gemini_output(text) if gemini else text) + "\n")
     _log(store, f"sessionstart session={sid}: recorded as the current session")
@@ -259,12 +265,8 @@ def _file_recall(store: str, sid: str, payload: dict, cwd) -> int:
     call), without the command line's parser and the full hook's modules (issue 34). The full hook's
     refusals are checked first: a ``cwd`` that is not a folder goes to it."""
     if cwd is not None and not os.path.isdir(cwd):
-        raise _Fallback  # the full hook refuses it (consolidate.cli.commands.lifecycle.hook_refusal)
-    from pathlib import Path
-
-    from consolidate.agents.file_recall import run as file_recall  # here: the other hooks never load it
-
-    text = file_recall(Path(store), sid, payload)
+        raise _Fallback  # the full hook refuses it (consolidate.agents.hooks.full.hook_refusal)
+    text = importlib.import_module(_FILE_RECALL).run(Path(store), sid, payload)  # here: the other hooks never load it
     if text:
         sys.stdout.write(text + "\n")
     return 0
@@ -293,6 +295,10 @@ def close_left_open() -> None:
 
 #: The fast SessionStart's module, looked up (not imported: only a SessionStart loads it).
 _FAST_START = "consolidate.agents.hooks.fast_start"
+#: File recall (PreToolUse, BeforeTool) and the session tables (the idle run): imported by name by the
+#: events that need them, so the session-end hook loads neither.
+_FILE_RECALL = "consolidate.agents.file_recall"
+_TABLES = "consolidate.store.sessions.tables"
 
 
 def _log(store: str, message: str) -> None:
@@ -314,14 +320,12 @@ def _idle_run(opts: dict) -> int | None:
     journal = JOURNAL.join(store)
     if os.path.isdir(journal) and any(n.endswith(".json") for n in os.listdir(journal)):
         return None  # a crashed run is replayed first by the full run
-    from consolidate.store.sessions.tables import connect, finish_idle_end
-
-    conn = connect(db_path)
+    tables = importlib.import_module(_TABLES)
+    conn = tables.connect(db_path)
     try:
-
         fold_queue_file(conn, store)
         run_id = "run-" + os.urandom(6).hex()
-        if not finish_idle_end(conn, sid, time.time(), run_id):
+        if not tables.finish_idle_end(conn, sid, time.time(), run_id):
             return None
     finally:
         conn.close()

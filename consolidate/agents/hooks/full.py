@@ -18,10 +18,12 @@ Claude Code's SessionEnd, Stop, PreCompact and SessionStart (``session_id``, ``t
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from consolidate.agents.hooks.fast_start import session_line  # one wording for the full and the light SessionStart
 from consolidate.agents.hooks.payload import (  # noqa: F401 - event_name and the event sets: the hook's names for them
@@ -44,6 +46,19 @@ from consolidate.agents.hooks.lifecycle import PRECOMPACT_MAX_ENTRIES
 from consolidate.store.sessions.agents import record_start
 from consolidate.store.views import shown as agent_view
 from consolidate.agents.hooks.lifecycle import recover_missed, session_for_start, stranded
+from consolidate.agents.hooks import fast  # fast.read_stdin: one bounded read, shared with the light entry point
+from consolidate.agents.hooks.payload import HOOK_REFUSED, EVENT_KEY, command_line_payload, gemini_output, raw_cwd, session_ids
+from consolidate.core.errors import BadInput
+from consolidate.pipeline import harvest as transcript_harvest
+from consolidate.store import resolve
+from consolidate.store.sessions.tier import check_session_id
+
+if TYPE_CHECKING:  # imported by name by the tool events (FILE_RECALL): the edge for grimp and mypy
+    from consolidate.agents import file_recall  # noqa: F401
+
+#: File recall (PreToolUse, BeforeTool), imported by name by the events that need it: the session start
+#: and end never load it.
+FILE_RECALL = "consolidate.agents.file_recall"
 
 #: Environment guard set by our own judge subprocesses (``claude -p`` fires its hooks): a hook that
 #: sees it does nothing, so a judge never recurses into consolidation.
@@ -64,9 +79,7 @@ CRASH_PRECOMPACT_RECORDED = "hook:precompact:recorded"  # the pending harvest co
 
 def read_stdin(stream=None, timeout: float = STDIN_TIMEOUT, max_bytes: int = STDIN_MAX_BYTES) -> bytes:
     """Read stdin until EOF, ``max_bytes`` or ``timeout`` seconds, whichever comes first."""
-    from consolidate.agents.hooks.fast import read_stdin as _read  # one bounded read, shared with the light entry point
-
-    return _read(stream, timeout, max_bytes)
+    return fast.read_stdin(stream, timeout, max_bytes)
 
 
 def parse_event(raw: bytes) -> dict[str, Any]:
@@ -82,9 +95,7 @@ def tail_lines(path: str | os.PathLike, max_lines: int = HARVEST_MAX_ENTRIES,
                max_bytes: int = HARVEST_MAX_BYTES, block: int = 65536) -> list[bytes]:
     """The last ``max_lines`` complete lines of a file, never more than ``max_bytes`` bytes read
     from its end (consolidate.pipeline.harvest.tail_entries). Raises OSError when the file cannot be read."""
-    from consolidate.pipeline.harvest import tail_entries
-
-    return [line for _offset, _number, line in tail_entries(path, max_lines, max_bytes, block)]
+    return [line for _offset, _number, line in transcript_harvest.tail_entries(path, max_lines, max_bytes, block)]
 
 
 def harvest(transcript_path: str | None, limit: int = HARVEST_MAX_ENTRIES,
@@ -94,9 +105,7 @@ def harvest(transcript_path: str | None, limit: int = HARVEST_MAX_ENTRIES,
     (consolidate/pipeline/harvest.py says what is taken and what is left out). Only the last ``limit`` entries
     within the last ``max_bytes`` bytes of the file are read, so a transcript of any size costs the
     same bounded time and memory."""
-    from consolidate.pipeline.harvest import harvest_transcript
-
-    return harvest_transcript(transcript_path if isinstance(transcript_path, str) else None,
+    return transcript_harvest.harvest_transcript(transcript_path if isinstance(transcript_path, str) else None,
                               max_entries=limit, max_bytes=max_bytes)
 
 
@@ -105,9 +114,7 @@ def _add_harvest(tier, sid: str, transcript_path: Any, store_path: Path | None =
     """Add the harvested notes whose transcript entry was not harvested before for this agent
     session (consolidate/agents/hooks/lifecycle.py: a PreCompact harvest followed by a SessionEnd one, or a
     resumed session's next end, adds nothing twice); returns ``{entry_type: notes added}``."""
-    from consolidate.pipeline.harvest import add_harvest
-
-    return add_harvest(tier, sid, transcript_path if isinstance(transcript_path, str) else None,
+    return transcript_harvest.add_harvest(tier, sid, transcript_path if isinstance(transcript_path, str) else None,
                        since_compaction=since_compaction, max_entries=max_entries,
                        log=(lambda line: log(store_path, line)) if store_path is not None else None)
 
@@ -152,9 +159,7 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
                 refresh_start_file(store_path)  # the next SessionStart prints from the start file (consolidate/store/views/recalled.py)
             return 0, text
         if name in TOOL_EVENTS:
-            from consolidate.agents.file_recall import run as file_recall
-
-            return 0, file_recall(store_path, sid, payload)
+            return 0, importlib.import_module(FILE_RECALL).run(store_path, sid, payload)
         if not sid:
             log(store_path, f"ignored {name or 'unknown'} event without a session id")
             return 0, ""
@@ -166,31 +171,27 @@ def run_hook(store_path: Path, *, payload: dict[str, Any], outcome: str = "succe
                 # queue first, with what to harvest (consolidate/agents/hooks/lifecycle.py): a hook killed at its
                 # time budget has still recorded the session end, and its harvest is made by the worker
                 reason = reason_of(payload)
-                from consolidate.pipeline.harvest import end_session, harvest_pending_part, summary
-
                 sid = session_for_end(tier, sid)  # a resumed session's open part
-                mark = end_session(tier, sid, outcome, reason, transcript_path=transcript_path_of(payload),
+                mark = transcript_harvest.end_session(tier, sid, outcome, reason, transcript_path=transcript_path_of(payload),
                                    harvest=harvest_notes, event=name)
                 crash_point(CRASH_END_QUEUED)
                 # the worker now: it survives this hook being killed, and waits for the harvest below
                 pid = spawn_worker(store_path, options=options, log=WORKER_LOG.of(store_path), after=os.getpid() if wait_worker else None) \
                     if spawn else None
-                harvested = harvest_pending_part(tier, mark, log=lambda line: log(store_path, line)) \
+                harvested = transcript_harvest.harvest_pending_part(tier, mark, log=lambda line: log(store_path, line)) \
                     if mark is not None else {}
                 crash_point(CRASH_END_HARVESTED)
                 tier.close()
                 log(store_path, f"{name} session={sid} queued ({outcome})"
-                    + (f", {summary(harvested)}" if harvest_notes else "") + f"; worker pid {pid}")
+                    + (f", {transcript_harvest.summary(harvested)}" if harvest_notes else "") + f"; worker pid {pid}")
             elif name == PRE_COMPACT and harvest_notes:
-                from consolidate.pipeline.harvest import harvest_pending_part, record_harvest, summary
-
                 sid = session_for_end(tier, sid)
                 # recorded first: a hook killed before its harvest commits leaves it to the worker at the end
-                mark = record_harvest(tier, sid, transcript_path_of(payload), part=PRE_COMPACT, event=name,
+                mark = transcript_harvest.record_harvest(tier, sid, transcript_path_of(payload), part=PRE_COMPACT, event=name,
                                       since_compaction=True, max_entries=PRECOMPACT_MAX_ENTRIES)
                 crash_point(CRASH_PRECOMPACT_RECORDED)
-                harvested = harvest_pending_part(tier, mark, log=lambda line: log(store_path, line))
-                log(store_path, f"{name} session={sid}: {summary(harvested)} (the part about to be compacted)")
+                harvested = transcript_harvest.harvest_pending_part(tier, mark, log=lambda line: log(store_path, line))
+                log(store_path, f"{name} session={sid}: {transcript_harvest.summary(harvested)} (the part about to be compacted)")
             else:
                 log(store_path, f"{name or 'unknown'} session={sid}: nothing to do")
         finally:
@@ -229,9 +230,7 @@ def _on_read_only(store_path: Path, name: str, sid: str | None, payload: dict[st
                 why = f"StoreReadOnly: the store {store_path} is read-only"
                 text = session_line(sid, why) + ("\n\n" + text if text else "")
         elif name in TOOL_EVENTS:
-            from consolidate.agents.file_recall import run as file_recall
-
-            text = file_recall(store_path, sid, payload, record=False)
+            text = importlib.import_module(FILE_RECALL).run(store_path, sid, payload, record=False)
     except Exception:  # noqa: BLE001 - the hook never fails the agent
         pass
     what = _NOT_DONE.get(name, "{event} session={sid}: nothing was recorded").format(sid=sid or "?", event=name or "?")
@@ -316,3 +315,62 @@ def _recover_missed(store_path: Path, sid: str, payload: dict[str, Any], *, outc
             spawn_worker(store_path, options=options, log=WORKER_LOG.of(store_path))
     except Exception as exc:  # noqa: BLE001
         log(store_path, f"error recovering missed sessions at session={sid}: {error_text(exc, typed=True)}")
+
+
+def cmd_hook(args) -> int:
+    """``consolidate hook`` when the light entry point (consolidate/agents/hooks/fast.py) leaves the call to
+    the full command line: the payload from stdin (or ``--session``), refused or run by :func:`run_hook`.
+    Always exits 0 but for a refused call: a hook must never fail or block the agent."""
+
+    payload: dict = {}
+    try:
+        payload = command_line_payload(args.session, args.event) if args.session else parse_event(read_stdin())
+        if args.event and not args.session:
+            payload.setdefault(EVENT_KEY, args.event)
+        refused = hook_refusal(args, payload)
+        if refused:
+            sys.stderr.write(f"consolidate hook: refused: {refused}; nothing was written\n")
+            return HOOK_REFUSED
+        store = resolve.store_path(args.store, cwd=raw_cwd(payload))
+        options = {"chroma_url": args.chroma_url, "project": args.project, "embedding": args.embedding,
+                   "judges": args.judge}
+        code, text = run_hook(Path(store), payload=payload, outcome=args.outcome, harvest_notes=args.harvest,
+                              spawn=not args.no_worker, options=options, wait_worker=True,
+                              agent="gemini-cli" if args.output == "gemini" else None)
+        if text and event_name(payload) in TOOL_EVENTS:
+            sys.stdout.write(text + "\n")  # already the JSON both agents read (consolidate/agents/file_recall.py)
+        elif text and args.output == "gemini":
+            sys.stdout.write(gemini_output(text) + "\n")
+        elif text:
+            sys.stdout.write(text + "\n")
+    except BaseException as exc:  # noqa: BLE001 - the hook's promise is exit 0, whatever happens
+        try:
+            log(Path(resolve.store_path(args.store, cwd=raw_cwd(payload))), f"hook failed: {error_text(exc, typed=True)}")
+        except Exception:
+            pass
+    return 0
+
+
+def hook_refusal(args, payload: dict) -> str | None:
+    """Why this hook call must do nothing, in one line, or None. Refused before anything is written
+    (no store, no log): a payload ``cwd`` that is not an existing folder (the store would be created
+    under it) when no ``--store``/``$CONSOLIDATE_STORE`` is given, and a session id holding a control
+    character (``consolidate.store.sessions.tier.check_session_id``)."""
+
+    for key, value in session_ids(payload):
+        try:
+            check_session_id(value)
+        except BadInput as exc:
+            return f"{key}: {error_text(exc)}"
+    cwd = raw_cwd(payload)
+    if resolve.named(args.store) or cwd is None:
+        return None
+    if not isinstance(cwd, str) or not cwd.strip() or "\x00" in cwd:
+        return f"the payload's cwd is not a folder path ({type(cwd).__name__} {str(cwd)[:80]!r})"
+    shown = cwd if len(cwd) <= 200 else cwd[:197] + "..."
+    if not os.path.isabs(cwd):
+        return f"the payload's cwd {shown!r} is not an absolute path"
+    if not os.path.isdir(cwd):
+        what = "is not a folder" if os.path.exists(cwd) else "does not exist"
+        return f"the payload's cwd {shown!r} {what} (no store is created there; give --store to choose one)"
+    return None

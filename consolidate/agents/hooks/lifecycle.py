@@ -54,6 +54,7 @@ Only the standard library: this runs in the hook.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import time
@@ -65,10 +66,17 @@ from consolidate.rules.redaction import error_text
 from consolidate.store.sessions.tables import ensure_hook_tables
 from consolidate.store.sessions.tables import stranded_harvests
 from consolidate.store.sessions.tables import agent_started_at, claim_recovery
+from consolidate.store.sessions.agents import ancestors, open_sessions
+
+#: The transcript harvest, imported by name when a missed session is recovered: the fast SessionStart
+#: (consolidate/store/views/start_file.py) imports this module and never recovers.
+HARVEST = "consolidate.pipeline.harvest"
 
 TYPE_CHECKING = False  # typing is not imported at run time: the light SessionStart hook imports this module
 if TYPE_CHECKING:
     from typing import Any
+
+    from consolidate.pipeline import harvest  # noqa: F401 - imported by name by recover_missed (HARVEST): the edge for grimp
 
 #: How many missed sessions one SessionStart recovers at most (each may cost a bounded harvest).
 MAX_RECOVERED = 3
@@ -120,8 +128,6 @@ def missed_sessions(tier, current_session: str, *, cwd: str | None = None, pids:
                     now: float | None = None, blind: bool | None = None) -> list[str]:
     """The sessions whose end never fired, as the module docstring defines them, oldest first.
     ``blind``: whether the process tree cannot be read (default: no ``/proc/self/stat``)."""
-    from consolidate.store.sessions.agents import ancestors, open_sessions
-
     current = ancestors() if pids is None else pids
     if blind is None:
         blind = pids is None and not os.path.exists("/proc/self/stat")
@@ -152,9 +158,7 @@ def recover_missed(tier, current_session: str, *, cwd: str | None = None, outcom
     """Recover up to :data:`MAX_RECOVERED` sessions whose end never fired (see the module
     docstring): harvest (``harvest``) then queue each end. Returns ``[{"session_id", "notes",
     "harvested"}]``."""
-    from consolidate.pipeline.harvest import end_session, harvest_pending_part  # not at module level: the fast
-    # SessionStart (consolidate/store/views/start_file.py) imports this module and never recovers
-
+    transcript_harvest = importlib.import_module(HARVEST)
     ensure(tier)
     out = []
     for sid in missed_sessions(tier, current_session, cwd=cwd, pids=pids, now=now)[:MAX_RECOVERED]:
@@ -165,7 +169,7 @@ def recover_missed(tier, current_session: str, *, cwd: str | None = None, outcom
             continue  # another SessionStart is recovering it
         harvested: dict[str, int] = {}
         try:  # the end and its pending harvest first: a hook killed during the harvest leaves it to the worker
-            mark = end_session(tier, sid, outcome, f"end missed: recovered at the SessionStart of {current_session}",
+            mark = transcript_harvest.end_session(tier, sid, outcome, f"end missed: recovered at the SessionStart of {current_session}",
                                harvest=harvest, event="recovery")
         except Exception as exc:  # noqa: BLE001 - e.g. a session consolidated as a failure
             if log is not None:
@@ -173,7 +177,7 @@ def recover_missed(tier, current_session: str, *, cwd: str | None = None, outcom
             continue
         if mark is not None:
             try:
-                harvested = harvest_pending_part(tier, mark, log=log)
+                harvested = transcript_harvest.harvest_pending_part(tier, mark, log=log)
             except Exception as exc:  # noqa: BLE001 - the end is queued and the harvest pending: the worker makes it
                 if log is not None:
                     log(f"recovery harvest session={sid} failed: {error_text(exc, typed=True)} (left to the worker)")

@@ -1,6 +1,6 @@
 """The hook payload (issue 27): what the agent CLIs send ``consolidate hook`` on stdin, read in one
-place by the fast hook (consolidate/agents/hooks/fast.py), the full hook (full.py), the ``hook``
-command (consolidate/cli/commands/lifecycle.py) and the file recall (consolidate/agents/file_recall.py).
+place by the fast hook (consolidate/agents/hooks/fast.py), the full hook and the ``hook``
+command (full.py) and the file recall (consolidate/agents/file_recall.py).
 
 The payloads, as the agent CLIs document them:
 
@@ -27,6 +27,10 @@ imports this module). Which store a payload means is decided by consolidate/stor
 from __future__ import annotations
 
 import json
+
+#: Exit code of a refused hook call: a non-blocking error in Claude Code's and Gemini CLI's hook
+#: contracts (0 success, 2 blocking, any other code: shown to the user, the agent goes on).
+HOOK_REFUSED = 1
 
 #: The events, normalised (:func:`normalise`).
 SESSION_END = "sessionend"

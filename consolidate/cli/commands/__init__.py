@@ -1,47 +1,28 @@
-"""CLI commands, one module per group. Each module has ``register(sub, common)`` that adds its
-sub-parsers (with ``parents=[common]`` for the store options) and sets ``func`` to a function
-``(args) -> exit code``. Shared options (``--judge``, ``--time-box``, ``--json``, ``--limit``,
-``--session``, ``--outcome``, ``--dry-run``) are declared once, in ``_common.py``.
+"""What the commands do, one module per group (their parsers: consolidate.cli.parsers, which names the
+function each command runs; a command's module is imported when it runs). Each module imports what it
+needs at module level. What every command shares: :func:`open_store`."""
 
-:data:`COMMANDS` is the one place that lists every command: the module that registers it and one
-example, shown at the end of its ``--help`` (tests/test_cli_commands.py parses every example and
-checks that each command has its help and example). To add a command: register it in a module here
-and add its row."""
+from __future__ import annotations
 
-#: Every command, in ``--help`` order: (module that registers it, an example).
-COMMANDS: dict[str, tuple[str, str]] = {
-    "note": ("session", 'consolidate note --session s1 "Use pnpm, not npm: npm rewrites the lockfile" --flag'
-                        " --kind preference"),
-    "import": ("session", "consolidate import notes.jsonl --session s1"),
-    "end": ("session", 'consolidate end --session s1 --outcome failure --reason "tests still red"'),
-    "session": ("workspace_cmd", 'consolidate session start --session s1 --task "fix the login timeout"'),
-    "run": ("run", "consolidate run --session s1 --judge rules --time-box 60"),
-    "recall": ("read", 'consolidate recall "package manager" -k 5'),
-    "graph": ("read", "consolidate graph ledgerkit --depth 2"),
-    "status": ("read", "consolidate status --json"),
-    "demo": ("demo", "consolidate demo --keep"),
-    "hook": ("lifecycle", "consolidate hook --session s1 --outcome success --no-worker"),
-    "worker": ("lifecycle", "consolidate worker --time-box 60"),
-    "batch": ("lifecycle", "consolidate batch --concurrency 4 --since 2026-11-01"),
-    "curate": ("lifecycle", "consolidate curate --review --judge cli:claude"),
-    "eval": ("eval_cmd", "consolidate eval --labels labels.jsonl --judge rules --limit 100"),
-    "judges": ("judges_cmd", "consolidate judges --no-probe"),
-    "mcp": ("mcp_cmd", "consolidate mcp --store ~/my-app/.memofs"),
-    "install-hook": ("install_cmd", "consolidate install-hook claude-code --harvest --dry-run"),
-    "disputes": ("memory_cmd", "consolidate disputes --json"),
-    "resolve": ("memory_cmd", "consolidate resolve MEMORY_ID --keep OTHER_MEMORY_ID"),
-    "forget": ("memory_cmd", 'consolidate forget MEMORY_ID --reason "the service moved to port 8443"'),
-    "backfill": ("memory_cmd", "consolidate backfill --dry-run"),
-    "doctor": ("memory_cmd", "consolidate doctor --repair"),
-    "runs": ("memory_cmd", "consolidate runs --limit 10"),
-    "undo": ("memory_cmd", "consolidate undo RUN_ID"),
-    "team": ("team_cmd", "consolidate team init --chroma-url https://chroma.example.com --project my-app"),
-    "sync": ("team_cmd", "consolidate sync --status"),
-    "review": ("review_cmd", "consolidate review --approve MEMORY_ID"),
-    "export": ("share_cmd", "consolidate export --file AGENTS.md --limit 30"),
-    "import-transcripts": ("transcripts_cmd", "consolidate import-transcripts --claude-code"),
-    "ui": ("ui_cmd", "consolidate ui --port 8800 --no-browser"),
-}
+from consolidate.cli.parsers import COMMANDS, MODULES  # noqa: F401 - the command table, also named here
+from consolidate.core.private import prepare_store_dir
+from consolidate.store.layout import GITIGNORE
+from consolidate.store.store import Store
 
-#: The command modules, in registration order.
-MODULES = tuple(dict.fromkeys(module for module, _ in COMMANDS.values()))
+
+def open_store(args, create: bool = True, writes: bool | None = None):
+    """The Store named by ``--store``/``--chroma-url``/``--embedding``/``--project`` (or their
+    environment variables). ``create=False`` for commands that only read or plan: they never create
+    a store. ``writes`` (default: ``create``) refuses a read-only store at once with StoreReadOnly
+    (one line), before anything is written."""
+
+    store = Store(args.store, chroma_url=args.chroma_url, embedding=args.embedding, project=args.project,
+                  create=create)
+    if store.exists:
+        store.check_embedding_name()  # a mismatch is refused before a judge or a model is set up
+    if create if writes is None else writes:
+        store.require_writable()
+        if not create and store.exists:  # a writer that did not create it: private all the same
+
+            prepare_store_dir(store.path, GITIGNORE.name)
+    return store

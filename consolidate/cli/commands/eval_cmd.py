@@ -8,14 +8,17 @@ import sys
 import time
 
 
-from consolidate.cli.options import add_json, add_judge, add_limit, add_session, add_time_box, count_1_to
 from consolidate.core.errors import BadInput
-from consolidate.core.vocab import COMPARE_RELATIONS, CURATE_ACTIONS
+from consolidate.judges import registry
+from consolidate.evals import parts
+from consolidate.evals.compare import evaluate_pairs, load_pairs, render_pair_report
+from consolidate.evals.curate_eval import evaluate_groups, load_groups, render_curate_report
+from consolidate.judges.base import JudgeContext
+from consolidate.evals.end_to_end import evaluate_end_to_end, render_end_to_end
+from consolidate.evals.demo import run_demo
 
 
 def _chain(args):
-    from consolidate.judges import registry
-
     if args.prompt_version:  # the judges read it when they are built
         registry.select_prompt_version(args.prompt_version)
     return registry.build_chain(args.judge)
@@ -28,7 +31,6 @@ def cmd_eval(args) -> int:
         return _eval_curate(args)
     if args.end_to_end:
         return _eval_end_to_end(args)
-    from consolidate.evals import parts
 
     chain = _chain(args)
     deadline = None if args.time_box is None else time.time() + args.time_box
@@ -53,15 +55,11 @@ def _unmeasured(d: dict, name: bool) -> int:
 
 
 def _eval_pairs(args) -> int:
-    from consolidate.evals.compare import evaluate_pairs, load_pairs, render_pair_report
-
     return _eval_items(args, load_pairs(args.pairs, limit=args.limit), evaluate_pairs, render_pair_report,
                        str(args.pairs), lambda r: (r.answers, f"{r.total} pairs"))
 
 
 def _eval_curate(args) -> int:
-    from consolidate.evals.curate_eval import evaluate_groups, load_groups, render_curate_report
-
     return _eval_items(args, load_groups(args.curate_groups, limit=args.limit), evaluate_groups, render_curate_report,
                        str(args.curate_groups), lambda r: (r.answered, f"{r.groups} groups"))
 
@@ -70,7 +68,6 @@ def _eval_items(args, items, evaluate, render, source: str, answered) -> int:
     """One eval of ``items`` (pairs or curation groups) by the chain of ``args``: the report printed
     (``--json``: as JSON without its events); exit 5 when no judge answered any (``answered(report)``:
     ``(answers, "N things")``)."""
-    from consolidate.judges.base import JudgeContext
 
     deadline = None if args.time_box is None else time.time() + args.time_box
     report = evaluate(_chain(args), items, JudgeContext(project=args.project), deadline)
@@ -86,8 +83,6 @@ def _eval_items(args, items, evaluate, render, source: str, answered) -> int:
 
 
 def _eval_end_to_end(args) -> int:
-    from consolidate.evals.end_to_end import evaluate_end_to_end, render_end_to_end
-
     if args.limit is not None:  # it would be ignored: refuse it, with the option that does limit
         raise BadInput("--limit counts labeled notes or pairs; with --end-to-end use --sessions N or --session ID")
     _chain(args)  # the judge specs and the prompt version are checked once, before any session runs
@@ -109,40 +104,7 @@ def _eval_end_to_end(args) -> int:
     return 0
 
 
-def register(sub, common) -> None:
-    s = sub.add_parser("eval", help="measure a judge chain against labeled notes (JSONL: id, content, verdict),"
-                                    " labeled pairs (--pairs), or end to end over labeled sessions (--end-to-end)")
-    add_judge(s)
-    what = s.add_mutually_exclusive_group(required=True)
-    what.add_argument("--labels", action="append",
-                      help="JSONL file: id, content, optional section, verdict keep|drop, optional type, optional"
-                           " session_id (with --end-to-end: required); repeatable, each file judged on its own;"
-                           " a two-annotator file's disagreements (verdict null, agree false) are left out")
-    what.add_argument("--pairs", help="JSONL file of labeled pairs for the compare prompt: id, type, old, new,"
-                                      " relation " + "|".join(COMPARE_RELATIONS) + ", optional also, category")
-    what.add_argument("--curate-groups", help="JSONL file of labeled groups of memories for the curation prompt:"
-                                              " id, memories [{id, statement, type, evidence, action "
-                                              + "|".join(CURATE_ACTIONS) + ", into, with}]")
-    add_limit(s, 10**9, None, "only the first N labeled notes (or pairs, with --pairs; groups, with --curate-groups)")
-    s.add_argument("--project", default="default", help="project name given to the judge as context")
-    s.add_argument("--prompt-version", help="judge prompt version (judge-v1, judge-v2, judge-v5, judge-v7, judge-v8; default:"
-                                            " $CONSOLIDATE_PROMPT_VERSION, else judge-v1)")
-    s.add_argument("--split", choices=("tuning", "validation", "both"), default="both",
-                   help="which part of the session split (consolidate/evals/split.py: a third of the sessions"
-                        " for validation, by a fixed seed) to report beside the figures over all notes"
-                        " (default: both); the judge always sees every note, so the prompts stay the same")
-    add_time_box(s, None)
-    s.add_argument("--as-run", action="store_true",
-                   help="skip a judge for the rest of the file once it fails, as a consolidation run does"
-                        " (default: every batch is offered to every judge)")
-    s.add_argument("--end-to-end", action="store_true",
-                   help="run each labeled session alone through the whole pipeline into a throwaway store and"
-                        " score the written memories by note id")
-    s.add_argument("--sessions-dir", help="with --end-to-end: the sessions folder (default: ../realnotes/sessions"
-                                          " beside the label file's folder)")
-    s.add_argument("--sessions", type=count_1_to(10**6),
-                   help="with --end-to-end: only the N labeled sessions with the fewest notes (default: all)")
-    add_session(s, "with --end-to-end: only this session (repeatable)", repeat=True)
-    s.add_argument("--keep-stores", help="with --end-to-end: keep each session's store in this folder")
-    add_json(s, "print the report as one JSON object")
-    s.set_defaults(func=cmd_eval)
+def cmd_demo(args) -> int:
+    """``consolidate demo``: the whole pipeline on sample sessions in a throwaway store."""
+
+    return run_demo(keep=args.keep)

@@ -8,15 +8,14 @@ prints the configuration the hooks will use and the matching ``mcp add`` command
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from consolidate.cli.main import parse_hook_argv
+from consolidate.cli.parser import parse_hook_argv
+from consolidate.agents.install import AGENTS, install
+from consolidate.cli.commands.status_cmd import install_note
 
 
 def cmd_install_hook(args) -> int:
-    from consolidate.agents.install import AGENTS, install
-
     res = install(args.agent, args.scope, dry_run=args.dry_run, store=args.store, harvest=args.harvest,
                   chroma_url=args.chroma_url, project=args.project, embedding=args.embedding, judges=args.judge,
                   parse_hook_argv=parse_hook_argv)
@@ -34,7 +33,6 @@ def cmd_install_hook(args) -> int:
         else:
             print(f"dry run: {label}: would have {what} in {where}; nothing written")
     print(describe_config(res.config, harvest=args.harvest))
-    from consolidate.cli.commands.team_cmd import install_note
 
     team_line = install_note(res.config.get("store"))
     if team_line:
@@ -58,27 +56,3 @@ def describe_config(config: dict, *, harvest: bool) -> str:
         lines.append(f"  {key.replace('_', ' ')}: {shown or default}")
     lines.append(f"  transcript harvest: {'on (SessionEnd, PreCompact)' if harvest else 'off'}")
     return "\n".join(lines)
-
-
-def register(sub, common) -> None:
-    from consolidate.cli.options import add_dry_run, add_judge
-
-    s = sub.add_parser("install-hook", help="add our hooks (session start and end, file recall, compaction) to an agent CLI's settings (Codex: .codex/hooks.json and config.toml)")
-    s.add_argument("agent", choices=["claude-code", "gemini-cli", "codex"],
-                   help="the agent CLI whose settings get the hooks")
-    where = s.add_mutually_exclusive_group()
-    where.add_argument("--project", dest="scope", action="store_const", const="project",
-                       help="./.claude/settings.json, ./.gemini/settings.json or ./.codex/hooks.json (default)")
-    where.add_argument("--user", dest="scope", action="store_const", const="user",
-                       help="~/.claude/settings.json, ~/.gemini/settings.json or ~/.codex/hooks.json")
-    add_dry_run(s, "print the change, write nothing")
-    s.add_argument("--store", default=argparse.SUPPRESS,  # SUPPRESS: a --store before the command is kept
-                   help="store folder for the hook (default: the project's .memofs: the agent's project folder,"
-                        " else the nearest enclosing store, else the git root, else the session's folder)")
-    s.add_argument("--harvest", action="store_true",
-                   help="hooks also take notes from the Claude Code transcript (consolidate hook --harvest);"
-                        " adds the PreCompact hook")
-    s.add_argument("--chroma-url", default=argparse.SUPPRESS, help="Chroma server the hook's worker uses")
-    s.add_argument("--embedding", default=argparse.SUPPRESS, help="embedding function the hook's worker uses")
-    add_judge(s, "judge spec for the hook's worker")
-    s.set_defaults(func=cmd_install_hook, scope="project")

@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import json
 
-from consolidate.cli.options import add_json
 from consolidate.store.layout import STORE_CONFIG
 from consolidate.rules.redaction import error_text
+from consolidate.judges import registry
+from consolidate.core.errors import ConfigError
+from consolidate.store.store import resolve_store_path
 
 
 def cmd_judges(args) -> int:
-    from consolidate.judges import registry
-
-    from consolidate.core.errors import ConfigError
-    from consolidate.store.store import resolve_store_path
-
     store_path = resolve_store_path(args.store)
     specs, source = registry.chain_config(args.judge, store_config=STORE_CONFIG.of(store_path))
     chain = []
@@ -53,13 +50,3 @@ def cmd_judges(args) -> int:
     if chain and not any(e["available"] and e["name"] != "noop" for e in chain):
         print("  (no judge can answer now: every maybe will be unjudged; flagged notes still promote)")
     return 2 if broken else 0
-
-
-def register(sub, common) -> None:
-    s = sub.add_parser("judges", parents=[common],
-                       help="installed judges and whether the configured chain can be used now (no model call)")
-    s.add_argument("--judge", action="append", metavar="SPEC",
-                   help="judge spec, repeatable: show this chain instead of the configured one")
-    s.add_argument("--no-probe", action="store_true", help="do not send GET /models to a configured api_base")
-    add_json(s)
-    s.set_defaults(func=cmd_judges)

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import json
 
-from consolidate.cli.options import add_dry_run, add_json, add_limit, open_store
+from consolidate.cli.commands import open_store
+from consolidate.pipeline.maintenance import disputes
+from consolidate.store.views import shown as agent_view
+from consolidate.pipeline.maintenance import apply_updates, plan_resolve
+from consolidate.pipeline.maintenance import plan_backfill
+from consolidate.pipeline.forget import forget
+from consolidate.core.errors import BadInput
+from consolidate.store.snapshots import list_runs, with_partial_runs
+from consolidate.core.dates import display
+from consolidate.model.report import run_notices
+from consolidate.pipeline.undo import undo_run
+from consolidate.pipeline.doctor import check, exit_code
 
 
 def cmd_disputes(args) -> int:
-    from consolidate.pipeline.maintenance import disputes
-    from consolidate.store.views import shown as agent_view
-
     store = open_store(args, create=False)
     rows = disputes(store) if store.exists and store.read_manifest() else []
     got = agent_view.view(rows, "disputes", forgotten=agent_view.forgotten_ids(store) if rows else ())
@@ -31,8 +39,6 @@ def cmd_disputes(args) -> int:
 
 
 def cmd_resolve(args) -> int:
-    from consolidate.pipeline.maintenance import apply_updates, plan_resolve
-
     store = open_store(args, create=False, writes=True)
     plan = apply_updates(store, plan_resolve(store, args.memory_id, args.keep))
     archived = [u.memory_id for u in plan.updates if u.action == "archive"]
@@ -41,8 +47,6 @@ def cmd_resolve(args) -> int:
 
 
 def cmd_backfill(args) -> int:
-    from consolidate.pipeline.maintenance import apply_updates, plan_backfill
-
     store = open_store(args, create=False, writes=not args.dry_run)
     if not store.exists or not store.has_longterm:
         print("0 entries would be backfilled (dry run: nothing written)" if args.dry_run else "backfilled 0 entries")
@@ -60,12 +64,8 @@ def cmd_backfill(args) -> int:
 
 
 def cmd_forget(args) -> int:
-    from consolidate.pipeline.forget import forget
-
     store = open_store(args, create=False)
     if not store.exists:
-        from consolidate.core.errors import BadInput
-
         raise BadInput(f"unknown memory {args.memory_id!r}: no store at {store.path}")
     store = open_store(args, create=False, writes=True)  # it exists: opened for writing
     res = forget(store, args.memory_id, args.reason)
@@ -75,31 +75,9 @@ def cmd_forget(args) -> int:
     return 0
 
 
-def register(sub, common) -> None:
-    s = sub.add_parser("disputes", parents=[common], help="list disputed memories")
-    add_json(s)
-    s.set_defaults(func=cmd_disputes)
-
-    s = sub.add_parser("resolve", parents=[common], help="settle a dispute: keep one entry, archive the other")
-    s.add_argument("memory_id", help="the disputed memory's id (`consolidate disputes` lists them)")
-    s.add_argument("--keep", required=True, help="id of the entry to keep")
-    s.set_defaults(func=cmd_resolve)
-
-    s = sub.add_parser("forget", parents=[common],
-                       help="archive a wrong memory with a tombstone: later sessions do not bring it back")
-    s.add_argument("memory_id", help="the memory's id (consolidate recall --json shows it)")
-    s.add_argument("--reason", help="why it is wrong (kept in the event log)")
-    s.set_defaults(func=cmd_forget)
-    s = sub.add_parser("backfill", parents=[common], help="give entries that lack metadata best-effort values")
-    add_dry_run(s)
-    s.set_defaults(func=cmd_backfill)
-    register_runs(sub, common)
 
 
 def cmd_runs(args) -> int:
-
-    from consolidate.store.snapshots import list_runs, with_partial_runs
-
     store = open_store(args, create=False)
     rows = with_partial_runs(store, list_runs(store)) if store.exists else []
     if args.json:
@@ -107,8 +85,6 @@ def cmd_runs(args) -> int:
         return 0
     if not rows:
         print("no runs")
-    from consolidate.core.dates import display
-    from consolidate.model.report import run_notices
 
     results = {e["run_id"]: e.get("result") for e in store.sessions.last_runs(10_000) if e.get("run_id")} \
         if rows else {}
@@ -124,8 +100,6 @@ def cmd_runs(args) -> int:
 
 
 def cmd_undo(args) -> int:
-    from consolidate.pipeline.undo import undo_run
-
     store = open_store(args, create=False, writes=True)
     counts = undo_run(store, args.run_id)
     if counts.get("nothing_written"):
@@ -137,15 +111,9 @@ def cmd_undo(args) -> int:
     return 0
 
 
-#: ``consolidate doctor --help``'s epilog (the README says the same).
-DOCTOR_EXIT_CODES = ("exit codes: 0 healthy, or every finding repaired; 1 findings left (each line names the file,"
-                     " the problem and what to do: `repairable with --repair` or `needs a person`); 4 --repair"
-                     " on a read-only store or one locked by another process")
 
 
 def cmd_doctor(args) -> int:
-    from consolidate.pipeline.doctor import check, exit_code
-
     store = open_store(args, create=False, writes=args.repair)
     if not store.exists:
         print(f"no store at {store.path}")
@@ -155,21 +123,3 @@ def cmd_doctor(args) -> int:
         print(f.line())
     print("healthy" if not findings else f"{len(findings)} finding(s)")
     return exit_code(findings)
-
-
-def register_runs(sub, common) -> None:
-    import argparse
-
-    s = sub.add_parser("doctor", parents=[common], help="check the store; --repair fixes what is safe to fix",
-                       epilog=DOCTOR_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    s.add_argument("--repair", action="store_true", help="repair what can be repaired safely (nothing is deleted"
-                   " without a copy): move corrupt lines and files aside, replay an interrupted run, rebuild the"
-                   " recall index from the graph and the event log, re-queue stale claims")
-    s.set_defaults(func=cmd_doctor)
-    s = sub.add_parser("runs", parents=[common], help="list consolidation runs with their counts (newest first)")
-    add_json(s)
-    add_limit(s, 10**6, 50, "at most N runs, newest first")
-    s.set_defaults(func=cmd_runs)
-    s = sub.add_parser("undo", parents=[common], help="revert one run (see `consolidate runs`)")
-    s.add_argument("run_id", help="the run's id (`consolidate runs` lists them)")
-    s.set_defaults(func=cmd_undo)

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import sys
 
-from consolidate.cli.options import add_json, open_store
+from consolidate.cli.commands import open_store
 from consolidate.core.errors import BadInput
 from consolidate.rules.redaction import error_text
+from consolidate.pipeline import review
 
 
 def _print_entry(e: dict, index: int | None = None) -> None:
@@ -47,8 +48,6 @@ def _print_result(res: dict) -> None:
 
 
 def cmd_review(args) -> int:
-    from consolidate.pipeline import review
-
     action = [name for name in ("approve", "decline", "edit") if getattr(args, name)]
     if len(action) > 1:
         raise BadInput("give one of --approve, --decline, --edit at a time")
@@ -90,7 +89,6 @@ PROMPT = "[a]pprove, [d]ecline, [e]dit, [s]kip, [q]uit? "
 
 def prompt_loop(args, entries: list[dict]) -> int:
     """Ask about each entry in turn on the terminal; returns 0. End of input quits."""
-    from consolidate.pipeline import review
 
     if not entries:
         print("nothing to review")
@@ -134,15 +132,3 @@ def prompt_loop(args, entries: list[dict]) -> int:
             break
     print(f"{done} decided, {len(entries) - done - settled} left")
     return 0
-
-
-def register(sub, common) -> None:
-    s = sub.add_parser("review", parents=[common],
-                       help="approve, decline or edit the quarantined, disputed and drifted memories")
-    s.add_argument("--list", action="store_true", help="list what waits for review (the default off a terminal)")
-    add_json(s, "JSON output")
-    s.add_argument("--approve", metavar="ID", help="the memory holds: active, user-stated")
-    s.add_argument("--decline", metavar="ID", help="the memory is wrong: archived with a tombstone")
-    s.add_argument("--edit", nargs=2, metavar=("ID", "TEXT"), help="replace the memory by TEXT (supersedes it)")
-    s.add_argument("--reason", help="why (kept in the event log) with --approve or --decline")
-    s.set_defaults(func=cmd_review)

@@ -12,23 +12,26 @@ import sys
 
 from consolidate.core.dates import iso
 from consolidate.pipeline.deferral import EXIT_PARTIAL
-from consolidate.cli.options import add_dry_run, add_json, add_judge, add_session, add_time_box, open_store, positive_days
+from consolidate.cli.commands import open_store
 from consolidate.core.errors import UnknownSession
 from consolidate.core.errors import BadInput
 from consolidate.pipeline.deferral import no_judge_line
+from consolidate.pipeline.run import run_queue
+from consolidate.judges.registry import chain_specs, check_specs
+from consolidate.model.run_lines import consolidated_line
+import time
+from consolidate.model.report import count_line, drain_notices, run_notices
+from consolidate.model.report import render_plan
+from consolidate.model.plan import run_summary as summary
 
 
 def cmd_run(args) -> int:
-    from consolidate.pipeline.run import run_queue
-
     if args.judge:  # refused before the store is opened: the check install-hook makes (consolidate/pipeline/run_options.py)
-        from consolidate.judges.registry import chain_specs, check_specs
 
         check_specs(chain_specs(args.judge))
     store = open_store(args, create=False, writes=not args.dry_run)
     if not store.exists:  # nothing can be queued: a run (dry or not) never creates a store
         if args.session:
-
             raise UnknownSession(f"unknown session {args.session!r}: it has no notes and no session end"
                                  f" (no store at {store.path})", session_id=args.session)
         print(f"nothing queued (no store at {store.path})")
@@ -38,7 +41,6 @@ def cmd_run(args) -> int:
         if not store.sessions.pending(args.session) and not _partial(store, args.session):
             end = store.sessions.session_end(args.session)
             if end is not None:  # consolidated already (by the worker, another run, batch): say so, with its run
-                from consolidate.model.report import consolidated_line
 
                 since = store.sessions.count(args.session)
                 print(consolidated_line(args.session, end)
@@ -55,7 +57,6 @@ def cmd_run(args) -> int:
     idle = not any(store.sessions.count(r["session_id"]) for r in pending)
     if _partial(store, args.session) or (pending and not idle):
         _say_when_no_judge(store, args)
-    import time
 
     started = time.time()
     try:
@@ -65,7 +66,6 @@ def cmd_run(args) -> int:
         if args.dry_run:
             raise
         return _interrupted(store, started, args.session)
-    from consolidate.model.report import count_line, drain_notices, run_notices
 
     notices = drain_notices(plans)
     for line in notices:  # a crash replay, a failed team push: said whatever else the run did
@@ -85,8 +85,6 @@ def cmd_run(args) -> int:
             return EXIT_PARTIAL
         print("nothing queued")
         return 0
-    from consolidate.model.report import render_plan
-    from consolidate.model.plan import run_summary as summary
 
     for plan in plans:
         if args.json:
@@ -115,7 +113,6 @@ def _interrupted(store, started: float, session_id: str | None) -> int:
     """Ctrl-C during a run: say which sessions were applied (with their runs) and which are left in
     the queue (the one being consolidated goes back to it; its journal makes the next run finish or
     redo it), on stderr; exit 130."""
-    import sys
 
     rows = store.sessions.finished_since(started)
     done = [f"{sid} ({status}{', run ' + run_id if run_id else ''})" for sid, run_id, status in rows
@@ -134,21 +131,7 @@ def _partial(store, session_id: str | None) -> bool:
 def _say_when_no_judge(store, args) -> None:
     """With no judge of the chain able to answer now, say so first (stdout; stderr with --json),
     naming ``consolidate judges``."""
-    import sys
-
 
     line = no_judge_line(store, args.judge, args.wait_days)
     if line:
         print(line, file=sys.stderr if args.json else sys.stdout, flush=True)
-
-
-def register(sub, common) -> None:
-    s = sub.add_parser("run", parents=[common], help="consolidate queued session ends now")
-    add_session(s, "only this session")
-    add_dry_run(s, "print the plan, write nothing")
-    add_judge(s, "judge spec (api:MODEL, cli:PRESET, rules, noop, ...)")
-    add_time_box(s, 120.0)
-    s.add_argument("--wait-days", type=positive_days, default=None,
-                   help="days a note no judge answered waits for one (default $CONSOLIDATE_WAIT_DAYS or 7)")
-    add_json(s)
-    s.set_defaults(func=cmd_run)

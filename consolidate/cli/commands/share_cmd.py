@@ -1,4 +1,4 @@
-"""``consolidate export`` and ``consolidate import --agents-md``: memory shared through a marked block
+"""``consolidate export`` and ``consolidate import`` (a JSONL file, or ``--agents-md``): memory shared through a marked block
 of AGENTS.md or CLAUDE.md (consolidate/agents/export_md.py)."""
 
 from __future__ import annotations
@@ -6,18 +6,25 @@ from __future__ import annotations
 import json
 import sys
 
-from consolidate.cli.options import add_json, add_judge, add_limit, open_store
+from consolidate.cli.commands.session import _tell_redacted, print_policy
+from consolidate.cli.commands import open_store
+from consolidate.store.anchors import project_root
+from consolidate.agents.export_md import export
+from consolidate.store.store import project_note
+from collections import Counter
+from consolidate.agents.export_md import import_block
+from consolidate.core.errors import BadInput
+from consolidate.pipeline.run import run_queue
+from consolidate.model.plan import run_summary as summary
+from consolidate.model.report import drain_notices, run_notices
+from consolidate.pipeline.deferral import EXIT_PARTIAL
 
 
 def cmd_export(args) -> int:
-    from consolidate.store.anchors import project_root
-    from consolidate.agents.export_md import export
-
     store = open_store(args, create=False)
     path = args.file
     if path is None:
         path = project_root(store) / "AGENTS.md"
-    from consolidate.store.store import project_note
 
     note = project_note(store)
     if note:
@@ -49,7 +56,6 @@ _SOURCES = {"option": "--project", "environment": "CONSOLIDATE_PROJECT", "team":
 
 def _other_projects(store) -> list[tuple[str, int]]:
     """``[(project, active memories)]`` of the store's other projects, most memories first."""
-    from collections import Counter
 
     if not store.exists or not store.has_longterm:
         return []
@@ -59,15 +65,9 @@ def _other_projects(store) -> list[tuple[str, int]]:
 
 
 def cmd_import_agents_md(args) -> int:
-    from consolidate.agents.export_md import import_block
-
     if args.file is not None:
-        from consolidate.core.errors import BadInput
-
         raise BadInput("give either a JSONL file or --agents-md FILE, not both")
     if args.session:
-        from consolidate.core.errors import BadInput
-
         raise BadInput("--session is for a JSONL import: a block is imported as its own session")
     store = open_store(args)
     res = import_block(store, args.agents_md, args.rev)
@@ -86,8 +86,6 @@ def cmd_import_agents_md(args) -> int:
     if args.no_run:
         print("queued: `consolidate run` (or the next worker) consolidates it")
         return 0
-    from consolidate.pipeline.run import run_queue
-    from consolidate.model.plan import run_summary as summary
 
     plans: list = run_queue(store, session_id=res["session_id"], judges=args.judge) or [None]
     [plan] = plans
@@ -99,30 +97,31 @@ def cmd_import_agents_md(args) -> int:
           f" {s['reconfirmed']} re-confirmed, {s['rejected']} rejected"
           + (f", {s['notes_blocked']} blocked (secret material)" if s.get("notes_blocked") else "")
           + f" (run {plan.run_id})")
-    from consolidate.model.report import drain_notices, run_notices
 
     for line in run_notices(s) + drain_notices(plans):
         print(f"  ! {line}")
-    from consolidate.pipeline.deferral import EXIT_PARTIAL
 
     return EXIT_PARTIAL if plan.partial else 0
 
 
-def add_import_options(parser) -> None:
-    """``consolidate import``'s options for a consolidate block (called where ``import`` is registered)."""
-    parser.add_argument("--agents-md", metavar="FILE",
-                        help="import the consolidate block of AGENTS.md or CLAUDE.md (written by `consolidate"
-                             " export`) as notes keeping the evidence and dates they were exported with, then consolidate"
-                             " them")
-    parser.add_argument("--rev", metavar="COMMIT", help="with --agents-md: read the file at this git commit")
-    parser.add_argument("--no-run", action="store_true", help="with --agents-md: queue the session, do not run it")
-    add_judge(parser)
+def cmd_import(args) -> int:
+    """``consolidate import FILE``: notes from a JSONL file, or ``--agents-md FILE``: a consolidate block."""
+    if args.agents_md:  # a consolidate block of AGENTS.md / CLAUDE.md (consolidate/agents/export_md.py)
 
-
-def register(sub, common) -> None:
-    s = sub.add_parser("export", parents=[common],
-                       help="write the top durable memories into a marked block of AGENTS.md or CLAUDE.md")
-    s.add_argument("--file", help="the file (default: AGENTS.md in the project, the folder holding the store)")
-    add_limit(s, 1000, 50, "at most this many memories")
-    add_json(s)
-    s.set_defaults(func=cmd_export)
+        return cmd_import_agents_md(args)
+    if args.file is None:
+        raise BadInput("give a JSONL file of notes (- for standard input) or --agents-md FILE")
+    store = open_store(args)
+    written: list[dict] = []
+    counts = store.sessions.import_jsonl(sys.stdin.buffer if args.file == "-" else args.file, args.session,
+                                         written=written)
+    for sid, n in counts.items():
+        print(f"imported {n} notes into session {sid}")
+    blocked_lines = {line for line, _ in getattr(counts, "notices", [])}
+    for row in written:
+        print_policy(row["content"], flag=row["flag"], kind=row["kind"], metadata=row["metadata"],
+                     prefix=f"line {row['line']} (note {row['note_id']}): ", blocked=row["line"] in blocked_lines)
+    if not counts:
+        print("no notes in the file (blank lines only)")
+    _tell_redacted(f"line {line}: {notice}" for line, notice in getattr(counts, "notices", []))
+    return 0

@@ -4,48 +4,19 @@ from __future__ import annotations
 
 import json
 
-from consolidate.cli.options import add_json, open_store
+from consolidate.cli.commands import open_store
 from consolidate.rules.redaction import error_text
-from consolidate.cli.options import positive_float
-
-
-def team_lines(info: dict) -> list[str]:
-    """What ``status`` and ``sync --status`` print about the team store (never the token)."""
-    lines = [f"team store: {info['url']} project {info['project']} (database {info['database']}, this machine"
-             f" {info['machine']})",
-             f"last push: {info.get('last_push') or 'never'}; last pull: {info.get('last_pull') or 'never'}",
-             f"pending pushes: {info['pending_pushes']}" + (" (pushed by the next run or `consolidate sync`)"
-                                                            if info["pending_pushes"] else "")]
-    if info.get("last_error"):
-        lines.append(f"last team error: {info['last_error']}")
-    return lines
-
-
-def install_note(store: str | None) -> str:
-    """What ``install-hook`` says about a store in a team: where the hooks' token comes from ('' for
-    a store not in a team). Never the token."""
-    from pathlib import Path
-
-    from consolidate.team.local import load_config
-
-    if not store:
-        return ""
-    try:
-        cfg = load_config(Path(store))
-    except Exception:  # noqa: BLE001 - a bad team.json is reported by the commands that use it
-        return ""
-    if cfg is None:
-        return ""
-    where = cfg.token_file or f"${cfg.token_env}"
-    return (f"team store: {cfg.url} project {cfg.project}: the hooks pull and push with the token from {where}"
-            " (give the agent CLI that environment; the token is never written into the hook command)")
+from consolidate.cli.commands.status_cmd import team_lines
+from consolidate.core.errors import BadInput
+from consolidate.store.store import Store
+from consolidate.team.sync import init
+from consolidate.team import local as team
+from consolidate.core.errors import ConfigError
+from consolidate.team.sync import server_counts
+from consolidate.team.sync import pull, push
 
 
 def cmd_team_init(args) -> int:
-    from consolidate.core.errors import BadInput
-    from consolidate.store.store import Store
-    from consolidate.team.sync import init
-
     if not args.chroma_url or not args.project:
         raise BadInput("team init needs --chroma-url URL and --project P")
     store = Store(args.store, embedding=args.embedding, project=args.project)  # a local index: no chroma_url
@@ -60,9 +31,6 @@ def cmd_team_init(args) -> int:
 
 
 def cmd_sync(args) -> int:
-    from consolidate.team import local as team
-    from consolidate.core.errors import ConfigError
-
     store = open_store(args, create=False, writes=not args.status)
     if not store.exists or team.load_config(store.path) is None:
         raise ConfigError(f"store {store.path} is not in a team: `consolidate team init --chroma-url URL --project P`")
@@ -70,8 +38,6 @@ def cmd_sync(args) -> int:
         info = team.status(store)
         assert info is not None  # load_config found the team above
         try:
-            from consolidate.team.sync import server_counts
-
             info["server"] = server_counts(store)
         except Exception as exc:  # noqa: BLE001 - status reports, it does not fail on a down server
             info["server"] = None
@@ -86,7 +52,6 @@ def cmd_sync(args) -> int:
         else:
             print(f"server: {info['server_error']}")
         return 0
-    from consolidate.team.sync import pull, push
 
     pushed = push(store, seconds=args.timeout)
     pulled = pull(store, seconds=args.timeout)
@@ -105,25 +70,3 @@ def cmd_sync(args) -> int:
         else:
             print(f"pull: {pulled.get('error')}")
     return 0 if pulled.get("ok") else 4
-
-
-def register(sub, common) -> None:
-
-    s = sub.add_parser("team", parents=[common], help="team memory on a Chroma server")
-    tsub = s.add_subparsers(dest="team_command", required=True, metavar="TEAM_COMMAND")
-    i = tsub.add_parser("init", parents=[common], help="join this store to a project's team store on a Chroma server",
-                       description="--chroma-url URL (https://HOST:PORT; http only on loopback or with --insecure)"
-                                   " and --project P (its own database on the server) are required")
-    i.add_argument("--tenant", default="default_tenant", help="Chroma tenant (default default_tenant)")
-    i.add_argument("--token-env", default=None, metavar="NAME",
-                   help="environment variable holding the token (default CONSOLIDATE_TEAM_TOKEN); never the token itself")
-    i.add_argument("--token-file", default=None, metavar="PATH",
-                   help="file holding the token, mode 0600, outside the store")
-    i.add_argument("--insecure", action="store_true",
-                   help="allow plain http or no token on a non-loopback address")
-    i.set_defaults(func=cmd_team_init)
-    s = sub.add_parser("sync", parents=[common], help="push what waits in the team outbox, then pull the team's changes")
-    s.add_argument("--status", action="store_true", help="show the team store, last push and pull, pending pushes")
-    s.add_argument("--timeout", type=positive_float, default=60.0, help="seconds for the push and for the pull (default 60)")
-    add_json(s)
-    s.set_defaults(func=cmd_sync)

@@ -7,14 +7,17 @@ import json
 import sys
 from pathlib import Path
 
-from consolidate.cli.options import add_json, add_judge, open_store
+from consolidate.cli.commands import open_store
+from consolidate.agents import transcripts as tr
+from consolidate.store.anchors import project_root
+from consolidate.core.errors import BadInput
+from consolidate.pipeline.deferral import EXIT_PARTIAL
+from consolidate.pipeline.run import run_queue
+from consolidate.model.plan import run_summary as summary
+from consolidate.model.report import drain_notices, run_notices
 
 
 def cmd_import_transcripts(args) -> int:
-    from consolidate.agents import transcripts as tr
-    from consolidate.store.anchors import project_root
-    from consolidate.core.errors import BadInput
-
     if not (args.paths or args.claude_code or args.gemini_cli):
         raise BadInput("give a transcript file or folder, --claude-code or --gemini-cli")
     store = open_store(args)
@@ -54,13 +57,9 @@ def cmd_import_transcripts(args) -> int:
         print(f"{len(res.sessions)} sessions queued: `consolidate run` (or the next worker) consolidates them",
               file=sys.stderr if args.json else sys.stdout)
         return 0
-    from consolidate.pipeline.deferral import EXIT_PARTIAL
-    from consolidate.pipeline.run import run_queue
-    from consolidate.model.plan import run_summary as summary
 
     partial = False
     totals = {"written_durable": 0, "written_quarantined": 0, "reconfirmed": 0, "waiting": 0}
-    from consolidate.model.report import drain_notices, run_notices
 
     notices: list[str] = []
     for sid in res.sessions:
@@ -79,19 +78,3 @@ def cmd_import_transcripts(args) -> int:
     for notice in notices:  # judge answers ignored, disputed memories, a crash replay, a failed team push
         print(f"  ! {notice}", file=sys.stderr if args.json else sys.stdout)
     return EXIT_PARTIAL if partial else 0
-
-
-def register(sub, common) -> None:
-    s = sub.add_parser("import-transcripts", parents=[common],
-                       help="harvest past Claude Code / Gemini CLI transcripts (each once) into the store")
-    s.add_argument("paths", nargs="*", metavar="PATH", help="a transcript file or a folder of them")
-    s.add_argument("--claude-code", action="store_true",
-                   help="the project's Claude Code transcripts (~/.claude/projects/<slug>/*.jsonl)")
-    s.add_argument("--gemini-cli", action="store_true",
-                   help="the project's Gemini CLI chats (~/.gemini/tmp/<project>/chats/)")
-    s.add_argument("--project-dir", help="the project whose transcripts are taken (default: the folder holding"
-                                         " the store)")
-    s.add_argument("--no-run", action="store_true", help="queue the sessions, do not consolidate them now")
-    add_judge(s)
-    add_json(s)
-    s.set_defaults(func=cmd_import_transcripts)

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import sys
 
-from consolidate.cli.options import open_store, port
+from consolidate.cli.commands import open_store
 from consolidate.core.errors import BadInput, ConfigError
+from consolidate.ui.server import LOOPBACK, serve
 
 
 def cmd_ui(args) -> int:
     """Serve the pages until Ctrl-C; prints the URL with its token. Returns 0."""
     try:
-        from consolidate.ui.server import LOOPBACK, serve
+        pass
     except ImportError as exc:  # starlette or uvicorn missing (they come with the mcp package)
         raise ConfigError(f"consolidate ui needs starlette and uvicorn (pip install 'mcp>=2,<3'): {exc}") from None
 
@@ -38,14 +39,3 @@ def cmd_ui(args) -> int:
     except OSError as exc:
         raise BadInput(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     return 0
-
-
-def register(sub, common) -> None:
-    s = sub.add_parser("ui", parents=[common],
-                       help="a local web page to browse, search and review the store (prints its URL with a token)")
-    s.add_argument("--port", type=port, default=0, help="port to listen on (default 0: a free one)")
-    s.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1; another one is reachable beyond this machine:"
-                        " a warning is printed)")
-    s.add_argument("--no-browser", action="store_true", help="print the URL only; do not open a browser")
-    s.set_defaults(func=cmd_ui)

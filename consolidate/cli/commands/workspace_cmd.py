@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 
-from consolidate.cli.options import add_json, add_outcome, add_session, open_store, read_text_arg
+from consolidate.cli.commands import open_store
+from consolidate.cli.options import read_text_arg
 from consolidate.core.vocab import ABORTED, FAILURE, SUCCESS
+from consolidate.pipeline.workspace import start
+from consolidate.pipeline.workspace import open_workspace
 
 
 def _print(args, result, line: str) -> int:
@@ -15,8 +18,6 @@ def _print(args, result, line: str) -> int:
 
 
 def cmd_start(args) -> int:
-    from consolidate.pipeline.workspace import start
-
     _ws, info = start(open_store(args), args.session, args.task)
     how = "resumed" if info["resumed"] else ("started" if info["created"] else "already open")
     return _print(args, info, f"session {info['session_id']} {how}: workspace {info['path']}"
@@ -24,8 +25,6 @@ def cmd_start(args) -> int:
 
 
 def cmd_read(args) -> int:
-    from consolidate.pipeline.workspace import open_workspace
-
     ws = open_workspace(open_store(args, create=False), args.session)
     if not args.path:
         info = ws.describe()
@@ -47,8 +46,6 @@ def cmd_read(args) -> int:
 
 
 def cmd_write(args, append: bool = False) -> int:
-    from consolidate.pipeline.workspace import open_workspace
-
     ws = open_workspace(open_store(args), args.session)
     text = read_text_arg(args.text)
     got = ws.append(args.path, text) if append else ws.write(args.path, text)
@@ -61,8 +58,6 @@ def cmd_append(args) -> int:
 
 
 def cmd_extract(args) -> int:
-    from consolidate.pipeline.workspace import open_workspace
-
     got = open_workspace(open_store(args), args.session).extract(flag=args.flag)
     blocked = "".join(f"; blocked {b['file']}:{b['line']} ({', '.join(b['kinds'])} {' '.join(b['previews'])})"
                       for b in got["blocked"])
@@ -71,8 +66,6 @@ def cmd_extract(args) -> int:
 
 
 def cmd_complete(args) -> int:
-    from consolidate.pipeline.workspace import open_workspace
-
     got = open_workspace(open_store(args), args.session).complete(args.outcome, args.reason, ephemeral=args.ephemeral)
     what = {SUCCESS: f"{got['extracted']} candidates extracted, working/ removed; queued for `consolidate run`",
             FAILURE: "nothing will be promoted; " + ("workspace removed" if got["workspace_removed"] else "workspace kept")
@@ -80,31 +73,3 @@ def cmd_complete(args) -> int:
             ABORTED: "workspace kept; `consolidate session start --session "
                        f"{got['session_id']}` resumes it"}[args.outcome]
     return _print(args, got, f"session {got['session_id']} completed ({args.outcome}): {what}")
-
-
-def register(sub, common) -> None:
-    s = sub.add_parser("session", help="an agent workspace: start, read, write, append, extract, complete")
-    ss = s.add_subparsers(dest="session_command", required=True, metavar="ACTION")
-
-    def action(name, func, help_text, session_required=True):
-        p = ss.add_parser(name, parents=[common], help=help_text)
-        add_session(p, required=session_required)
-        add_json(p, "print the result as JSON")
-        p.set_defaults(func=func)
-        return p
-
-    p = action("start", cmd_start, "create (or resume an aborted) session workspace; writes context/",
-               session_required=False)
-    p.add_argument("--task", help="what the session is for: memories relevant to it go to context/memories.md")
-    p = action("read", cmd_read, "print a workspace file or folder (no path: list the workspace)")
-    p.add_argument("path", nargs="?", help="relative to the workspace, e.g. context/memories.md")
-    for name, func in (("write", cmd_write), ("append", cmd_append)):
-        p = action(name, func, f"{name} a file under working/ or output/")
-        p.add_argument("path", help="relative to the workspace, e.g. output/memory.md")
-        p.add_argument("text", help="the text; - reads it from standard input")
-    p = action("extract", cmd_extract, "turn output/ into candidate notes (through the secret gate)")
-    p.add_argument("--flag", action="store_true", help="flag every candidate (promoted without a judge)")
-    p = action("complete", cmd_complete, "end the session: success, failure or aborted")
-    add_outcome(p)
-    p.add_argument("--reason", help="why it ended so (kept in the session.failed event)")
-    p.add_argument("--ephemeral", action="store_true", help="on failure, also remove the workspace")

@@ -1,0 +1,157 @@
+"""Queue and store commands: ``worker`` (what the hook starts, detached), ``batch`` and ``curate``."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from consolidate.cli.commands import open_store
+from consolidate.rules.redaction import error_text
+from consolidate.core.errors import ConsolidateError
+from consolidate.pipeline.worker import run_worker
+from consolidate.store.worker_health import record
+from consolidate.store.store import resolve_store_path
+from consolidate.pipeline.batch import run_batch
+from consolidate.core.dates import parse_user_date
+from consolidate.pipeline.deferral import no_judge_line
+from consolidate.model.report import run_notices
+from consolidate.pipeline.rejudge import prompt_versions
+import dataclasses
+from consolidate.pipeline.curate.curation import run_curate, summary
+
+
+def cmd_worker(args) -> int:
+    """Drain the queue. A worker that fails is recorded (consolidate/store/worker_health.py): here for an
+    unexpected error, by the CLI's error path for a ConsolidateError (:func:`worker_failed`), so that
+    ``status`` and the next SessionStart say so."""
+
+    try:
+        store = open_store(args, create=False, writes=True)
+        if not store.exists:
+            return 0
+        run_worker(store, time_box=args.time_box, judges=args.judge)
+    except (ConsolidateError, OSError):
+        raise  # recorded by the CLI's error path, which prints them
+    except Exception as exc:
+        worker_failed(args, exc)
+        raise
+    return 0
+
+
+def worker_failed(args, exc: BaseException) -> None:
+    """Record that this ``consolidate worker`` failed with ``exc`` in its store (the one its options
+    mean: consolidate/store/resolve.py). Never raises."""
+
+    try:
+        path = resolve_store_path(getattr(args, "store", None))
+    except Exception:  # noqa: BLE001
+        return
+    if path.is_dir():
+        record(path, error_text(exc) if isinstance(exc, ConsolidateError) and error_text(exc) else error_text(exc, typed=True))
+
+
+def cmd_batch(args) -> int:
+    args.rejudge = args.rejudge or args.drifted  # --drifted alone means: re-judge the drifted memories
+    since = parse_user_date(args.since, what="--since date") if args.since is not None else None
+    store = open_store(args, create=False, writes=True)
+    if not store.exists:
+        print(f"batch: no store at {store.path}; nothing to do")
+        return 0
+
+    line = no_judge_line(store, args.judge) if store.sessions.sessions() else None  # notes that may need one
+    if line:
+        print(line, flush=True, file=sys.stderr if args.json else sys.stdout)
+    r = run_batch(store, concurrency=args.concurrency, judges=args.judge, time_box=args.time_box,
+                  orphan_age=args.orphan_age * 3600, rejudge=args.rejudge, since=since,
+                  prompt_version=args.prompt_version, drifted=args.drifted, curate=args.curate)
+    errors = [s for s in r.sessions if "error" in s]
+    partial = [s for s in r.sessions if s.get("partial")]
+    _say_unmatched_prompt_version(args, store, r)
+    if args.json:
+        print(json.dumps(_batch_json(r), ensure_ascii=False, default=str))
+        return 130 if r.interrupted else (1 if errors else 0)
+    print(("PARTIAL " if partial else "")
+          + f"batch: {len(r.sessions)} sessions ({len(errors)} errors), {len(r.orphans_ended)} orphans ended,"
+          f" {r.expired} quarantined entries expired, {r.decayed} decayed"
+          + (f", re-judged {_rejudged(r.rejudged)}" if args.rejudge and not args.drifted else "")
+          + (f", {r.drift.get('drifted', 0)} drifted and {r.drift.get('stale', 0)} stale (code anchors)" if r.drift else "")
+          + (f", re-judged drifted {_rejudged(r.rejudged_drifted)}" if args.rejudge and args.drifted else "")
+          + (f", {curated_words(r.curated)}" if args.curate else "")
+          + f" in {r.seconds:.1f} s"
+          + (f"; {sum(s['waiting'] for s in partial)} notes of {len(partial)} sessions wait for a judge"
+             " (`consolidate status`, `consolidate judges`)" if partial else ""))
+
+    for s in r.sessions:  # judge answers ignored, disputed memories written: per session
+        for line in run_notices(s):
+            print(f"  {s['session_id']}: {line}")
+    for line in r.notices:  # a crash replay, a failed team push
+        print(f"  {line}")
+    for s in errors:
+        print(f"  {s['session_id']}: {s['error']}", file=sys.stderr)
+    if r.interrupted:
+        applied = [f"{s['session_id']} (run {s['run_id']})" for s in r.sessions if s.get("run_id")]
+        print("interrupted: " + (f"applied {len(applied)}: {', '.join(applied)}" if applied else "no session was applied")
+              + f"; {r.left_in_queue} session ends left in the queue; run `consolidate batch` again", file=sys.stderr)
+        return 130
+    return 1 if errors else 0
+
+
+def _say_unmatched_prompt_version(args, store, r) -> None:
+    """``batch --rejudge --prompt-version V`` that selected nothing: say which versions the store's
+    entries were written under (a typo such as ``judge-v99`` otherwise reads as a store with nothing
+    to re-judge)."""
+    if not (args.rejudge and not args.drifted and args.prompt_version and not (r.rejudged or {}).get("considered")):
+        return
+
+    found = prompt_versions(store) if store.has_longterm else {}
+    listed = ", ".join(f"{v or 'unrecorded'} ({n})" for v, n in found.items()) or "none"
+    print(f"note: no judge-written entry of this store was written under prompt version {args.prompt_version!r};"
+          f" versions here: {listed}", file=sys.stderr)
+
+
+def _rejudged(counts: dict) -> str:
+    """A re-judge's counts in words: ``3 entries considered: 1 kept, 1 dropped, 1 left unjudged``."""
+    n = counts.get("considered", 0)
+    parts = [f"{counts.get(k, 0)} {word}" for k, word in (("kept", "kept"), ("dropped", "dropped"),
+                                                           ("unjudged", "left unjudged")) if k in counts]
+    parts += [f"{v} {k}" for k, v in counts.items() if k not in ("considered", "kept", "dropped", "unjudged")]
+    return f"{n} {'entry' if n == 1 else 'entries'} considered" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def _batch_json(r) -> dict:
+    """``batch --json``: what the batch did, for machines (the fields of consolidate.pipeline.batch's result)."""
+
+    return dataclasses.asdict(r) if dataclasses.is_dataclass(r) and not isinstance(r, type) else dict(vars(r))
+
+
+def curated_words(c: dict) -> str:
+    """A curation pass's counts in words (``batch --curate``, ``curate``)."""
+    return (f"curated {c.get('considered', 0)} memories in {c.get('groups', 0)} groups: {c.get('merged', 0)} merged,"
+            f" {c.get('dropped', 0)} dropped, {c.get('conflicts', 0)} conflicts disputed,"
+            f" {c.get('for_review', 0)} sent to review, {c.get('deferred_groups', 0)} groups deferred"
+            + (f" (run {c['run_id']})" if c.get("run_id") else ""))
+
+
+def cmd_curate(args) -> int:
+    """``consolidate curate``: the store curation pass (consolidate/pipeline/curate/)."""
+
+    store = open_store(args, create=False, writes=not args.dry_run)
+    if not store.exists:
+        print(f"curate: no store at {store.path}; nothing to do")
+        return 0
+    res = run_curate(store, judges=args.judge, time_box=args.time_box, review=args.review, dry_run=args.dry_run,
+                     max_group=args.max_group)
+    if args.json:
+        print(json.dumps({**dataclasses.asdict(res), "summary": summary(res)}, ensure_ascii=False, default=str))
+        return 0
+    print(("DRY RUN, nothing written: " if args.dry_run else "") + curated_words(summary(res))
+          + (f"; `consolidate undo {res.run_id}` reverts it" if res.run_id and (res.proposals) else ""))
+    for p in res.proposals:
+        target = f" into {p['into']}" if p.get("into") else f" with {p['with']}" if p.get("with") else ""
+        print(f"  {p['outcome']}: {p['action']} {p['memory_id']}{target}"
+              + (f" ({p['held']}: sent to review)" if p.get("held") else "")
+              + (f": {p['reason']}" if p.get("reason") else ""))
+        print(f"      {p['statement'][:160]}")
+    for d in res.deferred:
+        print(f"  deferred: {len(d['memory_ids'])} memories unchanged: {d['reason'][:200]}")
+    return 0

@@ -1,0 +1,29 @@
+"""The lines that say what a run did, from its counts alone (``run``, ``end``, ``batch``): standard
+library only, so ``consolidate end`` prints them without the plan and report modules."""
+
+from __future__ import annotations
+
+import json
+
+
+def count_line(summary: dict | None) -> str:
+    """A run's counts in words: ``1 durable, 0 quarantined, 0 transient, 0 re-confirmed``."""
+    s = summary or {}
+    return (f"{s.get('written_durable', 0)} durable, {s.get('written_quarantined', 0)} quarantined,"
+            f" {s.get('written_transient', 0)} transient, {s.get('reconfirmed', 0)} re-confirmed"
+            + (f", {s['written_disputed']} disputed" if s.get("written_disputed") else ""))
+
+
+def consolidated_line(session_id: str, end: dict) -> str:
+    """The line for a session end a run already took (``run --session``, ``end``): its status, run
+    and counts, from the queue row (``consolidate.store.sessions.tier.Sessions.session_end``)."""
+    status = end.get("status")
+    result = end.get("result")
+    if isinstance(result, str):
+        try:
+            result = json.loads(result)
+        except ValueError:
+            result = None
+    run = f", run {end['run_id']}" if end.get("run_id") else ""
+    return (f"session {session_id} was already consolidated ({end.get('outcome')}, {status}{run}): "
+            f"{count_line(result)}; nothing queued (`consolidate runs` lists it)")
