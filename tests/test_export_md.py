@@ -146,15 +146,15 @@ def _memories(store):
 
 def test_export_writes_a_judges_claim_as_credited_and_import_credits_no_more(repo, capsys):
     """Issue 28: ``export`` writes a judge's claim of ``user-stated`` as the store credits it
-    (``observed``, the claim named ``claimed_evidence``), on the line and in the marker; ``import``
+    (``observed``; the claim is shown nowhere), on the line and in the marker; ``import``
     takes a marker's evidence only up to what it may credit: ``observed`` (the line's or the
     marker's) is an observation, and a claim the marker names is never taken above observed."""
     alice, store_a = repo
     _export(capsys, store_a)
     [line] = [ln for ln in (alice / "AGENTS.md").read_text().splitlines() if PREFERENCE in ln]
     marker = json.loads(line.rsplit(" <!-- consolidate ", 1)[1][:-3].replace("-\\u002d", "--"))
-    assert marker["evidence"] == "observed" and marker["claimed_evidence"] == "user-stated", marker
-    assert ", observed, " in line.split(" <!-- ")[0] and "user-stated" not in line.split(" <!-- ")[0]
+    assert marker["evidence"] == "observed" and "user-stated" not in line, marker  # the claim is not shown
+    assert ", observed, " in line.split(" <!-- ")[0]
     [e] = [e for e in parse_block((alice / "AGENTS.md").read_text()) if e["statement"] == PREFERENCE]
     assert e["evidence"] == "observed-success"
     head = f"{BEGIN} -->\n## Project memory (consolidate)\n\n"
@@ -246,3 +246,38 @@ def test_bad_import_input(repo, capsys, args, needle):
     code = main(["import", "--store", str(store.path), *args])
     err = capsys.readouterr().err
     assert code == 2 and needle in err and err.count("\n") == 1
+
+
+def test_one_huge_memory_is_cut_to_the_view_budget_and_never_imported_cut(tmp_path, capsys):
+    """``export`` holds each entry to the agent view's one line budget (surface ``export``): a memory of
+    9,000 characters is written cut, its marker ``"cut": true`` without the exact text, so the block
+    stays small; ``import`` leaves the cut entry out and says so, and imports the others."""
+    from consolidate.store.views.shown import LINE_MAX_CHARS
+
+    alice = tmp_path / "a"
+    alice.mkdir()
+    store = Store(alice / ".memofs", embedding="hash")
+    huge = "The billing service keeps a ledger of every invoice line: " + " ".join(
+        f"column{i} holds the amount in cents" for i in range(260))
+    assert len(huge) > 9000
+    store.sessions.add_note("s1", huge, flag=True, kind="fact")
+    store.sessions.add_note("s1", "Releases are tagged vX.Y.Z by the release workflow", flag=True, kind="fact")
+    store.sessions.end("s1", "success")
+    run_queue(store, judges=["noop"])
+    store.close()
+    target = alice / "AGENTS.md"
+    assert main(["export", "--store", str(alice / ".memofs"), "--embedding", "hash", "--file", str(target)]) == 0
+    capsys.readouterr()
+    text = target.read_text()
+    [line] = [ln for ln in text.splitlines() if "billing service" in ln]
+    assert len(line.split(" <!-- consolidate ")[0].split("**: ", 1)[1]) <= LINE_MAX_CHARS < len(huge)
+    assert len(line) < LINE_MAX_CHARS + 400
+    assert '"cut": true' in line and "column259" not in line and len(text) < 3 * LINE_MAX_CHARS
+    bob = tmp_path / "b"
+    bob.mkdir()
+    assert main(["import", "--store", str(bob / ".memofs"), "--embedding", "hash", "--agents-md", str(target),
+                 "--judge", "noop"]) == 0
+    out = capsys.readouterr().out
+    assert "imported 1 memories" in out and "1 entries cut by the export's size budget left out" in out
+    docs = [r["document"] for r in Store(bob / ".memofs", embedding="hash").longterm().all()]
+    assert docs == ["Releases are tagged vX.Y.Z by the release workflow"]

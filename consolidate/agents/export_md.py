@@ -15,7 +15,7 @@ two marker lines::
 The entry line shows the statement on one line with ``<!--`` and ``-->`` written ``&lt;!--`` and
 ``--&gt;`` (:func:`visible`); the marker carries the exact text when that changed it, its
 evidence as credited (consolidate/model/credit.py: a judge's claim of ``user-stated`` is
-``observed``, the claim named ``claimed_evidence``), the date it was last confirmed and the date it became true (``since``), so every
+``observed``; the claim itself is not shown, as on every surface), the date it was last confirmed and the date it became true (``since``), so every
 exported store imports back as the same memories.
 
 Only the block changes: the rest of the file is kept byte for byte (its line endings too; the block
@@ -25,13 +25,18 @@ exported: an entry holding secret material (consolidate.rules.secrets.scan over 
 and an entry the context guard holds back (worded as an order to the agent, or running remote code:
 consolidate.rules.guard.unsafe_reason), the same guard as the SessionStart context.
 
+Each entry is held to the agent view's one line budget (consolidate/store/views/shown.py, surface
+``export``): a memory whose line, or one of whose fields, is longer is written cut, its marker
+``"cut": true`` with no exact text (one huge memory never fills the block); the import leaves such an
+entry out (counted as ``cut``): its text is not all there.
+
 ``consolidate import --agents-md FILE [--rev COMMIT]`` reads such a block (from the working tree, or
 from a teammate's commit with ``--rev``) as the notes of one session ``agents-md-<digest of the
 block>``: each entry a flagged note of its type with the evidence it was exported with (the
 marker's, else the suffix's; ``user-stated`` for an entry written by hand with neither: a teammate's
 observation stays an observation, so an old entry never outranks a newer memory by its import), no
-more than the exporter credited (consolidate.model.credit.imported: a judge's claim the marker
-names is taken as observed at most, and ``observed`` as the observed kind of its type),
+more than the exporter credited (consolidate.model.credit.imported: ``observed`` is taken as the
+observed kind of its type, and a judge's claim a marker names, ``claimed_evidence``, as observed at most),
 its dates (``confirmed``, ``since``), note metadata ``source: user`` and
 ``imported_from: FILE@COMMIT`` (with the commit's author), then consolidated as usual (secret gate,
 write policy, contradiction check, tombstones: a memory the user forgot is brought back only as the
@@ -180,17 +185,23 @@ def render_block(store, rows: list[dict[str, Any]], newline: str = "\n") -> str:
         meta: dict[str, Any] = {"id": r["id"], "fields": _exact_fields(m)}
         if m.get("last_confirmed") and m["last_confirmed"] != "unknown":
             meta["confirmed"] = m["last_confirmed"]  # the exact date; the suffix shows its month
-        if credit.said(m.get("evidence")):  # as credited (the agent view): the suffix shows it too
+        if credit.said(m.get("evidence")):  # as credited (the agent view; the claim is not shown): the suffix too
             meta["evidence"] = m["evidence"]
-            if m.get("claimed_evidence"):  # a judge's claim, named as one: an import credits it no higher
-                meta["claimed_evidence"] = m["claimed_evidence"]
         since = validity(m)[0]
         if since:
             meta["since"] = since  # when it became true (consolidate/model/validity.py)
         shown = agent_view.text_of(visible(r["document"]))  # as the line shows it (control characters visible)
+        head = f"**{m.get('type') or 'fact'}**: "
+        entry = agent_view.line(shown, m, "export", room=10**9)  # whole, then held to the budget below
         if statement_of(shown, {}) != r["document"]:
             meta["text"] = r["document"]  # the exact text (comment markers, line breaks)
-        lines.append(f"- **{m.get('type') or 'fact'}**: {agent_view.line(shown, m, 'export')} " + _meta_comment(meta))
+        budget = agent_view.surface("export").line_chars or 0
+        if len(head + entry + " " + _meta_comment(meta)) > budget:  # the view's one line budget, per entry
+            meta.pop("text", None)  # cut: the marker holds no exact text, no field over the budget
+            meta["cut"] = True
+            meta["fields"] = {k: v for k, v in meta["fields"].items() if len(v) <= budget // 4}
+            entry = agent_view.line(shown, m, "export", room=budget - len(head + " " + _meta_comment(meta)))
+        lines.append(f"- {head}{entry} " + _meta_comment(meta))
     if not rows:
         lines.append("(no memories yet)")
     lines.append(END)
@@ -327,7 +338,7 @@ def parse_block(text: str, name: str = "the file") -> list[dict[str, Any]]:
                     "fields": {str(k): str(v) for k, v in fields.items()}, "confirmed": confirmed,
                     "evidence": credit.imported(_evidence(meta.get("evidence"), m.group("suffix")),
                                                 meta.get("claimed_evidence"), m.group("type")),
-                    "since": since})
+                    "since": since, "cut": meta.get("cut") is True})
     return out
 
 
@@ -414,7 +425,8 @@ def _import_undone(store, sid: str) -> bool:
 
 def import_block(store, path: str | os.PathLike, rev: str | None = None) -> dict[str, Any]:
     """Queue the block of ``path`` (at ``rev``) as the notes of one session (see the module
-    docstring); returns ``{"session_id", "notes", "known", "already_imported": bool, "origin"}``.
+    docstring); returns ``{"session_id", "notes", "known", "cut", "already_imported": bool, "origin"}``
+    (``cut``: entries the export cut to its size budget, left out).
     The caller consolidates the session (``run_queue``) or leaves it to a worker."""
     text, origin = read_source(path, rev)
     entries = parse_block(text, origin["file"])
@@ -422,7 +434,7 @@ def import_block(store, path: str | os.PathLike, rev: str | None = None) -> dict
     keyed = [{k: e[k] for k in ("type", "statement", "id", "fields", "confirmed")} for e in entries]
     digest = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:16]
     sid = f"agents-md-{digest}"
-    result: dict[str, Any] = {"session_id": sid, "notes": 0, "known": 0, "already_imported": False,
+    result: dict[str, Any] = {"session_id": sid, "notes": 0, "known": 0, "cut": 0, "already_imported": False,
                               "origin": origin, "secret": []}
     if store.sessions.session_end(sid) is not None and not _import_undone(store, sid):
         result["already_imported"] = True
@@ -435,6 +447,9 @@ def import_block(store, path: str | os.PathLike, rev: str | None = None) -> dict
     known = store.longterm().get(wanted) if wanted and store.has_longterm else {}
     where = origin["file"] + (f"@{origin['commit'][:12]}" if origin.get("commit") else "")
     for e in entries:
+        if e["cut"]:  # cut by the export's size budget: its text is not all there (never imported cut)
+            result["cut"] += 1
+            continue
         rows = [known.get(i) for i in (e["id"], local_id(e)) if i]
         if any(r is not None and r["document"].split() == e["statement"].split() for r in rows):
             result["known"] += 1

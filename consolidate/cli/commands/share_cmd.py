@@ -77,6 +77,8 @@ def cmd_import_agents_md(args) -> int:
         return 0
     for notice in res.get("secret", []):
         print(f"secret: {notice}", file=sys.stderr)
+    if res.get("cut"):
+        print(f"{where}: {res['cut']} entries cut by the export's size budget left out (their text is not all there)")
     if not res["notes"]:
         print(f"{where}: nothing new ({res['known']} memories already in the store)")
         return 0

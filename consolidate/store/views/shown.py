@@ -111,8 +111,9 @@ SURFACES: tuple[Surface, ...] = (
             statuses=(*RECALLED_STATUSES, QUARANTINED)),
     Surface("workspace-context", "consolidate.pipeline.workspace:context_memories",
             "`consolidate session start --task` (and MCP session_start): context/memories.md"),
-    Surface("export", "consolidate.agents.export_md:exportable", "`consolidate export --file AGENTS.md`",
-            line_chars=None),
+    # each entry (its line and its marker) in the one line budget: one huge memory never fills the block
+    # (its marker then holds no exact text: consolidate/agents/export_md.py marks it cut, an import leaves it out)
+    Surface("export", "consolidate.agents.export_md:exportable", "`consolidate export --file AGENTS.md`"),
     Surface("review-list", "consolidate.pipeline.review:queue", "`consolidate review --list` and the MCP `review_list` tool",
             statuses=(*RECALLED_STATUSES, QUARANTINED), keep_stale=True),
     Surface("disputes", "consolidate.cli.commands.memory_cmd:cmd_disputes", "`consolidate disputes`",
@@ -220,18 +221,20 @@ def text_of(document: str) -> str:
     return printable(" ".join(document.split()))
 
 
-def line(document: str, meta: dict[str, Any], name: str = "cli-recall") -> str:
+def line(document: str, meta: dict[str, Any], name: str = "cli-recall", room: int | None = None) -> str:
     """One memory as surface ``name`` shows it (its metadata as :func:`view` leaves it): the text on
     one line with control characters written visibly, cut so the line fits the surface's
-    ``line_chars``, then the suffix and the status and drift marks."""
+    ``line_chars`` (or ``room``, less, when the surface's entry holds more than the line: export's
+    marker), then the suffix and the status and drift marks."""
     s = surface(name)
+    limit = s.line_chars if room is None or s.line_chars is None else min(room, s.line_chars)
     text = text_of(document)
     whole = render_memory(text, meta) if s.suffix else text + marks(meta)
-    if s.line_chars is None or len(whole) <= s.line_chars:
+    if limit is None or len(whole) <= limit:
         return whole
     tail = len(whole) - len(text)
-    return (render_memory(_cut(text, s.line_chars - tail), meta) if s.suffix
-            else _cut(text, s.line_chars - tail) + marks(meta))
+    return (render_memory(_cut(text, limit - tail), meta) if s.suffix
+            else _cut(text, limit - tail) + marks(meta))
 
 
 def held_back(text: str) -> bool:
