@@ -61,7 +61,10 @@ def install(project: Path, *args: str, agent: str = "claude-code") -> dict:
     for groups in settings["hooks"].values():
         for g in groups:
             for h in g["hooks"]:
-                assert h["command"].split()[0] == str(CONSOLE)  # the installed console script
+                first = h["command"].split()[0]
+                # the installed console script; the file recall's light entry by the venv's python beside it
+                assert first == str(CONSOLE) or (Path(first).parent == CONSOLE.parent
+                                                  and " -m consolidate.agents.hooks.file_hook" in h["command"])
     return settings
 
 

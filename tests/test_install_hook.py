@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from consolidate.cli.main import main, parse_hook_argv
-from consolidate.agents.install import consolidate_argv, hook_command, install, is_our_command
+from consolidate.agents.install import consolidate_argv, file_hook_command, hook_argv, hook_command, install, is_our_command
 
 EXISTING = {
     "model": "opus",
@@ -58,9 +58,13 @@ def test_fresh_project_install(env):
     cmd = hook_command()
     for event, timeout in (("SessionEnd", 5), ("SessionStart", 10)):
         assert settings["hooks"][event] == [{"hooks": [{"type": "command", "command": cmd, "timeout": timeout}]}]
-    # file-scoped recall runs only for the file tools (consolidate/agents/file_recall.py)
+    # file-scoped recall runs only for the file tools (consolidate/agents/file_recall.py), through its
+    # light entry (consolidate/agents/hooks/file_hook.py) with the same options
+    file_cmd = file_hook_command(cmd)
+    assert shlex.split(file_cmd)[1:] == ["-m", "consolidate.agents.hooks.file_hook"] + shlex.split(cmd)[2:]
+    assert is_our_command(file_cmd) and hook_argv(file_cmd) == shlex.split(cmd)[1:]
     assert settings["hooks"]["PreToolUse"] == [{"matcher": "Read|Edit|MultiEdit|Write|NotebookEdit",
-                                                "hooks": [{"type": "command", "command": cmd, "timeout": 5}]}]
+                                                "hooks": [{"type": "command", "command": file_cmd, "timeout": 5}]}]
     assert "PreCompact" not in settings["hooks"]  # it would do nothing without --harvest
     assert out.startswith("--- /dev/null\n+++ " + str(path))
     assert "added SessionEnd, added SessionStart, added PreToolUse in" in out

@@ -27,12 +27,13 @@ from pathlib import Path
 from typing import Any
 from consolidate.store.layout import FILE_INDEX, GRAPH, GRAPH_EDGES, GRAPH_NODES, MANIFEST, SESSIONS_DB
 
-from consolidate.agents.hooks.payload import PRE_TOOL_USE_NAME, cwd_of, raw_event_name
+from consolidate.agents.hooks.payload import PRE_TOOL_USE_NAME, cwd_of, hook_output, raw_event_name, tool_paths
 from consolidate.store.sessions.segments import session_for_end
 from consolidate.core.jsonl import read_lines
 from consolidate.store.anchors import read_section
 from consolidate.store.index import file_table, lexical
 from consolidate.store.index.file_table import FileTable
+from consolidate.store import hook_log
 from consolidate.store.echo import digest
 from consolidate.store.sessions.tables import printed_digests
 from consolidate.store.sessions.tables import record_printed
@@ -42,30 +43,11 @@ from consolidate.core.settings import PROJECT_ROOT
 from consolidate.store.views import shown as agent_view
 import time
 
-#: Tools whose input names a file the agent reads or edits.
-FILE_TOOLS = frozenset({"Read", "Edit", "MultiEdit", "Write", "NotebookEdit",
-                        "read_file", "write_file", "replace", "read_many_files"})
 #: At most this many memories per tool call, each cut to this many characters (the agent view's
 #: budget for this surface: consolidate/store/views/shown.py).
 MAX_MEMORIES = agent_view.surface("file-recall").max_memories or 5
 MAX_LINE_CHARS = agent_view.surface("file-recall").line_chars or 240
 INDEX = FILE_INDEX.name
-
-
-def tool_paths(payload: dict[str, Any]) -> list[str]:
-    """The file paths a tool call names (``tool_input.file_path``, ``notebook_path``,
-    ``absolute_path``, ``path``, ``paths``); [] for another tool."""
-    if payload.get("tool_name") not in FILE_TOOLS:
-        return []
-    data = payload.get("tool_input")
-    data = data if isinstance(data, dict) else {}
-    out = []
-    for key in ("file_path", "notebook_path", "absolute_path", "path"):
-        if isinstance(data.get(key), str) and data[key].strip():
-            out.append(data[key])
-    if isinstance(data.get("paths"), list):
-        out += [p for p in data["paths"] if isinstance(p, str) and p.strip()][:10]
-    return out
 
 
 def relative(path: str, root: Path, cwd: str | None = None) -> str:
@@ -126,15 +108,19 @@ def build_index(store_path: Path) -> dict[str, Any]:
                     files.setdefault(str(obj["target"])[len("entity:"):], []).append(str(obj.get("source")))
         except OSError:
             continue
+    anchored: set[str] = set()
     try:
 
         section = read_section(store_path)
         for mid, anchors in (section.get("memories") or {}).items():
+            anchored.add(mid)
             for a in anchors or []:
                 if isinstance(a, list) and a and isinstance(a[0], str):
                     files.setdefault(a[0], []).append(mid)
     except Exception:  # noqa: BLE001 - no manifest: entities only
         pass
+    for mid, m in memories.items():
+        m["anchored"] = mid in anchored
     files = {k: sorted(set(v)) for k, v in files.items()}
     return {"memories": memories, "files": files}
 
@@ -157,8 +143,28 @@ def load_index(store_path: Path) -> FileTable:
     got = file_table.open_current(store_path, stamp)
     if got is not None:
         return got
-    return file_table.write(store_path, stamp, build_index(store_path), agent_view.held_back,
-                            json.dumps(_stamp([_GUARD])))
+    data = build_index(store_path)
+    for m in data["memories"].values():  # what the light entry answers from (consolidate/agents/hooks/file_hook.py)
+        m["digest"] = digest(m["text"])
+        m["line"] = agent_view.line(m["text"], {"status": m.get("status") or "active"}, "file-recall")
+        m["terms"] = cased_terms(m["text"])
+    return file_table.write(store_path, stamp, data, agent_view.held_back, json.dumps(_stamp([_GUARD])))
+
+
+def cased_terms(text: str) -> list[str]:
+    """The terms of ``text`` that may name a file, with their case as written: its chunks
+    (consolidate.store.index.lexical.chunks), each once; not their path suffixes, so a memory naming
+    ``src/lib/util.py`` does not name ``SRC/lib/util.py`` by its tail ``lib/util.py`` (what
+    :func:`names_file_cased` compares where the filesystem does not fold case)."""
+    return list(dict.fromkeys(lexical.chunks(text)))
+
+
+def names_file_cased(rel: str, terms) -> bool:
+    """Whether a memory whose :func:`cased_terms` are ``terms`` names the file ``rel`` (a
+    :func:`relative` path) with the case ``rel`` has, by :func:`names_file`'s rule: on a filesystem
+    that does not fold case ``SRC/config.py`` is another file than ``src/config.py``."""
+    rel = path_key(rel)
+    return names_file(rel, rel.rsplit("/", 1)[-1], set(terms))
 
 
 def matches(rel: str, key: str) -> bool:
@@ -248,6 +254,7 @@ def file_context(store_path: Path, payload: dict[str, Any], *, root: Path | None
         if table.empty():
             return "", []
         shown = shown or set()
+        folds = table.folds()
         rels = [relative(p, root, cwd) for p in paths]
         rows: list[dict[str, Any]] = []
         held: set[str] = set()  # the ids the context guard holds back (the table's marks)
@@ -256,11 +263,14 @@ def file_context(store_path: Path, payload: dict[str, Any], *, root: Path | None
             # path is about it; another project's src/config.py is not this project's
             outside = rel.startswith("/")
             named = table.named(rel, exact=outside)
-            ids = named + ([] if outside else [m for m in lexical_ids(store_path, rel) if m not in named])
-            found = table.memories(ids)
+            lexed = [] if outside else [m for m in lexical_ids(store_path, rel) if m not in named]
+            found = table.memories(named + lexed)
+            if lexed and not folds:  # the lexical terms are case-folded: the file's case must match too
+                lexed = [m for m in lexed if m in found and names_file_cased(rel, found[m]["terms"])]
+            ids = named + lexed
             for mid in ids:
                 m = found.get(mid)
-                if m and mid not in {r["id"] for r in rows} and digest(m["text"]) not in shown:
+                if m and mid not in {r["id"] for r in rows} and m["digest"] not in shown:
                     rows.append({"id": mid, "document": m["text"], "metadata": {"status": m.get("status") or "active"}})
                     if m["held"]:
                         held.add(mid)
@@ -291,16 +301,12 @@ def _record_printed(tier, sid: str, texts: list[str]) -> None:
     record_printed(tier.db, sid, [digest(t) for t in texts], now, now - 30 * 86400)
 
 
-def hook_output(text: str, event: str) -> str:
-    """The JSON a PreToolUse (Claude Code) or BeforeTool (Gemini CLI) hook prints to add ``text`` to
-    the model's context: ``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``."""
-    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}, ensure_ascii=False)
-
-
 def run(store_path: Path, sid: str | None, payload: dict[str, Any], *, record: bool = True) -> str:
     """The PreToolUse/BeforeTool hook: the JSON to print ('' when nothing is to be said). Records
     what it shows for the session; ``record`` False (a read-only store) reads only: the session tier
-    is not opened, so a memory already shown this session may be shown again. Never raises."""
+    is not opened, so a memory already shown this session may be shown again. A session tier that
+    cannot be opened (a damaged ``sessions.sqlite3``) is answered the same way, with one line in
+    ``logs/hook.log``. Never raises."""
     try:
         if not tool_paths(payload) or not GRAPH.of(store_path).exists():
             return ""
@@ -308,7 +314,14 @@ def run(store_path: Path, sid: str | None, payload: dict[str, Any], *, record: b
             text, _ = file_context(store_path, payload, shown=set(), update=False)
             return hook_output(text, raw_event_name(payload, PRE_TOOL_USE_NAME)) if text else ""
 
-        tier = SessionTier(SESSIONS_DB.of(store_path))
+        try:
+            tier = SessionTier(SESSIONS_DB.of(store_path))
+        except Exception as exc:  # noqa: BLE001 - a damaged session tier: answer, record nothing, say so
+            text, _ = file_context(store_path, payload, shown=set())
+            hook_log.log(store_path, f"file recall: {SESSIONS_DB.name} is not usable ({type(exc).__name__});"
+                         " answered without recording what was shown (`consolidate doctor` says what to do)",
+                         prepare=False)
+            return hook_output(text, raw_event_name(payload, PRE_TOOL_USE_NAME)) if text else ""
         try:
             if sid:
                 sid = session_for_end(tier, sid)

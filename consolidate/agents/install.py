@@ -197,6 +197,30 @@ def hook_command(*, store: str | os.PathLike | None = None, harvest: bool = Fals
     return shlex.join(argv)
 
 
+#: The module the file recall hook (a tool event's: PreToolUse, BeforeTool) runs, its light entry.
+FILE_HOOK_MODULE = "consolidate.agents.hooks.file_hook"
+
+
+def file_hook_command(command: str) -> str:
+    """The command of the tool events (PreToolUse, BeforeTool) for the hook ``command``
+    (:func:`hook_command`'s): ``<python> -m consolidate.agents.hooks.file_hook OPTIONS``, the same
+    options, run by the interpreter of this ``consolidate`` (the file recall's light entry, which
+    hands what it cannot answer to ``consolidate hook``; the console script costs the imports of
+    the command line at every file the agent reads)."""
+    tokens = shlex.split(command)
+    i = tokens.index("hook")
+    python = tokens[0] if i > 1 else os.path.abspath(sys.executable)  # `<python> -m consolidate hook`
+    return shlex.join([python, "-m", FILE_HOOK_MODULE, *[t for t in tokens[i + 1:] if t != "--harvest"]])
+
+
+def hook_argv(command: str) -> list[str]:
+    """The ``consolidate hook`` arguments of one of our commands (``["hook", OPTION ...]``)."""
+    tokens = shlex.split(command)
+    if FILE_HOOK_MODULE in tokens:
+        return ["hook", *tokens[tokens.index(FILE_HOOK_MODULE) + 1:]]
+    return tokens[tokens.index("hook"):]
+
+
 def mcp_command(agent: str, config: dict[str, Any]) -> str:
     """How to add our MCP server to ``agent`` with the same store options as the hooks."""
     server = shlex.join(consolidate_argv() + ["mcp"] + config_argv(config))
@@ -220,8 +244,7 @@ def check_command(command: str, *, parse_hook_argv: Callable[[list[str]], argpar
 
     Raises BadInput when the parser refuses the arguments; ConfigError, StorePathError or
     EmbeddingMismatch from the option check."""
-    tokens = shlex.split(command)
-    argv = tokens[tokens.index("hook"):]
+    argv = hook_argv(command)
     said = io.StringIO()
     try:
         with contextlib.redirect_stderr(said):
@@ -236,7 +259,8 @@ def check_command(command: str, *, parse_hook_argv: Callable[[list[str]], argpar
 
 
 def is_our_command(command: Any) -> bool:
-    """True for a command that runs ``consolidate hook`` (any path to it, ``-m consolidate`` too)."""
+    """True for a command that runs ``consolidate hook`` (any path to it, ``-m consolidate`` too) or
+    the file recall's light entry (``-m consolidate.agents.hooks.file_hook``)."""
     if not isinstance(command, str):
         return False
     try:
@@ -247,6 +271,8 @@ def is_our_command(command: Any) -> bool:
         if Path(tok).name in ("consolidate", "consolidate.exe") and tokens[i + 1] == "hook":
             return True
         if tok == "-m" and tokens[i + 1] == "consolidate" and i + 2 < len(tokens) and tokens[i + 2] == "hook":
+            return True
+        if tok == "-m" and tokens[i + 1] == FILE_HOOK_MODULE:
             return True
     return False
 
@@ -266,7 +292,8 @@ def merge_hooks(data: dict[str, Any], agent: str, command: str, *, where: str = 
     """Merge our hooks into ``data`` (a parsed settings file) in place; returns what changed
     (``["added SessionEnd", ...]``, empty when everything was already there). Without ``harvest``
     the harvest-only events (PreCompact) get no hook of ours, and one installed earlier is removed
-    (``"removed PreCompact"``): every hook we install does something.
+    (``"removed PreCompact"``): every hook we install does something. A tool event (one with a
+    ``matcher``: PreToolUse, BeforeTool) gets :func:`file_hook_command`'s command.
 
     Raises BadInput when ``hooks`` or an event's value does not have the documented shape."""
     spec = _agent(agent)
@@ -282,19 +309,20 @@ def merge_hooks(data: dict[str, Any], agent: str, command: str, *, where: str = 
         groups = hooks.setdefault(h.event, [])
         if not isinstance(groups, list):
             raise BadInput(f"{where}: `hooks.{h.event}` is a {type(groups).__name__}, not a list; fix it by hand")
+        wanted = file_hook_command(command) if h.matcher else command
         ours = [entry for group in groups if isinstance(group, dict) and isinstance(group.get("hooks"), list)
                 for entry in group["hooks"] if isinstance(entry, dict) and is_our_command(entry.get("command"))]
         if ours:
-            stale = [entry for entry in ours if entry.get("command") != command]
+            stale = [entry for entry in ours if entry.get("command") != wanted]
             for entry in stale:
-                entry["command"] = command
+                entry["command"] = wanted
             if stale:
                 actions.append(f"updated {h.event}")
             continue
         new: dict[str, Any] = {}
         if h.name:
             new["name"] = h.name
-        new.update({"type": "command", "command": command, "timeout": h.timeout})
+        new.update({"type": "command", "command": wanted, "timeout": h.timeout})
         if h.description:
             new["description"] = h.description
         groups.append({**({"matcher": h.matcher} if h.matcher else {}), "hooks": [new]})

@@ -44,7 +44,6 @@ hook imports it.
 from __future__ import annotations
 
 import os
-from consolidate.core.normal import spellings
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -119,6 +118,10 @@ def named(option: str | os.PathLike | None = None, environ: Mapping[str, str] | 
 def existing_folder(path: str) -> str | None:
     """``path`` when it names an existing folder, else its NFC or NFD spelling that does (the one on
     disk), else None. Never creates anything."""
+    if path.isascii():  # one spelling: consolidate.core.normal (its tables, 3-6 ms) is not needed
+        return path if os.path.isdir(path) else None
+    from consolidate.core.normal import spellings  # noqa: PLC0415 - for a path with non-ASCII characters only (the light hooks)
+
     for spelling in spellings(path):
         if os.path.isdir(spelling):
             return spelling

@@ -31,7 +31,6 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import select
 import sys
 import time
 from pathlib import Path
@@ -39,7 +38,8 @@ from typing import TYPE_CHECKING
 
 # the variables, declared in consolidate/core/settings.py (standard library only, like this module)
 from consolidate.agents.hooks.payload import (END_EVENTS, EVENT_KEY, START_EVENTS, TOOL_EVENTS, cwd_of, event_name,
-                                              gemini_output, raw_cwd, reason_of, session_id_of)
+                                              gemini_output, raw_cwd, read_stdin, reason_of, replace_stdin,
+                                              session_id_of)
 from consolidate.core.settings import JUDGE_CHILD
 from consolidate.core.spawn import spawn_worker
 # the session outcomes (consolidate/core/vocab.py: no imports)
@@ -58,8 +58,6 @@ if TYPE_CHECKING:  # imported by name where an event needs them (_FAST_START ...
     from consolidate.store.sessions import tables  # noqa: F401
 
 _STORE_OPTIONS = ("--store", "--chroma-url", "--project", "--embedding")
-_STDIN_MAX_BYTES = 1_000_000
-_STDIN_TIMEOUT = 0.5
 
 
 def main(argv: list[str]) -> int | None:
@@ -148,33 +146,6 @@ def _private_store(path: str) -> bool:
         and os.access(path, os.W_OK)
 
 
-def read_stdin(stream=None, timeout: float = _STDIN_TIMEOUT, max_bytes: int = _STDIN_MAX_BYTES) -> bytes:
-    """Read ``stream`` (default stdin) until EOF, ``max_bytes`` or ``timeout`` seconds, whichever
-    comes first: a stdin that never closes cannot hang a hook (consolidate.agents.hooks.full.read_stdin)."""
-    stream = stream or sys.stdin
-    try:
-        fd = stream.fileno()
-    except (AttributeError, OSError, ValueError):
-        return b""
-    if os.isatty(fd):
-        return b""
-    deadline = time.monotonic() + timeout
-    chunks, size = [], 0
-    while size < max_bytes:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        ready, _, _ = select.select([fd], [], [], left)
-        if not ready:
-            break
-        chunk = os.read(fd, min(65536, max_bytes - size))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
-
-
 class _Fallback(Exception):
     """The full hook must handle this event (stdin already read: its payload goes with it)."""
 
@@ -193,24 +164,8 @@ def _hook(opts: dict) -> int | None:
     except Exception:  # noqa: BLE001
         pass
     # stdin is read: give the payload to the full hook through a pipe of our own
-    _replace_stdin(raw)
+    replace_stdin(raw)
     return None
-
-
-def _replace_stdin(raw: bytes) -> None:
-    r, w = os.pipe()
-    if raw:
-        pid = os.fork() if len(raw) > 60000 else 0
-        if pid == 0 and len(raw) > 60000:  # a writer child for payloads bigger than a pipe's buffer
-            os.close(r)
-            os.write(w, raw)
-            os._exit(0)
-        if len(raw) <= 60000:
-            os.write(w, raw)
-    os.close(w)
-    os.dup2(r, 0)
-    os.close(r)
-    sys.stdin = open(0, closefd=False)
 
 
 def _hook_end(opts: dict, raw: bytes, outcome: str) -> int:

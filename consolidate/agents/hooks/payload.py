@@ -27,6 +27,9 @@ imports this module). Which store a payload means is decided by consolidate/stor
 from __future__ import annotations
 
 import json
+import os
+import sys
+import time
 
 #: Exit code of a refused hook call: a non-blocking error in Claude Code's and Gemini CLI's hook
 #: contracts (0 success, 2 blocking, any other code: shown to the user, the agent goes on).
@@ -154,3 +157,82 @@ def command_line_payload(session_id: str, event: str | None) -> dict:
 def gemini_output(text: str) -> str:
     """Gemini CLI takes a SessionStart hook's stdout as JSON only: ``text`` as its additional context."""
     return json.dumps({"hookSpecificOutput": {"hookEventName": SESSION_START_NAME, "additionalContext": text}})
+
+
+#: A hook reads at most this much of stdin, for at most this long (seconds).
+STDIN_MAX_BYTES = 1_000_000
+STDIN_TIMEOUT = 0.5
+
+
+def read_stdin(stream=None, timeout: float = STDIN_TIMEOUT, max_bytes: int = STDIN_MAX_BYTES) -> bytes:
+    """Read ``stream`` (default stdin) until EOF, ``max_bytes`` or ``timeout`` seconds, whichever
+    comes first: a stdin that never closes cannot hang a hook (consolidate.agents.hooks.full.read_stdin)."""
+    import select  # noqa: PLC0415 - the session-end hook reads stdin, the others too: here, not for every importer
+
+    stream = stream or sys.stdin
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return b""
+    if os.isatty(fd):
+        return b""
+    deadline = time.monotonic() + timeout
+    chunks, size = [], 0
+    while size < max_bytes:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            break
+        chunk = os.read(fd, min(65536, max_bytes - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def replace_stdin(raw: bytes) -> None:
+    """Make ``raw`` (stdin as already read) the process's stdin again, through a pipe of its own, for
+    the full hook the light entries hand an event to."""
+    r, w = os.pipe()
+    if raw:
+        pid = os.fork() if len(raw) > 60000 else 0
+        if pid == 0 and len(raw) > 60000:  # a writer child for payloads bigger than a pipe's buffer
+            os.close(r)
+            os.write(w, raw)
+            os._exit(0)
+        if len(raw) <= 60000:
+            os.write(w, raw)
+    os.close(w)
+    os.dup2(r, 0)
+    os.close(r)
+    sys.stdin = open(0, closefd=False)
+
+
+#: Tools whose input names a file the agent reads or edits (the file recall hook: consolidate.agents.file_recall).
+FILE_TOOLS = frozenset({"Read", "Edit", "MultiEdit", "Write", "NotebookEdit",
+                        "read_file", "write_file", "replace", "read_many_files"})
+
+
+def tool_paths(payload: dict) -> list[str]:
+    """The file paths a tool call names (``tool_input.file_path``, ``notebook_path``,
+    ``absolute_path``, ``path``, ``paths``); [] for another tool."""
+    if payload.get("tool_name") not in FILE_TOOLS:
+        return []
+    data = payload.get("tool_input")
+    data = data if isinstance(data, dict) else {}
+    out = []
+    for key in ("file_path", "notebook_path", "absolute_path", "path"):
+        if isinstance(data.get(key), str) and data[key].strip():
+            out.append(data[key])
+    if isinstance(data.get("paths"), list):
+        out += [p for p in data["paths"] if isinstance(p, str) and p.strip()][:10]
+    return out
+
+
+def hook_output(text: str, event: str) -> str:
+    """The JSON a PreToolUse (Claude Code) or BeforeTool (Gemini CLI) hook prints to add ``text`` to
+    the model's context: ``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``."""
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}, ensure_ascii=False)

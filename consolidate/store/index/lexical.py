@@ -119,6 +119,14 @@ def terms(text: str) -> list[tuple[str, bool]]:
     return list(out.items())
 
 
+def chunks(text: str) -> list[str]:
+    """The chunks of ``text`` as :func:`terms` finds them (in the canonical form, ``_`` stripped at
+    their ends), with their case kept: what a case-sensitive comparison of a file's path uses."""
+    if not isinstance(text, str) or not text:
+        return []
+    return [c for c in (m.group(0).strip("_") for m in _CHUNK.finditer(canonical(text))) if c]
+
+
 def _flag(text: str, start: int) -> str:
     """``--`` or ``-`` when the chunk at ``start`` is a command-line flag (``--out``, ``-v`` after a
     space or at the start), else ''."""
@@ -462,7 +470,7 @@ def read_only(store_path: Path) -> LexicalIndex | None:
         return None
     try:
         idx = LexicalIndex(path, readonly=True)
-        idx.count()
+        idx.db.execute("SELECT 1 FROM docs LIMIT 1").fetchone()  # readable (a count would scan every row)
         return idx
     except sqlite3.Error:
         return None
