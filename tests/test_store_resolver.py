@@ -522,6 +522,35 @@ def test_env_file_works_before_or_after_the_command(tmp_path, option, before):
     assert _notes(chosen, "env-1") == [NOTE]
 
 
+@pytest.mark.parametrize("top", ["plain", "projét"])
+@pytest.mark.parametrize("variable", [None, *resolve.PROJECT_DIR_VARIABLES])
+def test_the_file_recall_entry_from_a_nested_folder_reads_the_project_store(tmp_path, top, variable):
+    """The installed PreToolUse command (``python -m consolidate.agents.hooks.file_hook``, surface
+    file-hook) sent from ``src/deep``: the project's store answers (its light path on an ASCII path,
+    the full hook it hands a non-ASCII one to), no store is made in src/deep."""
+    root = tmp_path / top / "app"
+    deep = root / "src" / "deep"
+    deep.mkdir(parents=True)
+    (deep / "util.py").write_text("X = 1\n")
+    store = Path(resolve.in_folder(root))
+    Store(store, embedding="hash", project="app").close()
+    (store / "graph").mkdir(exist_ok=True)
+    (store / "graph" / "nodes.jsonl").write_text(
+        json.dumps({"id": "m1", "kind": "memory", "status": "active", "statement": "util.py caches the token"}) + "\n"
+        + json.dumps({"id": "entity:src/deep/util.py", "kind": "entity", "entity_kind": "file"}) + "\n")
+    (store / "graph" / "edges.jsonl").write_text(
+        json.dumps({"source": "m1", "target": "entity:src/deep/util.py", "kind": "mentions"}) + "\n")
+    env = _env(**({variable: str(root)} if variable else {}))
+    for n in range(2):  # the first call writes the table (the full hook), the second reads it
+        payload = {"session_id": f"fh-{n}", "hook_event_name": "PreToolUse", "cwd": str(deep), "tool_name": "Read",
+                   "tool_input": {"file_path": "util.py"}}
+        out = subprocess.run([sys.executable, "-m", "consolidate.agents.hooks.file_hook"], input=json.dumps(payload),
+                             capture_output=True, text=True, env=env, cwd=deep, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert "util.py caches the token" in json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert _stores(tmp_path) == [store]
+
+
 # --- the registry ---------------------------------------------------------------------------------------
 
 #: The tests above that drive each surface of resolve.SURFACES.
@@ -538,6 +567,7 @@ DRIVEN = {
     "plugin": [test_plugin_relative_store_option_is_taken_from_the_project_folder],
     "extension": [test_extension_relative_store_setting_is_taken_from_the_project_folder],
     "install-hook": [test_install_hook_carries_the_store_option_before_or_after_the_command],
+    "file-hook": [test_the_file_recall_entry_from_a_nested_folder_reads_the_project_store],
     "python-api": [test_python_api_store_without_a_path],
 }
 

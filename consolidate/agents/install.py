@@ -288,12 +288,13 @@ def settings_path(agent: str, scope: str = "project", *, cwd: str | os.PathLike 
 
 
 def merge_hooks(data: dict[str, Any], agent: str, command: str, *, where: str = "settings",
-                harvest: bool = True) -> list[str]:
+                harvest: bool = True, tool_command: str | None = None) -> list[str]:
     """Merge our hooks into ``data`` (a parsed settings file) in place; returns what changed
     (``["added SessionEnd", ...]``, empty when everything was already there). Without ``harvest``
     the harvest-only events (PreCompact) get no hook of ours, and one installed earlier is removed
     (``"removed PreCompact"``): every hook we install does something. A tool event (one with a
-    ``matcher``: PreToolUse, BeforeTool) gets :func:`file_hook_command`'s command.
+    ``matcher``: PreToolUse, BeforeTool) gets ``tool_command`` when given (:func:`install`: the file
+    recall's light entry, :func:`file_hook_command`), else ``command``.
 
     Raises BadInput when ``hooks`` or an event's value does not have the documented shape."""
     spec = _agent(agent)
@@ -309,7 +310,7 @@ def merge_hooks(data: dict[str, Any], agent: str, command: str, *, where: str = 
         groups = hooks.setdefault(h.event, [])
         if not isinstance(groups, list):
             raise BadInput(f"{where}: `hooks.{h.event}` is a {type(groups).__name__}, not a list; fix it by hand")
-        wanted = file_hook_command(command) if h.matcher else command
+        wanted = tool_command if h.matcher and tool_command else command
         ours = [entry for group in groups if isinstance(group, dict) and isinstance(group.get("hooks"), list)
                 for entry in group["hooks"] if isinstance(entry, dict) and is_our_command(entry.get("command"))]
         if ours:
@@ -398,7 +399,8 @@ def install(agent: str, scope: str = "project", *, dry_run: bool = False, store:
         if not isinstance(data, dict):
             raise BadInput(f"{path} holds a JSON {type(data).__name__}, not an object; nothing was changed",
                            path=str(path))
-    result.actions = merge_hooks(data, agent, command, where=str(path), harvest=harvest)
+    result.actions = merge_hooks(data, agent, command, where=str(path), harvest=harvest,
+                                 tool_command=file_hook_command(command))
     if agent == "gemini-cli":
         hooks_config = data.get("hooksConfig")
         if isinstance(hooks_config, dict) and hooks_config.get("enabled") is False:

@@ -152,3 +152,12 @@ def alive(pid: int | None) -> bool:
     except (OverflowError, ValueError):
         return False
     return True
+
+
+def exec_hook(args: list[str]) -> None:
+    """Replace this process by the full hook, ``<this python> -m consolidate hook ARGS`` (the file
+    recall's light entry, consolidate/agents/hooks/file_hook.py, for a call it cannot answer; its
+    stdin already handed on). Returns only when the exec fails (OSError)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "consolidate", "hook", *args])

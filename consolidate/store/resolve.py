@@ -89,6 +89,9 @@ SURFACES = (
     Surface("full-hook", "consolidate.agents.hooks.full:cmd_hook",
             "`consolidate hook --no-worker --harvest` with every hook event's payload on stdin (Claude Code,"
             " Gemini CLI, Codex)"),
+    Surface("file-hook", "consolidate.agents.hooks.file_hook:answer",
+            "the installed PreToolUse command (`python -m consolidate.agents.hooks.file_hook`) with a Read payload"
+            " from a nested folder, the store and its graph existing"),
     Surface("idle-run", "consolidate.agents.hooks.fast:_idle_run",
             "`consolidate run --session S` for an ended session without notes, from a nested folder"),
     Surface("worker", "consolidate.cli.commands.worker_cmd:worker_failed",

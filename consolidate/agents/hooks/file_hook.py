@@ -90,10 +90,14 @@ def main(argv: list[str] | None = None) -> int:
         pass
     if raw is not None:
         replace_stdin(raw)
-    sys.stdout.flush()
     # the full hook in this process's place (the agents layer does not import the command line)
-    os.execv(sys.executable, [sys.executable, "-m", "consolidate", "hook", *args])
-    return 1  # not reached
+    from consolidate.core.spawn import exec_hook  # noqa: PLC0415 - only when the light entry cannot answer
+
+    try:
+        exec_hook(args)
+    except OSError:
+        pass
+    return 0  # the exec failed: a file recall never blocks the agent
 
 
 def _options(args: list[str]) -> dict[str, str] | None:
