@@ -43,11 +43,19 @@ hook imports it.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from consolidate.core.settings import STORE
+
+if TYPE_CHECKING:  # imported by name for a non-ASCII path (_NORMAL): the edge for grimp and mypy
+    from consolidate.core import normal  # noqa: F401
+
+#: consolidate.core.normal, imported for a path with non-ASCII characters only (the light hooks
+#: resolve an ASCII one without its tables).
+_NORMAL = "consolidate.core.normal"
 
 #: The store folder's name in a project (the default store: ``<project>/.memofs``).
 STORE_FOLDER = ".memofs"
@@ -123,9 +131,7 @@ def existing_folder(path: str) -> str | None:
     disk), else None. Never creates anything."""
     if path.isascii():  # one spelling: consolidate.core.normal (its tables, 3-6 ms) is not needed
         return path if os.path.isdir(path) else None
-    from consolidate.core.normal import spellings  # noqa: PLC0415 - for a path with non-ASCII characters only (the light hooks)
-
-    for spelling in spellings(path):
+    for spelling in importlib.import_module(_NORMAL).spellings(path):
         if os.path.isdir(spelling):
             return spelling
     return None

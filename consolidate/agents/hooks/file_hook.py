@@ -19,7 +19,7 @@ private yet, a table missing or stale (the full hook rebuilds it), a path that i
 memory to show with code anchors (its drift is checked there) or held back by the context guard
 (the "left out" line is written there), a session tier that cannot be opened (the full hook answers
 and logs it). Standard library only, and of the package: payload, settings, resolve, layout and the
-session tier's statements.
+session tier's statements and core.spawn (the exec).
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ import time
 from consolidate.agents.hooks.payload import (EVENT_KEY, PRE_TOOL_USE_NAME, TOOL_EVENTS, cwd_of, event_name, hook_output, raw_cwd,
                                               raw_event_name, read_stdin, replace_stdin, session_id_of, tool_paths)
 from consolidate.core.settings import JUDGE_CHILD, PROJECT_ROOT
+from consolidate.core.spawn import exec_hook
 from consolidate.core.vocab import RECALLED_STATUSES
 from consolidate.store import resolve
 from consolidate.store.layout import (FILE_INDEX, FORGOTTEN, GITIGNORE, GRAPH, GRAPH_EDGES, GRAPH_NODES, LEXICAL_DB,
-                                      MANIFEST, QUEUE, SESSIONS_DB)
+                                      MANIFEST, SESSIONS_DB)
 from consolidate.store.sessions import tables
-from consolidate.store.sessions.segments import session_for_end
 
 #: The table layout this module reads (consolidate.store.index.file_table.VERSION; a test compares).
 TABLE_VERSION = 3
@@ -90,10 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         pass
     if raw is not None:
         replace_stdin(raw)
-    # the full hook in this process's place (the agents layer does not import the command line)
-    from consolidate.core.spawn import exec_hook  # noqa: PLC0415 - only when the light entry cannot answer
-
-    try:
+    try:  # the full hook in this process's place (the agents layer does not import the command line)
         exec_hook(args)
     except OSError:
         pass
@@ -188,15 +185,12 @@ def _context(store: str, sid: str, paths: list[str], cwd: str | None, keep_open:
 
 
 def _session(conn: sqlite3.Connection, store: str, sid: str) -> set[str]:
-    """The queue file folded, ``sid``'s session (no resumed part: else Fallback) and the digests the
-    hook printed to it."""
-    tier = tables.LightTier(conn)
-    if os.path.exists(QUEUE.join(store)):
-        from consolidate.store.sessions.queue_file import fold_queue_file  # noqa: PLC0415 - only with a queue file (the secret gate's rules)
-
-        fold_queue_file(conn, store, lambda s: session_for_end(tier, s))
-    if session_for_end(tier, sid) != sid:
-        raise Fallback
+    """The digests the hook printed to ``sid``, a session without resumed parts (else Fallback:
+    consolidate.store.sessions.segments.session_for_end is ``sid`` itself then, whatever the queue
+    file holds, so it is not folded here; the next reader of the tier folds it)."""
+    tables.ensure_hook_tables(conn)
+    if tables.segments(conn, sid):
+        raise Fallback  # resumed parts: the one an end would go to is decided there
     return tables.printed_digests(conn, sid)
 
 
