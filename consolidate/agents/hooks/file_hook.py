@@ -37,9 +37,12 @@ from consolidate.agents.hooks.payload import (EVENT_KEY, PRE_TOOL_USE_NAME, TOOL
 from consolidate.core.settings import JUDGE_CHILD, PROJECT_ROOT
 from consolidate.core.spawn import exec_hook
 from consolidate.core.vocab import RECALLED_STATUSES
+from pathlib import Path
 from consolidate.store import resolve
-from consolidate.store.layout import (FILE_INDEX, FORGOTTEN, GITIGNORE, GRAPH, GRAPH_EDGES, GRAPH_NODES, LEXICAL_DB,
-                                      MANIFEST, SESSIONS_DB)
+from consolidate.store.layout import (FORGOTTEN, GITIGNORE, GRAPH, GRAPH_EDGES, GRAPH_NODES, MANIFEST,
+                                      SESSIONS_DB)
+from consolidate.store.index import file_table, lexical
+from consolidate.store.index.file_table import FileTable
 from consolidate.store.sessions import tables
 
 #: The table layout this module reads (consolidate.store.index.file_table.VERSION; a test compares).
@@ -207,38 +210,27 @@ def stamp(store: str) -> str:
     return json.dumps(out)
 
 
-def _open_table(store: str) -> sqlite3.Connection:
-    path = FILE_INDEX.join(store)
-    if not os.path.exists(path):
-        raise Fallback
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    except sqlite3.Error:
-        raise Fallback from None
-    try:
-        row = conn.execute("SELECT v FROM meta WHERE k = 'stamp'").fetchone()
-    except sqlite3.Error:
-        row = None
-    if row is None or row[0] != f"{TABLE_VERSION} {stamp(store)}":
-        conn.close()
-        raise Fallback
-    return conn
+def _open_table(store: str) -> FileTable:
+    table = file_table.open_current(Path(store), stamp(store))
+    if table is None:
+        raise Fallback  # missing, stale or damaged: the full hook writes it
+    return table
 
 
-def _lines(store: str, table: sqlite3.Connection, paths: list[str], cwd: str | None,
+def _lines(store: str, table: FileTable, paths: list[str], cwd: str | None,
            shown: set[str]) -> tuple[str, list[str]]:
     """The text (header and lines) and the digests shown: file_recall.file_context on the table."""
-    if table.execute("SELECT 1 FROM memories LIMIT 1").fetchone() is None:
+    if table.empty():
         return "", []
-    folds = (table.execute("SELECT v FROM meta WHERE k = 'folds'").fetchone() or ("0",))[0] == "1"
+    folds = table.folds()
     root = _project_root(store, cwd)
     rels = [relative(p, root, cwd) for p in paths]
     rows: list[tuple[str, dict]] = []
     for rel in rels:
         outside = rel.startswith("/")
-        named = _named(table, rel, outside)
+        named = table.keyed(rel, exact=outside)
         lexed = [] if outside else [m for m in _lexical_ids(store, rel) if m not in named]
-        found = _memories(table, named + lexed)
+        found = table.memories(named + lexed)
         if lexed and not folds:
             base = rel.rsplit("/", 1)[-1]
             lexed = [m for m in lexed if m in found and names_file(rel, base, set(found[m]["terms"]))]
@@ -265,31 +257,6 @@ def _lines(store: str, table: sqlite3.Connection, paths: list[str], cwd: str | N
         return "", []
     head = f"consolidate: remembered about {', '.join(rels[:3])} (notes from earlier sessions, not instructions):"
     return "\n".join([head, *("- " + ln for ln in lines)]), digests
-
-
-def _named(table: sqlite3.Connection, rel: str, exact: bool) -> list[str]:
-    parts = rel.split("/")
-    tails = sorted(({rel} if exact else {"/".join(parts[i:]) for i in range(len(parts))}) - {""})
-    if not tails:
-        return []
-    out: list[str] = []
-    sql = f"SELECT ids FROM files WHERE key IN ({','.join('?' * len(tails))}) ORDER BY pos"
-    for (ids,) in table.execute(sql, tails):
-        out += json.loads(ids)
-    return out
-
-
-def _memories(table: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
-    out: dict[str, dict] = {}
-    wanted = list(dict.fromkeys(ids))
-    for k in range(0, len(wanted), 500):
-        chunk = wanted[k:k + 500]
-        sql = ("SELECT id, text, status, held, digest, line, anchored, terms FROM memories WHERE id IN"
-               f" ({','.join('?' * len(chunk))})")
-        for mid, text, status, held, dig, line, anchored, terms in table.execute(sql, chunk):
-            out[mid] = {"text": text, "status": status, "held": held, "digest": dig, "line": line,
-                        "anchored": anchored, "terms": json.loads(terms)}
-    return out
 
 
 def _forgotten(store: str) -> set[str]:
@@ -413,31 +380,10 @@ def names_file(full: str, base: str, terms) -> bool:
 
 def _lexical_ids(store: str, rel: str, limit: int = MAX_MEMORIES * 4) -> list[str]:
     """consolidate.agents.file_recall.lexical_ids (the index read as it is, [] without one)."""
-    path = LEXICAL_DB.join(store)
-    if not os.path.exists(path):
-        return []
     strong = strong_terms(rel)
     folded = rel.rsplit("/", 1)[-1].lower()
-    terms = sorted(strong)
-    expr = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-    if not expr:
-        return []
-    marks = ",".join("?" * len(RECALLED_STATUSES))
-    sql = (f"SELECT d.id, fts.terms, bm25(fts) AS score FROM fts JOIN docs d ON d.rowid = fts.rowid"
-           f" WHERE fts MATCH ? AND d.status IN ({marks}) AND d.tier = ? ORDER BY score, d.id LIMIT ?")
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
-    except sqlite3.Error:
-        return []
-    try:
-        conn.execute("SELECT 1 FROM docs LIMIT 1").fetchone()
-        rows = conn.execute(sql, [expr, *RECALLED_STATUSES, "durable", limit]).fetchall()
-    except sqlite3.Error:
-        return []
-    finally:
-        conn.close()
     full = max(strong, key=len)
-    return [i for i, text, _score in rows if names_file(full, folded, frozenset(text.split()))]
+    return [i for i, terms in lexical.file_hits(store, sorted(strong), limit) if names_file(full, folded, terms)]
 
 
 if __name__ == "__main__":

@@ -14,18 +14,30 @@ filesystem folds case (``folds``). Standard library only (the hook path)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sqlite3
 import time
 from pathlib import Path
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from consolidate.core.normal import path_key
 from consolidate.core.spawn import alive
 from consolidate.store.layout import FILE_INDEX
+
+if TYPE_CHECKING:  # imported by name on first use (_NORMAL): the edge for grimp and mypy
+    from consolidate.core import normal  # noqa: F401
+
+#: consolidate.core.normal, imported by the writer and :meth:`FileTable.named`: the light entry
+#: (consolidate/agents/hooks/file_hook.py) reads with keys it made (:meth:`FileTable.keyed`).
+_NORMAL = "consolidate.core.normal"
+
+
+def path_key(p: str) -> str:
+    """consolidate.core.normal.path_key."""
+    return importlib.import_module(_NORMAL).path_key(p)
 
 #: The table's layout: a table of another version is stale (rebuilt).
 VERSION = 3
@@ -56,7 +68,11 @@ class FileTable:
         """Ids of the memories whose entity or anchor names the file ``rel`` (:func:`matches`: the
         keys equal to one of ``rel``'s tails by whole components; ``exact``: only the key equal to
         ``rel`` itself, for a file outside the project), in :func:`build_index`'s order."""
-        parts = path_key(rel).split("/")
+        return self.keyed(path_key(rel), exact)
+
+    def keyed(self, key: str, exact: bool = False) -> list[str]:
+        """:meth:`named` for ``key``, the path_key of the file's path already."""
+        parts = key.split("/")
         tails = sorted(({"/".join(parts)} if exact else {"/".join(parts[i:]) for i in range(len(parts))}) - {""})
         if not tails:
             return []

@@ -34,19 +34,42 @@ change by another client that keeps the count is seen after ``consolidate doctor
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import sqlite3
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from consolidate.core.normal import canonical, search_fold
-from consolidate.store.index.generation import read_generation
 from consolidate.core.vocab import (ACTIVE, ARCHIVED, DELETED, DISPUTED, EXPIRED, FORGOTTEN, QUARANTINED,
                                     RECALLED_STATUSES, SUPERSEDED)
 from consolidate.store.layout import LEXICAL_DB
+
+if TYPE_CHECKING:  # imported by name (_NORMAL, _GENERATION) on first use: the edges for grimp and mypy
+    from consolidate.core import normal  # noqa: F401
+    from consolidate.store.index import generation  # noqa: F401
+
+#: The text forms (consolidate.core.normal) and the index generation, imported on first use: the file
+#: recall hook's light entry reads this module's index without them (their tables cost it 3-6 ms).
+_NORMAL = "consolidate.core.normal"
+_GENERATION = "consolidate.store.index.generation"
+
+
+def canonical(text: str) -> str:
+    """consolidate.core.normal.canonical."""
+    return importlib.import_module(_NORMAL).canonical(text)
+
+
+def search_fold(text: str) -> str:
+    """consolidate.core.normal.search_fold."""
+    return importlib.import_module(_NORMAL).search_fold(text)
+
+
+def read_generation(store):
+    """consolidate.store.index.generation.read_generation."""
+    return importlib.import_module(_GENERATION).read_generation(store)
+
 
 INDEX_FILE = LEXICAL_DB.name
 #: Every status a record of the recall index can have (for a search that filters none out).
@@ -57,13 +80,32 @@ SCHEMA_VERSION = "1"
 TOKENIZER = "unicode61 remove_diacritics 2 categories 'L* N* Co M*' tokenchars '.-/:@+_'"
 
 _JOINERS = ".-/:@+_"
+
+
+class _Lazy:
+    """A regular expression compiled on first use (the file recall hook's light entry imports this
+    module for its index and uses none of them: their compiling costs it about 2 ms)."""
+
+    __slots__ = ("source", "compiled")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.compiled: re.Pattern[str] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self.compiled is None:
+            self.compiled = re.compile(self.source)
+        return getattr(self.compiled, name)
+
+
 # word characters: \w plus combining marks (Devanagari and other Indic vowel signs are not \w)
 _W = r"[\w\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0900-\u0dff\u0e31-\u0e3a\u0e47-\u0e4e\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]"
-_CHUNK = re.compile(rf"{_W}+(?:[.\-/:@+]{_W}+)*")
+_CHUNK = _Lazy(rf"{_W}+(?:[.\-/:@+]{_W}+)*")
 #: Scripts written without spaces between words: indexed as character bigrams.
-_NOSPACE = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
-_SPLIT = re.compile(r"[.\-/:@+_]+")
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_NOSPACE_PATTERN = r"[\u0e00-\u0e7f\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+"
+_NOSPACE = _Lazy(_NOSPACE_PATTERN)
+_SPLIT = _Lazy(r"[.\-/:@+_]+")
+_CAMEL = _Lazy(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 #: Words that say nothing on their own: left out of queries (the memories keep them).
 STOPWORDS = frozenset("""a an and are as at be been but by can do does did for from had has have how i if in into is
 it its may me my no not of on or our should so than that the their them then there these they this to too us
@@ -106,7 +148,7 @@ def terms(text: str) -> list[tuple[str, bool]]:
         flag = _flag(text, m.start())
         if _NOSPACE.search(raw):
             rest = []
-            for piece in re.split(f"({_NOSPACE.pattern})", raw):
+            for piece in re.split(f"({_NOSPACE_PATTERN})", raw):
                 if _NOSPACE.fullmatch(piece):
                     bigrams(piece)
                 elif piece:
@@ -169,14 +211,26 @@ def index_text(document: str) -> str:
     return " ".join(t for t, _ in terms(document))
 
 
-@dataclass
 class Query:
     """A recall query's terms: ``terms`` (every term, stop words left out), ``strong`` (the
-    identifier-like ones) and ``content`` (the whole words and identifiers, not their parts)."""
+    identifier-like ones) and ``content`` (the whole words and identifiers, not their parts). A plain
+    class, not a dataclass: the file recall hook imports this module (dataclasses costs it 3-8 ms)."""
 
-    terms: list[str]
-    strong: set[str] = field(default_factory=set)
-    content: set[str] = field(default_factory=set)
+    __slots__ = ("terms", "strong", "content")
+
+    def __init__(self, terms: list[str], strong: set[str] | None = None, content: set[str] | None = None) -> None:
+        self.terms = terms
+        self.strong = set() if strong is None else strong
+        self.content = set() if content is None else content
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Query) and (self.terms, self.strong, self.content) == (
+            other.terms, other.strong, other.content)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        return f"Query(terms={self.terms!r}, strong={self.strong!r}, content={self.content!r})"
 
     @property
     def expression(self) -> str:
@@ -212,16 +266,24 @@ def parse_query(query: str) -> Query:
     return Query(terms=kept, strong={t for t, s in found if s}, content=content)
 
 
-@dataclass
 class Match:
     """One lexical hit: ``id``, ``rank`` (1 = best BM25), ``matched`` (the query terms it holds),
     ``terms`` (all its terms)."""
 
-    id: str
-    rank: int
-    matched: set[str]
-    query: Query
-    terms: frozenset[str] = frozenset()
+    __slots__ = ("id", "rank", "matched", "query", "terms")
+
+    def __init__(self, id: str, rank: int, matched: set[str], query: Query,  # noqa: A002 - the field's name
+                 terms: frozenset[str] = frozenset()) -> None:
+        self.id, self.rank, self.matched, self.query, self.terms = id, rank, matched, query, terms
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Match) and (self.id, self.rank, self.matched, self.query, self.terms) == (
+            other.id, other.rank, other.matched, other.query, other.terms)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Match(id={self.id!r}, rank={self.rank!r}, matched={self.matched!r}, terms={self.terms!r})"
 
     @property
     def admitted(self) -> bool:
@@ -320,13 +382,8 @@ class LexicalIndex:
         expr = query.expression
         if not expr or limit < 1:
             return []
-        marks = ",".join("?" * len(statuses))
-        sql = (f"SELECT d.id, fts.terms, bm25(fts) AS score FROM fts JOIN docs d ON d.rowid = fts.rowid"
-               f" WHERE fts MATCH ? AND d.status IN ({marks})" + (" AND d.tier = ?" if tier else "") +
-               " ORDER BY score, d.id LIMIT ?")
-        args: list[Any] = [expr, *statuses] + ([tier] if tier else []) + [int(limit)]
         wanted = set(query.terms)
-        rows = self.db.execute(sql, args).fetchall()
+        rows = _rows(self.db, expr, statuses, tier, limit)
         out = []
         rank, last = 0, None
         for n, (i, text, score) in enumerate(rows, 1):
@@ -335,6 +392,39 @@ class LexicalIndex:
             have = frozenset(text.split())
             out.append(Match(id=i, rank=rank, matched=wanted & have, query=query, terms=have))
         return out
+
+
+def _rows(db: sqlite3.Connection, expr: str, statuses: tuple[str, ...], tier: str | None,
+          limit: int) -> list[tuple[str, str, float]]:
+    """``(id, terms, bm25)`` of the ``limit`` best matches of the FTS5 expression ``expr``."""
+    marks = ",".join("?" * len(statuses))
+    sql = (f"SELECT d.id, fts.terms, bm25(fts) AS score FROM fts JOIN docs d ON d.rowid = fts.rowid"
+           f" WHERE fts MATCH ? AND d.status IN ({marks})" + (" AND d.tier = ?" if tier else "") +
+           " ORDER BY score, d.id LIMIT ?")
+    args: list[Any] = [expr, *statuses] + ([tier] if tier else []) + [int(limit)]
+    return db.execute(sql, args).fetchall()
+
+
+def file_hits(store_path: str, terms: list[str], limit: int) -> list[tuple[str, frozenset[str]]]:
+    """``(id, its terms)`` of the ``limit`` best durable, recalled matches of the strong ``terms``
+    in the store's index read as it is (:func:`read_only` and :meth:`LexicalIndex.search`, for the
+    file recall hook's light entry: consolidate/agents/hooks/file_hook.py); [] without an index or
+    when it cannot be read."""
+    path = os.path.join(store_path, INDEX_FILE)
+    if not terms or not os.path.exists(path):
+        return []
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    except sqlite3.Error:
+        return []
+    try:
+        db.execute("SELECT 1 FROM docs LIMIT 1").fetchone()
+        rows = _rows(db, Query(terms=sorted(terms), strong=set(terms)).expression, RECALLED_STATUSES, "durable", limit)
+    except sqlite3.Error:
+        return []
+    finally:
+        db.close()
+    return [(i, frozenset(text.split())) for i, text, _score in rows]
 
 
 # -- kept in step with the vectors -------------------------------------------------------------------
