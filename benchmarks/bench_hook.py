@@ -79,7 +79,7 @@ STEPS = r"""
 import json, sys, time
 out = {}
 t = time.perf_counter(); import consolidate.cli.main as cli; out["import consolidate.cli.main"] = time.perf_counter() - t
-t = time.perf_counter(); cli.build_parser(); out["build_parser (imports every command module)"] = time.perf_counter() - t
+t = time.perf_counter(); cli.build_parser(); out["build_parser (imports every parser module)"] = time.perf_counter() - t
 t = time.perf_counter(); import consolidate.agents.hooks.full, consolidate.store.sessions.tier; out["import consolidate.agents.hooks.full, .session"] = time.perf_counter() - t
 from consolidate.store.sessions.tier import SessionTier
 t = time.perf_counter(); tier = SessionTier(sys.argv[1]); out["SessionTier open (connect, WAL, schema)"] = time.perf_counter() - t
