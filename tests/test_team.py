@@ -986,3 +986,41 @@ def test_the_stores_of_a_team_hold_only_the_layouts_entries(tmp_path, server):
         assert [rel for rel in found if layout.entry_of(rel) is None] == []
         made |= {layout.entry_of(rel) for rel in found}
     assert {layout.TEAM_JSON, layout.TEAM, layout.TEAM_STATE, layout.TEAM_LEDGER} <= made
+
+
+# -- a pull reads what changed since its cursor, not the whole team store (issue 34) -----------------
+
+
+def test_a_pull_reads_only_the_records_changed_since_its_cursor(tmp_path, server):
+    """Every server write carries ``changed_at``; a store that pulled once reads only the records
+    changed since the newest it saw (less CURSOR_SKEW): a record on the server stamped before that
+    window and unknown to B is not read by B's next pull, what A pushes meanwhile is; a new machine
+    (no cursor) reads every record."""
+    import chromadb
+    from chromadb.config import Settings
+
+    from consolidate.store.layout import TEAM_LEDGER
+    from consolidate.team.sync import CURSOR_SKEW
+
+    a = machine(tmp_path, "a", server)
+    b = machine(tmp_path, "b", server)
+    session(a, "a1", "Service alpha listens on port 7001")
+    cli(b, "sync")
+    [first] = server_records(server)
+    assert isinstance(first["metadata"]["changed_at"], float)
+    cursor = json.loads(TEAM_LEDGER.of(b).read_text())["cursor"]
+    assert cursor >= first["metadata"]["changed_at"]
+    host, port = server.url.rsplit(":", 1)
+    col = chromadb.HttpClient(host=host.split("//")[1], port=int(port), database=server.database,
+                              settings=Settings(anonymized_telemetry=False)).get_collection("memories")
+    old = "Service omega listens on port 7999"
+    got = col.get(ids=[first["id"]], include=["embeddings", "metadatas"])
+    col.upsert(ids=["mem-old-unseen"], documents=[old], embeddings=[list(got["embeddings"][0])],
+               metadatas=[{**got["metadatas"][0], "changed_at": cursor - 2 * CURSOR_SKEW, "write_id": "old:1"}])
+    session(a, "a2", "Service beta listens on port 7002")
+    cli(b, "sync")
+    on_b = stored_docs(b)
+    assert "Service beta listens on port 7002" in on_b and old not in on_b
+    assert json.loads(TEAM_LEDGER.of(b).read_text())["cursor"] > cursor
+    c = machine(tmp_path, "c", server)
+    assert old in stored_docs(c) and "Service beta listens on port 7002" in stored_docs(c)

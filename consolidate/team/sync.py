@@ -3,9 +3,15 @@
 Server layout (one Chroma database per project, ``consolidate_<project>``; see consolidate/team/local.py
 and the README's "Team memory on a Chroma server")::
 
-    memories    id = memory id; statement, embedding, metadata (+ version, origin, updated_at)
+    memories    id = memory id; statement, embedding, metadata (+ version, origin, updated_at, changed_at)
     edges       id = sha1(source, target, key); document = the edge and both ends' node attributes
     tombstones  id = memory id; document = the reason
+
+Every memory, edge and tombstone write carries ``changed_at`` (the writer's clock, seconds since the
+epoch), and a pull reads only the records changed since the newest one its last pull saw, less
+CURSOR_SKEW (clock skew between machines, a push still landing): a pull costs what changed, not what
+the team store holds (issue 34: a full read of the heads of a million memories took minutes). A
+store without a cursor (its first pull, a ledger from before ``changed_at``) reads every record.
     events      id = <run_id>:<seq>; document = the event line
 
 Collections other than ``memories`` hold no vectors worth searching: each record carries the
@@ -50,7 +56,10 @@ PAGE = 1000
 STATUS_RANK: dict[Any, int] = {QUARANTINED: 0, ACTIVE: 1, DISPUTED: 2, SUPERSEDED: 3, EXPIRED: 3,
                                REJUDGED_OUT: 3, ARCHIVED: 3, UNDONE: 3, FORGOTTEN: 4, DELETED: 4}
 #: Metadata keys that are bookkeeping, not content (a change in them alone is not a change).
-BOOKKEEPING = ("version", "origin", "updated_at", "write_id")
+BOOKKEEPING = ("version", "origin", "updated_at", "write_id", "changed_at")
+#: Seconds a pull reads back before its cursor: the clocks of a team's machines may disagree by this
+#: much, and a push stamped before a pull's read may land after it.
+CURSOR_SKEW = 900.0
 
 
 def _one_line(exc: BaseException) -> str:
@@ -209,7 +218,8 @@ def _edge_records(g, memory_ids: set[str]) -> list[dict[str, Any]]:
                    "source_node": dict(g.nodes[u]), "target_node": dict(g.nodes[v])}
             out[edge_id(u, v, str(k))] = {"id": edge_id(u, v, str(k)),
                                           "document": json.dumps(doc, ensure_ascii=False, sort_keys=True),
-                                          "metadata": {"kind": str(attrs.get("kind") or k), "source": u, "target": v}}
+                                          "metadata": {"kind": str(attrs.get("kind") or k), "source": u, "target": v,
+                                                       "changed_at": time.time()}}
     return list(out.values())
 
 
@@ -281,16 +291,19 @@ def _push(store, entries: list[Path]) -> dict[str, Any]:
                 client.collection(TOMBSTONES).upsert(
                     ids=list(entry["tombstones"]), embeddings=[UNIT] * len(entry["tombstones"]),
                     documents=[f"tombstoned by run {entry['run_id']}"] * len(entry["tombstones"]),
-                    metadatas=[{"run_id": entry["run_id"], "origin": client.cfg.machine}] * len(entry["tombstones"]))
+                    metadatas=[{"run_id": entry["run_id"], "origin": client.cfg.machine, "changed_at": time.time()}]
+                    * len(entry["tombstones"]))
             if entry.get("lifted"):  # an undo lifted them: every machine lifts them
                 client.collection(TOMBSTONES).upsert(
                     ids=list(entry["lifted"]), embeddings=[UNIT] * len(entry["lifted"]),
                     documents=[f"lifted by {entry['run_id']}"] * len(entry["lifted"]),
-                    metadatas=[{"run_id": entry["run_id"], "lifted": entry["run_id"], "origin": client.cfg.machine}]
+                    metadatas=[{"run_id": entry["run_id"], "lifted": entry["run_id"], "origin": client.cfg.machine,
+                                "changed_at": time.time()}]
                     * len(entry["lifted"]))
             gone_edges: list[dict[str, Any]] = [{"id": edge_id(u, v, k), "document": json.dumps({"source": u, "target": v, "key": k,
                                                                             "removed": True}),
-                           "metadata": {"kind": k, "source": u, "target": v, "removed": entry["run_id"]}}
+                           "metadata": {"kind": k, "source": u, "target": v, "removed": entry["run_id"],
+                                        "changed_at": time.time()}}
                           for u, v, k in entry.get("edges_removed") or []]
             if gone_edges:  # an undo took them out of the graph: every machine does
                 client.collection(EDGES).upsert(ids=[e["id"] for e in gone_edges], embeddings=[UNIT] * len(gone_edges),
@@ -418,7 +431,7 @@ def _push_memories(client, store, entry: dict, ledger: dict, g, seen: dict[str, 
                 seen[mid] = [sv, s["metadata"].get("write_id")]
                 continue  # the server has it already (a repeated push): no new version
             meta = {**meta, "version": sv + 1, "origin": client.cfg.machine, "updated_at": team.now_iso(),
-                    "write_id": write_id(client.cfg.machine)}
+                    "changed_at": time.time(), "write_id": write_id(client.cfg.machine)}
             if mid in local:
                 upserts.append({"id": mid, "document": doc, "metadata": meta, "embedding": local[mid]["embedding"]})
             else:
@@ -515,23 +528,30 @@ def _fetch(store, ledger: dict) -> dict[str, Any]:
 
         clock = client.collection(CLOCK).get(ids=[CLOCK], include=["documents"])  # before the records
         col = client.memories()
-        heads = _get_all(col, ["metadatas"])
+        cursor = ledger.get("cursor")
+        since = {"changed_at": {"$gte": float(cursor) - CURSOR_SKEW}} if isinstance(cursor, (int, float)) else None
+        heads = _get_all(col, ["metadatas"], since)
         changed = [r["id"] for r in heads if r["id"] not in ledger["memories"]
                    or _unseen(r["metadata"] or {}, _known(ledger, r["id"]))]
         memories = _get_with_embeddings(store, col, changed) if changed else []
         known_edges = set(ledger["edges"])
         ecol = client.collection(EDGES)
-        new_edges = [r["id"] for r in _get_all(ecol, ["metadatas"]) if _key(r, "removed", REMOVED) not in known_edges]
+        edge_heads = _get_all(ecol, ["metadatas"], since)
+        new_edges = [r["id"] for r in edge_heads if _key(r, "removed", REMOVED) not in known_edges]
         edges = _get(ecol, new_edges, ["documents", "metadatas"]) if new_edges else []
         tcol = client.collection(TOMBSTONES)
         known_t = set(ledger["tombstones"])
-        tombstones = [r for r in _get_all(tcol, ["metadatas"]) if _key(r, "lifted", LIFTED) not in known_t]
+        tomb_heads = _get_all(tcol, ["metadatas"], since)
+        tombstones = [r for r in tomb_heads if _key(r, "lifted", LIFTED) not in known_t]
     except ConsolidateError:
         raise
     except Exception as exc:  # noqa: BLE001
         raise TeamError(explain(exc, client.cfg.url), path=client.cfg.url) from None
+    stamps = [float(t) for r in heads + edge_heads + tomb_heads
+              if isinstance(t := (r["metadata"] or {}).get("changed_at"), (int, float))]
     return {"memories": memories, "edges": edges, "tombstones": tombstones, "scope": client.cfg.project,
-            "clock": (clock.get("documents") or [None])[0]}
+            "clock": (clock.get("documents") or [None])[0],
+            "cursor": max(stamps + ([float(cursor)] if isinstance(cursor, (int, float)) else []), default=None)}
 
 
 def _key(record: dict, flag: str, suffix: str) -> str:
@@ -565,8 +585,8 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
     machine (both wrote version n at once; Chroma has no compare-and-set) lost this machine's write:
     it is queued for a push again (:func:`_requeue_lost`), which merges the two."""
     if not (fetched["memories"] or fetched["edges"] or fetched["tombstones"] or context):
-        if ledger.get("clock") != fetched["clock"]:
-            team.update_ledger(store, lambda led: led.update(clock=fetched["clock"]))
+        if ledger.get("clock") != fetched["clock"] or ledger.get("cursor") != fetched["cursor"]:
+            team.update_ledger(store, lambda led: _advance(led, fetched))
         return {"ok": True, "memories": 0, "removed": 0, "edges": 0, "tombstones": 0}
     machine = (team.load_config(store.path) or team.TeamConfig(url="", project="")).machine
     with store.lock(30):
@@ -650,13 +670,21 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
         def record(led):
             _record(led, seen, {_key(e, "removed", REMOVED) for e in fetched["edges"]},
                     [_key(t, "lifted", LIFTED) for t in fetched["tombstones"]])
-            led["clock"] = fetched["clock"]
+            _advance(led, fetched)
 
         team.update_ledger(store, record)
         if live or gone or context:
             context_md.write(store, store.project)
     return {"ok": True, "memories": len(live), "removed": len(gone), "edges": len(fetched["edges"]),
             "tombstones": len(fetched["tombstones"]), "lost_writes": len(lost)}
+
+
+def _advance(ledger: dict, fetched: dict) -> None:
+    """The clock token and the cursor (the newest ``changed_at`` seen) of a pull, into the ledger;
+    a cursor never moves back."""
+    ledger["clock"] = fetched["clock"]
+    if fetched.get("cursor") is not None:
+        ledger["cursor"] = max(float(fetched["cursor"]), float(ledger.get("cursor") or 0))
 
 
 def _requeue_lost(store, lt, lost: list[dict]) -> None:
