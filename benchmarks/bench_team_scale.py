@@ -60,12 +60,22 @@ from consolidate.pipeline.stages.apply import summary
 from consolidate.store.store import Store
 store = Store(sys.argv[1], project="bench", embedding="hash")
 install_stage_timers()
+from consolidate.team import sync
+TEAM = {}
+for _name in ("pull", "push"):
+    def _timed(*a, _fn=getattr(sync, _name), _name=_name, **k):
+        t = time.perf_counter()
+        try:
+            return _fn(*a, **k)
+        finally:
+            TEAM[_name] = TEAM.get(_name, 0.0) + time.perf_counter() - t
+    setattr(sync, _name, _timed)
 t = time.perf_counter()
 plans = run_queue(store, chain_factory=scripted_chain_factory(), time_box=None)
 dt = time.perf_counter() - t
 print(json.dumps({"seconds": dt, "durable": summary(plans[0])["written_durable"],
                   "push": getattr(plans, "team_push", None) and {k: v for k, v in plans.team_push.items() if k != "pushed"},
-                  "stages": dict(STAGE_SECONDS), "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "stages": {**dict(STAGE_SECONDS), **{"team " + k: v for k, v in TEAM.items()}}, "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 RECALL = r"""
@@ -97,7 +107,7 @@ def start_chroma() -> tuple[subprocess.Popen, str]:
             return proc, url
         except OSError:
             if proc.poll() is not None:
-                raise SystemExit("chroma run exited: see " + str(FOLDER / "chroma.log"))
+                raise SystemExit("chroma run exited: see " + str(FOLDER / "chroma.log")) from None
             time.sleep(0.1)
     raise SystemExit("chroma run did not answer")
 
@@ -148,14 +158,16 @@ def build(url: str, project: str, n: int, info: dict) -> None:
     from consolidate.store.store import Store
     from consolidate.team import sync
 
-    if info.get(project) == n:
-        return
     scratch = Path(tempfile.mkdtemp(prefix="bench-team-build-"))
     store = Store(scratch / ".memofs", project=SCOPE, embedding="hash")
     sync.init(store, url, project)
     col = sync.TeamClient(store).memories()
     dim = store.embedder().dimension
-    have = col.count()
+    last = col.get(ids=[memory_id(n - 1)], include=["metadatas"])["metadatas"]
+    if info.get(project) == n and last and "changed_at" in (last[0] or {}):
+        shutil.rmtree(scratch, ignore_errors=True)
+        return
+    have = col.count() if last and "changed_at" in (last[0] or {}) or info.get(project) != n else 0
     start = (have // BATCH) * BATCH
     print(f"building project {project}: {n:,} memories ({have:,} there) ...", flush=True)
     t0 = time.time()
@@ -218,6 +230,23 @@ class Fresh:
         return path
 
 
+def reset(url: str, project: str, tmp: Path) -> None:
+    """The team store back to what was built: the memories and edges the runs pushed deleted (each
+    run then writes the same new memories at both sizes; the events stay)."""
+    from consolidate.store.store import Store
+    from consolidate.team import sync
+
+    store = Store(tmp / f"reset-{project}" / ".memofs", project=SCOPE, embedding="hash")
+    if not (store.path / "team.json").exists():
+        team_config(store.path, url, project, "reset")
+    client = sync.TeamClient(store)
+    client.memories().delete(where={"changed_at": {"$gt": CHANGED_AT}})
+    edges = client.collection(sync.EDGES)
+    ids = edges.get(include=[])["ids"]
+    if ids:
+        edges.delete(ids=ids)
+
+
 def timed_run(path: Path) -> dict:
     out = subprocess.run([PYTHON, "-c", WORKER, str(path), str(Path(__file__).resolve().parent)],
                          capture_output=True, text=True, env=env())
@@ -265,11 +294,14 @@ def measure(args, url: str, proc, tmp: Path, notes) -> int:
     sizes = {f"{args.small:,}": ("small", args.small), f"{args.memories:,}": ("big", args.memories)}
     results: dict[str, list[dict]] = {k: [] for k in sizes}
     names = list(sizes)
-    timed_run(fresh.make(*sizes[names[0]], notes))  # warm-up, not counted
+    for name in names:
+        timed_run(fresh.make(*sizes[name], notes))  # warm-up, not counted
+        reset(url, sizes[name][0], tmp)
     for r in range(args.runs):
         for name in names[r % 2:] + names[:r % 2]:
             res = timed_run(fresh.make(*sizes[name], notes))
             results[name].append(res)
+            reset(url, sizes[name][0], tmp)
             print(f"  round {r + 1} {name:>10}: {res['seconds']:.1f} s, {res['durable']} kept, push {res['push']},"
                   f" RSS {res['maxrss_mb']:.0f} MB", flush=True)
     per_kept = {n: median([x["seconds"] / x["durable"] for x in results[n]]) for n in names}
@@ -286,11 +318,39 @@ def measure(args, url: str, proc, tmp: Path, notes) -> int:
     for st in stages:
         print(f"    {st:<24}" + "".join(f"{median([x['stages'].get(st, 0) for x in results[n]]):>9.2f}s" for n in names))
     recall_ratio = recall_side(args, fresh, sizes, tmp)
+    probe_pull(fresh, sizes, tmp)
     print(f"\nchroma run peak RSS (VmHWM) {vm_hwm_mb(proc.pid):.0f} MB (both projects on the one server)")
     ok = goal_line(f"team scale, time per kept memory at {names[1]}", per_kept[names[1]] / per_kept[names[0]], 1.5,
                    what=f"of the team store at {names[0]}")
     ok = goal_line(f"team scale, recall p95 at {names[1]}", recall_ratio, 2.0, what=f"of p95 at {names[0]}") and ok
     return 0 if ok else 1
+
+
+def probe_pull(fresh: Fresh, sizes: dict, tmp: Path, limit: float = 60.0) -> None:
+    """The pull's read of the memories' heads, timed alone: with the cursor (what a pull reads now)
+    and the full read of every head a pull made before issue 34 (pages of 1,000 by offset; stopped
+    after ``limit`` seconds)."""
+    from consolidate.store.store import Store
+    from consolidate.team import sync
+
+    print("\nthe pull's read of the heads (the memories' metadata), timed alone:")
+    for name, (project, _n) in sizes.items():
+        store = Store(tmp / f"p-{project}" / ".memofs", project=SCOPE, embedding="hash")
+        team_config(store.path, fresh.url, project, "p")
+        col = sync.TeamClient(store).memories()
+        t = time.perf_counter()
+        rows = sync._get_all(col, ["metadatas"], {"changed_at": {"$gte": CHANGED_AT + 3600 - sync.CURSOR_SKEW}})
+        cur = time.perf_counter() - t
+        t, offset, done = time.perf_counter(), 0, False
+        while time.perf_counter() - t < limit:
+            got = len(col.get(include=["metadatas"], limit=sync.PAGE, offset=offset)["ids"])
+            offset += got
+            if got < sync.PAGE:
+                done = True
+                break
+        full = time.perf_counter() - t
+        print(f"  team store {name:>10}: with the cursor {cur * 1000:.0f} ms ({len(rows)} records changed since);"
+              f" every head (before) {'' if done else 'NOT DONE after '}{full:.1f} s ({offset:,} records read)")
 
 
 def recall_side(args, fresh: Fresh, sizes: dict, tmp: Path) -> float:
@@ -300,20 +360,8 @@ def recall_side(args, fresh: Fresh, sizes: dict, tmp: Path) -> float:
     queries = [n["content"][:200] for n in real_notes(args.queries)]
     qfile = tmp / "queries.json"
     qfile.write_text(json.dumps(queries))
-    p95 = {}
-    print("\nrecall (consolidate.recall in one process, model and index ready; each recall does the fresh pull):")
-    for name, (project, n) in sizes.items():
-        xs_all = []
-        for _ in range(2):
-            path = fresh.make(project, n, None)
-            out = subprocess.run([PYTHON, "-c", RECALL, str(path), str(qfile)], capture_output=True, text=True, env=env())
-            if out.returncode:
-                raise SystemExit(f"recall failed: {out.stderr[-2000:]}")
-            xs_all += json.loads(out.stdout.strip().splitlines()[-1])
-        xs = sorted(xs_all)
-        p50, p95[name] = xs[len(xs) // 2], xs[int(len(xs) * 0.95)]
-        print(f"  team store {name:>10}: p50 {p50 * 1000:.1f} ms, p95 {p95[name] * 1000:.1f} ms ({len(xs)} recalls)")
-    print("server query of a --chroma-url process (5 neighbours, where scope and status), p50/p95:")
+    print("\nrecall against the team store: the query of 5 neighbours a recall makes on the server's collection"
+          " (in one process, client connected and collection opened first), p50/p95 over 2 x the queries:")
     import numpy as np
     server_p95 = {}
     for name, (project, _n) in sizes.items():
@@ -321,18 +369,21 @@ def recall_side(args, fresh: Fresh, sizes: dict, tmp: Path) -> float:
         team_config(store.path, fresh.url, project, "q")
         col = sync.TeamClient(store).memories()
         vecs = store.embedder().embed(queries)
-        xs = []
-        for v in list(vecs) * 2:
-            t = time.perf_counter()
-            col.query(query_embeddings=[np.asarray(v).tolist()], n_results=5,
-                      where={"$and": [{"scope": SCOPE}, {"status": {"$in": ["active", "disputed"]}}]},
-                      include=["documents", "metadatas", "distances"])
-            xs.append(time.perf_counter() - t)
-        xs.sort()
-        server_p95[name] = xs[int(len(xs) * 0.95)]
-        print(f"  team store {name:>10}: p50 {xs[len(xs) // 2] * 1000:.1f} ms, p95 {server_p95[name] * 1000:.1f} ms")
+        for label, where in (("where scope and status", {"$and": [{"scope": SCOPE},
+                                                                 {"status": {"$in": ["active", "disputed"]}}]}),
+                             ("no where", None)):
+            xs = []
+            for v in list(vecs) * 2:
+                t = time.perf_counter()
+                col.query(query_embeddings=[np.asarray(v).tolist()], n_results=5, where=where,
+                          include=["documents", "metadatas", "distances"])
+                xs.append(time.perf_counter() - t)
+            xs.sort()
+            server_p95[(name, label)] = xs[int(len(xs) * 0.95)]
+            print(f"  team store {name:>10}, {label:<24}: p50 {xs[len(xs) // 2] * 1000:.1f} ms,"
+                  f" p95 {xs[int(len(xs) * 0.95)] * 1000:.1f} ms")
     a, b = list(sizes)
-    return p95[b] / p95[a]
+    return server_p95[(b, "where scope and status")] / server_p95[(a, "where scope and status")]
 
 
 if __name__ == "__main__":
