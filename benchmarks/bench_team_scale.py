@@ -151,8 +151,9 @@ def record(i: int, stamp: str, today: str) -> tuple[str, str, dict]:
     return memory_id(i), doc, meta
 
 
-def build(url: str, project: str, n: int, info: dict) -> None:
-    """Fill project ``project``'s memories collection to ``n`` records (resumes a cut build)."""
+def build(url: str, project: str, n: int, info: dict, as_built: bool = False) -> int:
+    """Fill project ``project``'s memories collection to ``n`` records (resumes a cut build); with
+    ``as_built``, build nothing more and return the size a cut build reached. Returns the size."""
     import numpy as np
 
     from consolidate.store.store import Store
@@ -166,7 +167,10 @@ def build(url: str, project: str, n: int, info: dict) -> None:
     last = col.get(ids=[memory_id(n - 1)], include=["metadatas"])["metadatas"]
     if info.get(project) == n and last and "changed_at" in (last[0] or {}):
         shutil.rmtree(scratch, ignore_errors=True)
-        return
+        return n
+    if as_built:
+        shutil.rmtree(scratch, ignore_errors=True)
+        return col.count() // BATCH * BATCH
     have = col.count() if last and "changed_at" in (last[0] or {}) or info.get(project) != n else 0
     start = (have // BATCH) * BATCH
     print(f"building project {project}: {n:,} memories ({have:,} there) ...", flush=True)
@@ -189,6 +193,7 @@ def build(url: str, project: str, n: int, info: dict) -> None:
     (FOLDER / "info.json").write_text(json.dumps(info))
     shutil.rmtree(scratch, ignore_errors=True)
     print(f"  built in {time.time() - t0:.0f} s", flush=True)
+    return n
 
 
 def ledger_for(n: int) -> dict:
@@ -263,6 +268,8 @@ def main() -> int:
     ap.add_argument("--notes", type=int, default=1000)
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--build-only", action="store_true")
+    ap.add_argument("--as-built", action="store_true",
+                    help="measure at the size the cached build reached (a build cut for time), building no more")
     args = ap.parse_args()
     check_venv()
     notes = real_notes(args.notes)
@@ -277,7 +284,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench-team-scale-"))
     try:
         build(url, "small", args.small, info)
-        build(url, "big", args.memories, info)
+        args.memories = build(url, "big", args.memories, info, args.as_built)
         print(f"server {url}, data {FOLDER / 'server'}; VmHWM after the build/open {vm_hwm_mb(proc.pid):.0f} MB",
               flush=True)
         if args.build_only:
