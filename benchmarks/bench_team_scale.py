@@ -15,7 +15,8 @@ the team store (its ``team/ledger.json`` and ``team/state.json`` written as a pu
 records leaves them; its local index does not hold the built memories: a local index at scale is
 bench_scale.py's), 1,000 real notes in one ended session; then ``run_queue`` with the scripted judge
 keeping 1 in 5 (the pull before the run, the run, the push after it) in its own process, which
-reports its time and its peak RSS (``ru_maxrss``). Runs alternate the sizes; medians. Recall: in one
+reports its time and its peak RSS (/proc/self/status VmHWM: ``ru_maxrss`` would carry the parent's
+peak over the exec). Runs alternate the sizes; medians. Recall: in one
 process per size, ``consolidate.recall`` on such a store after another machine pushed (the fresh pull
 finds the clock moved), and the server query a ``--chroma-url`` process makes (5 neighbours, the
 scope filter); p50/p95. The server's peak RSS is /proc/PID/status VmHWM.
@@ -40,7 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _bench import (CACHE, PYTHON, check_venv, fill_session, goal_line, median, real_notes,  # noqa: E402
-                    skip_without_notes)
+                    release_chroma, skip_without_notes)
 from bench_team import free_port  # noqa: E402
 
 FOLDER = CACHE / "team-million"
@@ -52,7 +53,7 @@ BATCH = 5000
 CHANGED_AT = 1764633600.0  # 2025-12-02: the built records were written long before any run
 
 WORKER = r"""
-import json, resource, sys, time
+import json, sys, time
 sys.path.insert(0, sys.argv[2])
 from _bench import STAGE_SECONDS, install_stage_timers, scripted_chain_factory
 from consolidate.pipeline.run import run_queue
@@ -75,7 +76,7 @@ plans = run_queue(store, chain_factory=scripted_chain_factory(), time_box=None)
 dt = time.perf_counter() - t
 print(json.dumps({"seconds": dt, "durable": summary(plans[0])["written_durable"],
                   "push": getattr(plans, "team_push", None) and {k: v for k, v in plans.team_push.items() if k != "pushed"},
-                  "stages": {**dict(STAGE_SECONDS), **{"team " + k: v for k, v in TEAM.items()}}, "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "stages": {**dict(STAGE_SECONDS), **{"team " + k: v for k, v in TEAM.items()}}, "maxrss_mb": [int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM:")][0] / 1024}))
 """
 
 RECALL = r"""
@@ -232,6 +233,7 @@ class Fresh:
         if notes:
             fill_session(store, "bench-1000", notes)
         store.close()
+        release_chroma()
         return path
 
 
@@ -250,6 +252,8 @@ def reset(url: str, project: str, tmp: Path) -> None:
     ids = edges.get(include=[])["ids"]
     if ids:
         edges.delete(ids=ids)
+    store.close()
+    release_chroma()
 
 
 def timed_run(path: Path) -> dict:
@@ -333,7 +337,7 @@ def measure(args, url: str, proc, tmp: Path, notes) -> int:
     return 0 if ok else 1
 
 
-def probe_pull(fresh: Fresh, sizes: dict, tmp: Path, limit: float = 60.0) -> None:
+def probe_pull(fresh: Fresh, sizes: dict, tmp: Path, limit: float = 30.0) -> None:
     """The pull's read of the memories' heads, timed alone: with the cursor (what a pull reads now)
     and the full read of every head a pull made before issue 34 (pages of 1,000 by offset; stopped
     after ``limit`` seconds)."""
