@@ -8,7 +8,9 @@ memories) and ``big`` (``--memories``). Building is the fast path: records with 
 writes (consolidate/team/sync.py ``_push_memories``: the local record's metadata, as
 consolidate.store.index.longterm writes it, plus ``version``, ``origin``, ``updated_at``,
 ``write_id``) and random unit vectors of the hash embedding's dimension (256), upserted in large
-batches through the chroma client. Only the memories collection is filled (no edges).
+batches through the chroma client. Only the memories collection is filled (no edges). Both
+projects are on the one server: a metadata ``where`` there is evaluated against every record of
+the server (the small project's filtered query pays for the big one's records).
 
 Each timed run: a fresh local store (project ``bench``, hash embedding) in the team, up to date with
 the team store (its ``team/ledger.json`` and ``team/state.json`` written as a pull of the built
