@@ -635,3 +635,25 @@ def test_review_edit_rederives_the_fields_of_the_old_wording_and_records_the_edi
              if "black is slow" in h["statement"]]
     assert hit["fields"] == {"reason": "because black is slow"} and "fields_missing" not in hit
     assert hit["provenance"]["edited"]["fields_rederived"] == ["reason"]
+
+
+@pytest.mark.parametrize("name", ["session-start", "cli-recall", "mcp-recall", "workspace-context", "export",
+                                  "disputes"])
+def test_every_surface_names_the_memories_it_held_back(world, name):
+    """Issue 28: the memories the context guard holds back are named by their ids wherever a surface
+    says it held some back (the one line of the agent view, Shown.held_line), so the user can review
+    them; SessionStart, the workspace's context/ and export hold every planted one back."""
+    if name == "export":  # the file holds the notes; the command names what it held back
+        text = _cli(world["project"], "export", "--file", str(world["project"] / "AGENTS.md"))
+    else:
+        text, _ = DRIVERS[name](world)
+    planted = {world["ids"][t] for t in ("tag-plant-76", "tag-plant-77", "tag-plant-78", "tag-plant-79", "tag-smuggle-83")}
+    said = [ln for ln in text.splitlines() if "left out: worded as instructions" in ln
+            or "held back" in ln and "mem-" in ln]
+    if name in ("session-start", "workspace-context", "export"):
+        assert said, (name, text[-1500:])
+    for line in said:
+        named = set(re.findall(r"mem-[0-9a-f]{16}", line))
+        assert named and named <= planted, (name, line)
+    if name in ("session-start", "workspace-context", "export"):
+        assert set(re.findall(r"mem-[0-9a-f]{16}", " ".join(said))) == planted, (name, said)

@@ -129,13 +129,14 @@ def statement_of(shown: str, meta: dict[str, Any]) -> str:
     return _unescape(shown)
 
 
-def exportable(store, limit: int = EXPORT_LIMIT) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """The memories an export writes (at most ``limit``) and how many were left out, by why
-    (``{"secret": n, "instructions": n}``). Rows are ``{"id", "document", "metadata"}``."""
+def exportable(store, limit: int = EXPORT_LIMIT) -> tuple[list[dict[str, Any]], dict[str, int], str]:
+    """The memories an export writes (at most ``limit``), how many were left out, by why
+    (``{"secret": n, "instructions": n}``), and the agent view's line naming the ones the context
+    guard held back ('' for none). Rows are ``{"id", "document", "metadata"}``."""
 
     left_out = {"secret": 0, "instructions": 0}
     if not store.exists or not store.has_longterm:
-        return [], left_out
+        return [], left_out, ""
     stale = read_section(store.path)["stale"]
     rank = {level: i for i, level in enumerate(reversed(CONFIDENCE_LEVELS))}
     rows = [r for r in store.longterm().active(store.project) if r["id"] not in stale]
@@ -152,7 +153,7 @@ def exportable(store, limit: int = EXPORT_LIMIT) -> tuple[list[dict[str, Any]], 
     got = agent_view.view(out, "export", drift=agent_view.drift_of(store, [r["id"] for r in out]),
                           forgotten=agent_view.forgotten_ids(store))
     left_out["instructions"] = len(got.held)
-    return got.rows[:limit], left_out
+    return got.rows[:limit], left_out, got.held_line
 
 
 def _neg(date: str | None) -> str:
@@ -244,13 +245,14 @@ def _read(path: Path) -> str | None:
 
 def export(store, path: str | os.PathLike, limit: int = EXPORT_LIMIT) -> dict[str, Any]:
     """Write the block into ``path`` (created when missing, in a folder that exists); returns
-    ``{"path", "exported", "left_out": {...}, "changed": bool}``. Raises BadInput for a missing
+    ``{"path", "exported", "left_out": {...}, "changed": bool}`` (and ``"held_back"``: the line naming
+    the memories the context guard held back, when it held any). Raises BadInput for a missing
     folder, a malformed block or a file that is not UTF-8 text (nothing written)."""
     path = Path(path)
     if not path.parent.is_dir():  # a mistyped folder is refused, not created (nothing written)
         raise BadInput(f"no such folder: {path.parent} (export writes {path.name} into an existing folder;"
                        " create it first)", path=str(path))
-    rows, left_out = exportable(store, limit)
+    rows, left_out, held_line = exportable(store, limit)
     text = _read(path)
     newline = "\r\n" if text and "\r\n" in text else "\n"
     block = render_block(store, rows, newline)
@@ -266,7 +268,8 @@ def export(store, path: str | os.PathLike, limit: int = EXPORT_LIMIT) -> dict[st
     changed = new != text
     if changed:
         _write(path, new)
-    return {"path": str(path), "exported": len(rows), "left_out": left_out, "changed": changed}
+    return {"path": str(path), "exported": len(rows), "left_out": left_out, "changed": changed,
+            **({"held_back": held_line} if held_line else {})}
 
 
 def _write(path: Path, text: str) -> None:

@@ -82,7 +82,7 @@ class RecallResult:
     @property
     def held_line(self) -> str:
         """The one line saying how many memories the context guard held back ('' for none)."""
-        return agent_view.held_back_line(len(self.held_back))
+        return agent_view.held_back_line(len(self.held_back), self.held_back)
 
 
 #: The longest recall query (characters): about 1,000 tokens, four times what the MiniLM embedding

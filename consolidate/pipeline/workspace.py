@@ -577,12 +577,12 @@ def context_memories(store, task: str | None) -> tuple[str, int]:
     as the agent view shows them (consolidate/store/views/shown.py, surface ``workspace-context``).
     Nothing is created in a store without a long-term tier."""
 
-    lines = []
+    lines, held = [], ""
     if task and store.has_longterm and store.read_manifest() is not None:
         hits = store.longterm().search(task, k=CONTEXT_MEMORIES)
         got = agent_view.view(hits, "workspace-context", drift=agent_view.drift_of(store, [h["id"] for h in hits]),
                               forgotten=agent_view.forgotten_ids(store))
-        lines = ["- " + line for line in got.lines]
+        lines, held = ["- " + line for line in got.lines], got.held_line  # the held ones named, as everywhere
         head = f"# Memories recalled for the task ({len(lines)})"
     else:
         try:
@@ -594,12 +594,15 @@ def context_memories(store, task: str | None) -> tuple[str, int]:
                 text = agent_view.context_text(store.path) or text
             except Exception:  # noqa: BLE001 - the file as it is when the drift check cannot run
                 pass
-        lines = agent_view.held_lines([ln for ln in text.splitlines() if ln.startswith("- ")])[0]
+        lines, more = agent_view.held_lines([ln for ln in text.splitlines() if ln.startswith("- ")])
+        # the line memory/context.md holds names the ones its run held back; those held here only counted
+        named = [ln for ln in text.splitlines() if ln.startswith("(") and "left out: worded as instructions" in ln]
+        held = named[0] if named and not more else agent_view.held_back_line(more)
         head = f"# Project memory: the top {len(lines)} memories"
 
     if not lines:
-        return "# Memories\n\nNo memories yet for this project.\n", 0
-    return head + "\n\n" + NOTICE + "\n\n" + "\n".join(lines) + "\n", len(lines)
+        return "# Memories\n\nNo memories yet for this project.\n" + (f"\n{held}\n" if held else ""), 0
+    return head + "\n\n" + NOTICE + "\n\n" + "\n".join(lines) + "\n" + (f"\n{held}\n" if held else ""), len(lines)
 
 
 def start(store, session_id: str | None = None, task: str | None = None, **bounds) -> tuple[Workspace, dict[str, Any]]:

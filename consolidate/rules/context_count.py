@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 _HEADER = re.compile(r"^# Project memory \((?P<scope>.*)\): the top \d+ active memor(?:y|ies)$")
+_IDS = re.compile(r"\bmem-[0-9a-z]+\b")
 _HELD = re.compile(r"^\((?P<n>\d+) remembered entr(?:y|ies) left out: worded as instructions")
 
 
@@ -37,7 +38,8 @@ def recount(text: str, *, stale: int = 0, before_cut: int | None = None) -> str:
     if len(held) > 1:  # held back when the run wrote the file and again now: one line, one count
         from consolidate.rules.guard import held_back_line  # noqa: PLC0415 - off the SessionStart hook path (rules.guard)
 
-        lines[held[0][0]] = held_back_line(sum(n for _, n in held))
+        ids = [i for at, _ in held for i in _IDS.findall(lines[at])]  # the ids the lines named, kept named
+        lines[held[0][0]] = held_back_line(sum(n for _, n in held), ids if all(_IDS.search(lines[at]) for at, _ in held) else ())
         drop = {i for i, _ in held[1:]}
         lines = [line for i, line in enumerate(lines) if i not in drop]
     shown = sum(1 for line in lines[at + 1:] if line.startswith("- "))

@@ -34,6 +34,7 @@ hook's fast path).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from consolidate.core.normal import disguise_fold, selector_spans, tag_text
 
@@ -633,7 +634,11 @@ def _escape_selectors(text: str) -> str:
     return "".join(f"\\U{ord(c):08x}" if i in marked else c for i, c in enumerate(text))
 
 
-def held_back_line(held: int) -> str:
-    """The line saying how many memories were left out of the context."""
+def held_back_line(held: int, ids: Iterable[str] = ()) -> str:
+    """The line saying how many memories were left out of the context, naming their ``ids`` (when
+    the caller knows them: every view of rows does, a context filtered as text does not) so the user
+    can review them (issue 28: one behaviour, from the agent view's :attr:`Shown.held_line`)."""
+    named = list(dict.fromkeys(ids))
     return (f"({held} remembered {'entry' if held == 1 else 'entries'} left out: worded as instructions or"
-            " to run remote code; `consolidate recall` names them)")
+            " to run remote code" + (f": {', '.join(named)}; `consolidate forget ID` removes one)" if named
+                                     else "; `consolidate recall` names them)"))

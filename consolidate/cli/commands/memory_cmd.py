@@ -30,7 +30,7 @@ def cmd_disputes(args) -> int:
     if not rows and not got.held:
         print("no disputes")
     if got.held:
-        print(got.held_line + ": " + ", ".join(got.held))
+        print(got.held_line)
     for r in rows:
         print(f"{r['id']}  {agent_view.line(r['document'], r['metadata'], 'disputes')}")
         if r["with"]:

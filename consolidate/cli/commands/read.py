@@ -43,7 +43,7 @@ def cmd_recall(args) -> int:
     if result.note:
         print("note: " + terminal_safe(result.note))
     if result.held_back:  # the agent view's guard (consolidate/store/views/shown.py): named, not printed
-        print(f"held back: {', '.join(result.held_back)} {result.held_line} (`consolidate forget ID` removes one)")
+        print(f"held back: {result.held_line}")
     return 0
 
 

@@ -46,6 +46,8 @@ def cmd_export(args) -> int:
     print(f"exported {res['exported']} memories to {res['path']}"
           + ("" if res["changed"] else " (unchanged)")
           + (f"; left out: {', '.join(why)}" if why else ""))
+    if res.get("held_back"):
+        print(res["held_back"])
     return 0
 
 

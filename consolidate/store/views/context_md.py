@@ -85,7 +85,7 @@ def write(store, scope: str, limit: int = CONTEXT_MEMORIES, touched: list[str] |
     else:
         rows, every, bound = merged
     got = agent_view.view(rows[:limit], "session-start")  # drift is checked as the hook prints it
-    text = render(scope, ["- " + line for line in got.lines], held=len(got.held))
+    text = render(scope, ["- " + line for line in got.lines], held=len(got.held), held_ids=got.held)
     write_text_atomic(path_of(store), gate(text))  # consolidate/rules/persisted.py
     write_context_index(store, got.rows, got.lines)
     entry = {"scope": scope, "limit": limit, "reserve": CONTEXT_RESERVE, "all": every, "ids": [r["id"] for r in rows],
@@ -184,14 +184,15 @@ def _rank_before(top) -> tuple[int, str] | None:
     return None
 
 
-def render(scope: str, lines: list[str], held: int = 0) -> str:
+def render(scope: str, lines: list[str], held: int = 0, held_ids: list[str] | tuple[str, ...] = ()) -> str:
     """``memory/context.md``: the notice that its lines are remembered notes, not instructions, and the
     memory lines that may be printed as context (the agent view's, consolidate/store/views/shown.py;
-    ``held``: how many it held back)."""
+    ``held``: how many it held back, ``held_ids``: their ids, named on the "left out" line as every
+    surface names them)."""
     kept, more = agent_view.held_lines(lines)
     out = [f"# Project memory ({scope}): the top {len(kept)} active memories", "", NOTICE, "", *kept]
     if held + more:
-        out += ["", agent_view.held_back_line(held + more)]
+        out += ["", agent_view.held_back_line(held + more, () if more else held_ids)]
     return "\n".join(out) + "\n"
 
 
@@ -233,7 +234,7 @@ def differences(store, limit: int = CONTEXT_MEMORIES) -> str | None:
     better = [r["id"] for r in best if r["id"] not in kept and (worst is None or _rank(r) < worst)]
     short = max(0, min(limit, len(best)) - len(kept)) if len(best) <= limit else max(0, limit - len(kept))
     got = agent_view.view([{"id": i, **rows[i]} for i in shown if i in rows], "session-start")
-    expected = render(scope, ["- " + line for line in got.lines], held=len(got.held))
+    expected = render(scope, ["- " + line for line in got.lines], held=len(got.held), held_ids=got.held)
     parts = []
     if gone:
         parts.append(f"shows {len(gone)} memories the recall index does not hold live")

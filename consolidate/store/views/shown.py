@@ -154,12 +154,9 @@ class Shown:
 
     @property
     def held_line(self) -> str:
-        """The one line saying how many were held back ('' for none)."""
-        if not self.held:
-            return ""
-        from consolidate.rules.guard import held_back_line  # noqa: PLC0415 - off the SessionStart hook path (rules.guard)
-
-        return held_back_line(len(self.held))
+        """The one line saying how many were held back, naming their ids ('' for none): every surface
+        that shows rows says it so (consolidate.rules.guard.held_back_line)."""
+        return held_back_line(len(self.held), self.held)
 
     @property
     def texts(self) -> list[str]:
@@ -429,11 +426,11 @@ def held_lines(lines: list[str]) -> tuple[list[str], int]:
     return filter_lines(lines)
 
 
-def held_back_line(held: int) -> str:
-    """The one "left out" line for ``held`` memories held back ('' for none)."""
+def held_back_line(held: int, ids: Iterable[str] = ()) -> str:
+    """The one "left out" line for ``held`` memories held back, naming ``ids`` when known ('' for none)."""
     from consolidate.rules.guard import held_back_line as _line  # noqa: PLC0415 - off the SessionStart hook path (rules.guard)
 
-    return _line(held) if held else ""
+    return _line(held, ids) if held else ""
 
 
 def fit_context(core: str, memories: str, max_chars: int = CONTEXT_MAX_CHARS, reserve: int = 0) -> Fitted:
