@@ -3,7 +3,7 @@
 A new keeper's neighbours at or above CANDIDATE_SIMILARITY (consolidate/pipeline/stages/contradiction.py) go to
 the judge's compare prompt (duplicate | updates | contradicts | unrelated). Too high, and a reworded
 duplicate or an update never reaches the judge (both stay active); too low, and unrelated neighbours
-cost prompt tokens. This script embeds the 60 labelled pairs of tests/labels/compare-regression.jsonl
+cost prompt tokens. This script embeds the 60 labelled pairs of tests/support/labels/compare-regression.jsonl
 with the store's default embedding (MiniLM-L6-v2, int8 ONNX), prints the cosine similarity of each
 kind (min / median / max), and for each threshold the share of related pairs (duplicate, updates,
 contradicts) that reach the judge beside the share of unrelated pairs that do; then the highest
@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench import REPO, parser  # noqa: E402
 
-LABELS = REPO / "tests" / "labels" / "compare-regression.jsonl"
+LABELS = REPO / "tests" / "support" / "labels" / "compare-regression.jsonl"
 RELATED = ("duplicate", "updates", "contradicts")
 
 

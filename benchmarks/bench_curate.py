@@ -6,7 +6,7 @@ Phases (``DATA`` is outside git, default /work/wt/curatecap-data):
 1. ``build``: the 14 validation sessions of the dev-label split (consolidate/evals/split.py) run end
    to end (``consolidate eval --end-to-end --session ID ...``), judge-v1 answers replayed from
    ``cassettes/e2e-all-realnotes-judge-v1-capable.yaml`` through a ``cli:template:/nonexistent`` judge
-   as tests/test_capable_cassettes.py does, each session's store kept (one store per session, each its
+   as tests/scenarios/test_capable_cassettes.py does, each session's store kept (one store per session, each its
    own project, MiniLM): ``DATA/before/<session>/.memofs``, the pristine "before" stores, never
    changed after. The memories' ``last_confirmed`` is the build day and goes into the curate prompt:
    later phases copy these stores, never rebuild them, or every captured prompt would change.

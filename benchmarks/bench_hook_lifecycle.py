@@ -1,7 +1,7 @@
 """Hook lifecycle latency and harvest yield (issue 21): every event the installed hook handles, timed
 through the console script (``consolidate hook --harvest --no-worker``) side by side with ``python -c
 "import sqlite3, json"``, interleaved, median of the runs; and how many notes each transcript entry
-type gives on a realistic Claude Code transcript (tests/transcripts.py, repeated to ``--turns``
+type gives on a realistic Claude Code transcript (tests/support/transcripts.py, repeated to ``--turns``
 conversations).
 
 Cases: SessionStart (startup; and startup recovering a killed session with its transcript), the

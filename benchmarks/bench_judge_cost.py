@@ -21,7 +21,7 @@ Goals: at most 1/20 of the per-note judge's calls and 1/3 of its prompt tokens (
 ``--graduated`` (issue 34 goal 4, reported, no goal): cost per graduated memory. The real-notes
 end-to-end runs recorded as capable-model cassettes (``cassettes/e2e-*realnotes-judge-v*-capable.yaml``)
 are replayed in this process (``consolidate eval --end-to-end``, the CLI judge ``cli:template`` absent,
-as tests/test_capable_cassettes.py does), every judge and compare exchange caught on its way through
+as tests/scenarios/test_capable_cassettes.py does), every judge and compare exchange caught on its way through
 ``CLICassette.replay``: the exact prompt sent and the recorded answer. Tokens are counted with
 ``litellm.encode(model="gpt-4o")``, which in litellm 1.110 is tiktoken's cl100k_base read from the copy
 litellm ships (no network: socket connections are refused while counting, and

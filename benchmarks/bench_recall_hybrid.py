@@ -3,7 +3,7 @@
 in one run, on a store of the curated long-term memories of ../shared/data/realnotes (MiniLM).
 
 The store: every ``longterm/*.jsonl`` memory (field ``content``, 20 to 1,200 characters, each text
-once), plus the ``old`` statement of every same-fact pair of tests/labels/contradiction-realnotes.jsonl
+once), plus the ``old`` statement of every same-fact pair of tests/support/labels/contradiction-realnotes.jsonl
 (the project's own short restatements of realnotes facts), written through the long-term tier.
 
 The queries, made at run time from the memories (a seeded RNG, ``--seed``):
@@ -40,7 +40,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench import REALNOTES, REPO, check_venv, parser  # noqa: E402
 
-PAIRS = REPO / "tests" / "labels" / "contradiction-realnotes.jsonl"
+PAIRS = REPO / "tests" / "support" / "labels" / "contradiction-realnotes.jsonl"
 #: Identifier shapes coding agents look up (the regex picks them out of a memory's text).
 IDENTIFIERS = {
     "version": re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?![\w.]*\w)"),

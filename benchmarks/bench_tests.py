@@ -150,7 +150,7 @@ def report(junit: Path, top: int) -> dict:
         t = float(tc.get("time") or 0)
         cls = tc.get("classname") or ""
         name = f"{cls}::{tc.get('name')}"
-        file = cls.split(".")[1] + ".py" if cls.startswith("tests.") else cls.split(".")[0] + ".py"
+        file = next((p + ".py" for p in cls.split(".") if p.startswith("test_")), cls.split(".")[0] + ".py")
         kind = "passed"
         for child in tc:
             if child.tag in ("failure",):

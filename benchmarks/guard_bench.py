@@ -9,7 +9,7 @@ The guard (``consolidate.rules.guard.unsafe_reason``) decides which memories the
 the file recall and the MCP recall never print as context. On the real notes of
 ../shared/data/realnotes/sessions/*.jsonl every refusal is a false positive (they are agents' own
 working notes); each one is listed by note id with the start of its text. The injection kinds are
-the lists of tests/test_context_guard.py and tests/test_context_guard_kinds.py (orders and remote code
+the lists of tests/unit/rules/test_context_guard.py and tests/unit/rules/test_context_guard_kinds.py (orders and remote code
 that must be refused, look-alikes that must pass). Timing: median of 5 runs over the real notes, CPU
 time, the two guards interleaved.
 """

@@ -1,5 +1,5 @@
 """Secret gate benchmark: recall, false positives and speed of consolidate.rules.secrets.scan, side by
-side with detect-secrets alone, on the secret corpus (tests/secret_corpus/), and the gate's speed
+side with detect-secrets alone, on the secret corpus (tests/support/secret_corpus/), and the gate's speed
 and flag count on the real notes of ../shared/data/realnotes/sessions/*.jsonl.
 
     python benchmarks/secrets_bench.py                # full run (~1-2 min on 2 cores)

@@ -58,5 +58,5 @@ def run_queue(*args, **kwargs):
     return _run(*args, **kwargs)
 
 
-#: The public API, pinned by tests/test_public_api.py; test doubles are in consolidate.testing.
+#: The public API, pinned by tests/unit/core/test_public_api.py; test doubles are in consolidate.testing.
 __all__ = [*CLASSES, "recall", "run_session", "run_queue", "__version__", *ERRORS]

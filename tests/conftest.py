@@ -9,6 +9,13 @@ from pathlib import Path
 
 import pytest
 
+#: the support modules (tests/support/) are imported by bare name, by the tests and by each other
+sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
+from paths import REPO, SUPPORT, TESTS  # noqa: E402
+#: and helpers of other test modules by bare name (from test_hook_lifecycle import fire)
+sys.path += [str(d) for d in sorted(TESTS.glob("unit/*")) + [TESTS / f for f in ("integration", "scenarios", "docs")]
+             if d.is_dir()]
+
 #: PYTHONDONTWRITEBYTECODE=1 (set on the shared build machine) also turns off pytest's cache of the
 #: rewritten test modules (collection rewrote every test file's asserts again: about 40 % of it) and
 #: the .pyc files of consolidate/ and judges/, which every ``python -m consolidate`` process the suite
@@ -20,7 +27,7 @@ from consolidate import Store  # noqa: E402
 from consolidate.testing import DROP, keep  # noqa: E402, F401 - the tests import them from here
 
 #: ../shared beside the repository (present on developers' machines and in CI).
-SHARED = Path(os.environ.get("CONSOLIDATE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+SHARED = Path(os.environ.get("CONSOLIDATE_SHARED", REPO.parent / "shared"))
 REALNOTES = SHARED / "data" / "realnotes"
 
 
@@ -35,12 +42,12 @@ def _cli_cassettes_stay_in_tmp(tmp_path, monkeypatch):
 
 @pytest.fixture
 def claude_on_path(tmp_path, monkeypatch) -> Path:
-    """A stand-in ``claude`` first on PATH (tests/fake_cli/envelope.py: checks the preset's flags and
+    """A stand-in ``claude`` first on PATH (tests/support/fake_cli/envelope.py: checks the preset's flags and
     prints Claude Code's print-mode envelope); the shim's path."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
     shim = bindir / "claude"
-    envelope = Path(__file__).resolve().parent / "fake_cli" / "envelope.py"
+    envelope = SUPPORT / "fake_cli" / "envelope.py"
     shim.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(envelope))} \"$@\"\n")
     shim.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
@@ -73,7 +80,7 @@ def pytest_configure(config):
         return
     import compileall
 
-    root = Path(__file__).resolve().parents[1]
+    root = REPO
     for name in ("consolidate", "judges"):
         try:
             compileall.compile_dir(str(root / name), quiet=2)

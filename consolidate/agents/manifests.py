@@ -17,7 +17,7 @@ differs: it runs the ``consolidate`` on PATH and takes the store options from th
 extension's settings (consolidate/agents/plugin_env.py) instead of from its command line.
 
 ``python -m consolidate.agents.manifests`` writes the files; ``--check`` exits 1 when a committed
-file differs from what would be written (tests/test_plugin_manifests.py checks the committed files
+file differs from what would be written (tests/unit/agents/test_plugin_manifests.py checks the committed files
 against the documented fields and runs their commands).
 
 Field sources: Claude Code's plugin manifest reference and plugin marketplaces page (code.claude.com

@@ -12,7 +12,7 @@ from consolidate.store.sessions.tier import parse_ttl
 import sys
 
 #: The default judge chain in words: the same in every --help and in the README (consolidate.judges.registry
-#: builds it; tests/test_docs_consistency.py keeps the three in step).
+#: builds it; tests/docs/test_docs_consistency.py keeps the three in step).
 DEFAULT_CHAIN_TEXT = "the first agent CLI on PATH (claude, llm, ollama, codex), then api, then noop"
 #: Where the chain comes from when --judge is not given.
 CHAIN_SOURCES = ("$CONSOLIDATE_JUDGES, then judges in consolidate.toml in the store, then [tool.consolidate]"

@@ -7,7 +7,7 @@ what its raiser saw (a setting's value, a line of a file): every place that writ
 it through the secret gate, so no secret reaches a terminal, a log or a file. The CLI maps each
 class to an exit code in one place (``consolidate.cli.main.EXIT_CODES``) and prints ``error:
 <message>`` on one line, never a traceback. Every class below is exported:
-``from consolidate import JudgeTimeout`` (tests/test_provider_errors.py checks this drawing against
+``from consolidate import JudgeTimeout`` (tests/unit/judges/test_provider_errors.py checks this drawing against
 the classes).
 
     ConsolidateError

@@ -5,7 +5,7 @@ again in another Unicode form (NFD as macOS writes it, fullwidth forms as an IME
 zero-width space or a BOM pasted in) re-confirms the memory instead of becoming a second one, and a
 forgotten memory said so stays forgotten. Two paths that name the same file are the same path
 (``./src/a.py``, ``src//a.py/``, ``src\\a.py``, a file name in NFD). Every module that compares
-texts or paths takes its key from here; :data:`COMPARERS` lists them (tests/test_normal.py walks it
+texts or paths takes its key from here; :data:`COMPARERS` lists them (tests/unit/core/test_normalizer.py walks it
 through the installed command, and fails when another module calls ``unicodedata.normalize`` or
 ``casefold``).
 
@@ -404,7 +404,7 @@ def same_path(a: str, b: str) -> bool:
 
 class Comparer(NamedTuple):
     """One place that compares texts or paths: ``where`` (``module:function``), what it compares,
-    the key it takes from here, and the command surface that reaches it (tests/test_normal.py
+    the key it takes from here, and the command surface that reaches it (tests/unit/core/test_normalizer.py
     drives each surface through the installed ``consolidate`` command)."""
 
     where: str
@@ -413,7 +413,7 @@ class Comparer(NamedTuple):
     surface: str
 
 
-#: Every place that compares texts or paths. A new one is added here (tests/test_normal.py checks
+#: Every place that compares texts or paths. A new one is added here (tests/unit/core/test_normalizer.py checks
 #: that each function named calls this module and that no other module normalizes on its own).
 COMPARERS: tuple[Comparer, ...] = (
     Comparer("consolidate.pipeline.stages.contradiction:same_memory",

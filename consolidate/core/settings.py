@@ -1,7 +1,7 @@
 """Every ``CONSOLIDATE_*`` environment variable, declared once: name, type (its parser), default,
 unit and meaning. Code reads a variable only through its :class:`Setting` here
 (``settings.TIME_BOX.get()``); the README's table of variables is :func:`markdown_table` (checked
-by tests/test_docs_consistency.py).
+by tests/docs/test_docs_consistency.py).
 
 A value that cannot be parsed raises :class:`consolidate.core.errors.ConfigError` (exit 2 on the command
 line) in one line that names the variable and the value, e.g. ``CONSOLIDATE_WAIT_DAYS='abc': not a
@@ -79,7 +79,7 @@ class Setting(_Generic[T]):
         try:
             return self.parse(text)
         except ValueError as exc:
-            from consolidate.core.errors import ConfigError  # noqa: PLC0415 - this module imports only os (tests/test_settings.py)
+            from consolidate.core.errors import ConfigError  # noqa: PLC0415 - this module imports only os (tests/unit/core/test_settings.py)
 
             shown = self.shown(text)
             raise ConfigError(f"{self.name}={shown!r}: {exc}", variable=self.name, value=shown) from None

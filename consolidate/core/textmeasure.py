@@ -74,7 +74,7 @@ _UNSPACED_RANGES: tuple[tuple[int, int, str], ...] = (
 #: this is refused when it is written (consolidate.store.sessions.tier ``check_content``), and a judge's statement longer than
 #: this is rejected by the write policy (consolidate.rules.memory_types.memorability_problem). About 1,500
 #: words: above the longest memories the write policy keeps by design (a 9,175-character flagged
-#: runbook and 2,000-character decisions, tests/test_text_policy.py); the 1,000,000 of a note is
+#: runbook and 2,000-character decisions, tests/unit/rules/test_text_policy.py); the 1,000,000 of a note is
 #: scratch for a judge to condense, not a memory.
 MAX_STATEMENT_CHARS = 10_000
 

@@ -1,7 +1,7 @@
 """The closed word lists of the project, one copy each (issue 27, structure-v2 rule 4).
 
 Every module that names more than one word of a list takes the list (or the word) from here, so
-that a word added or renamed here is known everywhere at once; ``tests/test_vocab.py`` walks the
+that a word added or renamed here is known everywhere at once; ``tests/unit/core/test_vocab.py`` walks the
 other modules' literals and fails on a tuple, list, set or dict holding two or more words of one
 list. The prompts under ``prompts/`` are text sent to a model and keep their own wording; the
 judges' answer schemas (``consolidate.judges.prompting``) are built from the tuples here, byte for byte as they

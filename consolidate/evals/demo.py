@@ -74,7 +74,7 @@ OUTAGE_SESSION: tuple[str, str, str | None, list[dict[str, Any]]] = ("judge-outa
 ])
 
 
-#: How many sample sessions the demo runs (the README says it in words; tests/test_docs_consistency.py).
+#: How many sample sessions the demo runs (the README says it in words; tests/docs/test_docs_consistency.py).
 SAMPLE_SESSIONS = len(SESSIONS) + 2  # + the judge outage and the workspace session
 
 

@@ -30,7 +30,7 @@ a CamelCase word or a path scores 0.6-1.0; random base64 scores below the length
 length again). Words glued into an identifier (:func:`_identifier_shaped`: ``TropykusErc20Handler``,
 few segments of 3+ letters) and paths of words (:func:`_path_shaped`) pass too.
 
-What is not key material, by rule (each one tested in tests/test_key_material.py):
+What is not key material, by rule (each one tested in tests/unit/rules/test_key_material.py):
 
 * git SHAs, content hashes and ids named as such: a hex run with a word of :data:`_HASH_CONTEXT`
   (commit, sha256, hash, digest, checksum, uuid, id, revision, trace, fixed in, коммит, 提交, ...)

@@ -53,7 +53,7 @@ def missing_fields(type_: str, statement: str, fields: dict[str, str]) -> str | 
 
 #: Words that introduce a reason, in the languages of the real notes (en, es, pt, fr, de, ru, ja,
 #: zh, ar) and others (uk, pl, tr, vi, he, hi, th, ko): a flagged decision's reason is what follows
-#: (tests/test_type_scripts.py).
+#: (tests/unit/rules/test_type_scripts.py).
 _BECAUSE = re.compile(r"\b(?:because|since|so that|due to|to avoid|given that|in order to|the reason (?:is|was|being)"
                       r"|to prevent|porque|pois|ya que|puesto que|dado que|debido a|para evitar|já que|visto que"
                       r"|devido a|parce que|car|puisque|afin de|pour éviter|à cause de|étant donné que|weil|denn|damit"

@@ -12,7 +12,7 @@ macOS file names and some keyboards give it) is found as its composed form is.
 ``module:function`` that calls the gate before it writes, ``entry`` the store files it writes
 (the names of their consolidate/store/layout.py constants, ``EVENT_LOG``, joined by ``,``) or another file, ``fields`` the free-text
 fields it gates. :data:`NO_FREE_TEXT` lists the other writers of store files and why their bytes
-hold no free text (ids, counts, paths, hashes, locks). tests/test_persisted_text.py drives every
+hold no free text (ids, counts, paths, hashes, locks). tests/unit/rules/test_persisted_text.py drives every
 surface through the installed ``consolidate`` command and the MCP server with planted secrets and
 private spans and greps every byte of the store; it also checks over the source that every caller
 of the low-level writers (consolidate/core/atomic.py, consolidate/core/jsonl.py,
@@ -288,7 +288,7 @@ def worth_scanning(text: str) -> bool:
     a run of 6+ non-space characters holding a letter and a digit or symbol, of 12+ holding upper-
     and lower-case letters, or of 16+ capitals (an AWS key id of letters only, base32 key material; consolidate.rules.secrets:
     ``_value_is_secret``, provider keys, PEM bodies, URLs with a password, consolidate/rules/key_material.py).
-    tests/test_secret_write_gate.py checks it on the whole secret corpus. A text with a
+    tests/unit/rules/test_secret_write_gate.py checks it on the whole secret corpus. A text with a
     password-named word (:data:`_PASSWORD_WORD`, in the text or its NFC form) is always scanned: any
     value given to one is a password."""
     if _PASSWORD_WORD.search(text) or (not text.isascii() and _PASSWORD_WORD.search(nfc(text))):

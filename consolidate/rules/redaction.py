@@ -9,7 +9,7 @@ its redacted preview (consolidate.rules.secrets ``redact``: kind, length, at mos
 prefix); :func:`redacted` does the same for a line already composed. Every function that writes an
 error's text somewhere (the CLI's stderr line, the MCP ``ToolError``, the hook's and the team's
 logs, the worker's health file, the JSON a command prints, ...) is listed in :data:`SINKS`;
-tests/test_error_sinks.py drives each one with a secret inside an error and checks that no part of
+tests/unit/core/test_error_sinks.py drives each one with a secret inside an error and checks that no part of
 the secret survives, and checks over the source that every ``except`` clause that writes its
 exception's text does so through :func:`error_text` inside a registered sink.
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["SINKS", "error_text", "redacted", "redact_value"]
 
 #: Every function that writes an error's text where a person or a file sees it, as ``(where, what
-#: it writes)``: ``where`` is ``"module:function"`` (tests/test_error_sinks.py drives each one).
+#: it writes)``: ``where`` is ``"module:function"`` (tests/unit/core/test_error_sinks.py drives each one).
 SINKS: tuple[tuple[str, str], ...] = (
     ("consolidate.cli.main:report_error", "the CLI's `error: ...` line on stderr (logs/worker.log for a worker)"),
     ("consolidate.cli.main:report_hook_refused", "the `consolidate hook: refused: ...` line on stderr"),

@@ -6,7 +6,7 @@ and :data:`ENTRIES` lists them all, in the order of the folder's description in 
 standard library only (``os``), so the light hook paths (consolidate/agents/hooks/fast.py,
 consolidate/store/views/start_file.py) import it as well.
 
-tests/test_store_layout.py checks that no string literal naming a store entry appears outside this
+tests/unit/store/test_store_layout.py checks that no string literal naming a store entry appears outside this
 module, and that a store made by the CLI holds exactly the entries listed here.
 """
 
@@ -198,7 +198,7 @@ PREFLIGHT = _entry("*/.preflight", FILE, "apply's write probe, removed at once")
 
 #: The one writer of each file of the store folder (issue 28, concern 5): ``module:function`` (several
 #: functions of that one module after a comma). No other module opens such a file for writing,
-#: replaces it or appends to it (tests/test_store_writers.py walks the package's AST). A file whose
+#: replaces it or appends to it (tests/unit/store/test_store_writers.py walks the package's AST). A file whose
 #: writer is another program or people is named so.
 WRITERS: dict[Entry, str] = {
     GITIGNORE: "consolidate.core.private:prepare_store_dir",

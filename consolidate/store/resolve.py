@@ -35,7 +35,7 @@ file system gives them: no Unicode normalization (a folder's NFC and NFD spellin
 on Linux) but for the project-dir variable's fallback above.
 
 :data:`SURFACES` lists every entry point that resolves a store through this module, and how
-tests/test_store_resolver.py drives it; an AST check there fails for a module outside this one that
+tests/integration/test_store_resolver.py drives it; an AST check there fails for a module outside this one that
 names the default folder, reads ``$CONSOLIDATE_STORE`` or a project-dir variable, or the working
 folder for a store. Standard library only, and ``consolidate.core.settings`` (``os`` only): the fast
 hook imports it.
@@ -79,7 +79,7 @@ class Resolved(NamedTuple):
 
 class Surface(NamedTuple):
     """An entry point that resolves a store: ``name``, ``entry`` (``module:function`` that calls this
-    module), and ``drive`` (how tests/test_store_resolver.py drives it)."""
+    module), and ``drive`` (how tests/integration/test_store_resolver.py drives it)."""
 
     name: str
     entry: str
@@ -87,7 +87,7 @@ class Surface(NamedTuple):
 
 
 #: Every entry point that resolves a store, each through :func:`resolve` (directly or through
-#: consolidate.store.store.resolve_store_path). tests/test_store_resolver.py walks this list.
+#: consolidate.store.store.resolve_store_path). tests/integration/test_store_resolver.py walks this list.
 SURFACES = (
     Surface("cli", "consolidate.store.store:resolve_store_path",
             "`consolidate note`/`end`/`recall`/`status` (consolidate.cli.options.open_store -> Store) from a"

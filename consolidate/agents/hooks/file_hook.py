@@ -9,7 +9,7 @@ the echo digest, the context guard's verdict, whether it has code anchors, its t
 case) when the table's stamp still holds, from the lexical index as consolidate.agents.file_recall's
 lexical_ids reads it, and from the session tier on one connection (the segment rule, the shown and
 printed digests recorded as the full hook records them). It prints what the full hook prints: a test
-compares the two over a real-notes store (tests/test_file_recall_fast.py).
+compares the two over a real-notes store (tests/unit/agents/test_file_recall_fast.py).
 
 Anything it cannot answer the same way goes to the full hook, ``python -m consolidate hook OPTIONS``
 exec'd in this process's place, with stdin handed on (:func:`main`): an option it does not know, an event that is not a

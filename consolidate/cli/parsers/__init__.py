@@ -5,7 +5,7 @@ imported when the command runs, so ``consolidate --help`` and the hook load only
 each command module imports what it needs at module level.
 
 :data:`COMMANDS` is the one place that lists every command: the parser module that registers it and
-one example, shown at the end of its ``--help`` (tests/test_cli_commands.py parses every example and
+one example, shown at the end of its ``--help`` (tests/unit/cli/test_command_table.py parses every example and
 checks that each command has its help and example). To add a command: register it in a module here,
 add its row, and write what it does in a module of consolidate.cli.commands."""
 

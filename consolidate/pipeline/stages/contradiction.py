@@ -58,7 +58,7 @@ import json
 #: MiniLM-L6-v2 scores rewrites of one sentence above 0.95 and paraphrases of one rule 0.85-0.95.
 DUPLICATE_SIMILARITY = 0.95
 #: Neighbours at or above this similarity are shown to the judge's compare prompt. Measured on the 60
-#: labelled pairs of tests/labels/compare-regression.jsonl with MiniLM-L6-v2
+#: labelled pairs of tests/support/labels/compare-regression.jsonl with MiniLM-L6-v2
 #: (benchmarks/bench_candidate_threshold.py): the related pairs (reworded duplicates, updates,
 #: conflicts) score 0.590 to 0.966, the unrelated same-topic pairs -0.063 to 0.603. At 0.55 every
 #: related pair reaches the judge and 2 of 18 unrelated pairs do (11 %); the former 0.60 missed an

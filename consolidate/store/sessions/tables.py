@@ -1,6 +1,6 @@
 """Every statement on ``sessions.sqlite3`` that runs outside :class:`consolidate.store.sessions.tier.SessionTier`'s
 own methods, with the schema of the tables it owns: the session tier's one place for SQL besides
-session.py (tests/test_structure.py checks that no other module of the package holds any).
+session.py (tests/unit/core/test_shared_mechanisms.py checks that no other module of the package holds any).
 
 Tables owned here (each created on first use, ``CREATE ... IF NOT EXISTS``):
 

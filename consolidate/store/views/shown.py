@@ -24,7 +24,7 @@ tools, CLI ``recall``, a workspace's ``context/``, ``export`` to AGENTS.md / CLA
 
 and the **echo record** (consolidate.store.echo) of what was shown goes through :func:`record`,
 :func:`record_safely` or :func:`record_digests`. :data:`SURFACES` lists every surface, the function
-that renders it and how tests/test_agent_view.py drives it; that test also fails when a module
+that renders it and how tests/unit/store/test_agent_view.py drives it; that test also fails when a module
 outside this one calls the guard, the budget, the echo record, the drift marks or the line renderer
 to show memories.
 
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from consolidate.rules.context_budget import Fitted
 
 #: The budget's line lengths (consolidate/rules/context_budget.py LINE_MAX_CHARS and
-#: FILE_LINE_MAX_CHARS; tests/test_agent_view.py checks they agree): that module is imported when
+#: FILE_LINE_MAX_CHARS; tests/unit/store/test_agent_view.py checks they agree): that module is imported when
 #: a context is fitted, not by the light hook.
 LINE_MAX_CHARS = 1_000
 FILE_LINE_MAX_CHARS = 240
@@ -67,7 +67,7 @@ CREDITED_OBSERVED = credit.CREDITED_OBSERVED
 
 class Surface:
     """One surface that shows memories: its ``name``, the ``renders`` function (``module:function``)
-    that calls :func:`view` for it, how tests/test_agent_view.py drives it (``driven_by``), and its
+    that calls :func:`view` for it, how tests/unit/store/test_agent_view.py drives it (``driven_by``), and its
     view: the ``statuses`` shown by default, whether the line carries the ``[confidence, evidence,
     month]`` suffix, the longest line (characters, None: whole), the most lines (None: all the
     caller passes), and whether a stale memory is shown marked (recall) or left out (a context)."""

@@ -1,0 +1,168 @@
+"""Many processes on one store at realistic size (150 notes a session, the MiniLM embedding, real
+processes): the MCP server across worker writes, 2/4/8 concurrent `run` processes, the hook's worker
+beside a manual run, batch beside a run and the MCP server. After each step: every process exits 0,
+every session is consolidated exactly once, the index count never goes down, and every memory ever
+written is found by a vector query for its own text, in a fresh process and in the MCP server.
+
+Timeouts here are hang guards only; nothing asserts a duration. (Repeated trials:
+benchmarks/bench_processes.py.)"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from consolidate.core.spawn import spawn_worker
+
+from many_processes import (MCPSession, applied_per_session, check_index, cli_env, expected_memories,
+                            fill_sessions, finish, note_texts, start_cli)
+
+pytestmark = [pytest.mark.robustness, pytest.mark.processes, pytest.mark.integration]
+
+PER_SESSION = 150
+#: Notes of the later sessions of the interleaved test (the store already holds 150 memories).
+LATER = 60
+
+
+class Ledger:
+    """What the store held after each step: ids never disappear, the count never goes down."""
+
+    def __init__(self, store_path):
+        self.store_path = store_path
+        self.seen: set[str] = set()
+        self.count = 0
+
+    def check(self, full: bool = True) -> dict:
+        """Check the index in a fresh process (``full``: also query every memory by its own text);
+        returns the memories new since the last check, ``{id: text}``."""
+        state = check_index(self.store_path, full)
+        ids = set(state["docs"])
+        assert state["not_found"] == [], f"{len(state['not_found'])} memories not found by their own text"
+        assert state["count"] >= self.count, f"index count went down: {self.count} -> {state['count']}"
+        assert self.seen <= ids, f"{len(self.seen - ids)} memories written earlier are gone"
+        assert expected_memories(self.store_path) <= ids
+        assert state["count"] == len(ids)
+        new = {i: state["docs"][i] for i in ids - self.seen}
+        self.seen, self.count = ids, state["count"]
+        return new
+
+
+def ok(results):
+    for code, _out, err in results:
+        assert code == 0, err[-1500:]
+        assert "Traceback" not in err, err[-1500:]
+
+
+def wait_worker(pid: int) -> int:
+    """Reap a worker started by spawn_worker (a child of this process); its exit code."""
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def recalled_by_mcp(mcp, new: dict[str, str], sample: int = 25) -> None:
+    for memory_id, text in sorted(new.items())[:sample]:
+        assert memory_id in mcp.recall_ids(text), text
+
+
+def test_mcp_server_recalls_across_five_worker_writes(tmp_path):
+    """Input 1: a recall before another process writes, then every later recall fails with
+    "Error finding id" until the server restarts. Here the server stays up across 5 writes by the
+    worker its own session_complete starts, and recall sees each."""
+    store_path = tmp_path / ".memofs"
+    fill_sessions(store_path, ["seed"], PER_SESSION)
+    ok(finish([start_cli(store_path, "run")]))
+    ledger = Ledger(store_path)
+    seeded = ledger.check(full=False)
+    assert len(seeded) >= PER_SESSION - 5
+    with MCPSession(store_path) as mcp:
+        recalled_by_mcp(mcp, seeded, sample=5)  # the server's index is open before anyone else writes
+        for step in range(5):
+            sid = f"w{step}"
+            for text in note_texts(sid, 30):
+                mcp.data("note", session_id=sid, content=text, flag=True)
+            done = mcp.data("session_complete", session_id=sid, outcome="success")
+            assert done["worker"] == "started"
+            code = _wait_queue_drained(store_path, sid)
+            new = ledger.check(full=step == 4)
+            assert len(new) >= 25, step
+            recalled_by_mcp(mcp, new, sample=30)
+        recalled_by_mcp(mcp, seeded, sample=10)
+    assert set(applied_per_session(store_path)) == {"seed", *(f"w{i}" for i in range(5))}
+    assert all(n == 1 for n in applied_per_session(store_path).values())
+    log = (store_path / "logs" / "worker.log").read_text(encoding="utf-8")
+    assert "Traceback" not in log and "error" not in log.lower(), log[-1500:]
+    assert code == "done"
+
+
+def _wait_queue_drained(store_path, sid: str, guard: float = 600.0) -> str:
+    """Poll the queue row of ``sid`` until the worker finished it (``guard``: hang guard only)."""
+    import time
+
+    from consolidate import Store
+
+    deadline = time.monotonic() + guard
+    while time.monotonic() < deadline:
+        s = Store(store_path, create=False)
+        try:
+            end = s.sessions.session_end(sid)
+        finally:
+            s.close()
+        if end and end["status"] not in ("queued", "running"):
+            return end["status"]
+        time.sleep(0.2)
+    raise AssertionError(f"session {sid} was not consolidated (hang guard {guard:g} s)")
+
+
+@pytest.mark.parametrize("processes", [2, 4, 8])
+def test_concurrent_runs_all_complete(tmp_path, processes):
+    """Input 2: `consolidate run & consolidate run & wait` over sessions of 150 notes: the second
+    process died with a chromadb traceback. Now every process exits 0, each session is consolidated
+    once, and nothing written is lost."""
+    store_path = tmp_path / ".memofs"
+    sessions = [f"c{i}" for i in range(processes)]
+    fill_sessions(store_path, sessions, PER_SESSION)
+    ok(finish([start_cli(store_path, "run") for _ in range(processes)]))
+    assert applied_per_session(store_path) == {s: 1 for s in sessions}
+    new = Ledger(store_path).check()
+    assert len(new) >= processes * (PER_SESSION - 5)
+
+
+def test_writers_interleaved_with_mcp_alive(tmp_path):
+    """The hook's worker beside a manual run, batch draining several sessions beside a run, and the
+    MCP server's own worker beside a run; the MCP server stays up across all of it. Checked after
+    each step: no exit but 0, each session once, no memory lost, count never down, recall sees all."""
+    store_path = tmp_path / ".memofs"
+    fill_sessions(store_path, ["seed"], PER_SESSION)
+    ok(finish([start_cli(store_path, "run")]))
+    ledger = Ledger(store_path)
+    ledger.check(full=False)
+    with MCPSession(store_path) as mcp:
+        assert mcp.recall_ids(note_texts("seed", 1)[0])
+        # the hook's worker (started the way the hook starts it) beside a manual run
+        fill_sessions(store_path, ["h1", "h2"], LATER)
+        pid = spawn_worker(store_path, log=store_path / "logs" / "worker.log", extra_env={k: v for k, v in cli_env(store_path).items()
+                                                  if k.startswith("CONSOLIDATE_")})
+        run = start_cli(store_path, "run")
+        ok(finish([run]))
+        assert wait_worker(pid) == 0
+        log = (store_path / "logs" / "worker.log").read_text(encoding="utf-8")
+        assert "Traceback" not in log, log[-1500:]
+        recalled_by_mcp(mcp, ledger.check())
+        # batch draining three sessions (one process, several sessions) beside a manual run
+        fill_sessions(store_path, ["b1", "b2", "b3"], LATER)
+        batch = start_cli(store_path, "batch")
+        fill_sessions(store_path, ["r1"], LATER)
+        run = start_cli(store_path, "run")
+        ok(finish([batch, run]))
+        recalled_by_mcp(mcp, ledger.check())
+        # the MCP server's own session_complete (its worker) beside a manual run
+        for text in note_texts("m1", 40):
+            mcp.data("note", session_id="m1", content=text, flag=True)
+        fill_sessions(store_path, ["r2"], LATER)
+        mcp.data("session_complete", session_id="m1", outcome="success")
+        ok(finish([start_cli(store_path, "run")]))
+        _wait_queue_drained(store_path, "m1")
+        recalled_by_mcp(mcp, ledger.check())
+    applied = applied_per_session(store_path)
+    assert applied == {s: 1 for s in ["seed", "h1", "h2", "b1", "b2", "b3", "r1", "r2", "m1"]}
