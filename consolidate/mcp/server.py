@@ -309,7 +309,8 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
         secret material is stored redacted: the answer is then one line saying so (with the id). For a
         flagged note, returns ``{"id": note id, "policy": one line}`` (and ``"secret"``: that line, when
         it was redacted): what the write policy says about it now (the type it is kept as, missing
-        fields, trivia), so you can rewrite it while you know the context."""
+        fields, trivia), so you can rewrite it while you know the context. A note written to a session that
+        already ended and was consolidated returns the dict with ``"ended"``: one line saying so."""
         def write(s: Store) -> int | str | dict[str, Any]:
             sid = resolve_session(s, session_id, own_id)
             note_id = s.sessions.add_note(sid, content, flag=flag, ttl=ttl or None, kind=kind or None)
@@ -317,8 +318,10 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
                 own_used.append(True)
             notice = getattr(note_id, "notice", None)
             policy = note_policy_line(content, flag=flag, kind=kind, blocked=bool(notice))
-            if policy:
-                return {"id": int(note_id), "policy": policy, **({"secret": notice} if notice else {})}
+            ended = s.sessions.ended_hint(sid)  # the same line as `consolidate note` (SessionTier owns it)
+            if policy or ended:
+                return {"id": int(note_id), **({"policy": policy} if policy else {}),
+                        **({"ended": ended} if ended else {}), **({"secret": notice} if notice else {})}
             return notice or int(note_id)
 
         return await backend.run(write)

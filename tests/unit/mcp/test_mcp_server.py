@@ -171,6 +171,19 @@ def test_aborted_session_is_resumed_and_completed_later(store):
     anyio.run(main)
 
 
+def test_a_note_after_its_session_ended_says_so_like_the_cli(store):
+    async def main():
+        async with Client(build_server(store, spawn=None)) as client:
+            first = data(await call(client, "note", session_id="s5", content="The build uses make"))
+            assert isinstance(first, int)  # an open session: no hint
+            await call(client, "session_complete", session_id="s5", outcome="success")
+            await anyio.to_thread.run_sync(lambda: run_queue(store, judges=["rules"]))
+            late = data(await call(client, "note", session_id="s5", content="The tests use pytest"))
+            hint = store.sessions.ended_hint("s5")  # the line `consolidate note` prints (SessionTier owns it)
+            assert hint and "\n" not in hint and late == {"id": late["id"], "ended": hint}
+    anyio.run(main)
+
+
 def test_recall_on_an_empty_store_creates_nothing(store):
     async def main():
         async with Client(build_server(store, spawn=None)) as client:
