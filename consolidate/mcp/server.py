@@ -92,6 +92,20 @@ MAX_K = 50
 AUTO = "auto"
 
 
+def note_answer(s: Store, sid: str, note_id, content: str, *, flag: bool, kind: str | None) -> int | str | dict[str, Any]:
+    """The note tool's answer for ``note_id`` just written to ``sid``: the id; the secret gate's line
+    when it redacted the note; else ``{"id", "policy"?, "ended"?, "secret"?}`` with the write policy's
+    line and ``ended``: the line ``consolidate note`` prints when the session already ended
+    (SessionTier.ended_hint owns it)."""
+    notice = getattr(note_id, "notice", None)
+    policy = note_policy_line(content, flag=flag, kind=kind, blocked=bool(notice))
+    ended = s.sessions.ended_hint(sid)
+    if policy or ended:
+        return {"id": int(note_id), **({"policy": policy} if policy else {}),
+                **({"ended": ended} if ended else {}), **({"secret": notice} if notice else {})}
+    return notice or int(note_id)
+
+
 def note_policy_line(content: str, *, flag: bool, kind: str | None, blocked: bool = False) -> str | None:
     """The write policy's one-line answer for a note just written (note_policy.check_note); ``blocked``:
     the secret gate redacted it."""
@@ -316,13 +330,7 @@ def build_server(store: Store | Callable[[], Store] | None = None, *,
             note_id = s.sessions.add_note(sid, content, flag=flag, ttl=ttl or None, kind=kind or None)
             if sid == own_id and not own_used:
                 own_used.append(True)
-            notice = getattr(note_id, "notice", None)
-            policy = note_policy_line(content, flag=flag, kind=kind, blocked=bool(notice))
-            ended = s.sessions.ended_hint(sid)  # the same line as `consolidate note` (SessionTier owns it)
-            if policy or ended:
-                return {"id": int(note_id), **({"policy": policy} if policy else {}),
-                        **({"ended": ended} if ended else {}), **({"secret": notice} if notice else {})}
-            return notice or int(note_id)
+            return note_answer(s, sid, note_id, content, flag=flag, kind=kind)
 
         return await backend.run(write)
 
