@@ -99,11 +99,12 @@ def queue(store, surface: str = "review-list") -> list[dict[str, Any]]:
         if (r["metadata"] or {}).get("status") in LIVE_STATUSES:
             rows[mid] = {"id": mid, **r, "with": [], "reasons": []}
     # the agent view (consolidate/store/views/shown.py): tombstones, drift marks, evidence as credited, the guard
-    got = agent_view.view([{"id": mid, "document": r["document"], "metadata": r["metadata"] or {}}
+    got = agent_view.view([{"id": mid, "document": r["document"], "metadata": r["metadata"] or {}, "with": r["with"]}
                            for mid, r in rows.items()], surface, drift=drift,
                           forgotten=agent_view.forgotten_ids(store), statuses=LIVE_STATUSES)
     shown = {v["id"]: text for v, text in zip(got.rows, got.lines)}
-    credited = {v["id"]: v["metadata"] for v in got.rows}  # evidence as credited
+    credited = {v["id"]: v["metadata"] for v in got.rows}  # evidence as credited, no forgotten disputed_with
+    partners = {v["id"]: v["with"] for v in got.rows}  # a forgotten side never named
     out: list[dict[str, Any]] = []
     for mid, r in rows.items():
         if mid not in shown and mid not in got.held:
@@ -113,7 +114,7 @@ def queue(store, surface: str = "review-list") -> list[dict[str, Any]]:
         meta = credited.get(mid) or r["metadata"] or {}
         text = shown.get(mid) or HELD_BACK
         out.append({"id": mid, "statement": r["document"] if mid in shown else HELD_BACK, "type": meta.get("type"),
-                    "status": meta.get("status"), "reasons": reasons, "with": list(r.get("with") or []),
+                    "status": meta.get("status"), "reasons": reasons, "with": list(partners.get(mid, r.get("with")) or []),
                     "drifted": d["drifted"], "stale": d["stale"], "text": text, "metadata": meta,
                     **({"held_back": True} if mid in got.held else {}),
                     **({"proposal": _proposal(r["metadata"])} if "curate" in reasons else {})})

@@ -278,9 +278,19 @@ def view(rows: Iterable[dict[str, Any]], name: str, *, drift: dict[str, dict] | 
         if s.max_memories is not None and len(out.rows) >= s.max_memories:
             out.cut += 1
             continue
-        out.rows.append({**r, "metadata": meta})
+        out.rows.append(_unlinked({**r, "metadata": meta}, gone))
         out.lines.append(line(doc, meta, s.name))
     return out
+
+
+def _unlinked(row: dict[str, Any], gone: set[str]) -> dict[str, Any]:
+    """``row`` without a link to a forgotten memory: its ``disputed_with`` (metadata) and the ids of
+    its ``with`` (the entries it disputes) never name one (one side of a dispute forgotten)."""
+    if row["metadata"].get("disputed_with") in gone:
+        row["metadata"] = {k: v for k, v in row["metadata"].items() if k != "disputed_with"}
+    if isinstance(row.get("with"), list):
+        row["with"] = [o for o in row["with"] if o not in gone]
+    return row
 
 
 def _unsafe(text: str) -> bool:

@@ -107,6 +107,26 @@ def test_a_run_that_wrote_a_disputed_memory_says_so(tmp_path):
     assert "[disputed]" in cli(st_, "recall", "staging db port").stdout
 
 
+def test_a_forgotten_side_of_a_dispute_is_named_nowhere(tmp_path):
+    """Two memories dispute the first; one of them forgotten, the first still disputes the other, and
+    no surface names the forgotten one (its ``with``, its ``disputed_with``)."""
+    st_ = tmp_path / ".memofs"
+    _session(st_, "s1", "The staging db listens on port 5433")
+    assert cli(st_, "run", "--judge", MODAL_JUDGE).returncode == 0
+    for sid, port in (("s2", 6543), ("s3", 7000)):
+        _session(st_, sid, f"The staging db listens on port {port}")
+        assert cli(st_, "run", "--judge", MODAL_JUDGE, env={"FAKE_CLI_RELATION": "contradicts"}).returncode == 0
+    rows = {r["statement"]: r for r in json.loads(cli(st_, "disputes", "--json").stdout)}
+    first, gone = rows["The staging db listens on port 5433"], rows["The staging db listens on port 7000"]["id"]
+    assert gone in first["with"] and first["disputed_with"] == gone  # the last to dispute it
+    assert cli(st_, "forget", gone).returncode == 0
+    for args in (("disputes",), ("disputes", "--json"), ("review", "--list"), ("review", "--list", "--json"),
+                 ("recall", "--json", "staging db port"), ("hook", "--event", "SessionStart")):
+        out = cli(st_, *args, stdin='{"hook_event_name": "SessionStart", "session_id": "s9"}')
+        assert out.returncode == 0 and "port 5433" in out.stdout and gone not in out.stdout, (args, out.stdout)
+    assert "port 7000" not in cli(st_, "disputes").stdout
+
+
 # -- a crash: the next run says it finished the interrupted one ------------------------------------------------
 
 
