@@ -101,6 +101,9 @@ def _inheritable() -> list[int]:
 
 
 def _fork_exec(argv: list[str], env: dict[str, str], out: int) -> int:
+    # the inheritable descriptors, whatever their number (a long-lived process can hold more than
+    # 1,024): closed in the child, as posix_spawn's file actions close them
+    inherited = _inheritable()
     null = os.open(os.devnull, os.O_RDONLY)
     try:
         sys.stdout.flush()
@@ -112,7 +115,12 @@ def _fork_exec(argv: list[str], env: dict[str, str], out: int) -> int:
                 os.dup2(null, 0)
                 os.dup2(out, 1)
                 os.dup2(out, 2)
-                os.closerange(3, 1024)
+                for fd in inherited:
+                    if fd > 2:
+                        try:
+                            os.close(fd)
+                        except OSError:
+                            pass
                 os.execve(argv[0], argv, env)
             finally:
                 os._exit(127)

@@ -131,6 +131,38 @@ def test_the_start_is_detached(tmp_path, monkeypatch, how):
         assert len([fd for fd in seen["fds"] if fd > 2]) <= 1, seen  # the descriptor of listdir itself
 
 
+@pytest.mark.parametrize("how", ["posix_spawn", "fork and exec"])
+def test_an_inherited_descriptor_above_1023_does_not_reach_the_worker(tmp_path, monkeypatch, how):
+    """A long-lived starter (the MCP server) can hold inheritable descriptors numbered above 1,023;
+    neither way of starting passes them on (the fork path closed only 3-1023 before)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    high = 1500
+    if soft <= high:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, high + 1), hard))
+    if how == "fork and exec":
+        def no_setsid(*args, **kwargs):
+            raise NotImplementedError
+
+        monkeypatch.setattr(os, "posix_spawn", no_setsid)
+    log = tmp_path / "out.log"
+    r, w = os.pipe()
+    os.dup2(w, high, inheritable=True)
+    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        pid = starter._launch([sys.executable, "-c", _CHILD], dict(os.environ), out)
+    finally:
+        for fd in (out, w, high, r):
+            os.close(fd)
+        if soft <= high:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    seen = json.loads(log.read_text().splitlines()[0])
+    assert seen["fds"] is None or high not in seen["fds"], seen
+
+
 def test_an_inherited_descriptor_does_not_reach_the_worker(tmp_path):
     """A pipe the agent CLI left inheritable in the hook's process is closed in the worker (the agent
     would otherwise wait for its end as long as the worker runs)."""
@@ -143,7 +175,9 @@ def test_an_inherited_descriptor_does_not_reach_the_worker(tmp_path):
         os.close(out)
         os.close(w)
     try:
-        ready, _, _ = select.select([r], [], [], 10.0)
+        poll = select.poll()  # not select.select: this process may hold descriptors above 1,023
+        poll.register(r, select.POLLIN | select.POLLHUP)
+        ready = poll.poll(10_000)
         assert ready and os.read(r, 1) == b"", "the write end is closed in the worker: EOF while it runs"
     finally:
         os.close(r)
