@@ -140,7 +140,7 @@ def test_every_page_opens_on_the_real_notes_store(browser, served, shots):
 
     one = _all(browser, "table.memories tbody tr td:first-child a")[0]
     mid = one.get_attribute("href").rsplit("/", 1)[1]
-    one.click()
+    _click_and_load(browser, one)
     assert _text(browser, "h1") == f"Memory {mid}" and "memory.written" in _text(browser, "table.history")
     assert _text(browser, "#status") == statuses[mid]
     browser.save_screenshot(str(shots / "memory.png"))
@@ -175,7 +175,7 @@ def test_search_uses_recall_and_filters_narrow_it(browser, served, shots):
     _open(browser, served, "/")
     box = browser.find_element("id", "f-q")
     box.send_keys(word)
-    browser.find_element("id", "f-go").click()
+    _click_and_load(browser, "#f-go")
     found = [a.get_attribute("href").rsplit("/", 1)[1] for a in _all(browser, "table.memories tbody td:first-child > a")]
     assert mid in found and f"found for {word!r}" in _text(browser, "#total")
     browser.save_screenshot(str(shots / "search.png"))
@@ -184,6 +184,21 @@ def test_search_uses_recall_and_filters_narrow_it(browser, served, shots):
     _open(browser, served, f"/?q={word}&type={other}")
     assert mid not in [a.get_attribute("href") .rsplit("/", 1)[1]
                        for a in _all(browser, "table.memories tbody td:first-child > a")]
+
+
+def _click_and_load(browser, target, confirm: bool = False) -> None:
+    """Click ``target`` (an element, or a CSS selector) that leads to another page: a form's button or
+    a link (``confirm``: then accept the page's confirm dialog), and wait until the page it was on is
+    gone (the answer loads in its place): without the wait, what is read next can be the page before
+    the click."""
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = browser.find_element("tag name", "html")
+    (browser.find_element("css selector", target) if isinstance(target, str) else target).click()
+    if confirm:
+        browser.switch_to.alert.accept()
+    WebDriverWait(browser, 180, poll_frequency=0.2).until(expected_conditions.staleness_of(page))
 
 
 def _after_post(browser, css: str = "#message, #error") -> str:
@@ -204,10 +219,10 @@ def test_approve_and_decline_a_quarantined_memory(browser, served, shots):
     path = served[2]
     _open(browser, served, "/review")
     first, second = _quarantined_rows(browser)[:2]
-    browser.find_element("css selector", f'tr[id="r-{first}"] form.approve button').click()
+    _click_and_load(browser, f'tr[id="r-{first}"] form.approve button')
     assert _after_post(browser).startswith(f"message: approved {first}: active, user-stated")
     browser.find_element("css selector", f'tr[id="r-{second}"] form.decline input[name=reason]').send_keys("wrong")
-    browser.find_element("css selector", f'tr[id="r-{second}"] form.decline button').click()
+    _click_and_load(browser, f'tr[id="r-{second}"] form.decline button')
     assert _after_post(browser).startswith(f"message: declined {second}: archived with a tombstone")
     browser.save_screenshot(str(shots / "review-after.png"))
     after = _query(path, f"""from consolidate.store import archive
@@ -230,7 +245,7 @@ def test_a_stale_form_changes_nothing(browser, served):
     subprocess.run([sys.executable, "-m", "consolidate", "review", "--store", str(path), "--approve", mid],
                    check=True, capture_output=True, env=env, timeout=300)
     runs_before = _query(path, "from consolidate.store.snapshots import list_runs\nout = len(list_runs(store))")
-    browser.find_element("css selector", f'tr[id="r-{mid}"] form.decline button').click()
+    _click_and_load(browser, f'tr[id="r-{mid}"] form.decline button')
     assert "changed since the page was shown" in _after_post(browser, "#error")
     assert _statuses(path)[mid] == "active"  # the other process's approval stands; the decline wrote nothing
     assert _query(path, "from consolidate.store.snapshots import list_runs\nout = len(list_runs(store))") == runs_before
@@ -247,8 +262,7 @@ def test_undo_a_run(browser, served, shots):
     assert added > 0
     before = set(_statuses(path))
     _open(browser, served, "/runs")
-    browser.find_element("css selector", f'tr[id="{rid}"] form.undo button').click()
-    browser.switch_to.alert.accept()  # the page asks first
+    _click_and_load(browser, f'tr[id="{rid}"] form.undo button', confirm=True)  # the page asks first
     assert _after_post(browser).startswith(f"message: undid {rid}: removed {added} entries")
     assert "undone" in _text(browser, f'tr[id="{rid}"]')
     browser.save_screenshot(str(shots / "runs-after-undo.png"))
