@@ -221,8 +221,11 @@ def test_sigkill_at_several_offsets_loses_nothing_and_takes_nothing_twice(setup,
     fire(settings, "SessionStart", payload("SessionStart", "next-2", project, source="startup"))
     row = _check_once(project, expected)
     log = _log(project)
-    if f"sessionend session={SID} queued" not in log and "its hook's harvest did not finish" not in log:
-        assert row["reason"] == "end missed: recovered at the SessionStart of next-2"  # killed before the end
+    # killed before the end was queued: recovered at the next SessionStart; killed after (the end row can
+    # be committed before its log line is written, so the log alone cannot tell): the end's own reason
+    assert row["reason"] in ("other", "end missed: recovered at the SessionStart of next-2")
+    if f"sessionend session={SID} queued" in log or "its hook's harvest did not finish" in log:
+        assert row["reason"] == "other"
     print(f"killed at {seconds} s:", "recovered" if row["reason"].startswith("end missed") else
           "harvest made later" if "its hook's harvest did not finish" in log else "hook finished")
     # a later SessionStart and the late end of a resumed agent change nothing
