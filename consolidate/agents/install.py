@@ -199,6 +199,9 @@ def hook_command(*, store: str | os.PathLike | None = None, harvest: bool = Fals
 
 #: The module the file recall hook (a tool event's: PreToolUse, BeforeTool) runs, its light entry.
 FILE_HOOK_MODULE = "consolidate.agents.hooks.file_hook"
+#: The same entry as a console script (pyproject.toml ``[project.scripts]``): the plugin's and the
+#: extension's tool event run it from PATH (consolidate/agents/manifests.py).
+FILE_RECALL_SCRIPT = "consolidate-file-recall"
 
 
 def file_hook_command(command: str) -> str:
@@ -218,6 +221,8 @@ def hook_argv(command: str) -> list[str]:
     tokens = shlex.split(command)
     if FILE_HOOK_MODULE in tokens:
         return ["hook", *tokens[tokens.index(FILE_HOOK_MODULE) + 1:]]
+    if tokens and Path(tokens[0]).name in (FILE_RECALL_SCRIPT, FILE_RECALL_SCRIPT + ".exe"):
+        return ["hook", *tokens[1:]]
     return tokens[tokens.index("hook"):]
 
 
@@ -274,7 +279,7 @@ def is_our_command(command: Any) -> bool:
             return True
         if tok == "-m" and tokens[i + 1] == FILE_HOOK_MODULE:
             return True
-    return False
+    return bool(tokens) and Path(tokens[0]).name in (FILE_RECALL_SCRIPT, FILE_RECALL_SCRIPT + ".exe")
 
 
 def settings_path(agent: str, scope: str = "project", *, cwd: str | os.PathLike | None = None) -> Path:

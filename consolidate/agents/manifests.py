@@ -36,7 +36,7 @@ import sys
 from pathlib import Path
 from typing import Any
 from consolidate import __version__
-from consolidate.agents.install import merge_hooks
+from consolidate.agents.install import FILE_RECALL_SCRIPT, merge_hooks
 
 NAME = "consolidate"
 DESCRIPTION = ("Long-term memory for coding agents: notes written during a session are judged at its end; what"
@@ -75,12 +75,24 @@ def gemini_hook_command() -> str:
     return 'consolidate --env-file-if-exists "${extensionPath}${/}.env" hook --output gemini'
 
 
-def hooks_file(agent: str, command: str) -> dict[str, Any]:
+def claude_tool_command() -> str:
+    """What the plugin's tool event (PreToolUse) runs: the file recall's light entry as a console
+    script (consolidate/agents/hooks/file_hook.py; ``consolidate hook`` would cost the imports of the
+    command line at every file the agent reads)."""
+    return FILE_RECALL_SCRIPT
+
+
+def gemini_tool_command() -> str:
+    """What the extension's tool event (BeforeTool) runs: the light entry, with the extension's ``.env``."""
+    return FILE_RECALL_SCRIPT + ' --env-file-if-exists "${extensionPath}${/}.env" --output gemini'
+
+
+def hooks_file(agent: str, command: str, tool_command: str | None = None) -> dict[str, Any]:
     """``{"hooks": {...}}`` as ``consolidate install-hook AGENT --harvest`` would merge it into an
-    empty settings file."""
+    empty settings file (its tool events running ``tool_command`` when given)."""
 
     data: dict[str, Any] = {}
-    merge_hooks(data, agent, command, harvest=True)
+    merge_hooks(data, agent, command, harvest=True, tool_command=tool_command)
     return {"hooks": data["hooks"]}
 
 
@@ -127,9 +139,9 @@ def files() -> dict[str, dict[str, Any]]:
     return {
         ".claude-plugin/marketplace.json": marketplace_json(),
         (PLUGIN_DIR / ".claude-plugin" / "plugin.json").as_posix(): plugin_json(),
-        (PLUGIN_DIR / "hooks" / "hooks.json").as_posix(): hooks_file("claude-code", claude_hook_command()),
+        (PLUGIN_DIR / "hooks" / "hooks.json").as_posix(): hooks_file("claude-code", claude_hook_command(), claude_tool_command()),
         "gemini-extension.json": gemini_extension_json(),
-        "hooks/hooks.json": hooks_file("gemini-cli", gemini_hook_command()),
+        "hooks/hooks.json": hooks_file("gemini-cli", gemini_hook_command(), gemini_tool_command()),
     }
 
 

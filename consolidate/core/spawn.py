@@ -162,10 +162,11 @@ def alive(pid: int | None) -> bool:
     return True
 
 
-def exec_hook(args: list[str]) -> None:
-    """Replace this process by the full hook, ``<this python> -m consolidate hook ARGS`` (the file
-    recall's light entry, consolidate/agents/hooks/file_hook.py, for a call it cannot answer; its
-    stdin already handed on). Returns only when the exec fails (OSError)."""
+def exec_hook(args: list[str], before: list[str] | None = None) -> None:
+    """Replace this process by the full hook, ``<this python> -m consolidate BEFORE hook ARGS`` (the
+    file recall's light entry, consolidate/agents/hooks/file_hook.py, for a call it cannot answer; its
+    stdin already handed on; ``before``: the command line's own options, such as
+    ``--env-file-if-exists PATH``). Returns only when the exec fails (OSError)."""
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(sys.executable, [sys.executable, "-m", "consolidate", "hook", *args])
+    os.execv(sys.executable, [sys.executable, "-m", "consolidate", *(before or []), "hook", *args])

@@ -1,6 +1,8 @@
 """The light entry of the file recall hook (issue 34): what the installed PreToolUse (Claude Code) /
-BeforeTool (Gemini CLI) command runs, ``<python> -m consolidate.agents.hooks.file_hook [OPTIONS]``,
-without consolidate.cli.main, argparse or the modules of the full answer
+BeforeTool (Gemini CLI) command runs, ``<python> -m consolidate.agents.hooks.file_hook [OPTIONS]``
+(``consolidate install-hook``) or the console script ``consolidate-file-recall [OPTIONS]`` (the Claude
+Code plugin and the Gemini CLI extension: the store options from their settings, read by
+consolidate/agents/plugin_env.py as the full command line reads them), without consolidate.cli.main, argparse or the modules of the full answer
 (consolidate.agents.file_recall.run).
 
 It answers from file recall's table ``memory/files.sqlite3`` (consolidate/store/index/file_table.py:
@@ -32,6 +34,7 @@ import sqlite3
 import sys
 import time
 
+from consolidate.agents import plugin_env
 from consolidate.agents.hooks.payload import (EVENT_KEY, PRE_TOOL_USE_NAME, TOOL_EVENTS, cwd_of, event_name, hook_output, raw_cwd,
                                               raw_event_name, read_stdin, replace_stdin, session_id_of, tool_paths)
 from consolidate.core.settings import JUDGE_CHILD, PROJECT_ROOT
@@ -78,9 +81,12 @@ def main(argv: list[str] | None = None) -> int:
     place (``python -m consolidate hook`` + ``argv``, exec'd, stdin handed on). Exits 0 on the light
     path whatever happens: a file recall never blocks the agent."""
     args = sys.argv[1:] if argv is None else list(argv)
+    before, args = _global_options(args)
     raw: bytes | None = None
     try:
         opts = _options(args)
+        if opts is not None:
+            _settings(before)
         if opts is not None:
             if JUDGE_CHILD.get():
                 return 0  # a judge's own agent session: the full hook does nothing either
@@ -94,10 +100,32 @@ def main(argv: list[str] | None = None) -> int:
     if raw is not None:
         replace_stdin(raw)
     try:  # the full hook in this process's place (the agents layer does not import the command line)
-        exec_hook(args)
+        exec_hook(args, before=before)
     except OSError:
         pass
     return 0  # the exec failed: a file recall never blocks the agent
+
+
+#: The command line's own options this entry takes before the hook's (``consolidate OPTION hook ...``).
+_GLOBAL_OPTIONS = ("--env-file-if-exists",)
+
+
+def _global_options(args: list[str]) -> tuple[list[str], list[str]]:
+    """``(the leading --env-file-if-exists PATH pairs, the rest)`` of ``args``."""
+    i = 0
+    while i + 1 < len(args) and args[i] in _GLOBAL_OPTIONS:
+        i += 2
+    return args[:i], args[i:]
+
+
+def _settings(before: list[str]) -> None:
+    """The store options of the plugin's settings (``CLAUDE_PLUGIN_OPTION_*``) and of the extension's
+    ``.env`` files named in ``before``, set in the environment as consolidate.cli.main sets them.
+    Raises ConfigError for a file the full hook must read (unreadable, a line or value it would
+    skip or report): the full hook answers then."""
+    plugin_env.apply()
+    for path in before[1::2]:
+        plugin_env.load_env_file(path, missing_ok=True)
 
 
 def _options(args: list[str]) -> dict[str, str] | None:
@@ -386,10 +414,16 @@ def _lexical_ids(store: str, rel: str, limit: int = MAX_MEMORIES * 4) -> list[st
     return [i for i, terms in lexical.file_hits(store, sorted(strong), limit) if names_file(full, folded, terms)]
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """The process's entry (``-m`` and the ``consolidate-file-recall`` console script): :func:`main`
+    on ``sys.argv``, then exit, leaving a connection of :data:`LEFT_OPEN` to the process exit."""
     code = main()
     if LEFT_OPEN:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
     sys.exit(code)
+
+
+if __name__ == "__main__":
+    run()

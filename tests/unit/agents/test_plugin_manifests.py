@@ -349,3 +349,58 @@ def test_plugin_options_map_to_the_store_options():
            "CONSOLIDATE_CHROMA_URL": "http://kept:8000", "CLAUDE_PLUGIN_OPTION_CHROMA_URL": "http://other:1"}
     assert apply(env) == {"CONSOLIDATE_STORE": "/x/store", "CONSOLIDATE_EMBEDDING": "hash"}
     assert env["CONSOLIDATE_CHROMA_URL"] == "http://kept:8000" and "CONSOLIDATE_PROJECT" not in env
+
+
+def _imports(stderr: str) -> set[str]:
+    """The modules a process imported, from ``-X importtime``'s lines on stderr (PYTHONPROFILEIMPORTTIME)."""
+    return {line.rsplit("|", 1)[-1].strip() for line in stderr.splitlines() if line.startswith("import time:")}
+
+
+def _tool_call(command, payload, *, env, cwd):
+    out = subprocess.run(["bash", "-c", command], input=json.dumps(payload), capture_output=True, text=True,
+                         env={**env, "PYTHONPROFILEIMPORTTIME": "1"}, cwd=cwd, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout, _imports(out.stderr)
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "gemini-cli"])
+def test_the_plugin_and_extension_file_recall_is_the_light_entry(tmp_path, agent):
+    """The plugin's PreToolUse and the extension's BeforeTool run the file recall's light entry (the
+    ``consolidate-file-recall`` console script, issue 34 goal 1) with the store chosen in their
+    settings: once the full hook has written the file table, a call answers without the command line
+    (consolidate.cli.main never imported), the same as the full hook; a settings file the light
+    entry cannot take whole (a line that is not KEY=VALUE) goes to the full hook, which answers."""
+    project = tmp_path / "project"
+    project.mkdir()
+    store = tmp_path / "chosen"
+    _seed(store)
+    if agent == "claude-code":
+        [group] = _load("plugins/consolidate/hooks/hooks.json")["hooks"]["PreToolUse"]
+        command = group["hooks"][0]["command"]
+        env = _env(CLAUDE_PROJECT_DIR=str(project), CLAUDE_PLUGIN_OPTION_STORE=str(store),
+                   CLAUDE_PLUGIN_OPTION_EMBEDDING="hash", CLAUDE_PLUGIN_OPTION_JUDGES="noop")
+        tool = {"hook_event_name": "PreToolUse", "tool_name": "Read"}
+        path_key = "file_path"
+    else:
+        ext = _gemini_install(tmp_path, {"CONSOLIDATE_STORE": str(store), "CONSOLIDATE_EMBEDDING": "hash",
+                                         "CONSOLIDATE_JUDGES": "noop"})
+        [group] = json.loads((ext / "hooks" / "hooks.json").read_text())["hooks"]["BeforeTool"]
+        command = _gemini_vars(group["hooks"][0]["command"], ext, project)
+        env = _env(GEMINI_PROJECT_DIR=str(project))
+        tool = {"hook_event_name": "BeforeTool", "tool_name": "read_file"}
+        path_key = "absolute_path"
+    assert command.split()[0] == "consolidate-file-recall"
+
+    def payload(sid):
+        return {"session_id": sid, "transcript_path": str(tmp_path / "t.jsonl"), "cwd": str(project), **tool,
+                "tool_input": {path_key: str(project / "src" / "auth.py")}}
+
+    first, _ = _tool_call(command, payload("light-1"), env=env, cwd=project)  # may be the full hook's (the table)
+    light, modules = _tool_call(command, payload("light-2"), env=env, cwd=project)
+    assert "check_token() rejects tokens" in first and light == first.replace("light-1", "light-2")
+    assert "consolidate.agents.hooks.file_hook" in modules and "consolidate.cli.main" not in modules
+    assert not (project / ".memofs").exists()  # the chosen store, not the default one
+    if agent == "gemini-cli":
+        (ext / ".env").write_text((ext / ".env").read_text() + "not a setting line\n")
+        full, modules = _tool_call(command, payload("light-3"), env=env, cwd=project)
+        assert "consolidate.cli.main" in modules and "check_token() rejects tokens" in full
