@@ -266,13 +266,22 @@ def test_contradiction_across_machines_has_the_one_machine_outcomes(tmp_path, se
 
 MACHINE_LOOP = r"""
 import sys, time
+from pathlib import Path
 from consolidate import Store
 from consolidate.pipeline.run import run_queue
-name, path, rounds, start_at = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+name, path, rounds, gate = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+other = "B" if name == "A" else "A"
 store = Store(path)
+def barrier(i):
+    # round i starts when both machines are there (both ended round i - 1): the two applies of a
+    # round start together, without a fixed start time or round length to wait out
+    (gate / f"{name}-{i}").touch()
+    deadline = time.monotonic() + 600
+    while not (gate / f"{other}-{i}").exists():
+        assert time.monotonic() < deadline, f"machine {other} never reached round {i}"
+        time.sleep(0.002)
 for i in range(rounds):
-    while time.time() < start_at + i * 1.5:
-        time.sleep(0.01)
+    barrier(i)
     sid = f"{name}-{i}"
     store.sessions.add_note(sid, f"Machine {name} round {i}: the build of service {name}{i} takes {100 + i} seconds", flag=True, kind="fact")
     store.sessions.add_note(sid, f"Shared round {i}: the cache of job {i} lives in .cache/job-{i}", flag=True, kind="fact")
@@ -285,12 +294,15 @@ print("done", name)
 def test_two_machines_apply_at_the_same_time_twenty_times(tmp_path, server):
     """Both machines write the same "Shared round i" memory (one id) and one of their own each round;
     the races between their pushes are the ones test_a_write_overwritten_by_another_machine... and
-    test_a_push_that_outlives_its_time_bound... replay deterministically."""
+    test_a_push_that_outlives_its_time_bound... replay deterministically. Each round starts on a
+    barrier (a file per machine and round), so both applies of every round overlap; the twenty rounds
+    stay (the count is what makes a lost or doubled push likely to show), only the waits are gone."""
     a = machine(tmp_path, "a", server)
     b = machine(tmp_path, "b", server)
     rounds = 20
-    start_at = time.time() + 8
-    procs = [subprocess.Popen([sys.executable, "-c", MACHINE_LOOP, name, str(store), str(rounds), str(start_at)],
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    procs = [subprocess.Popen([sys.executable, "-c", MACHINE_LOOP, name, str(store), str(rounds), str(gate)],
                               env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for name, store in (("A", a), ("B", b))]
     for p in procs:
@@ -550,13 +562,16 @@ def test_aborted_session_sends_nothing_and_failed_only_its_failure_event(tmp_pat
 # -- the server goes away during A's work and comes back ------------------------------------------------
 
 
-#: A CLI judge that keeps every note after a pause (the server is stopped while it thinks).
+#: A CLI judge that keeps every note once the test has stopped the server (it stops it while the
+#: judge thinks, and then creates the file ``go``: the judge waits on that, not a fixed pause).
 SLOW_JUDGE = """
-import json, sys, time
+import json, os, sys, time
 sys.path.insert(0, {fake!r})
 from _common import KIND_NOTE, keep_all
 prompt = sys.stdin.read()
-time.sleep(6)
+deadline = time.monotonic() + 120
+while not os.path.exists({go!r}) and time.monotonic() < deadline:
+    time.sleep(0.02)
 print(json.dumps({{"verdicts": keep_all(KIND_NOTE.findall(prompt))}}))
 """
 
@@ -572,7 +587,8 @@ def test_server_down_run_completes_locally_and_one_sync_pushes_exactly_once(tmp_
     assert "The staging cluster runs in eu-west-1" in hook_start(a).stdout
     # A's run: it pulls (server up), its judge thinks, the server is stopped meanwhile, it applies
     judge = tmp_path / "slow_judge.py"
-    judge.write_text(SLOW_JUDGE.format(fake=str(FAKE)))
+    go = tmp_path / "go"
+    judge.write_text(SLOW_JUDGE.format(fake=str(FAKE), go=str(go)))
     text = "The nightly job rebuilds the search index at 03:00 UTC"
     cli(a, "note", "--session", "a1", text)
     cli(a, "end", "--session", "a1", "--outcome", "success")
@@ -585,6 +601,7 @@ def test_server_down_run_completes_locally_and_one_sync_pushes_exactly_once(tmp_
         assert run.poll() is None and time.monotonic() < deadline, run.communicate()
         time.sleep(0.05)
     server.stop()  # while the judge thinks
+    go.touch()
     out, err = run.communicate(timeout=300)
     assert run.returncode == 0 and "graduated" in out, err  # the run completed locally
     assert local_docs(a) == sorted([text, "The staging cluster runs in eu-west-1"])
