@@ -152,7 +152,8 @@ def show_anchors(store, folder) -> None:
 
     def recall_line() -> str:
         hits = store.longterm().search("how are tokens compared in check_token?", k=5)
-        got = agent_view.view(hits, "cli-recall", drift=agent_view.drift_of(store, [h["id"] for h in hits]))
+        got = agent_view.view(hits, "cli-recall", drift=agent_view.drift_of(store, [h["id"] for h in hits]),
+                              forgotten=agent_view.forgotten_ids(store))
         return next(text for h, text in zip(got.rows, got.lines) if h["id"] == mid)
 
     def edit(old: str, new: str) -> None:

@@ -166,7 +166,7 @@ def recall(store, query: str, *, k: int = 5, min_similarity: float = MIN_SIMILAR
         if best_q and best_q[0]["similarity"] >= floor and (
                 not found or best_q[0]["similarity"] > max(h["similarity"] for h in found)):
             q = agent_view.view(best_q, "python-api", drift=agent_view.drift_of(store, [best_q[0]["id"]]),
-                                statuses=("quarantined",))
+                                forgotten=agent_view.forgotten_ids(store), statuses=("quarantined",))
             result.quarantined_best = q.rows[0] if q.rows else None  # a held back one is not named
     found += _graph_linked(store, lt, query, vector, found, statuses)
     _show(store, result, found, statuses)

@@ -274,8 +274,10 @@ def _lines(store: str, table: FileTable, paths: list[str], cwd: str | None,
     lines: list[str] = []
     digests: list[str] = []
     for mid, m in rows:  # the agent view on surface file-recall (consolidate.store.views.shown.view)
-        if not m["text"].strip() or mid in gone or m["status"] not in RECALLED_STATUSES:
+        if not m["text"].strip() or m["status"] not in RECALLED_STATUSES:
             continue
+        if mid in gone:
+            raise Fallback  # a forgotten id: hidden unless written again since (the view's rule, the full hook)
         if m["held"]:
             raise Fallback  # the "left out" line: the full hook
         if len(lines) < MAX_MEMORIES:

@@ -44,7 +44,8 @@ def run(plan, ctx):
             plan.decide("candidate.rejected", note_ids=c.note_ids, reason=c.outcome_reason, memory_id=c.memory_id)
             continue
         c.last_confirmed, valid_from = candidate_dates(plan, c)
-        links = {k: c.provenance[k] for k in ("supersedes", "disputes", "updates", "type_inferred", "fields_missing", "external", "unfaithful")
+        links = {k: c.provenance[k] for k in ("supersedes", "disputes", "updates", "type_inferred", "fields_missing", "external", "unfaithful",
+                                            "restates")
                  if c.provenance.get(k)}
         c.provenance = {
             "session_id": plan.session_id, "run_id": plan.run_id, "date": now.isoformat(timespec="seconds"),
@@ -96,6 +97,7 @@ def check_resurrections(plan, store) -> None:
         if hit is None:
             continue
         if c.source in OVERRIDE_SOURCE or (c.evidence in OVERRIDE_EVIDENCE and _credited_user_stated(plan, c)):
+            c.provenance["restates"] = str(hit.get("run_id") or "")  # shown again: consolidate/store/views/shown.py
             plan.decide("memory.restated", note_ids=c.note_ids, memory_id=hit.get("id"),
                         reason=f"states a forgotten memory again, {'flagged' if c.source == 'flagged' else 'user-stated'}:"
                                " written again")

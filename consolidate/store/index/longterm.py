@@ -562,6 +562,8 @@ def record_for(candidate, scope: str) -> dict[str, Any]:
             "run_id": p["run_id"], "source": candidate.source, "prompt_version": p.get("prompt_version") or "",
             "provenance": json.dumps(p, ensure_ascii=False), "fields": json.dumps(candidate.fields, ensure_ascii=False),
             **({"fields_missing": ",".join(p["fields_missing"])} if p.get("fields_missing") else {}),
+            # written again after a forget (that run): the tombstone no longer hides it (consolidate/store/views/shown.py)
+            **({"restates": p["restates"]} if p.get("restates") else {}),
             **({"anchors": json.dumps(candidate.anchors, ensure_ascii=False)} if candidate.anchors else {}),
         },
     }

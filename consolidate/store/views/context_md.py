@@ -84,7 +84,8 @@ def write(store, scope: str, limit: int = CONTEXT_MEMORIES, touched: list[str] |
         every, bound = len(rows) < size, _bound(rows[-1]) if rows else None
     else:
         rows, every, bound = merged
-    got = agent_view.view(rows[:limit], "session-start")  # drift is checked as the hook prints it
+    got = agent_view.view(rows[:limit], "session-start",  # drift is checked as the hook prints it
+                          forgotten=agent_view.forgotten_ids(store))
     text = render(scope, ["- " + line for line in got.lines], held=len(got.held), held_ids=got.held)
     write_text_atomic(path_of(store), gate(text))  # consolidate/rules/persisted.py
     write_context_index(store, got.rows, got.lines)
@@ -233,7 +234,8 @@ def differences(store, limit: int = CONTEXT_MEMORIES) -> str | None:
     worst = max((_rank({"metadata": rows[i]["metadata"]}) for i in kept), default=None)
     better = [r["id"] for r in best if r["id"] not in kept and (worst is None or _rank(r) < worst)]
     short = max(0, min(limit, len(best)) - len(kept)) if len(best) <= limit else max(0, limit - len(kept))
-    got = agent_view.view([{"id": i, **rows[i]} for i in shown if i in rows], "session-start")
+    got = agent_view.view([{"id": i, **rows[i]} for i in shown if i in rows], "session-start",
+                          forgotten=agent_view.forgotten_ids(store))
     expected = render(scope, ["- " + line for line in got.lines], held=len(got.held), held_ids=got.held)
     parts = []
     if gone:

@@ -9,7 +9,9 @@ tools, CLI ``recall``, a workspace's ``context/``, ``export`` to AGENTS.md / CLA
 
 1. **status and tombstones**: only the surface's statuses (active and disputed; quarantined ones
    where asked for, an as-of recall's superseded ones where asked for); a forgotten memory (status
-   ``forgotten`` or a tombstone in ``archive/forgotten.jsonl``: :func:`forgotten_ids`) never;
+   ``forgotten`` or a tombstone in ``archive/forgotten.jsonl``: :func:`forgotten_ids`) never, unless
+   a later run wrote it again from a flagged or user-stated note (its ``restates`` metadata names
+   the forget's run: consolidate/pipeline/stages/provenance.py); every caller passes the tombstones;
 2. **drift and staleness** (consolidate.store.anchors, through :func:`drift_of`): ``[drifted: path]``
    after the line; a memory whose anchored file is gone is marked ``[stale: path gone]`` by recall
    and left out of a context;
@@ -44,7 +46,7 @@ from consolidate.store import echo
 from consolidate.store.layout import FORGOTTEN
 import json
 from pathlib import Path
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from consolidate.model.memory_line import marks, render_memory
 
 TYPE_CHECKING = False  # typing is not imported at run time: the light SessionStart hook imports this module
@@ -244,23 +246,28 @@ def held_back(text: str) -> bool:
 
 
 def view(rows: Iterable[dict[str, Any]], name: str, *, drift: dict[str, dict] | None = None,
-         forgotten: Iterable[str] = (), statuses: tuple[str, ...] | None = None,
+         forgotten: Mapping[str, Collection[str]] | Iterable[str], statuses: tuple[str, ...] | None = None,
          held: Collection[str] | None = None) -> Shown:
     """What surface ``name`` shows of ``rows`` (``{"id", "document", "metadata"}``, in the order to
     show them), in the order of the module docstring. ``drift``: :func:`drift_of`'s answer for
-    the rows (None: their metadata's own ``drifted``/``stale`` marks); ``forgotten``: ids never
-    shown (:func:`forgotten_ids`); ``statuses``: in place of the surface's (``--all``, an as-of
+    the rows (None: their metadata's own ``drifted``/``stale`` marks); ``forgotten``: the
+    tombstones, :func:`forgotten_ids`'s ``{id: the forget runs}`` (required, so that no surface
+    starts without them; an iterable of ids: never shown whatever their metadata): a row of such an id
+    is hidden unless every forget run of it is the one its ``restates`` metadata names; ``statuses``: in place of the surface's (``--all``, an as-of
     recall); ``held``: the ids of the rows :func:`held_back` holds back, computed earlier (file recall's
     table), used for the rows whose metadata has no fields (None: the guard is run here). Pure;
     KeyError for an unknown surface."""
     s = surface(name)
     allowed = tuple(statuses or s.statuses)
-    gone = set(forgotten)
+    runs = forgotten if isinstance(forgotten, Mapping) else dict.fromkeys(forgotten, ())
+    restated = set()
     out = Shown(surface=s.name)
     for r in rows:
         meta = dict(r.get("metadata") or {})
         doc = r.get("document")
-        if (not isinstance(doc, str) or not doc.strip() or r.get("id") in gone
+        if r.get("id") in runs and _restated(meta, runs[r["id"]]):
+            restated.add(r["id"])
+        if (not isinstance(doc, str) or not doc.strip() or (r.get("id") in runs and r["id"] not in restated)
                 or (meta.get("status") or "active") not in allowed):
             out.hidden += 1
             continue
@@ -278,12 +285,18 @@ def view(rows: Iterable[dict[str, Any]], name: str, *, drift: dict[str, dict] | 
         if s.max_memories is not None and len(out.rows) >= s.max_memories:
             out.cut += 1
             continue
-        out.rows.append(_unlinked({**r, "metadata": meta}, gone))
+        out.rows.append(_unlinked({**r, "metadata": meta}, runs.keys() - restated))
         out.lines.append(line(doc, meta, s.name))
     return out
 
 
-def _unlinked(row: dict[str, Any], gone: set[str]) -> dict[str, Any]:
+def _restated(meta: dict[str, Any], forget_runs: Collection[str]) -> bool:
+    """Whether a row of a tombstoned id was written again after its forget: its ``restates`` names
+    the run of every tombstone of the id (a forget after the restatement hides it again)."""
+    return bool(forget_runs) and bool(meta.get("restates")) and set(forget_runs) <= {meta["restates"]}
+
+
+def _unlinked(row: dict[str, Any], gone: Collection[str]) -> dict[str, Any]:
     """``row`` without a link to a forgotten memory: its ``disputed_with`` (metadata) and the ids of
     its ``with`` (the entries it disputes) never name one (one side of a dispute forgotten)."""
     if row["metadata"].get("disputed_with") in gone:
@@ -379,16 +392,21 @@ def drift_of(store, ids: Iterable[str] | None, *, root=None, update: bool | None
         return {}
 
 
-def forgotten_ids(store) -> set[str]:
-    """The ids of the memories forgotten in ``store`` (a Store or a store folder): the tombstones of
-    ``archive/forgotten.jsonl`` (consolidate/store/forgotten.py writes them); empty when unreadable."""
+def forgotten_ids(store) -> dict[str, frozenset[str]]:
+    """The memories forgotten in ``store`` (a Store or a store folder), ``{id: the runs of its
+    tombstones}``: ``archive/forgotten.jsonl`` (consolidate/store/forgotten.py writes it); empty when
+    unreadable. :func:`view` takes it."""
     from consolidate.core.jsonl import read_lines  # noqa: PLC0415 - off the SessionStart hook path (core.jsonl)
 
     try:
         rows = read_lines(FORGOTTEN.of(getattr(store, "path", store)))
-        return {str(r["id"]) for r in rows if isinstance(r, dict) and isinstance(r.get("id"), str)}
     except (OSError, ValueError):
-        return set()
+        return {}
+    out: dict[str, set[str]] = {}
+    for r in rows:
+        if isinstance(r, dict) and isinstance(r.get("id"), str):
+            out.setdefault(r["id"], set()).add(str(r.get("run_id") or ""))
+    return {i: frozenset(v) for i, v in out.items()}
 
 
 def context_text(store_path) -> str | None:
