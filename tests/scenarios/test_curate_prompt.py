@@ -32,6 +32,7 @@ PROMPT_CASSETTES = {"curate-v1": ["curate-qwen05b.yaml"]}  # literal: read by th
 PORT = 8769
 API_BASE = f"http://127.0.0.1:{PORT}/v1"
 PROMPT = REPO / "prompts" / "curate-v1.md"
+RECORDED_ON = "2026-12-02"  # the day the cassette was recorded (its member lines' last confirmed date)
 EXPECTED = CASSETTES / (Path(cassette_name("curate")).stem + ".expected.json")
 
 
@@ -43,9 +44,12 @@ def model_server():
 
 
 def test_curation_with_recorded_model(store, model_server):
-    _write(store, "s1", {PNPM_A: keep(PNPM_A, "preference", who="the team"), JUNK: keep(JUNK), OTHER: keep(OTHER)})
-    _write(store, "s2", {PNPM_B: keep(PNPM_B, "preference", who="the team"), T30: keep(T30, "constraint")})
-    _write(store, "s3", {T60: keep(T60, "constraint")})
+    # the member lines carry each memory's last confirmed date: fixed to the recording's day, or the
+    # request (and the cassette's match) would change with the day the test runs
+    day = RECORDED_ON
+    _write(store, "s1", {PNPM_A: keep(PNPM_A, "preference", who="the team"), JUNK: keep(JUNK), OTHER: keep(OTHER)}, day)
+    _write(store, "s2", {PNPM_B: keep(PNPM_B, "preference", who="the team"), T30: keep(T30, "constraint")}, day)
+    _write(store, "s3", {T60: keep(T60, "constraint")}, day)
     text = {r["id"]: t for t, r in _by_text(store).items()}
     judge = APIJudge(model=MODEL, api_base=API_BASE, api_key="sk-local", max_retries=0)
     with recorder().use_cassette(cassette_name("curate")):

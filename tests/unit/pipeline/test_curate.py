@@ -32,10 +32,12 @@ T60 = "The API gateway timeout is 60 seconds for every route"
 OTHER = "Releases are tagged vX.Y.Z from the main branch by the release workflow"
 
 
-def _write(store, sid: str, statements: dict[str, dict]) -> None:
-    """One session whose notes the scripted judge keeps as ``statements`` ({text: verdict})."""
+def _write(store, sid: str, statements: dict[str, dict], confirmed: str | None = None) -> None:
+    """One session whose notes the scripted judge keeps as ``statements`` ({text: verdict}); with
+    ``confirmed`` (an ISO date) the notes carry it, so the memories' last_confirmed is that day, not the
+    day the test runs."""
     for text in statements:
-        store.sessions.add_note(sid, text)
+        store.sessions.add_note(sid, text, metadata={"confirmed": confirmed} if confirmed else None)
     store.sessions.end(sid, "success")
     judge = ScriptedJudge(dict(statements))
     run_queue(store, chain_factory=lambda: JudgeChain([judge]), time_box=60)
