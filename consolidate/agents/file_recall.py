@@ -88,7 +88,7 @@ def _stamp(paths: list[Path]) -> list:
 
 
 def build_index(store_path: Path) -> dict[str, Any]:
-    """``{"memories": {id: {"text", "status"}}, "files": {entity or anchored path: [memory ids]}}``
+    """``{"memories": {id: {"text", "status", "restates"}}, "files": {entity or anchored path: [memory ids]}}``
     from ``graph/nodes.jsonl``, ``graph/edges.jsonl`` and ``manifest.json``'s anchors."""
     memories: dict[str, dict] = {}
     files: dict[str, list[str]] = {}
@@ -99,7 +99,8 @@ def build_index(store_path: Path) -> dict[str, Any]:
             for obj in read_lines(entry.of(store_path)):  # torn or damaged lines skipped
                 if entry is GRAPH_NODES:
                     if obj.get("kind") == "memory" and isinstance(obj.get("statement"), str):
-                        memories[obj["id"]] = {"text": obj["statement"], "status": obj.get("status") or "active"}
+                        memories[obj["id"]] = {"text": obj["statement"], "status": obj.get("status") or "active",
+                                               "restates": str(obj.get("restates") or "")}
                     elif obj.get("id") in memories and isinstance(obj.get("status"), str):
                         memories[obj["id"]]["status"] = obj["status"]  # a later update: forgotten, superseded
                     elif obj.get("kind") == "entity" and obj.get("entity_kind") in ("file", "named"):
@@ -271,7 +272,8 @@ def file_context(store_path: Path, payload: dict[str, Any], *, root: Path | None
             for mid in ids:
                 m = found.get(mid)
                 if m and mid not in {r["id"] for r in rows} and m["digest"] not in shown:
-                    rows.append({"id": mid, "document": m["text"], "metadata": {"status": m.get("status") or "active"}})
+                    meta = {"status": m.get("status") or "active", **({"restates": m["restates"]} if m.get("restates") else {})}
+                    rows.append({"id": mid, "document": m["text"], "metadata": meta})
                     if m["held"]:
                         held.add(mid)
     finally:

@@ -213,7 +213,11 @@ def memory_lines(candidate, scope: str) -> tuple[list[dict], list[dict]]:
     mid = candidate.memory_id
     session = "session:" + candidate.provenance["session_id"]
     nodes = [{"id": mid, "kind": "memory", "type": candidate.type, "status": candidate.status, "scope": scope,
-              "statement": candidate.statement[:300]}, {"id": session, "kind": "session"}]
+              "statement": candidate.statement[:300],
+              # written again after a forget (consolidate/store/views/shown.py: restated): the file
+              # recall reads it from here, not from the index
+              **({"restates": candidate.provenance["restates"]} if candidate.provenance.get("restates") else {})},
+             {"id": session, "kind": "session"}]
     edges = [{"source": mid, "target": session, "key": "derived_from", "kind": "derived_from",
               "run_id": candidate.provenance["run_id"]}]
     for name, kind in extract_entities(candidate.statement + " " + " ".join(candidate.fields.values()),

@@ -641,7 +641,8 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
                 m = r["metadata"] or {}
                 g.add_node(r["id"], **{**g.nodes.get(r["id"], {}), "kind": "memory", "type": m.get("type"),
                                        "status": m.get("status"), "scope": m.get("scope"),
-                                       "statement": (r["document"] or "")[:300]})
+                                       "statement": (r["document"] or "")[:300],
+                                       **({"restates": m["restates"]} if m.get("restates") else {})})
             for e in fetched["edges"]:
                 try:
                     doc = json.loads(e["document"])

@@ -40,7 +40,7 @@ def path_key(p: str) -> str:
     return importlib.import_module(_NORMAL).path_key(p)
 
 #: The table's layout: a table of another version is stale (rebuilt).
-VERSION = 3
+VERSION = 4
 #: A temporary file of another writer older than this (seconds) is stale even when its pid lives
 #: (a pid used again).
 STALE_TMP_SECONDS = 600.0
@@ -51,7 +51,7 @@ class FileTable:
     (or an in-memory copy when the store is read-only). Tables ``meta(k, v)`` (the ``stamp``: mtime
     and size of the graph files and the manifest it was built from), ``files(key, pos, ids)`` (a
     path_key'd entity or anchored path, its place in :func:`build_index`'s order, the JSON list of
-    memory ids) and ``memories(id, text, status, held, digest, line, anchored, terms)``. Lookups are by key: no parse of the whole index."""
+    memory ids) and ``memories(id, text, status, held, digest, line, anchored, terms, restates)``. Lookups are by key: no parse of the whole index."""
 
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
@@ -93,17 +93,18 @@ class FileTable:
         index holds (``held``: the context guard holds it back, consolidate.store.views.shown.held_back;
         ``digest``: consolidate.store.echo.digest of the text; ``line``: the agent view's line of it on
         surface ``file-recall`` without drift marks; ``anchored``: it has code anchors; ``terms``: the
-        terms of its text that may name a file, case kept, consolidate.agents.file_recall.cased_terms)."""
+        terms of its text that may name a file, case kept, consolidate.agents.file_recall.cased_terms;
+        ``restates``: the forget run it was written again after, '' for none)."""
         out: dict[str, dict[str, Any]] = {}
         wanted = list(dict.fromkeys(ids))
         for k in range(0, len(wanted), 500):
             chunk = wanted[k:k + 500]
             marks = ",".join("?" * len(chunk))
-            for mid, text, status, held, dig, line, anchored, terms in self.conn.execute(
-                    f"SELECT id, text, status, held, digest, line, anchored, terms FROM memories WHERE id IN ({marks})",
-                    chunk):
+            for mid, text, status, held, dig, line, anchored, terms, restates in self.conn.execute(
+                    f"SELECT id, text, status, held, digest, line, anchored, terms, restates FROM memories"
+                    f" WHERE id IN ({marks})", chunk):
                 out[mid] = {"text": text, "status": status, "held": bool(held), "digest": dig, "line": line,
-                            "anchored": bool(anchored), "terms": json.loads(terms)}
+                            "anchored": bool(anchored), "terms": json.loads(terms), "restates": restates}
         return out
 
 
@@ -128,13 +129,14 @@ def _fill(conn: sqlite3.Connection, stamp: str, guard: str, data: dict[str, Any]
                        "CREATE INDEX files_key ON files(key);"
                        "CREATE TABLE memories(id TEXT PRIMARY KEY, text TEXT NOT NULL, status TEXT NOT NULL,"
                        " held INTEGER NOT NULL, digest TEXT NOT NULL, line TEXT NOT NULL, anchored INTEGER NOT NULL,"
-                       " terms TEXT NOT NULL);")
+                       " terms TEXT NOT NULL, restates TEXT NOT NULL DEFAULT '');")
     conn.executemany("INSERT INTO files VALUES (?, ?, ?)",
                      [(path_key(k), pos, json.dumps(ids)) for pos, (k, ids) in enumerate(data["files"].items())
                       if path_key(k)])
-    conn.executemany("INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    conn.executemany("INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                      [(mid, m["text"], m.get("status") or "active", int(bool(m["held"])), m.get("digest") or "",
-                       m.get("line") or "", int(bool(m.get("anchored"))), json.dumps(m.get("terms") or []))
+                       m.get("line") or "", int(bool(m.get("anchored"))), json.dumps(m.get("terms") or []),
+                       str(m.get("restates") or ""))
                       for mid, m in data["memories"].items()])
     conn.executemany("INSERT INTO meta VALUES (?, ?)", [("stamp", f"{VERSION} {stamp}"), ("guard", guard),
                                                         ("folds", "1" if folds else "0")])

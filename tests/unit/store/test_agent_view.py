@@ -666,15 +666,20 @@ def test_every_surface_names_the_memories_it_held_back(world, name):
 
 # -- a forgotten memory written again from a flagged note: shown on every surface alike ------------
 
-RESTATED = ["Η βάση δεδομένων τρέχει στη θύρα 5433 για τις δοκιμές ενσωμάτωσης",
-            "La base de données écoute sur le port 5433 pendant les tests d'intégration",
-            "集成测试的数据库在 5433 端口上运行", "Интеграционные тесты ждут базу данных на порту 5433",
-            "The integration database listens on port 5433 during the tests"]
+#: (statement, the file it names): the file recall is one of the surfaces
+RESTATED = [("Η βάση δεδομένων τρέχει στη θύρα 5433 για τις δοκιμές, βλ. ρυθμίσεις/βάση.toml", "ρυθμίσεις/βάση.toml"),
+            ("La base de données écoute sur le port 5433 pendant les tests, voir config/données.toml",
+             "config/données.toml"),
+            ("集成测试的数据库在 5433 端口上运行，见 配置/数据库.toml", "配置/数据库.toml"),
+            ("Интеграционные тесты ждут базу данных на порту 5433, см. настройки/база.toml", "настройки/база.toml"),
+            ("The integration database listens on port 5433 during the tests, see config/db.toml", "config/db.toml")]
 
 
-def _surfaces_showing(capsys, project: Path, query: str) -> dict[str, bool]:
-    """Whether each surface a user or an agent reads shows a memory holding ``query``."""
+def _surfaces_showing(capsys, project: Path, query: str, file: str | None = None) -> dict[str, bool]:
+    """Whether each surface a user or an agent reads shows a memory holding ``query`` (with ``file``,
+    a path relative to ``project``, also the file recall of a tool call reading it)."""
     import consolidate
+    from consolidate.agents.file_recall import file_context
 
     store = project / ".memofs"
     s = Store(store, embedding="hash", create=False)
@@ -689,17 +694,21 @@ def _surfaces_showing(capsys, project: Path, query: str) -> dict[str, bool]:
     return {"session-start": query in (agent_view.context_text(store) or ""), "python-api": any(query in d for d in api),
             "cli-recall": query in cli, "recall-json": any(query in h["statement"] for h in hits),
             "export": query in (project / "AGENTS.md").read_text(encoding="utf-8"),
-            "status": "active/durable 1" in status}
+            "status": "active/durable 1" in status,
+            **({"file-recall": query in file_context(store, {"hook_event_name": "PreToolUse", "cwd": str(project),
+                                                             "tool_name": "Read",
+                                                             "tool_input": {"file_path": str(project / file)}})[0]}
+               if file else {})}
 
 
 @pytest.mark.parametrize("form", ["NFC", "NFD"])
-@pytest.mark.parametrize("text", RESTATED)
-def test_a_forgotten_memory_written_again_from_a_flagged_note_is_shown_on_every_surface(small, capsys, text, form):
+@pytest.mark.parametrize("text,file", RESTATED)
+def test_a_forgotten_memory_written_again_from_a_flagged_note_is_shown_on_every_surface(small, capsys, text, file, form):
     """Reported (fresh review, issue 28): forgotten, then written again by a later session from a
     flagged note of the same text (Greek, NFD), the memory was shown by SessionStart and counted by
     status but found by no recall: its id is the old one, whose tombstone hid it on the surfaces that
     read tombstones. Written again, it is shown on every surface; forgotten again, on none."""
-    text = unicodedata.normalize(form, text)
+    text, file = unicodedata.normalize(form, text), unicodedata.normalize(form, file)
     key = unicodedata.normalize(form, "5433")
 
     def flagged(session):
@@ -710,12 +719,12 @@ def test_a_forgotten_memory_written_again_from_a_flagged_note_is_shown_on_every_
     flagged("w1")
     [hit] = json.loads(_cli_in_process(capsys, small, "recall", key, "--json"))
     _cli_in_process(capsys, small, "forget", hit["id"], "--reason", "wrong")
-    gone = _surfaces_showing(capsys, small, key)
+    gone = _surfaces_showing(capsys, small, key, file)
     assert not any(v for k, v in gone.items() if k != "status"), gone
     assert "graduated" in flagged("w2")
-    back = _surfaces_showing(capsys, small, key)
+    back = _surfaces_showing(capsys, small, key, file)
     assert all(back.values()), back  # every surface alike
     [again] = json.loads(_cli_in_process(capsys, small, "recall", key, "--json"))
     assert again["id"] == hit["id"] and again["provenance"]["session_id"] == "w2"
     _cli_in_process(capsys, small, "forget", again["id"], "--reason", "still wrong")
-    assert not any(v for k, v in _surfaces_showing(capsys, small, key).items() if k != "status")
+    assert not any(v for k, v in _surfaces_showing(capsys, small, key, file).items() if k != "status")
