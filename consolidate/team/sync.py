@@ -576,6 +576,13 @@ def _get_with_embeddings(store, col, ids: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
+def _node_fields(r: dict) -> dict:
+    """The graph memory node's fields of a pulled record (as consolidate.store.graph.memory_lines writes them)."""
+    m = r["metadata"] or {}
+    return {"type": m.get("type"), "status": m.get("status"), "scope": m.get("scope"),
+            "statement": (r["document"] or "")[:300], **({"restates": m["restates"]} if m.get("restates") else {})}
+
+
 def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str, Any]:
     """Write what a pull fetched into the local index, archive, graph and ledger, under the store
     lock. What may have changed locally since the fetch is decided under that lock, not before it:
@@ -638,11 +645,7 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
             folder = store.sub(GRAPH)
             g = graph.load(folder)
             for r in live + gone:
-                m = r["metadata"] or {}
-                g.add_node(r["id"], **{**g.nodes.get(r["id"], {}), "kind": "memory", "type": m.get("type"),
-                                       "status": m.get("status"), "scope": m.get("scope"),
-                                       "statement": (r["document"] or "")[:300],
-                                       **({"restates": m["restates"]} if m.get("restates") else {})})
+                g.add_node(r["id"], **{**g.nodes.get(r["id"], {}), "kind": "memory", **_node_fields(r)})
             for e in fetched["edges"]:
                 try:
                     doc = json.loads(e["document"])
