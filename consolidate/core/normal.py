@@ -22,6 +22,9 @@ The forms, each idempotent (``f(f(s)) == f(s)``):
   Latin letters in Latin words read as Latin (:func:`confusable_fold`, :data:`CONFUSABLES`), the
   combining marks on Latin letters dropped (:func:`drop_marks`): what a disguised word reads as (the
   guard's second look), never a comparison key.
+- :func:`fold_map` -- :func:`canonical` with the way back: each character of the view knows the span of
+  the original it came from (:class:`FoldMap`), so a detector scanning the view (the secret gate) finds
+  ``AKIA\u200bQ3EG...`` as ``AKIAQ3EG...`` and removes the whole original span. For detection only.
 - :func:`fold` -- :func:`canonical`, case-folded (``casefold``: ``Straße`` is ``strasse``).
 - :func:`text_key` -- the words of :func:`fold` (letters, digits, marks, ``_``) joined by one space,
   a number's minus sign and the relations ``< > <= >= != ==`` kept: other punctuation, symbols and
@@ -115,6 +118,73 @@ def canonical(s: str) -> str:
     if _COMPAT.search(out):
         out = unicodedata.normalize("NFC", _fold_compat(out))
     return out
+
+
+class FoldMap(NamedTuple):
+    """A text as a detector reads it (:func:`fold_map`), and the way back to the text it was folded from.
+
+    ``text`` is the folded view; ``starts[i]`` and ``ends[i]`` the offsets in the original of the first
+    character and just past the last visible character behind ``text[i]`` (``None``: the view is the
+    original, character for character)."""
+
+    text: str
+    starts: tuple[int, ...] | None = None
+    ends: tuple[int, ...] | None = None
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """The ``(start, end)`` offsets in the original of the view's ``text[start:end]``: the whole
+        original span, with the invisible characters inside it (a character folded from several, or
+        several from one, are taken whole)."""
+        if self.starts is None or self.ends is None or end <= start:
+            return start, end
+        return self.starts[start], self.ends[end - 1]
+
+
+def _joins(cluster: str, ch: str) -> bool:
+    """Whether ``ch`` composes with the cluster before it under NFC (a combining mark, a Hangul vowel
+    or final jamo after its syllable), so that the two fold as one."""
+    if unicodedata.combining(ch):
+        return True
+    if ch.isascii() and cluster[-1:].isascii():
+        return False
+    return unicodedata.normalize("NFC", cluster + ch) != unicodedata.normalize("NFC", cluster) + unicodedata.normalize("NFC", ch)
+
+
+def fold_map(s: str) -> FoldMap:
+    """``s`` as a detector reads it, with each character's place in ``s``: :func:`canonical` (invisible
+    characters removed: format characters of category Cf such as U+200B, U+2060, U+FEFF, the soft hyphen,
+    the tag characters; variation selectors; NFC; fullwidth and halfwidth forms and the Latin ligatures
+    folded) taken character cluster by cluster, so that every character of the view knows the span of
+    ``s`` it came from (:meth:`FoldMap.span`). ``AKIA\u00adQ3EG`` reads as ``AKIAQ3EG``, and the span of
+    that view is the whole original, soft hyphen included. For detection only (the secret gate,
+    consolidate/rules/secrets/gate.py), never a comparison key. The view is ``s`` itself (no map) for
+    a text :func:`canonical` leaves as it is."""
+    if s.isascii() or (strip_invisible(s) == s and not _COMPAT.search(s) and unicodedata.is_normalized("NFC", s)):
+        return FoldMap(s)
+    out: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    cluster, first, last = "", 0, 0
+
+    def flush() -> None:
+        piece = canonical(cluster)
+        out.append(piece)
+        starts.extend([first] * len(piece))
+        ends.extend([last] * len(piece))
+
+    for i, ch in enumerate(s):
+        if _TABLE[ord(ch)] is None:
+            continue  # invisible: part of no character of the view (inside a span, the span holds it)
+        if cluster and not _joins(cluster, ch):
+            flush()
+            cluster = ""
+        if not cluster:
+            first = i
+        cluster += ch
+        last = i + 1
+    if cluster:
+        flush()
+    return FoldMap("".join(out), tuple(starts), tuple(ends))
 
 
 #: The Cyrillic and Greek letters that read as a Latin one (the lookalikes of Unicode's confusables

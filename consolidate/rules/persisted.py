@@ -26,7 +26,7 @@ Light for the hooks: the standard library only at import; the secret gate (~200 
 from __future__ import annotations
 
 import re
-from consolidate.core.normal import nfc
+from consolidate.core.normal import canonical, nfc
 
 from consolidate.core.charkinds import char_kinds
 from consolidate.rules.private_spans import has_private, strip
@@ -289,9 +289,10 @@ def worth_scanning(text: str) -> bool:
     and lower-case letters, or of 16+ capitals (an AWS key id of letters only, base32 key material; consolidate.rules.secrets:
     ``_value_is_secret``, provider keys, PEM bodies, URLs with a password, consolidate/rules/key_material.py).
     tests/unit/rules/test_secret_write_gate.py checks it on the whole secret corpus. A text with a
-    password-named word (:data:`_PASSWORD_WORD`, in the text or its NFC form) is always scanned: any
+    password-named word (:data:`_PASSWORD_WORD`, in the text or its :func:`~consolidate.core.normal.canonical`
+    form: NFC, invisible characters removed, fullwidth folded) is always scanned: any
     value given to one is a password."""
-    if _PASSWORD_WORD.search(text) or (not text.isascii() and _PASSWORD_WORD.search(nfc(text))):
+    if _PASSWORD_WORD.search(text) or (not text.isascii() and _PASSWORD_WORD.search(canonical(text))):
         return True
     if _SNAKE_WORDS.fullmatch(text):
         return False  # lower-case words joined by "_" (a hook's reason: prompt_input_exit): no digit, no case mix

@@ -5,6 +5,11 @@ A finding never carries the secret itself, only a redacted :attr:`Finding.previe
 length, and for a value of 16+ characters at most its first eighth, see :func:`redact_preview`) and the offsets of the secret in the text, so that
 :func:`redact` can print a note safely in logs.
 
+Every rule runs over the text as written and over its folded view (consolidate/core/normal.py
+``fold_map``: invisible and format characters removed, NFC, fullwidth forms folded): a key with a
+zero-width space, a soft hyphen or a tag character inside is found as the key it reads as, and its
+finding spans the whole original, the invisible characters inside it included.
+
 Rules, from most to least specific (when two findings overlap, the more specific rule wins):
 
 ==============================  ===============================================================

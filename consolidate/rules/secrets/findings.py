@@ -56,8 +56,8 @@ class _Candidate(NamedTuple):
 _P_PRIVATE_KEY, _P_JWT, _P_PROVIDER, _P_VENDOR, _P_CONNECTION, _P_HEADER, _P_ASSIGNMENT, _P_KEY_MATERIAL = range(8)
 
 
-def _resolve(text: str, candidates: list[_Candidate]) -> list[Finding]:
-    """Keep the most specific finding where findings overlap; sort by position."""
+def _resolve(candidates: list[_Candidate]) -> list[_Candidate]:
+    """Keep the most specific candidate where candidates overlap; sort by position."""
     starts: list[int] = []  # kept spans, sorted by start and disjoint
     kept: list[_Candidate] = []
     for cand in sorted(candidates, key=lambda c: (c.priority, c.start, -c.end)):
@@ -70,4 +70,4 @@ def _resolve(text: str, candidates: list[_Candidate]) -> list[Finding]:
             continue
         starts.insert(i, cand.start)
         kept.insert(i, cand)
-    return [Finding(c.kind, redact_preview(text[c.start : c.end], c.kind), c.start, c.end) for c in kept]
+    return kept

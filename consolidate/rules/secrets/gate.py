@@ -7,7 +7,8 @@ import functools
 
 from consolidate.rules.secrets.assignments import _assignments
 from consolidate.rules.secrets.credentials import _auth_headers, _connection_strings, _credential_pairs, _userinfo_pairs
-from consolidate.rules.secrets.findings import Finding, _Candidate, _P_JWT, _P_KEY_MATERIAL, _P_PRIVATE_KEY, _P_PROVIDER, _resolve
+from consolidate.core.normal import fold_map
+from consolidate.rules.secrets.findings import Finding, _Candidate, _P_JWT, _P_KEY_MATERIAL, _P_PRIVATE_KEY, _P_PROVIDER, _resolve, redact_preview
 from consolidate.rules.secrets.prose import _PROSE_WORDS_ALL, _cjk_set_password, _prose_secrets
 from consolidate.rules.secrets.providers import _JWT_RE, _aws, _detect_secrets, _private_keys, _vendor_rules
 from consolidate.rules import key_material
@@ -43,10 +44,31 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 
 
 def scan(text: str) -> list[Finding]:
-    """Every secret in ``text``, sorted by position, never overlapping; ``[]`` means clean."""
+    """Every secret in ``text``, sorted by position, never overlapping; ``[]`` means clean.
+
+    The rules run over the text as written and over its folded view (consolidate/core/normal.py
+    :func:`~consolidate.core.normal.fold_map`: invisible and format characters removed, NFC, fullwidth
+    forms folded), so a key with a zero-width space, a soft hyphen, a word joiner, a BOM or a tag
+    character inside (``AKIA\u00adQ3EG...``) is found as the key it reads as. A finding in the view is
+    mapped back to the whole original span, the invisible characters inside it included, so
+    :func:`redact` leaves nothing of the key; its preview is taken from the view (what the key reads
+    as, never an invisible character)."""
     if not isinstance(text, str):
         raise TypeError(f"scan() takes a str, not {type(text).__name__}")
     if len(text) < 5:  # the shortest secret in a text: 口令:春天 (a password word, a separator, a 2-letter word)
+        return []
+    view = fold_map(text)
+    candidates = _candidates(text)
+    if view.starts is not None:
+        candidates.extend(c._replace(start=a, end=b) for c in _candidates(view.text)
+                          for a, b in (view.span(c.start, c.end),))
+    return [Finding(c.kind, redact_preview(fold_map(text[c.start:c.end]).text, c.kind), c.start, c.end)
+            for c in _resolve(candidates)]
+
+
+def _candidates(text: str) -> list[_Candidate]:
+    """Every rule's candidate spans in ``text`` (overlapping; :func:`_resolve` picks among them)."""
+    if len(text) < 5:
         return []
     ds = _detect_secrets()
     # Every rule has needles: lower-case substrings one of which any match must contain. Looking
@@ -94,8 +116,7 @@ def scan(text: str) -> list[Finding]:
         candidates = [c for c in candidates if not any(a <= c.start and c.end <= b and (a, b) != (c.start, c.end)
                                                        for a, b in keys)]
         candidates.extend(_Candidate(_P_KEY_MATERIAL, _key_material().KIND, a, b) for a, b in keys)
-
-    return _resolve(text, candidates)
+    return candidates
 
 
 @functools.cache
