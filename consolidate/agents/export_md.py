@@ -62,7 +62,7 @@ from consolidate.model import credit
 from consolidate.store.anchors import read_section
 from consolidate.store.views import shown as agent_view
 from consolidate.rules.secrets import scan
-from consolidate.rules.guard import NOTICE
+from consolidate.rules.guard import BIDI_CONTROLS, NOTICE
 from consolidate.model.validity import validity
 from consolidate.core.atomic import write_atomic
 from consolidate.rules.persisted import gate
@@ -98,6 +98,8 @@ def _meta_comment(data: dict[str, Any]) -> str:
     text = json.dumps(data, ensure_ascii=False, sort_keys=True).replace("--", "-\\u002d")  # never closes the comment
     for raw, escaped in _LINE_BREAKS.items():
         text = text.replace(raw, escaped)  # the marker stays on its line
+    for ch in BIDI_CONTROLS:  # JSON escapes: the exact text, never a raw bidi control in the file
+        text = text.replace(ch, f"\\u{ord(ch):04x}")
     return "<!-- consolidate " + text + " -->"
 
 

@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import json
-import re
 
 from consolidate.model.credit import credited
 from consolidate.model.plan import Plan
 from consolidate.model.run_lines import consolidated_line, count_line  # noqa: F401 - re-exported
 from consolidate.model.memory_line import drift_suffix, marks, render_memory, suffix  # noqa: F401 - re-exported
 
-#: C0/C1 control characters (tab and newline kept), bidirectional overrides and Unicode tag characters
-#: (U+E0000-U+E007F, invisible text a model reads): printed escaped on a terminal so a note cannot move
-#: the cursor, recolour the screen, reverse the text around it or hide words from the person reading.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
-
-
 def terminal_safe(text: str) -> str:
-    """``text`` with control characters, bidi overrides and tag characters shown as ``\\xNN`` /
-    ``\\uNNNN`` / ``\\UNNNNNNNN``."""
-    return _UNSAFE.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
+    """``text`` with control characters, bidi controls and tag characters shown as ``\\xNN`` /
+    ``\\uNNNN`` / ``\\UNNNNNNNN``, so a note cannot move the cursor, recolour the screen, reverse the
+    text around it or hide words from the person reading: the one escape of what is shown,
+    consolidate.rules.guard.printable (every surface of the agent view writes them so too)."""
+    from consolidate.rules.guard import printable  # noqa: PLC0415 - keeps this module's import light (rules.guard)
+
+    return printable(text)
 
 
 def memory_json(hit: dict) -> dict:

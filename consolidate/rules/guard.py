@@ -607,17 +607,33 @@ def filter_lines(lines: list[str]) -> tuple[list[str], int]:
     return kept, held
 
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\U000e0000-\U000e007f]")
+#: The Unicode bidirectional controls: the marks (LRM U+200E, RLM U+200F, ALM U+061C), the embeddings
+#: and overrides (U+202A-U+202E) and the isolates (U+2066-U+2069). Right-to-left text needs none of them
+#: to show (Arabic and Hebrew letters carry their direction); a note holding one can show a command
+#: reversed ("tset ekam" read as "make test") or move the words around it.
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}\U000e0000-\U000e007f]")
+
+
+def _visible(ch: str) -> str:
+    cp = ord(ch)
+    return f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}" if cp < 0x10000 else f"\\U{cp:08x}"
 
 
 def printable(text: str) -> str:
     """``text`` with every C0/C1 control character but newline and tab written visibly (``\\x1b``), so
     a memory holding a terminal escape sequence cannot repaint the agent's terminal or its log when
-    it is printed as context, and every Unicode tag character too (``\\U000e0069``: invisible text a
-    model reads; a memory hiding letters so is held back anyway, :func:`unsafe_reason`), and the
-    variation selectors that carry bytes (two or more in a row: emoji smuggling)."""
+    it is printed as context, every bidirectional control (:data:`BIDI_CONTROLS`, ``\\u202e``: a
+    note cannot reverse the text around it for the person or the model reading it), every Unicode
+    tag character (``\\U000e0069``: invisible text a model reads; a memory hiding letters so is held
+    back anyway, :func:`unsafe_reason`), and the variation selectors that carry bytes (two or more in
+    a row: emoji smuggling). The one escape of what is shown: every surface of the agent view
+    (consolidate/store/views/shown.py), a run report and a terminal line
+    (consolidate.model.report.terminal_safe) write these characters so. Idempotent; right-to-left
+    text without controls is returned unchanged."""
     text = _escape_selectors(text)
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\U{ord(m.group()):08x}", text)
+    return _CONTROL.sub(lambda m: _visible(m.group()), text)
 
 
 def _escape_selectors(text: str) -> str:

@@ -13,13 +13,16 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from consolidate.store.views import shown
+
 #: The navigation bar: (path, label).
 NAV = (("/", "Memories"), ("/review", "Review"), ("/runs", "Runs"), ("/overview", "Overview"))
 
 
 def e(value: Any) -> str:
-    """``value`` as text safe inside an element or a quoted attribute (None is '')."""
-    return "" if value is None else html.escape(str(value), quote=True)
+    """``value`` as text safe inside an element or a quoted attribute (None is ''), its control and
+    bidi characters written visibly as every surface writes them (consolidate.store.views.shown.escaped)."""
+    return "" if value is None else html.escape(shown.escaped(str(value)), quote=True)
 
 
 def href(path: str, **params: Any) -> str:

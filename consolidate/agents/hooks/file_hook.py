@@ -49,7 +49,7 @@ from consolidate.store.index.file_table import FileTable
 from consolidate.store.sessions import tables
 
 #: The table layout this module reads (consolidate.store.index.file_table.VERSION; a test compares).
-TABLE_VERSION = 4
+TABLE_VERSION = 5
 #: The file-recall surface's budget (consolidate/store/views/shown.py SURFACES; a test compares).
 MAX_MEMORIES = 5
 #: How long shown digests are kept (consolidate.store.echo.KEEP_SECONDS, file_recall's printed ones).

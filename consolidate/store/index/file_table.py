@@ -40,7 +40,7 @@ def path_key(p: str) -> str:
     return importlib.import_module(_NORMAL).path_key(p)
 
 #: The table's layout: a table of another version is stale (rebuilt).
-VERSION = 4
+VERSION = 5  # 5: the lines write bidi controls visibly (issue 28)
 #: A temporary file of another writer older than this (seconds) is stale even when its pid lives
 #: (a pid used again).
 STALE_TMP_SECONDS = 600.0

@@ -212,12 +212,22 @@ def _cut(text: str, limit: int | None) -> str:
     return text if limit is None or len(text) <= limit else text[: max(1, limit - 1)] + "…"
 
 
-def text_of(document: str) -> str:
-    """A memory's text as a line shows it: on one line (whitespace runs one space), control
-    characters written visibly (consolidate.rules.guard.printable). Idempotent."""
+def escaped(text: str) -> str:
+    """``text`` (line breaks kept) with the characters no surface shows raw written visibly: control
+    characters (``\\x1b``), bidi controls (``\\u202e``: a note cannot show a command reversed), tag
+    characters and the variation selectors that carry bytes (consolidate.rules.guard.printable, the one
+    escape). What a page shows whole (``consolidate ui``, consolidate/ui/html.py ``e``) and a graph
+    statement go through it; a line through :func:`text_of`. Idempotent; right-to-left text without
+    controls is unchanged."""
     from consolidate.rules.guard import printable  # noqa: PLC0415 - off the SessionStart hook path (rules.guard)
 
-    return printable(" ".join(document.split()))
+    return printable(text)
+
+
+def text_of(document: str) -> str:
+    """A memory's text as a line shows it: on one line (whitespace runs one space), control and bidi
+    characters written visibly (:func:`escaped`). Idempotent."""
+    return escaped(" ".join(document.split()))
 
 
 def line(document: str, meta: dict[str, Any], name: str = "cli-recall", room: int | None = None) -> str:
@@ -349,9 +359,9 @@ def graph_view(res: dict[str, Any], store, name: str = "mcp-graph") -> dict[str,
             memories[mid]["statement"] = GRAPH_HELD_BACK
         elif mid not in shown:
             del memories[mid]
-        elif mark := drift_suffix(by_id[mid]):
+        else:  # its text as every surface writes it (bidi and control characters visible), then its marks
+            memories[mid]["statement"] = escaped(memories[mid].get("statement") or "") + drift_suffix(by_id[mid])
             d = drift.get(mid) or {}
-            memories[mid]["statement"] = f"{memories[mid]['statement']}{mark}"
             memories[mid].update({k: list(d[k]) for k in ("drifted", "stale") if d.get(k)})
     had_memories = bool(memories) or any(r.get("memory_ids") for r in res.get("relations", []))
     kept = []

@@ -265,3 +265,38 @@ def test_a_temporary_table_a_killed_writer_left_is_removed_by_the_next_write(pro
     table.close()
     left = sorted(p.name for p in memory.iterdir() if p.name.endswith(".tmp"))
     assert left == [live.name] and (memory / "files.sqlite3").is_file()
+
+
+#: bidi controls in Latin, Arabic and Hebrew notes, and right-to-left text without any (issue 28, concern 1)
+_BIDI_DOCS = {"b1": "src/lib/bidi.py: always run \u202etset ekam\u202c before pushing",
+              "b2": "src/lib/bidi.py \u2067يحفظ الجلسات\u2069 \u200fredis\u061c \u202bللاختبار\u202c",
+              "b3": "src/lib/bidi.py \u2068שומר\u2069 \u202aAPP_CONFIG\u202c \u202dב-env\u202c \u2066x\u2069\u200e",
+              "r1": "src/lib/bidi.py שומר את ההגדרות שלו ב-APP_CONFIG",
+              "r2": "src/lib/bidi.py يقرأ إعداداته من APP_CONFIG"}
+
+
+def test_the_light_entry_writes_bidi_controls_visibly(tmp_path):
+    """Reported (fresh review, issue 28): ``consolidate recall`` wrote a note's U+202E visibly, the file
+    recall (the light entry, from its table's lines) printed it raw. The light entry answers itself, as
+    the full hook does, every control written as ``\\u202e``; right-to-left text without one unchanged."""
+    project = tmp_path / "app"
+    (project / "src" / "lib").mkdir(parents=True)
+    (project / "src" / "lib" / "bidi.py").write_text("X = 1\n")
+    store = project / ".memofs"
+    Store(store, embedding="hash").close()
+    (store / "graph").mkdir(exist_ok=True)
+    (store / "graph" / "nodes.jsonl").write_text("".join(
+        json.dumps({"id": i, "kind": "memory", "status": "active", "statement": d}) + "\n" for i, d in _BIDI_DOCS.items()))
+    idx = LexicalIndex(index_path(store))
+    idx.upsert([{"id": i, "document": d, "metadata": {"status": "active", "tier": "durable"}} for i, d in _BIDI_DOCS.items()])
+    idx.close()
+    assert run_hook(store, payload=_payload(project, "bidi-warm", "src/lib/none.py"))[0] == 0
+    light, tail = _light(project, _payload(project, "bidi-1", "src/lib/bidi.py"))
+    code, full = run_hook(store, payload=_payload(project, "bidi-2", "src/lib/bidi.py"))
+    assert tail == "0 False" and code == 0 and light == full.strip()  # answered there, as the full hook
+    text = json.loads(light)["hookSpecificOutput"]["additionalContext"]
+    controls = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+    assert not any(c in text for c in controls), ascii(text)
+    assert all(f"\\u{ord(c):04x}" in text for c in controls), text
+    for rtl in (_BIDI_DOCS["r1"], _BIDI_DOCS["r2"]):
+        assert rtl in text, text
