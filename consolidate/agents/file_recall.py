@@ -33,7 +33,7 @@ from consolidate.core.jsonl import read_lines
 from consolidate.store.anchors import read_section
 from consolidate.store.index import file_table, lexical
 from consolidate.store.index.file_table import FileTable
-from consolidate.store import hook_log
+from consolidate.store import hook_log, resolve
 from consolidate.store.echo import digest
 from consolidate.store.sessions.tables import printed_digests
 from consolidate.store.sessions.tables import record_printed
@@ -222,14 +222,15 @@ def _project_root(store_path: Path, cwd: str | None) -> Path:
     """The folder the tool call's paths are taken relative to: ``$CONSOLIDATE_PROJECT_ROOT``, else
     the folder holding the store (consolidate.store.anchors.project_root: anchors are relative to
     it) when there is no ``cwd`` or ``cwd`` lies in it (an agent in a nested folder), else ``cwd``
-    (a store kept outside the project)."""
+    (a store kept outside the project), but the linked git worktree's root when the store is its
+    main worktree's (consolidate.store.resolve.linked_worktree: all worktrees share one store)."""
     env = PROJECT_ROOT.get()
     if env:
         return Path(env)
     top = Path(store_path).parent
     if not cwd or _under(path_key(Path(cwd).as_posix()), path_key(top.as_posix())):
         return top
-    return Path(cwd)
+    return Path(resolve.linked_worktree(cwd, str(top)) or cwd)
 
 
 def _under(key: str, top: str) -> bool:

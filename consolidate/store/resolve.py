@@ -20,19 +20,31 @@ The store of a call, first match wins (:func:`resolve`):
    (a folder holding ``.git``, a folder or a submodule's file, with no ``.git`` above it: a nested
    repository such as ``vendor/lib`` takes the enclosing project's store), or up to the file-system
    root outside a git work tree.
-5. ``<git root>/.memofs`` (the nearest git root).
-6. ``<start folder>/.memofs``.
+5. The main worktree's store, when the start folder (for rule 3, the project folder) is in a linked
+   git worktree (``git worktree add``: its root's ``.git`` is a file ``gitdir: <repo>/.git/worktrees/N``
+   whose folder holds ``commondir``, the repository's ``.git``) and the main worktree (the folder
+   holding that ``.git``) has a store (rule 4's walk from there): all worktrees of one repository
+   share one store, as Claude Code's auto memory does. Read with the standard library (no git
+   subprocess); a bare repository's worktrees have no main worktree and go on to rule 6. Rule 3
+   takes this store too before making ``<project>/.memofs``.
+6. ``<git root>/.memofs`` (the nearest git root).
+7. ``<start folder>/.memofs``.
 
 The start folder is the payload's ``cwd`` when it is an absolute path (the ``hook`` command refuses
 one that is not, or that is not an existing folder, before anything is written, unless an option or
-the setting names the store: :func:`named`), else the process's working folder. Symlinks, the same
-for every surface: rules 4 and 5 walk the physical path first (``os.path.realpath``) and then the
+the setting names the store: :func:`named`), else the process's working folder. A payload ``cwd``
+that names no folder as written but does in its other Unicode spelling (NFC/NFD: an agent on macOS
+sends one, the folder on disk has the other) is taken in the spelling on disk
+(:func:`payload_folder`), by every event and entry alike (the fast, the full and the file-recall
+hook, whose existence checks ask this module). Symlinks, the same
+for every surface: rules 4 to 6 walk the physical path first (``os.path.realpath``) and then the
 logical one (the payload's ``cwd`` as written; for a command, ``$PWD`` when it is the working
 folder, as a shell sets it), the first walk that finds a store (then a git root) wins; so a folder
 reached through a symlink from outside the project and a project folder that is a symlink to
 outside give the CLI, the hook and the MCP server one store. Paths are otherwise compared as the
 file system gives them: no Unicode normalization (a folder's NFC and NFD spellings are two folders
-on Linux) but for the project-dir variable's fallback above.
+on Linux) but for the fallbacks to the spelling on disk above (the project-dir variable, the
+payload's ``cwd``).
 
 :data:`SURFACES` lists every entry point that resolves a store through this module, and how
 tests/integration/test_store_resolver.py drives it; an AST check there fails for a module outside this one that
@@ -66,7 +78,7 @@ PROJECT_DIR_VARIABLES = ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR")
 GIT_MARK = ".git"
 
 #: Where a resolved store came from (:attr:`Resolved.source`), in the order they are tried.
-SOURCES = ("option", "setting", "project", "enclosing", "git", "cwd")
+SOURCES = ("option", "setting", "project", "enclosing", "worktree", "git", "cwd")
 
 
 class Resolved(NamedTuple):
@@ -151,11 +163,30 @@ def project_dir(environ: Mapping[str, str] | None = None) -> str | None:
     return None
 
 
-def start_folder(cwd: object = None) -> str:
-    """The folder a call starts from: ``cwd`` (a payload's) when it is an absolute path, else the
-    process's working folder; absolute, ``.``/``..`` folded (no symlink resolved)."""
+def payload_folder(cwd: object) -> str | None:
+    """A payload's ``cwd`` as the folder on disk: an absolute path (``.``/``..`` folded) naming an
+    existing folder as written, else in its other Unicode spelling (:func:`existing_folder`); None
+    for anything else (not a string, relative, naming no folder). What the hooks check a ``cwd``
+    with, so that every event and entry takes one folder."""
     if isinstance(cwd, str) and cwd and "\x00" not in cwd and os.path.isabs(cwd):
-        return os.path.abspath(cwd)
+        return existing_folder(os.path.abspath(cwd))
+    return None
+
+
+def spelled_on_disk(path: str) -> str:
+    """``path`` (a payload's ``cwd``, unchecked) in the spelling on disk when it names no folder as
+    written but does in its other Unicode spelling (:func:`payload_folder`), else as given."""
+    if path.isascii() or os.path.isdir(path):
+        return path
+    return payload_folder(path) or path
+
+
+def start_folder(cwd: object = None) -> str:
+    """The folder a call starts from: ``cwd`` (a payload's) when it is an absolute path, in the
+    spelling on disk when only another Unicode spelling names a folder (:func:`payload_folder`),
+    else the process's working folder; absolute, ``.``/``..`` folded (no symlink resolved)."""
+    if isinstance(cwd, str) and cwd and "\x00" not in cwd and os.path.isabs(cwd):
+        return payload_folder(cwd) or os.path.abspath(cwd)
     return os.getcwd()
 
 
@@ -164,7 +195,7 @@ def logical_start(cwd: object = None, environ: Mapping[str, str] | None = None) 
     without one, ``$PWD`` when it is an absolute path naming the working folder (what a shell sets:
     the path through symlinks), else the working folder (physical)."""
     start = start_folder(cwd)
-    if isinstance(cwd, str) and start == os.path.abspath(cwd):
+    if isinstance(cwd, str) and cwd and "\x00" not in cwd and os.path.isabs(cwd):
         return start
     env = os.environ if environ is None else environ
     pwd = env.get("PWD", "")
@@ -219,6 +250,69 @@ def enclosing_store(folder: str) -> str | None:
     return None
 
 
+#: The most of a ``.git`` or ``commondir`` file read (a path and a newline; anything longer is not one).
+_POINTER_BYTES = 4096
+
+
+def _pointer(path: str) -> str | None:
+    """The first line of the small text file ``path`` (a ``.git`` file, ``commondir``), or None."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(_POINTER_BYTES)
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    lines = text.splitlines()
+    return lines[0].strip() if lines and "\x00" not in lines[0] else None
+
+
+def main_worktree(root: str) -> str | None:
+    """The main worktree of the linked git worktree whose root is ``root``, or None (not a linked
+    worktree: ``.git`` a folder or a submodule's file; a bare repository's worktree). The worktree's
+    ``.git`` file says ``gitdir: G`` (relative to ``root`` or absolute), ``G/commondir`` names the
+    repository's ``.git`` (relative to ``G``), whose parent folder is the main worktree."""
+    mark = os.path.join(root, GIT_MARK)
+    if not os.path.isfile(mark):
+        return None
+    line = _pointer(mark)
+    if not line or not line.startswith("gitdir:"):
+        return None
+    gitdir = os.path.normpath(os.path.join(root, line[len("gitdir:"):].strip()))
+    common = _pointer(os.path.join(gitdir, "commondir"))
+    if not common:
+        return None  # a submodule's git folder: no worktree of another checkout
+    common = os.path.normpath(os.path.join(gitdir, common))
+    if os.path.basename(common) != GIT_MARK:
+        return None  # a bare repository: no main worktree
+    main = os.path.dirname(common)
+    return main if main != root and os.path.isdir(common) else None
+
+
+def worktree_store(folder: str) -> str | None:
+    """The store of the main worktree (rule 4's walk from there: :func:`enclosing_store`) when
+    ``folder`` is in a linked git worktree (:func:`main_worktree` of a git root at or above it,
+    nearest first), or None."""
+    for f in ancestors(folder):
+        if _is_git_root(f):
+            main = main_worktree(f)
+            found = enclosing_store(main) if main else None
+            if found:
+                return found
+    return None
+
+
+def linked_worktree(folder: str, main: str) -> str | None:
+    """The root of the linked git worktree at or above ``folder`` whose main worktree is ``main``
+    (the folder holding the shared store: :func:`worktree_store`), or None: what a path of that
+    worktree is relative to, as a path of the main worktree is relative to ``main`` (file recall)."""
+    for f in ancestors(os.path.abspath(folder)):
+        if _is_git_root(f):
+            found = main_worktree(f)
+            if found and (found == main or os.path.realpath(found) == os.path.realpath(main)):
+                return f
+    return None
+
+
 def _first(finder, folders: list[str]) -> str | None:
     for folder in folders:
         found = finder(folder)
@@ -252,12 +346,18 @@ def resolve(option: str | os.PathLike | None = None, *, cwd: object = None,
     project = project_dir(environ)
     if project:
         found = _first(enclosing_store, walks(project))
-        return Resolved(found, "enclosing") if found else Resolved(os.path.join(project, STORE_FOLDER), "project")
+        if found:
+            return Resolved(found, "enclosing")
+        shared = _first(worktree_store, walks(project))
+        return Resolved(shared, "worktree") if shared else Resolved(os.path.join(project, STORE_FOLDER), "project")
     start = logical_start(cwd, environ)
     paths = walks(start)
     found = _first(enclosing_store, paths)
     if found:
         return Resolved(found, "enclosing")
+    shared = _first(worktree_store, paths)
+    if shared:
+        return Resolved(shared, "worktree")
     root = _first(git_root, paths)
     if root:
         return Resolved(os.path.join(root, STORE_FOLDER), "git")

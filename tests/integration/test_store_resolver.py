@@ -554,6 +554,218 @@ def test_the_file_recall_entry_from_a_nested_folder_reads_the_project_store(tmp_
     assert _stores(tmp_path) == [store]
 
 
+# --- a third review's cases: a payload cwd in the other Unicode spelling, a linked git worktree -----------
+
+#: The memory the file-recall surfaces must show (a file memory about ``src/util.py`` of the project).
+FILE_MEMORY = "util.py caches the token"
+
+
+def _file_memory_store(root: Path) -> Path:
+    """A store at ``root`` with one active memory about ``src/util.py`` in its graph."""
+    store = Path(resolve.in_folder(root))
+    Store(store, embedding="hash", project="app").close()
+    (store / "graph").mkdir(exist_ok=True)
+    (store / "graph" / "nodes.jsonl").write_text(
+        json.dumps({"id": "m1", "kind": "memory", "status": "active", "statement": FILE_MEMORY}) + "\n"
+        + json.dumps({"id": "entity:src/util.py", "kind": "entity", "entity_kind": "file"}) + "\n")
+    (store / "graph" / "edges.jsonl").write_text(
+        json.dumps({"source": "m1", "target": "entity:src/util.py", "kind": "mentions"}) + "\n")
+    return store
+
+
+def _recalled(out: subprocess.CompletedProcess) -> None:
+    assert out.returncode == 0, out.stderr
+    assert FILE_MEMORY in json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"], out.stdout
+
+
+def _shell(command: str, payload: dict, *, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    out = subprocess.run(["bash", "-c", command], input=json.dumps(payload), capture_output=True, text=True,
+                         env=env, cwd=cwd, timeout=120)
+    assert out.returncode == 0, (command, out.stdout, out.stderr)
+    return out
+
+
+def _installed_commands(folder: Path, env: dict[str, str]) -> dict[str, str]:
+    """The hook command of each event ``consolidate install-hook claude-code --dry-run`` would write."""
+    out = _run(["install-hook", "claude-code", "--dry-run"], cwd=folder, env=env)
+    text = "\n".join(line[1:] for line in out.stdout.splitlines() if line.startswith("+") and not line.startswith("+++"))
+    hooks = json.loads(text[:text.rindex("}") + 1])["hooks"]
+    return {event: entries[0]["hooks"][0]["command"] for event, entries in hooks.items()}
+
+
+def _every_surface(tmp_path: Path, store: Path, folder: Path, cwd: str, env: dict[str, str]) -> None:
+    """Drive every surface of resolve.SURFACES from ``folder`` (the folder on disk, the process's
+    working folder), each hook payload's ``cwd`` being ``cwd`` (as an agent sends it); each call
+    answers from ``store`` (it holds :func:`_file_memory_store`'s memory) and no other store is made."""
+    util = str(folder / "util.py")
+    base = {"transcript_path": str(tmp_path / "none.jsonl"), "cwd": cwd}
+
+    def payload(sid: str, event: str, **extra) -> dict:
+        return {**base, "session_id": sid, "hook_event_name": event, **extra}
+
+    read = {"tool_name": "Read", "tool_input": {"file_path": util}}
+
+    def cli():
+        _run(["note", "--session", "cli-1", NOTE], cwd=folder, env=env)
+        assert _notes(store, "cli-1") == [NOTE]
+
+    def fast_hook():
+        for event in ("SessionStart", "SessionEnd"):
+            _run(["hook", "--no-worker"], cwd=folder, env=env, payload=payload("fast-1", event, source="startup"))
+        assert _end(store, "fast-1") is not None
+
+    def full_hook():
+        out = _run(["hook", "--no-worker", "--harvest"], cwd=folder, env=env, payload=payload("full-1", "SessionStart"))
+        assert "this is session full-1" in out.stdout
+        _recalled(_run(["hook", "--no-worker", "--harvest"], cwd=folder, env=env, payload=payload("full-1", "PreToolUse", **read)))
+        gemini = ["hook", "--no-worker", "--harvest", "--output", "gemini"]
+        _run(gemini, cwd=folder, env=env, payload=payload("full-1", "BeforeTool", tool_name="read_file",
+                                                         tool_input={"absolute_path": util}))
+        _run(["hook", "--no-worker", "--harvest"], cwd=folder, env=env, payload=payload("full-1", "SessionEnd", reason="exit"))
+        assert _end(store, "full-1") is not None
+
+    def file_hook():
+        for n in range(2):  # the first call writes the table (the full hook), the second reads it
+            _recalled(subprocess.run([sys.executable, "-m", "consolidate.agents.hooks.file_hook"], capture_output=True,
+                                     input=json.dumps(payload(f"fh-{n}", "PreToolUse", **read)), text=True, env=env,
+                                     cwd=folder, timeout=120))
+            _recalled(subprocess.run([str(Path(BIN) / "consolidate-file-recall")], capture_output=True, text=True,
+                                     input=json.dumps(payload(f"fr-{n}", "PreToolUse", **read)), env=env,
+                                     cwd=folder, timeout=120))
+
+    def idle_run():
+        _run(["hook", "--no-worker"], cwd=folder, env=env, payload=payload("idle-1", "SessionEnd", reason="exit"))
+        assert _run(["run", "--session", "idle-1"], cwd=folder, env=env).stdout.startswith("session idle-1 (success)")
+
+    def worker():
+        _run(["note", "--session", "w-1", NOTE], cwd=folder, env=env)
+        _run(["end", "--session", "w-1", "--outcome", "success"], cwd=folder, env=env)
+        _run(["worker", "--judge", "noop", "--time-box", "60"], cwd=folder, env=env)
+        assert _end(store, "w-1")["status"] not in ("queued", "running")
+
+    def mcp():
+        _mcp_note(folder, env, ["mcp"], NOTE)
+        assert _notes(store, "mcp-1") == [NOTE]
+
+    def plugin():
+        manifest = ROOT / "plugins" / "consolidate" / "hooks" / "hooks.json"
+        penv = {**env, "CLAUDE_PLUGIN_ROOT": str(manifest.parent.parent)}
+        start = _command(manifest, "SessionStart").replace("hook", "hook --no-worker", 1)
+        assert "this is session plug-1" in _shell(start, payload("plug-1", "SessionStart"), cwd=folder, env=penv).stdout
+        _recalled(_shell(_command(manifest, "PreToolUse"), payload("plug-1", "PreToolUse", **read), cwd=folder, env=penv))
+
+    def extension():
+        ext = tmp_path / "home" / ".gemini" / "extensions" / "consolidate"
+        ext.mkdir(parents=True, exist_ok=True)
+        (ext / ".env").write_text('CONSOLIDATE_EMBEDDING="hash"\n')
+        manifest = ROOT / "hooks" / "hooks.json"
+        for event in ("SessionStart", "BeforeTool", "SessionEnd"):
+            command = _command(manifest, event).replace("${extensionPath}", str(ext)).replace("${/}", "/")
+            _shell(command.replace("hook", "hook --no-worker", 1), payload("ext-1", event, reason="exit",
+                   tool_name="read_file", tool_input={"absolute_path": util}), cwd=folder, env=env)
+        assert _end(store, "ext-1") is not None
+
+    def install_hook():
+        commands = _installed_commands(folder, env)
+        start = commands["SessionStart"].replace("hook", "hook --no-worker", 1)
+        assert "this is session inst-1" in _shell(start, payload("inst-1", "SessionStart"), cwd=folder, env=env).stdout
+        _recalled(_shell(commands["PreToolUse"], payload("inst-1", "PreToolUse", **read), cwd=folder, env=env))
+
+    def python_api():
+        code = "from consolidate import Store; s = Store(embedding='hash'); print(s.path); s.close()"
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=folder, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert Path(out.stdout.strip()) == store
+
+    drivers = {"cli": cli, "fast-hook": fast_hook, "full-hook": full_hook, "file-hook": file_hook, "idle-run": idle_run,
+               "worker": worker, "mcp": mcp, "plugin": plugin, "extension": extension, "install-hook": install_hook,
+               "python-api": python_api}
+    assert sorted(drivers) == sorted(s.name for s in resolve.SURFACES)
+    for surface in resolve.SURFACES:
+        drivers[surface.name]()
+        assert _stores(tmp_path) == [store], surface.name
+
+
+@pytest.mark.parametrize("variable", [None, *resolve.PROJECT_DIR_VARIABLES])
+@pytest.mark.parametrize("name, on_disk", [("proj-é", "NFC"), ("proj-é", "NFD"), ("Ελληνικό έργο", "NFC"),
+                                           ("проёкт й", "NFD")])
+def test_a_payload_cwd_in_the_other_unicode_spelling_is_taken_as_on_disk(tmp_path, name, on_disk, variable):
+    """Review 28 (repro 4): the project folder on disk in one Unicode spelling, the payload's ``cwd``
+    (``<project>/src``) in the other: SessionStart, PreToolUse and the file-recall entry refused it
+    ("does not exist", exit 1) while SessionEnd queued it in the project's store. Every surface takes
+    the folder on disk and the project's one store, with and without the project-dir variable."""
+    root = tmp_path / unicodedata.normalize(on_disk, name)
+    (root / ".git").mkdir(parents=True)
+    folder = root / "src"
+    folder.mkdir()
+    (folder / "util.py").write_text("X = 1\n")
+    store = _file_memory_store(root)
+    written = unicodedata.normalize("NFD" if on_disk == "NFC" else "NFC", str(folder))
+    assert written != str(folder) and not os.path.exists(written)
+    env = _env(**({variable: str(root)} if variable else {}))
+    _every_surface(tmp_path, store, folder, written, env)
+    assert resolve.payload_folder(written) == str(folder) == resolve.start_folder(written)
+    assert not os.path.exists(written)  # no folder made in the payload's spelling
+
+
+def _git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=cwd, check=True,
+                   capture_output=True, timeout=60)
+
+
+def _linked_worktree(tmp_path: Path) -> tuple[Path, Path]:
+    """``(main checkout, linked worktree)``: ``git worktree add`` beside the main checkout (outside it)."""
+    main = tmp_path / "main repo"
+    main.mkdir()
+    _git("init", "-q", ".", cwd=main)
+    _git("commit", "-q", "--allow-empty", "-m", "init", cwd=main)
+    worktree = tmp_path / "feature wt"
+    _git("worktree", "add", "-q", "-b", "feature", str(worktree), cwd=main)
+    return main, worktree
+
+
+@pytest.mark.parametrize("variable", [None, "CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR"])
+def test_a_linked_worktree_uses_the_main_worktree_store(tmp_path, variable):
+    """Review 28 (repro 3): a second worktree (``git worktree add ../feat``) got a second, empty store.
+    All worktrees of one repository share the main worktree's store (found from the worktree's
+    ``.git`` file, its gitdir and commondir), every surface alike."""
+    main, worktree = _linked_worktree(tmp_path)
+    store = _file_memory_store(main)
+    folder = worktree / "src"
+    folder.mkdir()
+    (folder / "util.py").write_text("X = 1\n")
+    env = _env(**({variable: str(worktree)} if variable else {}))
+    _every_surface(tmp_path, store, folder, str(folder), env)
+    assert resolve.resolve(cwd=str(folder), environ={}) == (str(store), "worktree")
+
+
+def test_worktree_resolution_without_a_main_store_and_for_look_alikes(tmp_path):
+    """The pure function: a linked worktree whose main worktree has no store keeps its own git root's;
+    a submodule's ``.git`` file (no commondir), a bare repository's worktree and a broken pointer are
+    no linked worktrees; a store in the worktree itself wins over the main one."""
+    main, worktree = _linked_worktree(tmp_path)
+    assert resolve.main_worktree(str(worktree)) == str(main)
+    assert resolve.resolve(cwd=str(worktree), environ={}) == (str(worktree / ".memofs"), "git")
+    (main / ".memofs").mkdir()
+    assert resolve.resolve(cwd=str(worktree), environ={"CLAUDE_PROJECT_DIR": str(worktree)}) == (
+        str(main / ".memofs"), "worktree")
+    (worktree / ".memofs").mkdir()
+    assert resolve.resolve(cwd=str(worktree), environ={}) == (str(worktree / ".memofs"), "enclosing")
+    sub = tmp_path / "sub"
+    (tmp_path / "super" / ".git" / "modules" / "sub").mkdir(parents=True)
+    sub.mkdir()
+    (sub / ".git").write_text(f"gitdir: {tmp_path / 'super' / '.git' / 'modules' / 'sub'}\n")
+    assert resolve.main_worktree(str(sub)) is None
+    bare_gitdir = tmp_path / "bare.git" / "worktrees" / "b"
+    bare_gitdir.mkdir(parents=True)
+    (bare_gitdir / "commondir").write_text("../..\n")
+    (sub / ".git").write_text(f"gitdir: {bare_gitdir}\n")
+    assert resolve.main_worktree(str(sub)) is None  # a bare repository's worktree
+    for text in ("", "gitdir:", "not a pointer\n", "gitdir: /nowhere/at/all\n"):
+        (sub / ".git").write_text(text)
+        assert resolve.main_worktree(str(sub)) is None
+
+
 # --- the registry ---------------------------------------------------------------------------------------
 
 #: The tests above that drive each surface of resolve.SURFACES.
@@ -573,6 +785,9 @@ DRIVEN = {
     "file-hook": [test_the_file_recall_entry_from_a_nested_folder_reads_the_project_store],
     "python-api": [test_python_api_store_without_a_path],
 }
+for _tests in DRIVEN.values():  # the third review's cases drive every surface (_every_surface)
+    _tests += [test_a_payload_cwd_in_the_other_unicode_spelling_is_taken_as_on_disk,
+               test_a_linked_worktree_uses_the_main_worktree_store]
 
 
 def test_every_surface_is_driven_and_names_a_real_entry_point():

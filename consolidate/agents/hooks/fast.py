@@ -219,7 +219,7 @@ def _file_recall(store: str, sid: str, payload: dict, cwd) -> int:
     """PreToolUse/BeforeTool: what the full hook prints (consolidate.agents.file_recall.run, the same
     call), without the command line's parser and the full hook's modules (issue 34). The full hook's
     refusals are checked first: a ``cwd`` that is not a folder goes to it."""
-    if cwd is not None and not os.path.isdir(cwd):
+    if cwd is not None and resolve.payload_folder(cwd) is None:
         raise _Fallback  # the full hook refuses it (consolidate.agents.hooks.full.hook_refusal)
     text = importlib.import_module(_FILE_RECALL).run(Path(store), sid, payload)  # here: the other hooks never load it
     if text:

@@ -161,7 +161,7 @@ def answer(opts: dict[str, str], raw: bytes, keep_open: bool = False) -> str:
     cwd = raw_cwd(payload)
     if event_name(payload) not in TOOL_EVENTS or sid is None or not _SIMPLE.match(sid):
         raise Fallback
-    if cwd is not None and not (isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd)):
+    if cwd is not None and resolve.payload_folder(cwd) is None:
         raise Fallback  # the full hook refuses it or reads it another way
     store = resolve.store_path(opts.get("store"), cwd=cwd)
     if not _private(store):
@@ -346,7 +346,7 @@ def _project_root(store: str, cwd: str | None) -> str:
     top = os.path.dirname(store.rstrip("/")) or "."
     if not cwd or _under(path_key(cwd), path_key(top)):
         return top
-    return cwd
+    return resolve.linked_worktree(cwd, top) or cwd
 
 
 def relative(path: str, root: str, cwd: str | None = None) -> str:

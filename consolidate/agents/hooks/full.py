@@ -370,7 +370,7 @@ def hook_refusal(args, payload: dict) -> str | None:
     shown = cwd if len(cwd) <= 200 else cwd[:197] + "..."
     if not os.path.isabs(cwd):
         return f"the payload's cwd {shown!r} is not an absolute path"
-    if not os.path.isdir(cwd):
+    if resolve.payload_folder(cwd) is None:  # in the spelling on disk when only its other NFC/NFD one names it
         what = "is not a folder" if os.path.exists(cwd) else "does not exist"
         return f"the payload's cwd {shown!r} {what} (no store is created there; give --store to choose one)"
     return None

@@ -31,6 +31,8 @@ import os
 import sys
 import time
 
+from consolidate.store import resolve
+
 #: Exit code of a refused hook call: a non-blocking error in Claude Code's and Gemini CLI's hook
 #: contracts (0 success, 2 blocking, any other code: shown to the user, the agent goes on).
 HOOK_REFUSED = 1
@@ -128,9 +130,10 @@ def transcript_path_of(payload: dict) -> str | None:
 
 
 def cwd_of(payload: dict) -> str | None:
-    """The payload's ``cwd`` when it is a string (not checked further), else None."""
+    """The payload's ``cwd`` when it is a string (not checked further), in the Unicode spelling on
+    disk when only that one names a folder (consolidate.store.resolve.spelled_on_disk), else None."""
     value = payload.get(CWD_KEY)
-    return value if isinstance(value, str) else None
+    return resolve.spelled_on_disk(value) if isinstance(value, str) else None
 
 
 def raw_cwd(payload: dict) -> object:
