@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any, Iterable
 
-__all__ = ["SURFACES", "NO_FREE_TEXT", "gate", "redact", "gate_value", "gate_fields", "gate_record", "worth_scanning", "findings",
+__all__ = ["SURFACES", "NO_FREE_TEXT", "gate", "redact", "identifier", "gate_value", "gate_fields", "gate_record", "worth_scanning", "findings",
            "has_redaction"]
 
 
@@ -194,6 +194,37 @@ def findings(text: str, *, key: str | None = None) -> list:
             and not gate_.scan(f"{key}: {composed}"):
         return []
     return found
+
+
+#: A UUID (what Claude Code, Gemini CLI and Codex give as a session id; ``+rN``: a resumed part): never a secret by itself, and
+#: not worth importing the gate for on every hook call.
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?:\+r[0-9]+)?")
+#: See :func:`identifier`: the shortest id that is taken as a pasted token when the gate finds key material in it.
+OPAQUE_ID_CHARS = 32
+_ID_SEPARATORS = re.compile(r"[-+.:]")
+#: How an id holding a secret is kept: this prefix and 16 hex digits of the id's SHA-256.
+REDACTED_ID_PREFIX = "redacted-"
+
+
+def identifier(value: str, key: str = "session_id") -> str:
+    """An id (a session id) as it may be stored, queued and logged: ``value`` itself, or, when the
+    secret gate finds a secret in it (:func:`findings` with ``key`` as its context), the pseudonym
+    ``redacted-<16 hex of its SHA-256>``, the same for the same id, so every write and read of that
+    session (a note, its end, a hook's payload, the worker, a log line) meets under one name and no
+    file holds the secret. A UUID is taken as it is without loading the gate. Context-free key
+    material (a random-looking run with no keyword beside it) is what ids are made of (the MCP
+    server's ``mcp-<UTC time>-<pid>``): it counts only as one opaque run of :data:`OPAQUE_ID_CHARS`
+    or more characters with no ``-``, ``+``, ``.`` or ``:`` in it (a token pasted as an id); any
+    other kind the gate names (a provider's key format, a password) always counts."""
+    if not isinstance(value, str) or not value or _UUID.fullmatch(value):
+        return value
+    found = [f for f in findings(value, key=key)
+             if f.kind != "key-material" or (len(value) >= OPAQUE_ID_CHARS and not _ID_SEPARATORS.search(value))]
+    if not found:
+        return value
+    import hashlib  # noqa: PLC0415 - only for an id that holds a secret
+
+    return REDACTED_ID_PREFIX + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def gate_value(value: Any, key: str | None = None) -> Any:

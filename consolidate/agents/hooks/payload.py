@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import re
 import time
 
 from consolidate.store import resolve
@@ -111,9 +112,21 @@ def session_ids(payload: dict) -> list[tuple[str, str]]:
 
 def session_id_of(payload: dict) -> str | None:
     """The session id of ``payload`` (the first of :data:`SESSION_ID_KEYS` holding a non-blank
-    string, stripped), or None."""
+    string, stripped; one holding a secret as its pseudonym, consolidate.rules.persisted.identifier,
+    as the session tier keeps it), or None."""
     found = session_ids(payload)
-    return found[0][1].strip() if found else None
+    if not found:
+        return None
+    sid = found[0][1].strip()
+    if len(sid) < 6 or _UUID.fullmatch(sid):  # what the agent CLIs send: no import on the hook path
+        return sid
+    from consolidate.rules.persisted import identifier  # noqa: PLC0415 - the hook path's imports stay light
+
+    return identifier(sid)
+
+
+#: A UUID session id (Claude Code, Gemini CLI, Codex): as consolidate.rules.persisted._UUID.
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?:\+r[0-9]+)?")
 
 
 def _text(payload: dict, keys: tuple[str, ...]) -> str | None:

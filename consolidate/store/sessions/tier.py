@@ -119,7 +119,8 @@ def check_session_id(session_id) -> str:
     """Return the session id stripped (a number is taken as its text); BadInput when it is empty,
     longer than 200 characters, not valid text, or holds a control character anywhere (a newline,
     a tab, an escape, a bidi or zero-width mark: :func:`_check_id_characters`). Every entry point
-    (CLI ``--session``, MCP tools, hook payloads, the Python API) passes its id through here."""
+    (CLI ``--session``, MCP tools, hook payloads, the Python API) passes its id through here. An id
+    holding a secret (``ghp_...``) is returned as its pseudonym (consolidate.rules.persisted.identifier)."""
     if isinstance(session_id, (int, float)) and not isinstance(session_id, bool):
         session_id = str(session_id)
     if not isinstance(session_id, str):
@@ -131,7 +132,7 @@ def check_session_id(session_id) -> str:
     if len(sid) > 200:
         raise BadInput(f"the session id is {len(sid)} characters; the limit is 200", session_id=sid[:20])
     _check_text(sid, "the session id")
-    return sid
+    return persisted.identifier(sid)  # an id holding a secret is kept under its pseudonym
 
 
 #: Unicode categories a session id may not hold: controls (Cc: newline, tab, escape, DEL, C1),

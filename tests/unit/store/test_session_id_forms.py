@@ -37,3 +37,43 @@ def test_a_session_id_is_kept_as_given_and_the_store_is_healthy(tmp_path_factory
     assert code == 0 and "healthy" in out, out
 
 
+
+
+#: Session ids holding a secret (a fresh review, issue 28 concern 3: ``hook.log`` redacted such an id,
+#: while ``logs/worker.log``, ``queue.jsonl`` and ``sessions.sqlite3`` kept it in clear).
+SECRET_IDS = ["ghp_Kk1Ll2Mm3Nn4Oo5Pp6Qq7Rr8Ss9Tt0Uu1Vv2Ww3", "ghp_aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6", "AKIAQ3EGRTZ7XKMP4WJG",
+              "xoxb-1234567890123-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "sess-AKIAQ3EGRTZ7XKMP4WJG"]
+
+
+def test_a_session_id_holding_a_secret_is_kept_under_one_pseudonym_everywhere(tmp_path, capsys):
+    from consolidate.agents.hooks.full import run_hook
+    from consolidate.core.normal import canonical
+
+    for n, secret in enumerate(SECRET_IDS):
+        project = tmp_path / f"p{n}"
+        project.mkdir()
+        path = project / ".memofs"
+        assert main(["note", "--store", str(path), "--session", secret, "--flag", "--kind", "fact",
+                     "The staging database listens on port 5433"]) == 0
+        written = capsys.readouterr().out
+        # the hook's SessionEnd meets the notes under the same name: the worker's run writes the memory
+        run_hook(path, payload={"hook_event_name": "SessionEnd", "session_id": secret, "cwd": str(project),
+                                "reason": "exit"}, spawn=False)
+        assert main(["run", "--store", str(path), "--judge", "noop"]) == 0
+        assert main(["recall", "--store", str(path), "port 5433"]) == 0
+        out = capsys.readouterr().out
+        assert "redacted-" in written and "5433" in out, (written, out)
+        clear = canonical(secret)[-12:]
+        for f in path.rglob("*"):
+            if f.is_file():
+                data = f.read_bytes().decode("utf-8", "replace")
+                assert clear not in data and clear not in canonical(data), (secret, f)
+
+
+def test_ordinary_session_ids_are_kept_as_given():
+    from consolidate.agents.hooks.payload import session_id_of
+    from consolidate.store.sessions.tier import check_session_id
+
+    for sid in [str(uuid.uuid4()), "s1", "demo-session-1", "mcp-20261203T101010Z-4242", f"{uuid.uuid4()}+r2",
+                "f0e1d2c3b4a59687", "работа-над-парсером", "修复登录"]:
+        assert check_session_id(sid) == sid and session_id_of({"session_id": sid}) == sid
