@@ -29,8 +29,16 @@ from __future__ import annotations
 import json
 import os
 import sys
+import importlib
 import re
 import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # imported by name on first use (_PERSISTED): the edge for grimp and mypy
+    from consolidate.rules import persisted  # noqa: F401
+
+#: consolidate.rules.persisted, imported for a session id that is not a UUID (its identifier rule).
+_PERSISTED = "consolidate.rules.persisted"
 
 from consolidate.store import resolve
 
@@ -120,9 +128,7 @@ def session_id_of(payload: dict) -> str | None:
     sid = found[0][1].strip()
     if len(sid) < 6 or _UUID.fullmatch(sid):  # what the agent CLIs send: no import on the hook path
         return sid
-    from consolidate.rules.persisted import identifier  # noqa: PLC0415 - the hook path's imports stay light
-
-    return identifier(sid)
+    return importlib.import_module(_PERSISTED).identifier(sid)  # the hook path's imports stay light
 
 
 #: A UUID session id (Claude Code, Gemini CLI, Codex): as consolidate.rules.persisted._UUID.
