@@ -33,14 +33,14 @@ import importlib
 import re
 import time
 
+from consolidate.store import resolve
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # imported by name on first use (_PERSISTED): the edge for grimp and mypy
     from consolidate.rules import persisted  # noqa: F401
 
 #: consolidate.rules.persisted, imported for a session id that is not a UUID (its identifier rule).
 _PERSISTED = "consolidate.rules.persisted"
-
-from consolidate.store import resolve
 
 #: Exit code of a refused hook call: a non-blocking error in Claude Code's and Gemini CLI's hook
 #: contracts (0 success, 2 blocking, any other code: shown to the user, the agent goes on).
