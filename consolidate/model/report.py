@@ -97,7 +97,7 @@ def render_plan(plan: Plan, *, show_notes: bool = True, width: int = 90) -> str:
     if indexed:
         out.append("  graduated (recall index):")
         for c in indexed:
-            out.append(f"    + {c.type:<10} {shorten(c.statement, width)} [{c.confidence}, {credited(c.evidence, c.source)}]"
+            out.append(f"    + {c.type:<10} {shorten(c.statement, width)} [{c.confidence}, {credited(c.evidence, c.source, c.provenance.get('origin'))}]"
                        f" ({c.status}; {c.source})")
     if audit:
         out.append("  recorded as transient (audit trail and notes.md only, never recalled):")

@@ -116,6 +116,9 @@ def _written(e: dict[str, Any]) -> dict[str, Any]:
             meta["provenance"] = json.dumps(prov, ensure_ascii=False)
         if isinstance(e.get("last_confirmed"), str):  # an imported entry's own date
             meta["last_confirmed"] = e["last_confirmed"]
+        if isinstance(e.get("origin"), str):  # where its notes came from (consolidate/model/credit.py)
+            meta["origin"] = prov["origin"] = e["origin"]
+            meta["provenance"] = json.dumps(prov, ensure_ascii=False)
     meta["status"] = meta.get("status") or e.get("status") or "active"
     return {"metadata": meta, "statement": e.get("statement") if isinstance(e.get("statement"), str) else None,
             "fields": fields, "status": meta["status"], "type": meta.get("type") or e.get("type") or "fact",
@@ -413,7 +416,7 @@ def _recovered_event(store, mid: str, row: dict | None, node: dict | None, now: 
     return {"ts": now, "event": "memory.written", "memory_id": mid, "run_id": meta.get("run_id") or "unknown",
             "session_id": meta.get("session_id") or "unknown", "type": meta.get("type") or "fact",
             "status": meta.get("status") or "active", "tier": "durable",
-            **credit.recorded(meta.get("evidence"), meta.get("source")),
+            **credit.recorded(meta.get("evidence"), meta.get("source"), meta.get("origin")),
             "confidence": meta.get("confidence"), "source": meta.get("source"), "statement": statement,
             **({"fields": fields} if isinstance(fields, dict) and fields else {}),
             "metadata": meta, "recovered": RECOVERED}

@@ -35,7 +35,7 @@ def run_lines(plan, writes) -> list[dict]:
     base = {"ts": ts, "run_id": plan.run_id, "session_id": plan.session_id}
     for c in writes:
         lines.append({**base, "event": "memory.written", "memory_id": c.memory_id, "type": c.type, "status": c.status,
-                      "tier": c.tier, **credit.recorded(c.evidence, c.source), "confidence": c.confidence, "source": c.source,
+                      "tier": c.tier, **credit.recorded(c.evidence, c.source, c.provenance.get("origin")), "confidence": c.confidence, "source": c.source,
                       "note_ids": c.note_ids, "reason": c.reason, "prompt_version": c.provenance.get("prompt_version"),
                       **written_detail(c)})
     for u in plan.updates:
@@ -54,11 +54,13 @@ _LINKS = ("supersedes", "disputes", "updates", "type_inferred", "fields_missing"
 
 def written_detail(c) -> dict:
     """What a ``memory.written`` event keeps besides its decision, so that the recall index can be
-    rebuilt from the log (consolidate/store/index/reindex.py): the statement, the fields, the provenance links
+    rebuilt from the log (consolidate/store/index/reindex.py): the statement, the fields, the notes' origin
+    (consolidate/model/credit.py), the provenance links
     and the judge's relations between entities (``[[source, kind, target]]``, consolidate.store.relations)."""
     links = {k: c.provenance[k] for k in _LINKS if c.provenance.get(k)}
     relations = getattr(c, "relations", None)
     return {"statement": c.statement, **({"fields": c.fields} if c.fields else {}),
+            **({"origin": c.provenance["origin"]} if c.provenance.get("origin") else {}),
             **({"valid_from": c.provenance["valid_from"]} if c.provenance.get("valid_from") else {}),
             **({"last_confirmed": c.last_confirmed} if c.last_confirmed else {}),
             **({"links": links} if links else {}), **({"relations": relations} if relations else {})}

@@ -48,7 +48,7 @@ PROPOSED, PROPOSAL = "curate_proposed", "curate_proposal"
 def protected(meta: dict[str, Any]) -> str | None:
     """Why a memory of metadata ``meta`` may not be dropped or merged away without review (its
     credited evidence is user-stated, or its source is one of PROTECTED_SOURCES), or None."""
-    if credited(meta.get("evidence"), meta.get("source")) == USER_STATED:
+    if credited(meta.get("evidence"), meta.get("source"), meta.get("origin")) == USER_STATED:
         return "user-stated"
     source = str(meta.get("source") or "")
     return f"source {source}" if source in PROTECTED_SOURCES else None
@@ -83,7 +83,7 @@ def _members(rows: dict[str, dict], ids: list[str]) -> list[CurateMember]:
     for n, mid in enumerate(ids, 1):
         meta = rows[mid]["metadata"] or {}
         out.append(CurateMember(f"m{n}", rows[mid]["document"] or "", str(meta.get("type") or "fact"),
-                                str(credited(meta.get("evidence"), meta.get("source")) or ""),
+                                str(credited(meta.get("evidence"), meta.get("source"), meta.get("origin")) or ""),
                                 str(meta.get("last_confirmed") or "")[:10]))
     return out
 

@@ -47,7 +47,8 @@ from consolidate.pipeline.stages.provenance import memory_id
 from consolidate.store.echo import echo_reason
 from consolidate.model.validity import candidate_dates
 from consolidate.pipeline.stages.credibility import may_overrule
-from consolidate.pipeline.stages.credibility import credited_strength, entry_recorded, entry_strength, recorded
+from consolidate.pipeline.stages.credibility import credited_strength, entry_recorded, entry_strength, note_origin, recorded
+from consolidate.model import credit
 from consolidate.judges.base import JudgeContext, Pair
 from consolidate.pipeline.stages.credibility import prevails
 from consolidate.model.validity import validity
@@ -328,6 +329,7 @@ def _reconfirm(plan, c, match, today) -> None:
     other_session = meta.get("session_id") != plan.session_id
     status = meta.get("status", "active")
     evidence = meta.get("evidence") or c.evidence
+    origin = meta.get("origin")  # where the evidence comes from: it goes with it (consolidate/model/credit.py)
     confidence = step_confidence(meta.get("confidence", "low"), 1 if other_session else 0)
     if status == "quarantined" and other_session and not (c.provenance.get("external") or c.provenance.get("unfaithful")):
         # a second, consistent observation in another session promotes it (one made from external
@@ -335,9 +337,11 @@ def _reconfirm(plan, c, match, today) -> None:
         # rewrite adding what its own notes do not say: stages/write_policy.faithfulness_hold)
         status = "active"
         if strength(c.evidence, None) > strength(evidence, None):
-            evidence = c.evidence
+            evidence, origin = c.evidence, note_origin(plan, c) or origin
         elif evidence == "inferred":
             evidence = "observed-success"  # corroborated by an independent session
+            if origin == credit.ASSISTANT:
+                origin = credit.AGENT_JUDGED  # credited observed, as an agent's note judged
         confidence = max(confidence, "medium", key=CONFIDENCE_RANK.__getitem__)
     c.outcome, c.duplicate_of = "duplicate", match["id"]
     c.outcome_reason = f"re-confirms {match['id']} (similarity {match['similarity']:.3f})"
@@ -350,7 +354,8 @@ def _reconfirm(plan, c, match, today) -> None:
         memory_id=match["id"], confidence=confidence, last_confirmed=max(seen, last or seen), status=status,
         session_id=plan.session_id, note_ids=c.note_ids))
     if evidence != meta.get("evidence"):
-        plan.updates.append(MemoryUpdate(match["id"], "update", {"evidence": evidence},
+        plan.updates.append(MemoryUpdate(match["id"], "update",
+                                         {"evidence": evidence, **({"origin": origin} if origin != meta.get("origin") else {})},
                                          event="memory.promoted", reason="corroborated in another session"))
     if meta.get("status") == "quarantined" and status == "active":
         _confirm_update(plan, match)

@@ -28,9 +28,11 @@ instance through a tool result or a web page the agent read, that tries to repla
    worded as an instruction to the judge       ``Candidate.isolated``  inferred
    ==========================================  ======================  ==========================
 
-   The same cap applies to a stored entry through its ``source`` metadata: ``flagged`` keeps its
-   evidence, a judged entry is credited observed at most (its note is gone; the judge's claim is
-   all there is).
+   The same cap applies to a stored entry through its ``source`` and ``origin`` metadata (the
+   provenance stage records the weakest origin of its notes, :func:`note_origin`, since its notes
+   are gone; consolidate/model/credit.py holds the table, and every surface shows the evidence so):
+   ``flagged`` keeps its evidence, a judged entry is credited as its origin supports (an entry
+   without ``origin``, from an older store: observed at most).
 
 The candidate's recorded ``evidence`` is not changed: only its rank in the comparison is.
 
@@ -51,14 +53,10 @@ from __future__ import annotations
 from typing import Any
 
 from consolidate.core.vocab import CONFIDENCE_RANK, EVIDENCE_RANK
-from consolidate.store.views.shown import JUDGED_MAX_RANK, judge_claimed
+from consolidate.model import credit
+from consolidate.store.views.shown import judge_claimed
 
-#: Note ``metadata["source"]`` values that mean the user wrote the note.
-USER_SOURCES = frozenset({"user", "transcript:user"})
-#: Highest evidence rank credited to a judged note, by its ``metadata["source"]``.
-_SOURCE_CAP = {"transcript:assistant": 0, "transcript:tool_error": 1}
-_JUDGED_CAP = JUDGED_MAX_RANK  # the agent view shows a judged entry's evidence so (consolidate/store/views/shown.py)
-_USER_CAP = 2
+_USER_CAP = credit.ORIGIN_CAP[credit.USER]
 
 
 def note_sources(plan, candidate) -> list[str]:
@@ -73,17 +71,20 @@ def note_sources(plan, candidate) -> list[str]:
     return out
 
 
+def note_origin(plan, candidate) -> str | None:
+    """The origin of the candidate's notes (consolidate.model.credit.origin_of: several notes, the
+    weakest counts; None without notes), which the provenance stage records with the memory."""
+    return credit.origin_of(note_sources(plan, candidate))
+
+
 def evidence_cap(plan, candidate) -> int:
     """Highest evidence rank the candidate's origin supports (see the module table)."""
     if candidate.isolated:
         return 0
-    sources = note_sources(plan, candidate)
-    if sources and all(s in USER_SOURCES for s in sources):
+    origin = note_origin(plan, candidate)
+    if origin == credit.USER or candidate.source == "flagged":
         return _USER_CAP
-    if candidate.source == "flagged":
-        return _USER_CAP
-    # several notes: the weakest origin counts
-    return min((_SOURCE_CAP.get(s, _JUDGED_CAP) for s in sources), default=_JUDGED_CAP)
+    return credit.cap(origin)
 
 
 def credited_strength(plan, candidate) -> tuple[int, int]:
@@ -93,11 +94,12 @@ def credited_strength(plan, candidate) -> tuple[int, int]:
 
 
 def entry_strength(meta: dict[str, Any]) -> tuple[int, int]:
-    """(evidence rank, confidence rank) of a stored entry: a judged entry's evidence is credited
-    observed at most; a flagged one keeps its own."""
+    """(evidence rank, confidence rank) of a stored entry: a judged entry's evidence is credited as
+    its ``origin`` supports (consolidate.model.credit.cap; none recorded: observed at most), as
+    every surface shows it; a flagged one keeps its own."""
     rank = EVIDENCE_RANK.get(meta.get("evidence") or "", 0)
     if judge_claimed(meta):
-        rank = min(rank, _JUDGED_CAP)
+        rank = min(rank, credit.cap(meta.get("origin")))
     return rank, CONFIDENCE_RANK.get(meta.get("confidence") or "", 0)
 
 
@@ -112,8 +114,10 @@ def recorded(plan, candidate) -> bool:
 
 
 def entry_recorded(meta: dict[str, Any]) -> bool:
-    """Whether a stored entry's evidence was recorded (not a judge's claim: ``source`` ``judge:...``)."""
-    return not judge_claimed(meta)
+    """Whether a stored entry's evidence was recorded (not a judge's claim: ``source`` ``judge:...``),
+    or stands as recorded: judged from notes the user wrote (``origin`` ``user``), as :func:`recorded`
+    counts such a candidate."""
+    return not judge_claimed(meta) or meta.get("origin") == credit.USER
 
 
 #: One side of :func:`prevails`: ((evidence rank, confidence rank), ISO date last observed or None,

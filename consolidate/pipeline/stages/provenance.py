@@ -1,7 +1,9 @@
 """Stage 8, provenance stamp: every entry to be written gets its id, provenance and metadata.
 
 ``provenance = {session_id, run_id, date, evidence, source, prompt_version, reason, note_ids,
-valid_from}``; ``last_confirmed`` and ``valid_from`` come from its notes (an imported entry's dates,
+valid_from, origin}`` (``origin``: the weakest origin of its notes, consolidate.model.credit.origin_of,
+carried into the record's flat metadata and its ``memory.written`` event, so a judge's evidence
+claim is credited by it once the notes are gone); ``last_confirmed`` and ``valid_from`` come from its notes (an imported entry's dates,
 else today: consolidate/model/validity.py); an entry it supersedes gets ``valid_to``. The
 memory id is deterministic (``mem-`` + the first 16 hex digits of SHA-256 over scope, type and the
 normalised statement), so a replayed run overwrites instead of duplicating."""
@@ -13,7 +15,7 @@ import hashlib
 
 from consolidate.core.normal import text_key
 from consolidate.core.vocab import EVIDENCE_RANK
-from consolidate.pipeline.stages.credibility import credited_strength
+from consolidate.pipeline.stages.credibility import credited_strength, note_origin
 from consolidate.store.forgotten import forgotten_match, tombstones
 from consolidate.store import archive
 from consolidate.model.validity import candidate_dates, plan_day
@@ -47,10 +49,12 @@ def run(plan, ctx):
         links = {k: c.provenance[k] for k in ("supersedes", "disputes", "updates", "type_inferred", "fields_missing", "external", "unfaithful",
                                             "restates")
                  if c.provenance.get(k)}
+        origin = note_origin(plan, c)
         c.provenance = {
             "session_id": plan.session_id, "run_id": plan.run_id, "date": now.isoformat(timespec="seconds"),
             "evidence": c.evidence, "source": c.source, "prompt_version": c.provenance.get("prompt_version"),
-            "reason": c.reason, "note_ids": list(c.note_ids), "valid_from": valid_from, **links,
+            "reason": c.reason, "note_ids": list(c.note_ids), "valid_from": valid_from,
+            **({"origin": origin} if origin else {}), **links,
         }
         for u in plan.updates:
             if u.memory_id == links.get("supersedes"):

@@ -5,7 +5,7 @@ Embeddings are computed here with the store's embedding function (``consolidate.
 by Chroma, so the store works offline and the manifest is the one authority on which function built
 it. Each record is a memory: ``id`` (deterministic), ``document`` (the standalone statement), flat
 ``metadata`` (type, status, tier, evidence, confidence, last_confirmed, scope, session_id, run_id,
-source, prompt_version, and ``provenance`` and ``fields`` as JSON strings). Importing this module
+source, origin (where its notes came from, consolidate/model/credit.py), prompt_version, and ``provenance`` and ``fields`` as JSON strings). Importing this module
 imports chromadb: it is never imported on the session-end fast path.
 """
 
@@ -559,6 +559,8 @@ def record_for(candidate, scope: str) -> dict[str, Any]:
             "evidence": candidate.evidence, "confidence": candidate.confidence,
             "last_confirmed": candidate.last_confirmed, "scope": scope, "session_id": p["session_id"],
             **({"valid_from": p["valid_from"]} if p.get("valid_from") else {}),
+            # where its notes came from: a judge's evidence claim is credited by it (consolidate/model/credit.py)
+            **({"origin": p["origin"]} if p.get("origin") else {}),
             "run_id": p["run_id"], "source": candidate.source, "prompt_version": p.get("prompt_version") or "",
             "provenance": json.dumps(p, ensure_ascii=False), "fields": json.dumps(candidate.fields, ensure_ascii=False),
             **({"fields_missing": ",".join(p["fields_missing"])} if p.get("fields_missing") else {}),

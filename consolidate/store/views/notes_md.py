@@ -40,7 +40,7 @@ def append_run(store, plan, writes) -> None:
         tag = c.type if c.tier == "durable" else f"{c.type}, transient"
         if c.status != "active":
             tag += f", {c.status}"
-        block.append(f"- **{tag}**: {c.statement} [{c.confidence}, {credit.credited(c.evidence, c.source)}] ({c.source})")
+        block.append(f"- **{tag}**: {c.statement} [{c.confidence}, {credit.credited(c.evidence, c.source, c.provenance.get('origin'))}] ({c.source})")
 
     with private_file(path, "a") as f:
         if new:

@@ -170,7 +170,7 @@ def credited_evidence(meta: dict[str, Any]) -> str | None:
     """The evidence a stored entry is shown with: its own, except a judge's claim (``source``
     ``judge:...``) ranked above what a judged entry is credited (:data:`JUDGED_MAX_RANK`), which is
     shown as :data:`CREDITED_OBSERVED` (consolidate.model.credit.credited)."""
-    return credit.credited(meta.get("evidence"), meta.get("source"))
+    return credit.credited(meta.get("evidence"), meta.get("source"), meta.get("origin"))
 
 
 def judge_claimed(meta: dict[str, Any]) -> bool:

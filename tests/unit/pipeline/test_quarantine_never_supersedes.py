@@ -140,6 +140,33 @@ def test_judged_stored_entry_is_credited_observed_at_most(minilm_store):
     assert RULE in active(st) and CLAIM not in active(st)
 
 
+def test_stored_entry_from_an_assistant_turn_stands_as_inferred(minilm_store):
+    """The origin goes with the entry (issue 28, concern 1): a judge's user-stated claim about a
+    harvested assistant conclusion is stored with ``origin`` ``transcript:assistant`` and stands as
+    inferred in a later contradiction, so an agent's judged note (observed) the same day supersedes
+    it (capped at observed only, the two would tie and be disputed)."""
+    st = minilm_store
+    run(st, "one", [{"text": "prod db changes need no approvers, I concluded",
+                     "metadata": {"source": "transcript:assistant"}}], keep_everything(CLAIM), T0)
+    assert active(st)[CLAIM]["origin"] == "transcript:assistant"
+    plan = run(st, "two", [{"text": "two approvers for prod db changes"}], keep_everything(RULE), T0 + 3600)
+    assert [e for e in plan.events if e["event"] == "memory.superseded"], plan.events
+    assert RULE in active(st) and CLAIM not in active(st)
+
+
+def test_stored_entry_from_a_user_prompt_stands_as_user_stated(minilm_store):
+    """A judge's user-stated claim about a harvested user prompt is stored with ``origin`` ``user``
+    and stands as user-stated: an agent's judged note claiming user-stated the same day (credited
+    observed) neither supersedes nor disputes it."""
+    st = minilm_store
+    run(st, "one", [{"text": "prod db changes need two approvers", "metadata": {"source": "transcript:user"}}],
+        keep_everything(RULE), T0)
+    assert active(st)[RULE]["origin"] == "user"
+    plan = run(st, "two", [{"text": "prod db changes need no approvers now"}], keep_everything(CLAIM), T0 + 3600)
+    assert not [e for e in plan.events if e["event"] in ("memory.superseded", "memory.disputed")], plan.events
+    assert RULE in active(st) and CLAIM not in active(st)
+
+
 def test_credibility_table():
     from consolidate.model.plan import Candidate, Note, Plan
     from consolidate.pipeline.stages.credibility import credited_strength, entry_strength, may_overrule
@@ -160,6 +187,11 @@ def test_credibility_table():
     assert credited_strength(plan, cand(3, evidence="inferred")) == (0, 2)
     assert entry_strength({"evidence": "user-stated", "source": "judge:cli:m", "confidence": "high"}) == (1, 2)
     assert entry_strength({"evidence": "user-stated", "source": "flagged", "confidence": "medium"}) == (2, 1)
+    judged = {"evidence": "user-stated", "source": "judge:cli:m", "confidence": "high"}
+    assert entry_strength({**judged, "origin": "user"}) == (2, 2)
+    assert entry_strength({**judged, "origin": "transcript:assistant"}) == (0, 2)
+    assert entry_strength({**judged, "origin": "transcript:tool_error"}) == (1, 2)
+    assert entry_strength({**judged, "origin": "agent-judged"}) == (1, 2)
     assert may_overrule(cand(3, status="quarantined"), "active")
     assert may_overrule(cand(3, status="quarantined"), "disputed")
     assert may_overrule(cand(3, status="quarantined"), "quarantined") is None
