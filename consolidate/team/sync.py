@@ -46,6 +46,7 @@ from consolidate.store.views import context_md
 from consolidate.store.forgotten import lift
 from consolidate.store.forgotten import append as forgotten_append, tombstones as forgotten_rows
 from consolidate.store.index.embeddings import known_dimension, mismatch_message
+from consolidate.store.index import chroma_load
 import uuid
 from consolidate.store import archive, graph
 
@@ -121,8 +122,7 @@ class TeamClient:
         self.cfg: team.TeamConfig = found
         token = team.read_token(self.cfg, store.path)
         host, port, tls = team.check_url(self.cfg.url, token, self.cfg.insecure)
-        os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-        import chromadb  # noqa: PLC0415 - heavy (chromadb, dotenv, httpx, numpy, pydantic, tenacity, yaml): loaded only when used
+        chromadb = chroma_load.chromadb()  # the one import of chromadb (consolidate/store/index/chroma_load.py)
         from chromadb.config import Settings  # noqa: PLC0415 - heavy (chromadb, dotenv, httpx, numpy, pydantic, tenacity, yaml): loaded only when used
 
         auth: dict[str, Any] = {"chroma_client_auth_provider": "chromadb.auth.token_authn.TokenAuthClientProvider",
@@ -515,8 +515,7 @@ def pull(store, seconds: float | None = None, context: bool = False) -> dict[str
 def _load_local_parts(store) -> None:
     """Import chromadb and load the store's embedding function before a time bound starts: the
     bound is on waiting for the server, not on this machine's start-up."""
-    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    import chromadb  # noqa: F401, PLC0415 - heavy (chromadb): loaded only when used
+    chroma_load.chromadb()
     import chromadb.api.fastapi  # noqa: F401, PLC0415 - heavy (chromadb): loaded only when used
 
     store.embedder()

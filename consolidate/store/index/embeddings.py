@@ -42,6 +42,7 @@ from typing import Any, Protocol, runtime_checkable
 from consolidate.core.errors import ConfigError
 from consolidate.rules.redaction import error_text
 from consolidate.core.errors import EmbeddingUnavailable
+from consolidate.store.index import chroma_load
 
 __all__ = [
     "EmbeddingFunction",
@@ -399,6 +400,7 @@ class MiniLMOnnx:
 def chroma_names() -> list[str]:
     """Names of Chroma's dense embedding functions
     (``chromadb.utils.embedding_functions.known_embedding_functions``), sorted."""
+    chroma_load.chromadb()
     from chromadb.utils.embedding_functions import known_embedding_functions  # noqa: PLC0415 - heavy (chromadb, dotenv, httpx, numpy, pydantic, tenacity, yaml): loaded only when used
 
     return sorted(known_embedding_functions)
@@ -443,6 +445,7 @@ class ChromaNamed:
         if self._fn is None:
             with self._lock:
                 if self._fn is None:
+                    chroma_load.chromadb()
                     from chromadb.utils.embedding_functions import known_embedding_functions  # noqa: PLC0415 - heavy (chromadb, dotenv, httpx, numpy, pydantic, tenacity, yaml): loaded only when used
 
                     cls = known_embedding_functions[self.name]

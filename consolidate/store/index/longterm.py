@@ -12,7 +12,6 @@ imports chromadb: it is never imported on the session-end fast path.
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from typing import Any
@@ -26,6 +25,7 @@ from consolidate.store.layout import CHROMA, OPEN_LOCK
 from consolidate.store.index.reindex import missing_index_error
 from consolidate.store.index.embeddings import known_dimension, mismatch_message
 from consolidate.store.index import lexical as _lexical
+from consolidate.store.index import chroma_load
 import shutil
 import tempfile
 
@@ -35,8 +35,7 @@ COLLECTION = "memories"
 def _client(store, path=None):
     """A Chroma client: an HttpClient for ``store.chroma_url``, else a PersistentClient on ``path``
     (default: the store's ``chroma/`` folder)."""
-    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    import chromadb  # noqa: PLC0415 - heavy (chromadb, dotenv, httpx, numpy, pydantic, tenacity, yaml): loaded only when used
+    chromadb = chroma_load.chromadb()  # the one import of chromadb (its @override checks skipped)
     from chromadb.config import Settings  # noqa: PLC0415 - heavy (chromadb, dotenv, httpx, numpy, pydantic, tenacity, yaml): loaded only when used
 
     settings = Settings(anonymized_telemetry=False)

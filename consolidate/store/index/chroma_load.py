@@ -1,0 +1,45 @@
+"""How chromadb is imported: :func:`chromadb` is the one import of it (the local index, the embedding
+functions, the team client), so every process pays its import cost once and the same way.
+
+chromadb decorates its classes with ``overrides``' ``@override``, which at class-definition time reads
+the calling frame's bytecode to find the base classes and compares each method's signature with the
+one it overrides: a development-time check that took about 40 % of ``import chromadb`` (0.2-0.5 s of
+every CLI command, hook worker and MCP server start that opens the index; measured with
+``python -X importtime`` and cProfile, overrides 7.7). :func:`chromadb` imports ``overrides`` first
+and makes ``@override`` only mark the method (``__override__ = True``, which chromadb's
+``EnforceOverrides`` classes check), skipping the bytecode and signature checks; chromadb's behaviour is
+unchanged. When chromadb was imported already (by the embedding function of a caller, a test), it is
+returned as it is. Standard library only at import."""
+
+from __future__ import annotations
+
+import os
+import sys
+from types import ModuleType
+
+
+def _marked(method=None, **_options):
+    """``overrides.override`` that only marks: ``@override`` and ``@override(check_signature=...)``."""
+    if method is None:
+        return _marked
+    method.__override__ = True
+    return method
+
+
+def chromadb() -> ModuleType:
+    """The ``chromadb`` module, imported with ``@override``'s checks skipped (module docstring) and
+    Chroma's telemetry off (``ANONYMIZED_TELEMETRY=False`` unless set). Raises ImportError when
+    chromadb is not installed."""
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    if "chromadb" not in sys.modules:
+        try:
+            import overrides  # noqa: F401, PLC0415 - only with chromadb
+
+            checks = sys.modules["overrides.overrides"]  # the module (the package's attribute is its function)
+            if callable(getattr(checks, "_overrides", None)):
+                setattr(checks, "_overrides", lambda method, check_signature, check_at_runtime: _marked(method))
+        except (ImportError, KeyError):  # another overrides: its own checks run, nothing else changes
+            pass
+    import chromadb as module  # noqa: PLC0415 - heavy (chromadb, dotenv, httpx, numpy, pydantic, tenacity, yaml): loaded only when used
+
+    return module
