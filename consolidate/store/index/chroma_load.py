@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 from types import ModuleType
+from typing import Any
 
 
 def _marked(method=None, **_options):
@@ -35,9 +36,9 @@ def chromadb() -> ModuleType:
         try:
             import overrides  # noqa: F401, PLC0415 - only with chromadb
 
-            checks = sys.modules["overrides.overrides"]  # the module (the package's attribute is its function)
+            checks: Any = sys.modules["overrides.overrides"]  # the module (the package's attribute is its function)
             if callable(getattr(checks, "_overrides", None)):
-                setattr(checks, "_overrides", lambda method, check_signature, check_at_runtime: _marked(method))
+                checks._overrides = lambda method, check_signature, check_at_runtime: _marked(method)
         except (ImportError, KeyError):  # another overrides: its own checks run, nothing else changes
             pass
     import chromadb as module  # noqa: PLC0415 - heavy (chromadb, dotenv, httpx, numpy, pydantic, tenacity, yaml): loaded only when used
