@@ -154,7 +154,10 @@ def test_an_inherited_descriptor_above_1023_does_not_reach_the_worker(tmp_path, 
         pid = starter._launch([sys.executable, "-c", _CHILD], dict(os.environ), out)
     finally:
         for fd in (out, w, high, r):
-            os.close(fd)
+            try:
+                os.close(fd)
+            except OSError:  # seen once in CI under load (EBADF): a descriptor of this worker process closed by
+                pass  # another thread's cleanup; what the child inherited is checked below either way
         if soft <= high:
             resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     _, status = os.waitpid(pid, 0)
