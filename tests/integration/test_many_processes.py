@@ -1,5 +1,5 @@
 """Many processes on one store at realistic size (150 notes a session, the MiniLM embedding, real
-processes): the MCP server across worker writes, 2/4/8 concurrent `run` processes, the hook's worker
+processes): the MCP server across worker writes, 2 and 8 concurrent `run` processes, the hook's worker
 beside a manual run, batch beside a run and the MCP server. After each step: every process exits 0,
 every session is consolidated exactly once, the index count never goes down, and every memory ever
 written is found by a vector query for its own text, in a fresh process and in the MCP server.
@@ -114,7 +114,7 @@ def _wait_queue_drained(store_path, sid: str, guard: float = 600.0) -> str:
     raise AssertionError(f"session {sid} was not consolidated (hang guard {guard:g} s)")
 
 
-@pytest.mark.parametrize("processes", [2, 4, 8])
+@pytest.mark.parametrize("processes", [2, 8])  # the reported pair and eight (4 merged: between the two)
 def test_concurrent_runs_all_complete(tmp_path, processes):
     """Input 2: `consolidate run & consolidate run & wait` over sessions of 150 notes: the second
     process died with a chromadb traceback. Now every process exits 0, each session is consolidated
