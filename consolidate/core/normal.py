@@ -25,6 +25,8 @@ The forms, each idempotent (``f(f(s)) == f(s)``):
 - :func:`fold_map` -- :func:`canonical` with the way back: each character of the view knows the span of
   the original it came from (:class:`FoldMap`), so a detector scanning the view (the secret gate) finds
   ``AKIA\u200bQ3EG...`` as ``AKIAQ3EG...`` and removes the whole original span. For detection only.
+- :func:`join_lines` -- a run of white space holding a line break between words read as one space, with
+  the way back (:class:`FoldMap`): how the secret gate's context rules read ``password\nis X``. For detection only.
 - :func:`fold` -- :func:`canonical`, case-folded (``casefold``: ``Straße`` is ``strasse``).
 - :func:`text_key` -- the words of :func:`fold` (letters, digits, marks, ``_``) joined by one space,
   a number's minus sign and the relations ``< > <= >= != ==`` kept: other punctuation, symbols and
@@ -47,7 +49,7 @@ from __future__ import annotations
 import posixpath
 import re
 import unicodedata
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 #: Characters outside category Cf that render as nothing: variation selectors (U+FE00-FE0F and the
 #: supplement U+E0100-E01EF), the combining grapheme joiner U+034F, the Hangul fillers; and the Arabic
@@ -186,6 +188,40 @@ def fold_map(s: str) -> FoldMap:
         flush()
     return FoldMap("".join(out), tuple(starts), tuple(ends))
 
+
+
+#: A run of white space holding a line break, between two characters that are not white space.
+_LINE_BREAK_RUN = re.compile(r"(?<=\S)\s*[\n\r\x0b\x0c\x85\u2028\u2029]\s*(?=\S)")
+
+
+def join_lines(s: str, joins: Callable[[str, int, int], bool] | None = None) -> FoldMap:
+    """``s`` with every run of white space that holds a line break between two words read as one space
+    (only the runs ``s[start:end]`` for which ``joins(s, start, end)`` holds, when given), with each
+    character's place in ``s`` (:class:`FoldMap`: the space's span is the whole run). How the secret
+    gate's context rules read a keyword and its value that a line break separates (``the db
+    password\nis X``, ``Passwort:\r\n  X``): a value found in the view maps back to its own characters,
+    the line break before it staying outside. For detection only; the view is ``s`` itself (no map) for
+    a text with no such run."""
+    out: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    pos = 0
+    for m in _LINE_BREAK_RUN.finditer(s):
+        if joins is not None and not joins(s, m.start(), m.end()):
+            continue
+        out.append(s[pos:m.start()])
+        starts.extend(range(pos, m.start()))
+        ends.extend(range(pos + 1, m.start() + 1))
+        out.append(" ")
+        starts.append(m.start())
+        ends.append(m.end())
+        pos = m.end()
+    if not out:
+        return FoldMap(s)
+    out.append(s[pos:])
+    starts.extend(range(pos, len(s)))
+    ends.extend(range(pos + 1, len(s) + 1))
+    return FoldMap("".join(out), tuple(starts), tuple(ends))
 
 #: The Cyrillic and Greek letters that read as a Latin one (the lookalikes of Unicode's confusables
 #: list for these scripts, as a spoofed "ignоre" or "сurl" writes them), and the Latin small capitals

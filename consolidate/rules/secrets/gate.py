@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import functools
+import re
 
 from consolidate.rules.secrets.assignments import _assignments
 from consolidate.rules.secrets.credentials import _auth_headers, _connection_strings, _credential_pairs, _userinfo_pairs
-from consolidate.core.normal import fold_map
+from consolidate.core.normal import fold_map, join_lines
 from consolidate.rules.secrets.findings import Finding, _Candidate, _P_JWT, _P_KEY_MATERIAL, _P_PRIVATE_KEY, _P_PROVIDER, _resolve, redact_preview
 from consolidate.rules.secrets.prose import _PROSE_WORDS_ALL, _cjk_set_password, _prose_secrets
+from consolidate.rules.secrets.words import _PROSE_COPULAS
 from consolidate.rules.secrets.providers import _JWT_RE, _aws, _detect_secrets, _private_keys, _vendor_rules
 from consolidate.rules import key_material
 
@@ -52,7 +54,14 @@ def scan(text: str) -> list[Finding]:
     character inside (``AKIA\u00adQ3EG...``) is found as the key it reads as. A finding in the view is
     mapped back to the whole original span, the invisible characters inside it included, so
     :func:`redact` leaves nothing of the key; its preview is taken from the view (what the key reads
-    as, never an invisible character)."""
+    as, never an invisible character).
+
+    The context rules (a keyword, a copula or separator, a value: ``password is X``, ``Passwort: X``,
+    ``password = X``) also run over the folded view with each run of white space holding a line break
+    read as one space (:func:`~consolidate.core.normal.join_lines`), so a line break between the keyword
+    and its value (``the db password\nis X``, ``Das Passwort der DB\nist X``) hides nothing; the
+    finding is the value's own span, the line break outside it. A value split by a line break in its
+    middle (``Sonnen\nblume47``) is not joined: the gate reads it as two words."""
     if not isinstance(text, str):
         raise TypeError(f"scan() takes a str, not {type(text).__name__}")
     if len(text) < 5:  # the shortest secret in a text: 口令:春天 (a password word, a separator, a 2-letter word)
@@ -62,6 +71,10 @@ def scan(text: str) -> list[Finding]:
     if view.starts is not None:
         candidates.extend(c._replace(start=a, end=b) for c in _candidates(view.text)
                           for a, b in (view.span(c.start, c.end),))
+    joined = join_lines(view.text, _copula_beside)
+    if joined.starts is not None:
+        candidates.extend(c._replace(start=a, end=b) for c in _context_candidates(joined.text)
+                          for a, b in (view.span(*joined.span(c.start, c.end)),) if _joined_value(text, a))
     return [Finding(c.kind, redact_preview(fold_map(text[c.start:c.end]).text, c.kind), c.start, c.end)
             for c in _resolve(candidates)]
 
@@ -74,9 +87,7 @@ def _candidates(text: str) -> list[_Candidate]:
     # Every rule has needles: lower-case substrings one of which any match must contain. Looking
     # for them in the lower-cased text is a superset test, and costs far less than running the
     # regex: most notes skip most rules.
-    low = text.lower()
-    if len(low) != len(text):  # U+0130 lower-cases to two characters: keep offsets aligned
-        low = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in text).replace("\u0130", "i")
+    low = _lower(text)
     candidates: list[_Candidate] = []
     add = candidates.append
     # every needle of the gate's rules and every keyword of gitleaks' rules, in one Aho-Corasick pass
@@ -116,6 +127,55 @@ def _candidates(text: str) -> list[_Candidate]:
         candidates = [c for c in candidates if not any(a <= c.start and c.end <= b and (a, b) != (c.start, c.end)
                                                        for a, b in keys)]
         candidates.extend(_Candidate(_P_KEY_MATERIAL, _key_material().KIND, a, b) for a, b in keys)
+    return candidates
+
+
+def _lower(text: str) -> str:
+    """``text`` lower-cased, offset for offset (U+0130 lower-cases to two characters: read as ``i``)."""
+    low = text.lower()
+    if len(low) != len(text):
+        low = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in text).replace("\u0130", "i")
+    return low
+
+
+_LINE_BREAKS = "\n\r\x0b\x0c\x85\u2028\u2029"
+#: A line that is an assignment of its own (``DB_HOST=localhost``, ``API_KEY=``, ``username: admin``)
+_ASSIGNMENT_LINE = re.compile(r"[A-Za-z_][\w.-]*[ \t]*[:=]")
+
+
+def _copula_beside(text: str, start: int, end: int) -> bool:
+    """Whether the line break ``text[start:end]`` stands beside a copula or a separator, the word of a
+    keyword and its value that may go on either line (``password\nis X``, ``Passwort:\n X``,
+    ``パスワードは\nX``): only such a break is read as a space. A sentence ending in the keyword and a line
+    after it (``We rotated the password\nThe script ...``, a heading ``## Password``) stay two."""
+    before = text[max(0, start - 64):start].rsplit(None, 1)[-1].strip("*_`\"'")
+    after = text[end:end + 64].split(None, 1)[0].strip("*_`\"'")
+    return (before.lower() in _PROSE_COPULAS or after.lower() in _PROSE_COPULAS
+            or before[-1:] in _SEPARATOR_END or after[:1] in _SEPARATORS)
+
+
+_SEPARATORS = ":=：＝"
+_SEPARATOR_END = _SEPARATORS + "はが是为為는은이가"  # a CJK particle after the keyword: パスワードは\nX
+
+
+def _joined_value(text: str, start: int) -> bool:
+    """Whether a value the context rules found at ``start`` in the line-joined view is one: a line that
+    is an assignment of its own (``PASSWORD=\nAPI_KEY=``: two empty variables of an ``.env`` file;
+    ``password:\n  username: admin``) is no value of the line before."""
+    i = start
+    while i > 0 and text[i - 1] in " \t":
+        i -= 1
+    return i == 0 or text[i - 1] not in _LINE_BREAKS or not _ASSIGNMENT_LINE.match(text, start)
+
+
+def _context_candidates(text: str) -> list[_Candidate]:
+    """The candidates of the rules that read a keyword and the value given to it (variables and prose,
+    in every language of the gate), for the line-joined view of :func:`scan`."""
+    low = _lower(text)
+    candidates = list(_assignments(text, low))
+    candidates.extend(_prose_secrets(text, low))
+    if not low.isascii():
+        candidates.extend(_cjk_set_password(text))
     return candidates
 
 
