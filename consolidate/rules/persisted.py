@@ -225,9 +225,9 @@ _found = functools.lru_cache(maxsize=32768)(lambda text, key: tuple(_findings(te
 #: A UUID (what Claude Code, Gemini CLI and Codex give as a session id; ``+rN``: a resumed part): never a secret by itself, and
 #: not worth importing the gate for on every hook call.
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?:\+r[0-9]+)?")
-#: See :func:`identifier`: the shortest id that is taken as a pasted token when the gate finds key material in it.
-OPAQUE_ID_CHARS = 32
-_ID_SEPARATORS = re.compile(r"[-+.:]")
+#: See :func:`identifier`: the shortest part of an id taken as a pasted token when the gate finds key material in it.
+OPAQUE_ID_CHARS = 20
+_ID_SEPARATORS = re.compile(r"[-+.:/]")
 #: How an id holding a secret is kept: this prefix and 16 hex digits of the id's SHA-256.
 REDACTED_ID_PREFIX = "redacted-"
 
@@ -239,13 +239,14 @@ def identifier(value: str, key: str = "session_id") -> str:
     session (a note, its end, a hook's payload, the worker, a log line) meets under one name and no
     file holds the secret. A UUID is taken as it is without loading the gate. Context-free key
     material (a random-looking run with no keyword beside it) is what ids are made of (the MCP
-    server's ``mcp-<UTC time>-<pid>``): it counts only as one opaque run of :data:`OPAQUE_ID_CHARS`
-    or more characters with no ``-``, ``+``, ``.`` or ``:`` in it (a token pasted as an id); any
-    other kind the gate names (a provider's key format, a password) always counts."""
+    server's ``mcp-<UTC time>-<pid>``): it counts only when a part of the id between ``-``, ``+``,
+    ``.``, ``:`` or ``/`` is :data:`OPAQUE_ID_CHARS` characters or more (a token pasted as an id or
+    after a prefix: ``ci-ghp_...``, ``sess-AKIA...``; the shortest provider key, an AWS key id, has
+    20); any other kind the gate names (a provider's key format, a password) always counts."""
     if not isinstance(value, str) or not value or _UUID.fullmatch(value):
         return value
-    found = [f for f in findings(value, key=key)
-             if f.kind != "key-material" or (len(value) >= OPAQUE_ID_CHARS and not _ID_SEPARATORS.search(value))]
+    opaque = any(len(part) >= OPAQUE_ID_CHARS for part in _ID_SEPARATORS.split(value))
+    found = [f for f in findings(value, key=key) if f.kind != "key-material" or opaque]
     if not found:
         return value
     import hashlib  # noqa: PLC0415 - only for an id that holds a secret

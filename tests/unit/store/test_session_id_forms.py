@@ -42,7 +42,9 @@ def test_a_session_id_is_kept_as_given_and_the_store_is_healthy(tmp_path_factory
 #: Session ids holding a secret (a fresh review, issue 28 concern 3: ``hook.log`` redacted such an id,
 #: while ``logs/worker.log``, ``queue.jsonl`` and ``sessions.sqlite3`` kept it in clear).
 SECRET_IDS = ["ghp_Kk1Ll2Mm3Nn4Oo5Pp6Qq7Rr8Ss9Tt0Uu1Vv2Ww3", "ghp_aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6", "AKIAQ3EGRTZ7XKMP4WJG",
-              "xoxb-1234567890123-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "sess-AKIAQ3EGRTZ7XKMP4WJG"]
+              "xoxb-1234567890123-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "sess-AKIAQ3EGRTZ7XKMP4WJG",
+              # after a prefix (a second review): key material the gate names by no provider
+              "sess-AKIAZ7QX3MPL4RTV2WQH", "ci-ghp_Zx9Cv8Bn7Mm6Ll5Kk4Jj3Hh2Gg1Ff0DdSsAaQq"]
 
 
 def test_a_session_id_holding_a_secret_is_kept_under_one_pseudonym_everywhere(tmp_path, capsys):
