@@ -8,6 +8,7 @@ start of the write policy stage."""
 from __future__ import annotations
 
 from consolidate.core.faults import crash_point
+from consolidate.model import credit
 from consolidate.model.plan import Candidate, inferred_confidence, initial_confidence
 from consolidate.core.vocab import CONFIDENCE_LEVELS, EVIDENCE_KINDS
 from consolidate.judges.base import Item, JudgeContext
@@ -48,8 +49,11 @@ def run(plan, ctx):
             continue
         plan.note_status[note.id] = "keep"
         evidence = v.evidence if v.evidence in EVIDENCE_KINDS else "inferred"
-        confidence = v.confidence if v.confidence in CONFIDENCE_LEVELS else initial_confidence(evidence)
-        confidence = inferred_confidence(evidence, confidence)
+        # the confidence step of inferred evidence follows the evidence the note's origin credits, not
+        # the claim: a harvested assistant turn the judge calls user-stated is inferred (model/credit.py)
+        credited = credit.credited(evidence, source, credit.origin_of([_source_of(note)]))
+        confidence = v.confidence if v.confidence in CONFIDENCE_LEVELS else initial_confidence(credited or evidence)
+        confidence = inferred_confidence(credited or evidence, confidence)
 
         relations, dropped = parse_relations(v.relations)
         if dropped:
@@ -65,3 +69,9 @@ def run(plan, ctx):
         plan.candidates.append(candidate)
     announce(plan)
     return plan
+
+
+def _source_of(note) -> str:
+    """The note's ``metadata["source"]`` (``""`` unset: an agent's note)."""
+    src = (getattr(note, "metadata", None) or {}).get("source")
+    return src if isinstance(src, str) else ""

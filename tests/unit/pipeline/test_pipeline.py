@@ -55,7 +55,8 @@ def test_every_stage_decides(store):
     for doc, meta in mems.values():
         prov = json.loads(meta["provenance"])
         assert set(prov) == {"session_id", "run_id", "date", "evidence", "source", "prompt_version", "reason", "note_ids",
-                             "valid_from"}
+                             "valid_from", "origin"}  # origin: the notes' (model/credit.py), agent-judged here
+        assert prov["origin"] == "agent-judged"
         assert meta["session_id"] == "s1" and meta["scope"] == "testproj" and meta["tier"] == "durable"
         assert key not in doc
     sources = sorted(m["source"] for _, m in mems.values())
