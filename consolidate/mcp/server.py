@@ -246,15 +246,17 @@ class StoreThread:
     async def run(self, fn: Callable[[Store], Any]) -> Any:
         """``fn(store)`` on the store thread. A ConsolidateError becomes a ToolError with its one-line
         message; any other exception is logged (with its traceback, on stderr) and reported in one
-        line."""
+        line. The answer goes into the model's context: each of its strings written as the agent view
+        writes it (consolidate.store.views.shown.json_answer: bidi and control characters visible)."""
         if self._pool is None:
             self.start()
         assert self._pool is not None  # start() made it
         future = self._pool.submit(self._call, fn)
         try:
-            return await anyio.to_thread.run_sync(future.result)
+            got = await anyio.to_thread.run_sync(future.result)
         except Exception as exc:  # noqa: BLE001 - a tool never answers with a traceback
             raise tool_error(exc) from None
+        return agent_view.json_answer(got)  # into the model's context: every string as the agent view writes it
 
 
 def build_server(store: Store | Callable[[], Store] | None = None, *,

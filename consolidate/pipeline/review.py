@@ -297,9 +297,11 @@ def edit(store, memory_id: str, text: str) -> dict[str, Any]:
 
 
 def public(entry: dict[str, Any]) -> dict[str, Any]:
-    """A queue entry as JSON-ready data (``--list --json``, the MCP ``review_list`` tool)."""
+    """A queue entry as JSON-ready data (``--list --json``, the MCP ``review_list`` tool): each string
+    written as the agent view writes it (consolidate.store.views.shown.json_answer: bidi and control
+    characters visible); the queue's own entries keep the stored text (an edit marks its notes by it)."""
     meta = entry.get("metadata") or {}
-    return {"id": entry["id"], "statement": entry["statement"], "type": entry["type"], "status": entry["status"],
+    return agent_view.json_answer({"id": entry["id"], "statement": entry["statement"], "type": entry["type"], "status": entry["status"],
             "reasons": entry["reasons"], "with": entry["with"], "drifted": entry["drifted"], "stale": entry["stale"],
             "text": entry.get("text"), "evidence": meta.get("evidence"), "confidence": meta.get("confidence"),
-            "last_confirmed": meta.get("last_confirmed"), **({"proposal": entry["proposal"]} if "proposal" in entry else {})}
+            "last_confirmed": meta.get("last_confirmed"), **({"proposal": entry["proposal"]} if "proposal" in entry else {})})

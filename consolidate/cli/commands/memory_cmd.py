@@ -24,7 +24,8 @@ def cmd_disputes(args) -> int:
     got = agent_view.view(rows, "disputes", forgotten=agent_view.forgotten_ids(store) if rows else ())
     rows = got.rows  # as the agent view shows them: evidence as credited, the guard's held back left out
     if args.json:
-        print(json.dumps([{"id": r["id"], "statement": r["document"], "with": r["with"], **r["metadata"]} for r in rows],
+        print(json.dumps(agent_view.json_answer([{"id": r["id"], "statement": r["document"], "with": r["with"], **r["metadata"]}
+                                                 for r in rows]),
                          ensure_ascii=False))
         return 0
     if not rows and not got.held:

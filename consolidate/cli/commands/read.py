@@ -30,7 +30,7 @@ def cmd_recall(args) -> int:
     if team_line:
         print("team: " + terminal_safe(team_line), file=sys.stderr)
     if args.json:
-        print(json.dumps([memory_json(h) for h in hits], ensure_ascii=False))
+        print(json.dumps(agent_view.json_answer([memory_json(h) for h in hits]), ensure_ascii=False))
         return 0
     if not hits and result.below_floor:
         print(f"no memory at similarity {args.min_similarity:g} or more ({result.below_floor} less similar:"
@@ -61,7 +61,7 @@ def cmd_graph(args) -> int:
     if g is not None:
         agent_view.graph_view(res, store, "cli-graph")  # as the agent view shows them (consolidate/store/views/shown.py)
     if args.json:
-        print(json.dumps(res, ensure_ascii=False))
+        print(json.dumps(agent_view.json_answer(res), ensure_ascii=False))
         return 0
     if not res["found"]:
         print(terminal_safe(f"no entity {name!r} in the graph" + ("" if store.exists else f" (no store at {store.path})")))

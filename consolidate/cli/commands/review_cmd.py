@@ -13,6 +13,7 @@ from consolidate.cli.commands import open_store
 from consolidate.core.errors import BadInput
 from consolidate.rules.redaction import error_text
 from consolidate.pipeline import review
+from consolidate.store.views import shown as agent_view
 
 
 def _print_entry(e: dict, index: int | None = None) -> None:
@@ -64,7 +65,7 @@ def cmd_review(args) -> int:
         else:
             res = review.edit(store, args.edit[0], args.edit[1])
         if args.json:
-            print(json.dumps(res, ensure_ascii=False))
+            print(json.dumps(agent_view.json_answer(res), ensure_ascii=False))
         else:
             _print_result(res)
         return 0

@@ -24,8 +24,10 @@ tools, CLI ``recall``, a workspace's ``context/``, ``export`` to AGENTS.md / CLA
    ``line_chars``, at most ``max_memories`` lines; the SessionStart context as a whole through
    :func:`fit_context`;
 
-and the **echo record** (consolidate.store.echo) of what was shown goes through :func:`record`,
-:func:`record_safely` or :func:`record_digests`. :data:`SURFACES` lists every surface, the function
+every string of a surface's JSON answer (``--json``, an MCP tool's) is written as its lines are,
+through :func:`json_answer` (the stored text is unchanged); and the **echo record**
+(consolidate.store.echo) of what was shown goes through :func:`record`, :func:`record_safely` or
+:func:`record_digests`. :data:`SURFACES` lists every surface, the function
 that renders it and how tests/unit/store/test_agent_view.py drives it; that test also fails when a module
 outside this one calls the guard, the budget, the echo record, the drift marks or the line renderer
 to show memories.
@@ -217,11 +219,27 @@ def escaped(text: str) -> str:
     characters (``\\x1b``), bidi controls (``\\u202e``: a note cannot show a command reversed), tag
     characters and the variation selectors that carry bytes (consolidate.rules.guard.printable, the one
     escape). What a page shows whole (``consolidate ui``, consolidate/ui/html.py ``e``) and a graph
-    statement go through it; a line through :func:`text_of`. Idempotent; right-to-left text without
+    statement go through it; a line through :func:`text_of`; a JSON answer through :func:`json_answer`. Idempotent; right-to-left text without
     controls is unchanged."""
     from consolidate.rules.guard import printable  # noqa: PLC0415 - off the SessionStart hook path (rules.guard)
 
     return printable(text)
+
+
+def json_answer(value: Any) -> Any:
+    """A JSON answer that shows memories (``recall --json``, ``review --list --json``, ``disputes
+    --json``, ``graph --json`` and every MCP tool's answer, which goes into the model's context) as
+    every text surface writes it: each string in it, at any depth (``statement``, ``with``, a
+    field's or a provenance's ``reason``, a relation...), through :func:`escaped`; keys, numbers and
+    the structure kept. The stored text is unchanged (a review decision names its memory by id). A
+    copy; idempotent."""
+    if isinstance(value, str):
+        return escaped(value)
+    if isinstance(value, Mapping):
+        return {k: json_answer(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_answer(v) for v in value]
+    return value
 
 
 def text_of(document: str) -> str:

@@ -339,6 +339,58 @@ DRIVERS = {name[len("drive_"):].replace("_", "-"): fn for name, fn in dict(globa
            if name.startswith("drive_")}
 
 
+# -- the JSON answers of a surface: checked field by field (every string value, at any depth) ---------
+
+_QUERY = ("src/app.py", "-k", "50", "--min-similarity", "-1")
+
+
+def _json_cli(w, *args: str):
+    return json.loads(_cli(w["project"], *args, "--json"))
+
+
+#: surface name -> its JSON answers, ``[(how it was asked, the answer)]``
+JSON_ANSWERS = {
+    "cli-recall": lambda w: [("recall --json", _json_cli(w, "recall", *_QUERY))],
+    "mcp-recall": lambda w: [("MCP recall", _mcp(w, tool("r", "recall", query="src/app.py", k=50,
+                                                         min_similarity=-1))['"r"'])],
+    "review-list": lambda w: [("review --list --json", _json_cli(w, "review", "--list")),
+                              ("MCP review_list", _mcp(w, tool("l", "review_list"))['"l"'])],
+    "disputes": lambda w: [("disputes --json", _json_cli(w, "disputes"))],
+    "cli-graph": lambda w: [("graph --json", _json_cli(w, "graph", "src/app.py"))],
+    "mcp-graph": lambda w: [("MCP graph", _mcp(w, tool("g", "graph", entity="src/app.py"))['"g"'])],
+}
+
+
+def _strings(value):
+    """Every string value in a JSON answer, at any depth (keys are the program's own)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _check_json_answers(w, name: str, wanted: list[str]) -> None:
+    """No raw bidi control in any string value of the surface's JSON answers; each control of a
+    note written visibly there; right-to-left text without controls unchanged."""
+    for how, answer in JSON_ANSWERS.get(name, lambda _w: [])(w):
+        strings = list(_strings(answer))
+        raw = [v for v in strings if _BIDI_CONTROLS.search(v)]
+        assert not raw, (name, how, raw[:3])
+        for tag, note in BIDI.items():
+            for v in (v for v in strings if tag in v):
+                assert all(f"\\u{ord(c):04x}" in v for c in set(_BIDI_CONTROLS.findall(note))), (name, how, v)
+        for tag, note in RTL.items():
+            for v in (v for v in strings if tag in v):
+                assert note.removeprefix("src/rtl.py ").removesuffix(" " + tag) in v, (name, how, v)
+        if wanted:  # the answer shows the bidi and right-to-left memories: the check is not vacuous
+            assert any(t in v for v in strings for t in BIDI) and any(t in v for v in strings for t in RTL), \
+                (name, how)
+
+
 def test_the_registry_names_every_surface_once_and_each_renderer_exists():
     import importlib
 
@@ -361,12 +413,12 @@ def test_every_surface_in_the_registry_is_driven(world, name):
     assert not _CARRIERS.search(text), name  # bytes in variation selectors: held, never printed raw
     for tag in wanted:
         assert _lines_with(text, tag), (name, tag, text[:2000])
-    # bidi controls written visibly everywhere (a JSON entry's "statement" is the stored text, its "text" the line)
-    shown_text = "\n".join(json.loads(ln)["text"] if ln.startswith("{") else ln for ln in text.splitlines())
-    assert not _BIDI_CONTROLS.search(shown_text), (name, [ln for ln in shown_text.splitlines()
+    # bidi controls written visibly everywhere: in every line, and in every string of a JSON answer
+    _check_json_answers(world, name, wanted)
+    assert not _BIDI_CONTROLS.search(text), (name, [ln for ln in text.splitlines()
                                                           if _BIDI_CONTROLS.search(ln)])
     for tag, note in BIDI.items():  # each control written visibly, as recall writes it
-        for line in _lines_with(shown_text, tag):
+        for line in _lines_with(text, tag):
             assert all(f"\\u{ord(c):04x}" in line for c in set(_BIDI_CONTROLS.findall(note))), (name, line)
     for tag, note in RTL.items():  # right-to-left text without controls: unchanged
         for line in _lines_with(text, tag):
