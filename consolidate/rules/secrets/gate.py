@@ -148,6 +148,8 @@ def _copula_beside(text: str, start: int, end: int) -> bool:
     keyword and its value that may go on either line (``password\nis X``, ``Passwort:\n X``,
     ``パスワードは\nX``): only such a break is read as a space. A sentence ending in the keyword and a line
     after it (``We rotated the password\nThe script ...``, a heading ``## Password``) stay two."""
+    if _LIST_ITEM.match(text, end):
+        return False  # the next line is a list item of its own (``- Verify the connection``), never the value
     before = text[max(0, start - 64):start].rsplit(None, 1)[-1].strip("*_`\"'")
     after = text[end:end + 64].split(None, 1)[0].strip("*_`\"'")
     return (before.lower() in _PROSE_COPULAS or after.lower() in _PROSE_COPULAS
@@ -155,6 +157,9 @@ def _copula_beside(text: str, start: int, end: int) -> bool:
 
 
 _SEPARATORS = ":=：＝"
+#: A line that starts a list item: a bullet (``-``, ``*``, ``+``, ``•``) or a number (``1.``, ``2)``) and a space
+#: (a real note: "- Test password comparison logic with known values\n- Verify Supabase connection ...").
+_LIST_ITEM = re.compile(r"(?:[-*+•]|\d{1,3}[.)])[ \t]")
 _SEPARATOR_END = _SEPARATORS + "はが是为為는은이가"  # a CJK particle after the keyword: パスワードは\nX
 
 

@@ -103,3 +103,19 @@ def test_a_value_split_in_its_middle_is_not_joined():
     text = "the staging db password is Sonnen\nblume4713"
     assert "blume4713" in redact(text)
     assert join_lines(text, _copula_beside).starts is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(marker=st.sampled_from(["-", "*", "+", "•", "1.", "2)", "10."]),
+       first=st.sampled_from(["Test password comparison logic with known values",
+                              "Check the password reset flow is", "Passwort-Prüfung mit bekannten Werten:",
+                              "Rotate the admin password =", "パスワードの検証は"]),
+       second=st.sampled_from(["Verify Supabase connection and query execution", "Deploy2024 to staging",
+                               "Run the migration script once"]),
+       br=st.sampled_from(["\n", "\r\n", "\n\n", "  \n"]))
+def test_a_list_item_on_the_next_line_is_never_the_value(marker, first, second, br):
+    """A line that starts a list item is an item of its own, not the value of the line before (the first
+    version of the line-break rule read "- Test password comparison logic with known values\\n- Verify
+    Supabase connection ..." of a real note as a password assignment: every capable cassette missed)."""
+    text = f"{marker} {first}{br}{marker} {second}"
+    assert not _copula_beside(text, text.index(br), text.index(br) + len(br))
