@@ -103,7 +103,7 @@ def _digit_groups(span: str) -> list[str]:
     return out
 
 
-@functools.lru_cache(maxsize=16384)
+@functools.lru_cache(maxsize=4096)
 def _indexed(text: str) -> tuple[str, str]:
     """``(text_key words, digit groups joined by spaces)`` of one note text: a session's notes are
     the source of each of its keeps, so each is indexed once per process, not once per keep

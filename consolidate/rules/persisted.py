@@ -165,9 +165,10 @@ def _gate(text: str, prefilter: bool, key: str | None) -> str:
 
 #: The texts :func:`gate` answers from memory (a pure function of the text: the same note text is
 #: gated again by the plan, the journal and the event log of its run; measured on the 41 real-notes
-#: sessions end to end, 5.3 s of 33 s went to gating again), up to this length each.
+#: sessions end to end, 5.3 s of 33 s went to gating again), up to this length each, and at most 4,096
+#: of them (a long-lived MCP server holds at most some 16 MB so).
 _GATED_MAX_CHARS = 4096
-_gated = functools.lru_cache(maxsize=32768)(_gate)
+_gated = functools.lru_cache(maxsize=4096)(_gate)
 
 
 def redact(text: Any, *, prefilter: bool = True, key: str | None = None) -> Any:
@@ -219,7 +220,7 @@ def _findings(text: str, key: str | None) -> list:
 
 #: :func:`findings` of the texts up to _GATED_MAX_CHARS, answered from memory (a note's strings are
 #: scanned at write and again by the run's secret gate stage; the findings are immutable tuples).
-_found = functools.lru_cache(maxsize=32768)(lambda text, key: tuple(_findings(text, key)))
+_found = functools.lru_cache(maxsize=4096)(lambda text, key: tuple(_findings(text, key)))
 
 
 #: A UUID (what Claude Code, Gemini CLI and Codex give as a session id; ``+rN``: a resumed part): never a secret by itself, and
