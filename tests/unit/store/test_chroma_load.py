@@ -1,6 +1,8 @@
 """chromadb is imported through consolidate/store/index/chroma_load.py, which skips ``@override``'s
 bytecode and signature checks at class definition (about 40 % of ``import chromadb``): chromadb's
-classes still carry the mark its ``EnforceOverrides`` metaclass checks, and it works as before."""
+classes still carry the mark its ``EnforceOverrides`` metaclass checks, and it works as before; httpx's
+command-line client and the OpenTelemetry gRPC span exporter are not imported, and the exporter is the
+real one when chromadb's telemetry constructs it."""
 
 import ast
 import subprocess
@@ -32,3 +34,21 @@ def test_every_import_of_chromadb_goes_through_chroma_load():
             if isinstance(node, ast.Import) and any(a.name == "chromadb" for a in node.names):
                 offenders.append(str(path.relative_to(REPO)))
     assert offenders == []
+
+
+def test_the_unused_imports_are_deferred_and_the_exporter_is_real_when_constructed():
+    code = ("import sys\n"
+            "from consolidate.store.index.chroma_load import chromadb\n"
+            "c = chromadb()\n"
+            "client = c.EphemeralClient()\n"
+            "client.create_collection('tst', embedding_function=None).add(ids=['a'], embeddings=[[0.1]])\n"
+            "print(sorted(m for m in ('grpc', 'httpx._main', 'rich', 'click') if sys.modules.get(m)))\n"
+            "import httpx\n"
+            "print(callable(httpx.main))\n"
+            "from chromadb.telemetry import opentelemetry as otel\n"
+            "exporter = otel.OTLPSpanExporter(endpoint='http://127.0.0.1:9', insecure=True)\n"
+            "print(type(exporter).__module__, 'grpc' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["[]", "True",
+                                       "opentelemetry.exporter.otlp.proto.grpc.trace_exporter True"]
