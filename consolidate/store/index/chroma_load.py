@@ -51,7 +51,7 @@ def _real_otlp_exporter(*args, **kwargs):
 def _defer_unused_imports() -> None:
     """httpx's CLI made unimportable and the gRPC span exporter replaced by a stand-in (module docstring)."""
     if "httpx" not in sys.modules:
-        sys.modules.setdefault("httpx._main", None)  # type: ignore[assignment] - None: "cannot be imported"
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]  # None: "cannot be imported"
     if _OTLP not in sys.modules:
         stand_in = ModuleType(_OTLP, "Stand-in of the OpenTelemetry gRPC span exporter (consolidate.store.index.chroma_load).")
         stand_in.__consolidate_stand_in__ = True  # type: ignore[attr-defined]
