@@ -6,15 +6,14 @@ own markers must still round-trip: the entry line shows the text escaped, the ma
 exact text, the import reads it back (consolidate/agents/export_md.py). Checked three ways: a Hypothesis
 property over the block format (any text of several scripts), the block a previous version wrote
 (raw comment markers in the line, which the import refused), and stores built from
-../shared/data/realnotes exported and imported into a fresh store with the installed command.
+../shared/data/realnotes exported and imported into a fresh store by ``python -m consolidate`` commands
+(forked from a process with chromadb imported: tests/support/preloaded.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from consolidate.agents.export_md import BEGIN, END, parse_block, render_block, 
 from consolidate.rules.memory_types import TYPES
 from consolidate.core.vocab import EVIDENCE_KINDS
 from paths import REPO
+from preloaded import run as run_preloaded
 
 REALNOTES = REPO.parent / "shared" / "data" / "realnotes"
 if not REALNOTES.is_dir():
@@ -98,25 +98,33 @@ def test_a_cut_marker_is_still_refused(line):
         parse_block(f"{BEGIN} -->\n{line}\n{END}\n")
 
 
-# -- stores built from real notes, through the installed command ----------------------------------
+# -- stores built from real notes, through the command line ----------------------------------------
 
 def _cli(*args, cwd, check=True):
+    """``consolidate ARGS`` in a new process forked from one with chromadb imported (tests/support/preloaded.py)."""
     env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
-    out = subprocess.run(["consolidate", *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
+    out = run_preloaded(list(args), cwd=cwd, env=env, timeout=600)
     if check:
         assert out.returncode == 0, out.stderr
     return out
 
 
 def _memories(path):
-    code = ("import json, sys; from consolidate import Store; s = Store(sys.argv[1]);"
-            "print(json.dumps({r['id']: [r['document'], r['metadata']['type'], r['metadata']['evidence'],"
-            " r['metadata']['last_confirmed'], r['metadata'].get('valid_from'), r['metadata'].get('fields')]"
-            " for r in s.longterm().all()}))")
-    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=300,
-                         env={**os.environ})
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+    """``{id: [text, type, evidence, last confirmed, valid from, fields]}`` of the store's index, read in
+    this process after the commands ended (each command opened and closed the store in its own)."""
+    from consolidate import Store
+    from consolidate.store.index.longterm import close_all
+
+    close_all()
+    s = Store(path, create=False)
+    try:
+        got = {r["id"]: [r["document"], r["metadata"]["type"], r["metadata"]["evidence"],
+                         r["metadata"]["last_confirmed"], r["metadata"].get("valid_from"), r["metadata"].get("fields")]
+               for r in s.longterm().all()}
+    finally:
+        s.close()
+        close_all()
+    return json.loads(json.dumps(got))
 
 
 @pytest.mark.skipif(not REALNOTES.is_dir(), reason="needs ../shared/data/realnotes")

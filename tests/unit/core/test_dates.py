@@ -7,13 +7,12 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from consolidate.core.dates import display, parse_stored, parse_user_date
 from consolidate.core.errors import BadInput
+from preloaded import run as run_preloaded
 
 # 08:30 on 1 July 2026 in Sydney (AEST, +10:00) is 22:30 on 30 June in UTC
 SYDNEY_MORNING = _dt.datetime(2026, 6, 30, 22, 30, tzinfo=_dt.timezone.utc).timestamp()
@@ -92,11 +91,12 @@ def _store_with_memory_written_at(path, when: float):
 
 
 def _batch(store_path, tz_name, since, script, *extra):
+    """``consolidate batch`` in a new process whose environment holds ``TZ`` (read by consolidate.core.dates
+    when a date is parsed), forked from one with chromadb imported (tests/support/preloaded.py)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONSOLIDATE_")}
     env["TZ"] = tz_name
-    return subprocess.run([sys.executable, "-m", "consolidate", "batch", "--store", str(store_path), "--embedding",
-                           "hash", "--rejudge", "--prompt-version", "scripted", "--judge", f"scripted:{script}",
-                           "--since", since, *extra], capture_output=True, text=True, env=env, timeout=120)
+    return run_preloaded(["batch", "--store", str(store_path), "--embedding", "hash", "--rejudge", "--prompt-version",
+                          "scripted", "--judge", f"scripted:{script}", "--since", since, *extra], env=env, timeout=120)
 
 
 def _considered(out) -> int:

@@ -30,6 +30,8 @@ from consolidate.judges.chain import JudgeChain
 from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import keep
+from preloaded import run as run_preloaded
+from t30_store import stop
 from test_recall import _memories
 
 #: The reported case: memories naming a version that MiniLM puts below the floor for the version.
@@ -44,10 +46,16 @@ def _record(i, text, vec, status="active"):
         "prompt_version": "", "provenance": "{}", "fields": "{}"}}
 
 
+_VECTORS: dict[tuple, list] = {}  # (embedding, texts) -> their vectors: the module's two stores of 300 embed them once
+
+
 def _fill(store, n=300):
     lt = store.longterm()
     texts = _memories(n)
-    lt.upsert([_record(i, t, v) for i, (t, v) in enumerate(zip(texts, lt.embed(texts)))])
+    key = (store.embedding_name, tuple(texts))
+    if key not in _VECTORS:
+        _VECTORS[key] = [list(v) for v in lt.embed(texts)]
+    lt.upsert([_record(i, t, v) for i, (t, v) in enumerate(zip(texts, _VECTORS[key]))])
 
 
 def _apply(store, sid, *statements):
@@ -80,6 +88,7 @@ def _env():
 
 
 def _cli(store_path, *args):
+    """The installed ``consolidate recall`` command, by its console script (what the reported case ran)."""
     return subprocess.run([os.path.join(os.path.dirname(sys.executable), "consolidate"), "recall", *args,
                            "--store", str(store_path)], capture_output=True, text=True, timeout=300, env=_env())
 
@@ -269,9 +278,9 @@ def test_an_existing_store_gets_its_index_on_first_use_and_doctor_repairs_it(min
 
 
 def _doctor(path, repair):
+    """``consolidate doctor`` in a new process forked from one with chromadb imported (tests/support/preloaded.py)."""
     args = ["doctor", "--store", str(path)] + (["--repair"] if repair else [])
-    out = subprocess.run([os.path.join(os.path.dirname(sys.executable), "consolidate"), *args],
-                         capture_output=True, text=True, timeout=300, env=_env())
+    out = run_preloaded(args, env=_env(), timeout=300)
     return out.stdout + out.stderr
 
 
@@ -288,7 +297,10 @@ def test_a_read_only_store_answers_from_an_index_in_memory(reported, tmp_path):
     ro = _read_only_runner(path)
     if ro is None:
         pytest.skip("no way to make a read-only folder here (root without mount rights)")
-    out = ro("recall", "v1.9", "--json", "--store", str(path))
+    try:
+        out = ro("recall", "v1.9", "--json", "--store", str(path))
+    finally:
+        stop(("ro", str(path)))
     assert out.returncode == 0, out.stderr
     assert V19 in [h["statement"] for h in json.loads(out.stdout)]
     assert not (path / lexical.INDEX_FILE).exists()

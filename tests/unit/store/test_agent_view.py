@@ -4,8 +4,10 @@ memories to an agent or a user goes through it.
 - :func:`test_every_surface_in_the_registry_is_driven` walks ``SURFACES`` with a store holding one
   memory of each trouble kind (forgotten, superseded, drifted anchor, stale anchor, a judge's claim of
   user-stated, planted instructions, over-long) written in several scripts (Latin, CJK, Arabic,
-  Cyrillic) and Unicode forms (NFC, NFD), driving each surface through the installed ``consolidate``
-  command (real hook payloads on stdin, the MCP server over stdio) and checking what it shows.
+  Cyrillic) and Unicode forms (NFC, NFD), driving each surface through the command line (real hook
+  payloads on stdin to the hook commands ``install-hook`` wrote, by the installed console script; the
+  CLI commands and the MCP server over stdio in processes forked from one with chromadb imported,
+  tests/support/preloaded.py) and checking what it shows.
 - The reported failures are single cases: the file recall's ``[drifted]`` mark and forgotten memory,
   a judge's ``user-stated`` shown as credited, ``recall`` holding back a planted instruction.
 - Hypothesis checks the pure :func:`~consolidate.store.views.shown.view`.
@@ -35,10 +37,10 @@ from consolidate.rules.guard import unsafe_reason
 from consolidate.store.views import shown as agent_view
 from consolidate.testing import ScriptedJudge, keep
 from test_hook_lifecycle import _env, fire, install, payload
-from test_mcp_stdio import pipe, result_of, tool
+from test_mcp_stdio import INIT, result_of, tool
 from paths import REPO
+from preloaded import run as run_preloaded
 
-CONSOLE = str(Path(sys.executable).parent / "consolidate")
 ROOT = REPO
 
 # one memory of each trouble kind, each with an ASCII tag that finds it whatever the script
@@ -79,11 +81,26 @@ APP = "def check_token(token):\n    return token == 'x'\n\n\ndef refresh_session
 
 
 def _cli(project: Path, *args: str, check: bool = True) -> str:
-    """The installed command on the project's store; its stdout."""
-    r = subprocess.run([CONSOLE, "--store", str(project / ".memofs"), "--embedding", "hash", *args], cwd=project,
-                       capture_output=True, text=True, env=_env(), timeout=300)
+    """``consolidate ARGS`` on the project's store in a new process forked from one with chromadb imported
+    (tests/support/preloaded.py); its stdout. The installed console script is what the hooks run (fire)."""
+    r = run_preloaded(["--store", str(project / ".memofs"), "--embedding", "hash", *args], cwd=project, env=_env(),
+                      timeout=300)
     assert not check or r.returncode == 0, r.stderr
     return r.stdout
+
+
+def pipe(project: Path, lines: list):
+    """test_mcp_stdio.pipe in a preloaded process: ``consolidate mcp`` on the project's store, ``lines``
+    (after the initialize exchange) written to its stdin and stdin closed; ``(replies by id, replies in
+    order, completed process)``."""
+    text = "".join(json.dumps(x) + "\n" for x in INIT + list(lines))
+    proc = run_preloaded(["mcp", "--store", str(project / ".memofs"), "--embedding", "hash"], input=text, env=_env(),
+                         cwd=project, timeout=600)
+    replies = [json.loads(x) for x in proc.stdout.splitlines() if x.strip()]
+    by_id: dict = {}
+    for r in replies:
+        by_id.setdefault(json.dumps(r.get("id")), []).append(r)
+    return by_id, replies, proc
 
 
 @pytest.fixture(scope="module")

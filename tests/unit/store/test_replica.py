@@ -1,7 +1,8 @@
 """The store's replica (consolidate/store/replica.py): the team code behind a Protocol the store
 defines, loaded by name only for a store in a team (issue 27). Every surface that pulls, pushes or
 writes the outbox (a run, undo, forget, recall in the CLI and MCP, the SessionStart hook) goes
-through ``Store.replica()``; these tests run them as the installed ``consolidate`` command."""
+through ``Store.replica()``; these tests run them as ``python -m consolidate`` commands (forked from a
+process with chromadb imported: tests/support/preloaded.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from consolidate.store.store import Store
 from consolidate.team.local import TeamConfig, save_config
 from consolidate.team.replica import TeamReplica
 from paths import REPO
+from preloaded import run as run_preloaded
 
 ROOT = REPO
 
@@ -33,8 +35,9 @@ def _env(**extra) -> dict[str, str]:
 
 
 def _cli(store: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    out = subprocess.run(["consolidate", args[0], "--store", str(store), *args[1:]], capture_output=True, text=True,
-                         env=_env(), timeout=300, input=stdin)
+    """``consolidate ARGS`` in a new process forked from one with chromadb imported (tests/support/preloaded.py):
+    what a surface does is pinned here, not the console script (the import test below runs its own interpreter)."""
+    out = run_preloaded([args[0], "--store", str(store), *args[1:]], env=_env(), timeout=300, input=stdin)
     assert out.returncode in (0, 75), f"{args}: {out.returncode}\n{out.stdout}\n{out.stderr}"
     return out
 

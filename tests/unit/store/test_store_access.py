@@ -6,29 +6,31 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 from consolidate.cli.main import main
 
-from many_processes import cli_env, fill_sessions, finish, note_texts, start_cli
+from many_processes import cli_env, fill_sessions, note_texts
+from preloaded import run as run_preloaded
+from t30_store import read_only_runner, stop
 
 
 def _read_only_runner(store_path):
     """A function running the CLI with ``store_path`` read-only: a private read-only bind mount in a
     new mount namespace (root, as in CI containers), else the folder's write bits removed (a
-    non-root user). None when neither is possible here."""
+    non-root user). None when neither is possible here. Each command a new process forked from one
+    with chromadb imported (tests/support/preloaded.py; in the namespace: tests/support/t30_store.py)."""
     if os.geteuid() == 0:
         probe = subprocess.run(["unshare", "--mount", "sh", "-c", 'mount --bind -o ro "$0" "$0"', str(store_path)],
                                capture_output=True) if shutil.which("unshare") else None
         if probe is None or probe.returncode != 0:
             return None
 
+        in_namespace = read_only_runner(store_path)
+
         def run(*args):
-            return subprocess.run(["unshare", "--mount", "sh", "-c", 'mount --bind -o ro "$0" "$0" && shift && exec "$@"',
-                                   str(store_path), "_", sys.executable, "-m", "consolidate", *args],
-                                  env=cli_env(store_path), capture_output=True, text=True, timeout=600)
+            return in_namespace(list(args), env=cli_env(store_path), timeout=600)
         return run
 
     def run(*args):
@@ -36,8 +38,7 @@ def _read_only_runner(store_path):
         for p in modes:
             p.chmod(modes[p] & ~0o222)
         try:
-            return subprocess.run([sys.executable, "-m", "consolidate", *args], env=cli_env(store_path),
-                                  capture_output=True, text=True, timeout=600)
+            return run_preloaded(list(args), env=cli_env(store_path), timeout=600)
         finally:
             for p, m in modes.items():
                 p.chmod(m)
@@ -54,11 +55,18 @@ def test_read_only_store_reads_and_refuses_writes_in_one_line(tmp_path):
     database") and even recall, status and doctor refused. A store of 150 memories (MiniLM)."""
     store_path = tmp_path / ".memofs"
     fill_sessions(store_path, ["seed"], 150)
-    assert finish([start_cli(store_path, "run")])[0][0] == 0
+    assert run_preloaded(["run"], env=cli_env(store_path), timeout=900).returncode == 0
     fill_sessions(store_path, ["waiting"], 10)  # a queued session a write command would consolidate
     ro = _read_only_runner(store_path)
     if ro is None:
         pytest.skip("no way to make a read-only folder here (root without mount rights)")
+    try:
+        _read_only_checks(store_path, ro)
+    finally:
+        stop(("ro", str(store_path)))
+
+
+def _read_only_checks(store_path, ro):
     before = _snapshot(store_path)
 
     text = note_texts("seed", 7)[6]

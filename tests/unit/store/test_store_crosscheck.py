@@ -6,8 +6,8 @@ repair rebuilt 137 memories though the log held 254. Now each derived file (grap
 the recall index, ``memory/notes.md``, the context files) and the event log itself (against the
 undo records) is compared, the difference reported with counts, and ``--repair`` rebuilds the
 damaged one from the source that is whole. One store of 254 live memories (a scripted judge, a
-forget and an undo in its history, MiniLM) is built once by the installed ``consolidate`` command;
-each test damages a copy.
+forget and an undo in its history, MiniLM) is built once by ``consolidate`` commands (processes forked
+from one with chromadb imported: tests/support/preloaded.py); each test damages a copy.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from many_processes import cli_env, note_texts
+from preloaded import run as run_preloaded
 
 SESSIONS = {f"s{i}": 52 for i in range(5)}  # 260 notes, every 13th dropped
 EXTRA = {"t0": 30}  # 255 memories written (a few notes re-confirm one), one then forgotten: 254 live
@@ -29,9 +30,9 @@ UNDONE = {"u0": 4}  # a run whose 4 memories are undone
 
 
 def _consolidate(folder, *args, judge=None):
+    """``consolidate ARGS`` in a new process forked from one with chromadb imported (tests/support/preloaded.py)."""
     env = cli_env(folder, **({"CONSOLIDATE_JUDGES": f"scripted:{judge}"} if judge else {}))
-    out = subprocess.run(["consolidate", *args], env=env, capture_output=True, text=True, timeout=600)
-    return out
+    return run_preloaded(list(args), env=env, timeout=600)
 
 
 def _script(sessions: dict[str, int]) -> dict:
@@ -101,7 +102,7 @@ def state(folder) -> dict:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """The store of 254 live memories, built by the installed command, and its state."""
+    """The store of 254 live memories, built by the command line, and its state."""
     tmp = tmp_path_factory.mktemp("crosscheck")
     folder = tmp / ".memofs"
     _run(folder, {**SESSIONS, **EXTRA}, tmp)  # one `consolidate run`: a run per queued session

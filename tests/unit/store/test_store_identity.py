@@ -8,25 +8,25 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from many_processes import cli_env
+from preloaded import run as run_preloaded
 
 
 def _cli(store_path, *args, cwd=None, **env):
+    """One CLI command in a new process forked from one with chromadb imported (tests/support/preloaded.py)."""
     environ = cli_env(store_path)
     environ.pop("CONSOLIDATE_PROJECT", None)
     environ.update(env)
-    return subprocess.run([sys.executable, "-m", "consolidate", *args], env=environ, capture_output=True, text=True,
-                          timeout=600, cwd=cwd)
+    return run_preloaded(list(args), env=environ, timeout=600, cwd=cwd)
 
 
-@pytest.fixture
-def original(tmp_path):
-    """A store in ``orig/`` (project ``orig`` from its folder) with 40 flagged memories."""
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A store in ``orig/`` (project ``orig`` from its folder) with 40 flagged memories, built once."""
+    tmp_path = tmp_path_factory.mktemp("identity")
     root = tmp_path / "orig"
     root.mkdir()
     store_path = root / ".memofs"
@@ -39,6 +39,14 @@ def original(tmp_path):
         assert out.returncode == 0, out.stderr
     assert json.loads((store_path / "manifest.json").read_text())["project"] == "orig"
     return store_path
+
+
+@pytest.fixture
+def original(built, tmp_path):
+    """A copy of the built store in this test's ``orig/`` (the same folder name as where it was built)."""
+    (tmp_path / "orig").mkdir()
+    shutil.copytree(built, tmp_path / "orig" / ".memofs")
+    return tmp_path / "orig" / ".memofs"
 
 
 def _copy(original, tmp_path, name="copy"):

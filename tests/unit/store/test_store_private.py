@@ -13,6 +13,7 @@ import pytest
 
 from consolidate import Store
 from consolidate.core.private import GITIGNORE, make_private
+from t30_store import run_with_umask
 
 PW = "Qm7#vLx29pK"
 
@@ -37,9 +38,10 @@ def not_private(root):
 
 
 def consolidate(project, umask, *args, stdin=None):
+    """``python -m consolidate ARGS`` in a process whose umask is ``umask``: forked from a server with
+    chromadb imported and that umask (tests/support/t30_store.py; the start-up is not what is pinned)."""
     env = {**os.environ, "CONSOLIDATE_EMBEDDING": "hash", "CONSOLIDATE_JUDGES": "rules"}
-    return subprocess.run([sys.executable, "-m", "consolidate", *args], cwd=project, env=env, input=stdin,
-                          capture_output=True, text=True, timeout=300, preexec_fn=lambda: os.umask(umask))
+    return run_with_umask(list(args), umask=umask, env=env, cwd=project, input=stdin, timeout=300)
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o002, 0o000])
