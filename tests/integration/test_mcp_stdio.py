@@ -1,7 +1,10 @@
 """``consolidate mcp`` over real stdio, as a client that pipes its requests and closes stdin sees it
 (consolidate/mcp/stdio.py): every request read gets its reply before the server exits, and every
 line that is no JSON-RPC message gets the JSON-RPC error the specification names (-32700, -32600,
--32602; -32601 for an unknown method). The installed ``consolidate`` command, a real subprocess."""
+-32602; -32601 for an unknown method). The installed ``consolidate`` command, a real subprocess, for
+the first server of each test function and for the MiniLM one (its model cache is read at import);
+the others the same command forked from tests/support/hooks_fast.py's server (its own process, stdin
+closed after the lines, stdout read to its end; issue 30: the interpreter's start-up is not pinned here)."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import hooks_fast
 from consolidate import Store
 
 pytestmark = pytest.mark.integration
@@ -23,6 +27,10 @@ INIT = [{"jsonrpc": "2.0", "id": "init", "method": "initialize",
         {"jsonrpc": "2.0", "method": "notifications/initialized"}]
 
 
+#: The test functions whose first server ran as the installed command (the others: hooks_fast).
+_REAL: set[str] = set()
+
+
 def _env():
     return {k: v for k, v in os.environ.items() if not k.startswith("CONSOLIDATE_")}
 
@@ -31,8 +39,14 @@ def pipe(tmp_path, lines, *, embedding="hash", timeout=600):
     """Write ``lines`` (dicts become JSON; strings go as they are) to the installed server's stdin,
     close it, and return ``(replies by id, replies in order, completed process)``."""
     text = "".join((json.dumps(x) if not isinstance(x, str) else x) + "\n" for x in INIT + list(lines))
-    proc = subprocess.run([CONSOLE, "mcp", "--store", str(tmp_path / ".memofs"), "--embedding", embedding],
-                          input=text, capture_output=True, text=True, env=_env(), cwd=str(tmp_path), timeout=timeout)
+    args = ["mcp", "--store", str(tmp_path / ".memofs"), "--embedding", embedding]
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").split("[")[0].split(" ")[0]
+    if embedding != "hash" or test not in _REAL:
+        _REAL.add(test)
+        proc = subprocess.run([CONSOLE, *args], input=text, capture_output=True, text=True, env=_env(),
+                              cwd=str(tmp_path), timeout=timeout)
+    else:
+        proc = hooks_fast.run(args, input=text, env=_env(), cwd=str(tmp_path), timeout=timeout)
     replies = [json.loads(x) for x in proc.stdout.splitlines() if x.strip()]
     by_id: dict = {}
     for r in replies:

@@ -6,6 +6,11 @@ variable, with a store at the root and with none (the git root); afterwards exac
 and it holds the session. Plus the pure function under Hypothesis, and an AST check that no module
 but the owner turns options, environment or working folder into a store path.
 
+The first ``consolidate`` command and the first MCP server of each test function run as the installed
+command; the others as the same command forked from tests/support/hooks_fast.py's server (its own
+process, argv, environment, working folder and stdin; issue 30: the interpreter's start-up is not what
+these tests pin). The plugin's, the extension's and install-hook's commands run as written, through bash.
+
 The reported failures, as single cases: a SessionEnd sent from ``src/deep`` made a second store
 there (CLAUDE_PROJECT_DIR ignored); ``consolidate --store X install-hook claude-code`` dropped
 ``--store`` from the hook command it wrote.
@@ -29,6 +34,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import hooks_fast
 from consolidate import Store
 from consolidate.store import resolve
 from paths import REPO
@@ -86,10 +92,28 @@ def _stores(top: Path) -> list[Path]:
     return sorted(set(out))
 
 
+#: The test functions (and the kind of process) whose first command ran as the installed command itself.
+_REAL: set[tuple[str, str]] = set()
+
+
+def _first_of_this_test(kind: str) -> bool:
+    """True for the first ``kind`` command of each test function in this process: that one runs as the
+    installed ``consolidate`` command; the others fork from tests/support/hooks_fast.py's server (the
+    same command in its own process, without the interpreter's start-up: issue 30)."""
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").split("[")[0].split(" ")[0]
+    if (test, kind) in _REAL:
+        return False
+    _REAL.add((test, kind))
+    return True
+
+
 def _run(args: list[str], *, cwd: Path, env: dict[str, str], payload: dict | None = None,
          check: bool = True) -> subprocess.CompletedProcess:
-    out = subprocess.run([CONSOLE, *args], input=json.dumps(payload) if payload is not None else None,
-                         capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
+    text = json.dumps(payload) if payload is not None else None
+    if _first_of_this_test("command"):
+        out = subprocess.run([CONSOLE, *args], input=text, capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
+    else:
+        out = hooks_fast.run(args, input=text, env=env, cwd=cwd, timeout=120)
     if check:
         assert out.returncode == 0, (args, out.stdout, out.stderr)
     return out
@@ -268,7 +292,8 @@ def _mcp_note(cwd: Path, env: dict[str, str], args: list[str], content: str) -> 
     from mcp.client.stdio import stdio_client
 
     async def run():
-        params = StdioServerParameters(command=CONSOLE, args=args, env=env, cwd=str(cwd))
+        argv = [CONSOLE, *args] if _first_of_this_test("mcp") else hooks_fast.command(args)
+        params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=str(cwd))
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
