@@ -13,6 +13,7 @@ from consolidate.pipeline.run import run_queue
 from consolidate.judges.chain import JudgeChain
 from consolidate.judges.scripted import ScriptedJudge
 
+from preloaded import run as run_preloaded
 from servers import wait_until_answers
 
 pytestmark = [pytest.mark.chroma_server, pytest.mark.integration]
@@ -147,8 +148,7 @@ def test_index_write_failure_rolls_back_at_once(tmp_path, chroma_server):
         memories = lambda: sum(1 for _, a in graph.load(store_path / "graph").nodes(data=True) if a["kind"] == "memory")
         for status, cause in ((429, "rate limited"), (500, "upsert failed")):
             proxy.status, proxy.failing, refused = status, True, proxy.refused
-            out = subprocess.run([sys.executable, "-m", "consolidate", "run"], env=env, capture_output=True,
-                                 text=True, timeout=600)
+            out = run_preloaded(["run"], env=env, timeout=600)
             assert proxy.refused > refused
             assert out.returncode == 4, out.stderr
             assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
@@ -156,12 +156,10 @@ def test_index_write_failure_rolls_back_at_once(tmp_path, chroma_server):
             assert memories() == seeded == Store(store_path, chroma_url=proxy.url).longterm().count()
             assert not list((store_path / "journal").glob("*.json"))
             assert Store(store_path).sessions.session_end("late")["status"] == "queued"
-            doctor = subprocess.run([sys.executable, "-m", "consolidate", "doctor"], env=env, capture_output=True,
-                                    text=True, timeout=600)
+            doctor = run_preloaded(["doctor"], env=env, timeout=600)
             assert doctor.returncode == 0, doctor.stdout + doctor.stderr
         proxy.failing = False
-        again = subprocess.run([sys.executable, "-m", "consolidate", "run"], env=env, capture_output=True,
-                               text=True, timeout=600)
+        again = run_preloaded(["run"], env=env, timeout=600)
         assert again.returncode == 0, again.stderr
         after = Store(store_path, chroma_url=proxy.url).longterm().count()
         assert after > seeded and memories() == after

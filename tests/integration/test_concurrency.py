@@ -3,8 +3,7 @@ same session: no lost write, no duplicate entry, no corrupt JSONL line, no Chrom
 restores the exact earlier store."""
 
 import json
-import subprocess
-import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -13,6 +12,7 @@ from consolidate.store import graph
 from consolidate.pipeline.run import run_queue
 from consolidate.pipeline.undo import undo_run
 
+from preloaded import run as run_preloaded
 from robustness import dump, run_cli, scenario_notes, seed
 
 pytestmark = [pytest.mark.robustness, pytest.mark.integration]
@@ -23,6 +23,13 @@ def _cli_env(store_path):
 
     return {**os.environ, "CONSOLIDATE_STORE": str(store_path), "CONSOLIDATE_EMBEDDING": "hash",
             "CONSOLIDATE_PROJECT": "p", "CONSOLIDATE_JUDGES": "noop"}
+
+
+def _at_once(argvs, env):
+    """Each argv as a ``python -m consolidate`` process, all started at once (one thread waiting on each;
+    forked from one with chromadb imported, tests/support/preloaded.py): their CompletedProcess in order."""
+    with ThreadPoolExecutor(len(argvs)) as pool:
+        return list(pool.map(lambda argv: run_preloaded(argv, env=env, timeout=300), argvs))
 
 
 def _all_jsonl_valid(store):
@@ -38,11 +45,8 @@ def test_eight_processes_eight_sessions(tmp_path):
             store.sessions.add_note(f"c{i}", f"Service {i} component {j} listens on port {7000 + 10 * i + j}", flag=True)
         store.sessions.end(f"c{i}", "success")
     env = _cli_env(store.path)
-    procs = [subprocess.Popen([sys.executable, "-m", "consolidate", "run", "--session", f"c{i}"], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(8)]
-    results = [p.communicate(timeout=300) for p in procs]
-    for p, (out, err) in zip(procs, results):
-        assert p.returncode == 0, err[-800:]
+    for p in _at_once([["run", "--session", f"c{i}"] for i in range(8)], env):
+        assert p.returncode == 0, p.stderr[-800:]
     store = Store(tmp_path / ".memofs", embedding="hash", project="p")
     col = store.longterm().collection
     assert col.count() == 40  # no lost write
@@ -64,11 +68,8 @@ def test_two_processes_same_session(tmp_path):
         store.sessions.add_note("same", f"Worker {j} drains queue {j} every {j + 1} minutes", flag=True)
     store.sessions.end("same", "success")
     env = _cli_env(store.path)
-    procs = [subprocess.Popen([sys.executable, "-m", "consolidate", "run"], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    for p in procs:
-        out, err = p.communicate(timeout=300)
-        assert p.returncode == 0, err[-800:]
+    for p in _at_once([["run"], ["run"]], env):
+        assert p.returncode == 0, p.stderr[-800:]
     store = Store(tmp_path / ".memofs", embedding="hash", project="p")
     assert store.longterm().collection.count() == 30
     events = [json.loads(x) for x in store.events_path.read_text().splitlines()]

@@ -10,22 +10,22 @@ Filed before as tests/test_failed_sessions.py (issue 11).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from consolidate import Store
 from consolidate.core.errors import BadInput
 
-from many_processes import cli_env, fill_sessions, finish, note_texts, start_cli
+from many_processes import cli_env, fill_sessions, note_texts
+from preloaded import run as run_preloaded
 
 pytestmark = [pytest.mark.processes, pytest.mark.integration]
 
 
 def cli(store_path, *args):
-    return subprocess.run([sys.executable, "-m", "consolidate", *args], env=cli_env(store_path), capture_output=True,
-                          text=True, timeout=600)
+    """``python -m consolidate ARGS`` on the store, in a process forked from one with chromadb imported
+    (tests/support/preloaded.py)."""
+    return run_preloaded(list(args), env=cli_env(store_path), timeout=600)
 
 
 def promoted_from(store_path, sid: str) -> list[dict]:
@@ -36,7 +36,7 @@ def promoted_from(store_path, sid: str) -> list[dict]:
 def test_failed_session_is_never_promoted(tmp_path):
     store_path = tmp_path / ".memofs"
     fill_sessions(store_path, ["seed"], 150)
-    assert finish([start_cli(store_path, "run")])[0][0] == 0
+    assert cli(store_path, "run").returncode == 0
     fill_sessions(store_path, ["failed"], 150, end=False)
     assert cli(store_path, "end", "--session", "failed", "--outcome", "failure", "--reason", "tests broke").returncode == 0
     assert cli(store_path, "run").returncode == 0

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,6 +28,7 @@ import yaml
 
 from conftest import SHARED
 from paths import REPO
+from preloaded import run as run_preloaded
 
 CASSETTES = REPO / "cassettes"
 LABELS = SHARED / "data" / "labels" / "realnotes-dev-labels.jsonl"
@@ -59,12 +58,13 @@ PROMPT_CASSETTES = {
 
 
 def replay(cassette: str, *args: str, cwd: Path = REPO) -> dict:
-    """``consolidate eval --json ARGS`` replaying ``cassettes/<cassette>.yaml`` in a real process."""
+    """``consolidate eval --json ARGS`` replaying ``cassettes/<cassette>.yaml`` in a real process (forked
+    from one that imported chromadb and the other heavy packages already, tests/support/preloaded.py:
+    what is pinned is the replay's report, not the interpreter's start-up)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONSOLIDATE_")}
     env["CONSOLIDATE_CASSETTE"] = str(CASSETTES / f"{cassette}.yaml")
-    done = subprocess.run([sys.executable, "-m", "consolidate", "eval", "--json", "--judge",
-                           "cli:template:/nonexistent/capable-model", *args],
-                          capture_output=True, text=True, env=env, cwd=cwd, timeout=1800)
+    done = run_preloaded(["eval", "--json", "--judge", "cli:template:/nonexistent/capable-model", *args],
+                         env=env, cwd=cwd, timeout=1800)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -213,8 +213,8 @@ def test_a_changed_pair_misses_the_capable_cassette(tmp_path):
     (tmp_path / "p.jsonl").write_text("\n".join([json.dumps(first)] + rows[1:]) + "\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONSOLIDATE_")}
     env["CONSOLIDATE_CASSETTE"] = str(CASSETTES / "contradiction-realnotes-capable.yaml")
-    done = subprocess.run([sys.executable, "-m", "consolidate", "eval", "--pairs", str(tmp_path / "p.jsonl"),
-                           "--judge", "cli:template:/nonexistent"], capture_output=True, text=True, env=env, timeout=300)
+    done = run_preloaded(["eval", "--pairs", str(tmp_path / "p.jsonl"), "--judge", "cli:template:/nonexistent"],
+                         env=env, timeout=300)
     assert done.returncode == 5 and "prompt version contradiction-v2" in done.stderr
 
 

@@ -24,9 +24,10 @@ import pytest
 from consolidate import Store
 from consolidate.store.worker_health import PILING_UP_AFTER, health_line
 from paths import SUPPORT
+from preloaded import run as run_preloaded
 
 sys.path.insert(0, str(SUPPORT))
-from test_fast_start import CONSOLE, _seed, end, hook, hook_modules, is_light, start_payload  # noqa: E402
+from test_fast_start import _seed, end, hook, hook_modules, is_light, start_payload  # noqa: E402
 
 
 def _env(**extra):
@@ -36,7 +37,11 @@ def _env(**extra):
 
 
 def cli(cwd, *argv, **env) -> subprocess.CompletedProcess:
-    return subprocess.run([CONSOLE, *argv], cwd=cwd, text=True, capture_output=True, env=_env(**env), timeout=120)
+    """``consolidate ARGV`` in a process forked from one with chromadb imported (tests/support/preloaded.py:
+    ``python -m consolidate``, the same main as the console script; the hook commands install-hook writes
+    name the console script beside the interpreter either way). The installed command itself runs in
+    test_a_judge_option_naming_no_judge_is_refused_at_install_and_run and through :func:`hook`."""
+    return run_preloaded(list(argv), cwd=cwd, env=_env(**env), timeout=120)
 
 
 BAD = [

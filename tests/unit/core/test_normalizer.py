@@ -7,8 +7,10 @@
 - the registry :data:`COMPARERS`: every function it names exists and goes through the owner, and
   no module outside the owner calls ``unicodedata.normalize`` or ``casefold`` (an AST check), so a
   new comparison cannot skip it;
-- the walk: each surface of the registry driven through the installed ``consolidate`` command
-  (subprocess; the PreToolUse hook through the command ``install-hook`` wrote): the same memory
+- the walk: each surface of the registry driven through the command line in separate processes
+  (``install-hook`` by the installed ``consolidate`` command, the SessionStart and PreToolUse hooks
+  through the commands it wrote, the other commands as ``python -m consolidate`` forked from a process
+  with chromadb imported, tests/support/preloaded.py): the same memory
   said again in NFD, with zero-width characters, in fullwidth forms is re-confirmed, not
   duplicated; shown at SessionStart and said back it is an echo; a forgotten memory said again in
   another form stays forgotten; recall and ``graph`` find a memory from a query in another form; a
@@ -35,6 +37,7 @@ from hypothesis import given, settings, strategies as st
 from consolidate.core.normal import (COMPARERS, blank, canonical, fold, name_key, path_forms, path_key, search_fold,
                                      strip_invisible, text_key)
 from paths import REPO
+from preloaded import run as run_preloaded
 
 ROOT = REPO
 OWNER = "consolidate/core/normal.py"
@@ -450,8 +453,10 @@ def _env() -> dict[str, str]:
 
 
 def _cli(store: Path, *args: str, ok: bool = True, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    out = subprocess.run([str(CONSOLE), *args[:1], "--store", str(store), *args[1:]], capture_output=True,
-                         text=True, env=_env(), cwd=cwd or store.parent, timeout=180)
+    """``consolidate ARGS --store STORE`` in a process forked from one with chromadb imported
+    (tests/support/preloaded.py: ``python -m consolidate``, the console script's main)."""
+    out = run_preloaded([*args[:1], "--store", str(store), *args[1:]], env=_env(), cwd=cwd or store.parent,
+                        timeout=180)
     if ok:
         assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     return out

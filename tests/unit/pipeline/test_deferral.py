@@ -9,7 +9,6 @@ import json
 import os
 import shlex
 import socket
-import subprocess
 import sys
 
 import pytest
@@ -28,6 +27,7 @@ from consolidate.judges.scripted import ScriptedJudge
 from conftest import DROP, keep
 from judge_server import JudgeServer, notes_of
 from paths import SUPPORT
+from preloaded import run as run_preloaded
 
 FAKE = SUPPORT / "fake_cli"
 MODAL = f"template:{shlex.quote(sys.executable)} {shlex.quote(str(FAKE / 'modal.py'))}"
@@ -266,8 +266,10 @@ def _fresh_env(tmp_path, **extra) -> dict[str, str]:
 
 
 def _cli(env, *argv, cwd):
-    return subprocess.run([sys.executable, "-m", "consolidate", *argv], env=env, capture_output=True, text=True,
-                          cwd=cwd, timeout=120)
+    """``python -m consolidate ARGV`` in a process forked from one with chromadb imported
+    (tests/support/preloaded.py): its own environment (the fresh machine's PATH, HOME, no key), read
+    by each command at run time."""
+    return run_preloaded(list(argv), env=env, cwd=cwd, timeout=120)
 
 
 @pytest.mark.parametrize("chain", ["default", "api", "cli"])
