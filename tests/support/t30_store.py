@@ -59,8 +59,18 @@ _client = threading.Lock()
 
 
 def _run(path: Path, args: list[str], **kw) -> subprocess.CompletedProcess:
-    with _client, mock.patch.object(preloaded, "_start", lambda: path):
-        return preloaded.run(args, **kw)
+    """preloaded.run with its server's socket path replaced by ``path``; fails if the client no longer
+    asks ``_start`` for it (the command would run under the shared server, not this one)."""
+    asked = []
+
+    def start() -> Path:
+        asked.append(path)
+        return path
+    with _client, mock.patch.object(preloaded, "_start", start):
+        out = preloaded.run(args, **kw)
+    if not asked:
+        raise RuntimeError("preloaded.run no longer takes its server from preloaded._start: update tests/support/t30_store.py")
+    return out
 
 
 def run_with_umask(args: list[str], *, umask: int, env: dict[str, str], cwd: Path | str | None = None,
@@ -80,3 +90,11 @@ def read_only_runner(folder: Path) -> Callable[..., subprocess.CompletedProcess]
     def run(args: list[str], *, env: dict[str, str], timeout: float | None = None) -> subprocess.CompletedProcess:
         return _run(_start(key, prefix, None), args, env=env, timeout=timeout)
     return run
+
+
+def server_umask(umask: int) -> int:
+    """The umask of the process the commands of :func:`run_with_umask` are forked from (``/proc``), started if need be."""
+    _start(("umask", umask), [], lambda: os.umask(umask))
+    pid = _servers[("umask", umask)][0].pid
+    with open(f"/proc/{pid}/status", encoding="ascii") as f:
+        return int(next(line for line in f if line.startswith("Umask:")).split()[1], 8)

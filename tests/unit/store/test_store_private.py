@@ -13,7 +13,7 @@ import pytest
 
 from consolidate import Store
 from consolidate.core.private import GITIGNORE, make_private
-from t30_store import run_with_umask
+from t30_store import run_with_umask, server_umask
 
 PW = "Qm7#vLx29pK"
 
@@ -42,6 +42,13 @@ def consolidate(project, umask, *args, stdin=None):
     chromadb imported and that umask (tests/support/t30_store.py; the start-up is not what is pinned)."""
     env = {**os.environ, "CONSOLIDATE_EMBEDDING": "hash", "CONSOLIDATE_JUDGES": "rules"}
     return run_with_umask(list(args), umask=umask, env=env, cwd=project, input=stdin, timeout=300)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc")
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o000, 0o077])
+def test_the_commands_here_run_under_the_umask_they_are_given(umask):
+    """The processes :func:`consolidate` starts are forked from a server started with that umask (tests/support/t30_store.py)."""
+    assert server_umask(umask) == umask
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o002, 0o000])
