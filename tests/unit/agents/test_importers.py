@@ -15,22 +15,22 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from consolidate import Store
 
 from many_processes import cli_env
+from preloaded import run as run_preloaded
 
 ENTRY = "- **{type}**: {statement} [high, user-stated, {month}]"
 
 
 def _cli(store_path, *args, cwd=None):
+    """One CLI command in a new process forked from one with chromadb imported (tests/support/preloaded.py):
+    a separate process reading its store from disk, as ``python -m consolidate`` (its start-up is not the subject)."""
     env = cli_env(store_path, CONSOLIDATE_EMBEDDING="hash", CONSOLIDATE_JUDGES="noop")
-    return subprocess.run([sys.executable, "-m", "consolidate", *args], env=env, capture_output=True, text=True,
-                          timeout=600, cwd=cwd)
+    return run_preloaded(list(args), env=env, timeout=600, cwd=cwd)
 
 
 def _block(*lines: str) -> str:
@@ -181,13 +181,21 @@ def test_a_transcript_at_another_path_is_not_imported_twice(tmp_path, how):
     assert _notes_imported(store_path) == (3 if how == "copied and grown" else 2), out.stdout
 
 
-@pytest.mark.parametrize("target", ["missing/dir/AGENTS.md", "missing/AGENTS.md"])
-def test_export_to_a_missing_folder_is_refused(tmp_path, target):
-    store_path = tmp_path / ".memofs"
+@pytest.fixture(scope="module")
+def one_memory(tmp_path_factory):
+    """A store of one memory written by the CLI (note, end, run), built once: each test copies it."""
+    store_path = tmp_path_factory.mktemp("one-memory") / ".memofs"
     assert _cli(store_path, "note", "--session", "s", "--flag", "--kind", "decision",
                 "Chose SQLite over Postgres because it needs no server").returncode == 0
     assert _cli(store_path, "end", "--session", "s", "--outcome", "success").returncode == 0
     assert _cli(store_path, "run").returncode == 0
+    return store_path
+
+
+@pytest.mark.parametrize("target", ["missing/dir/AGENTS.md", "missing/AGENTS.md"])
+def test_export_to_a_missing_folder_is_refused(tmp_path, target, one_memory):
+    store_path = tmp_path / ".memofs"
+    shutil.copytree(one_memory, store_path)
     out = _cli(store_path, "export", "--file", str(tmp_path / target))
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "no such folder" in out.stderr, out.stderr
     assert not (tmp_path / "missing").exists()

@@ -1,10 +1,14 @@
-"""What a run did is said where the user looks (issue 29, item 10), each with the installed
-``consolidate`` command: judge answers for unknown note ids, a disputed memory, a crash replay and a
+"""What a run did is said where the user looks (issue 29, item 10), each by ``consolidate`` commands
+in their own processes: judge answers for unknown note ids, a disputed memory, a crash replay and a
 failed team push are said by ``run`` (and ``runs``, ``status``, ``batch``, the worker's log); an
 embedding refused for its dimension names both; ``run --session`` of a session already consolidated
 says so; ``end --outcome failure`` after a consolidated success refuses; runs of sessions without
 notes are listed and can be undone; a read-only store gives one line at every hook event; a flagged
-note longer than a memory's statement (10,000 characters) is refused by every writer."""
+note longer than a memory's statement (10,000 characters) is refused by every writer.
+
+The worker and the hook run as the installed ``consolidate`` command; the other commands in processes
+forked preloaded (tests/support/preloaded.py: their start-up is not the subject), and the stores
+most tests start from (session s1 queued; and consolidated) are built once per module and copied."""
 
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ from consolidate.core.errors import BadInput, EmptyNote
 from consolidate.core.textmeasure import MAX_STATEMENT_CHARS, statement_length
 from consolidate.store.sessions.tier import check_content
 from paths import REPO, SUPPORT
+from preloaded import run as run_preloaded
 
 FAKE = SUPPORT / "fake_cli"
 #: the installed command (the venv's script), running this tree's code through PYTHONPATH
@@ -43,9 +48,14 @@ def _env(**extra) -> dict[str, str]:
 
 def cli(store: Path, *args: str, env: dict | None = None, stdin: str | None = None,
         prefix: list[str] | None = None) -> subprocess.CompletedProcess:
+    """One command on ``store`` in its own process: forked preloaded (tests/support/preloaded.py), or
+    the installed command after ``prefix`` when one is given."""
+    argv = [args[0], "--store", str(store), "--embedding", "hash", *args[1:]]
+    if prefix is None:
+        return run_preloaded(argv, env=_env(**(env or {})), input=stdin, timeout=300)
     assert EXE, "the consolidate command is not installed in this environment"
-    return subprocess.run([*(prefix or []), EXE, args[0], "--store", str(store), "--embedding", "hash", *args[1:]],
-                          capture_output=True, text=True, env=_env(**(env or {})), input=stdin, timeout=300)
+    return subprocess.run([*prefix, EXE, *argv], capture_output=True, text=True, env=_env(**(env or {})),
+                          input=stdin, timeout=300)
 
 
 def _session(store: Path, sid: str, *notes: str, flag: bool = True, kind: str = "fact") -> None:
@@ -54,6 +64,35 @@ def _session(store: Path, sid: str, *notes: str, flag: bool = True, kind: str = 
         assert out.returncode == 0, out.stderr
     out = cli(store, "end", "--session", sid, "--outcome", "success")
     assert out.returncode == 0, out.stderr
+
+
+S1 = "The staging db listens on port 5433"
+
+
+@pytest.fixture(scope="module")
+def _s1_built(tmp_path_factory) -> tuple[Path, Path]:
+    """Two stores built once: session s1 (one flagged fact, S1) ended and queued; and the same run
+    by the rules judge (consolidated)."""
+    queued = tmp_path_factory.mktemp("s1-queued") / ".memofs"
+    _session(queued, "s1", S1)
+    done = tmp_path_factory.mktemp("s1-done") / ".memofs"
+    shutil.copytree(queued, done)
+    assert cli(done, "run", "--judge", "rules").returncode == 0
+    return queued, done
+
+
+@pytest.fixture
+def s1_queued(_s1_built, tmp_path) -> Path:
+    """``tmp_path / ".memofs"``: a store whose session s1 (S1, flagged) is ended and queued."""
+    shutil.copytree(_s1_built[0], tmp_path / ".memofs")
+    return tmp_path / ".memofs"
+
+
+@pytest.fixture
+def s1_done(_s1_built, tmp_path) -> Path:
+    """``tmp_path / ".memofs"``: s1 consolidated by ``run --judge rules`` (one durable memory)."""
+    shutil.copytree(_s1_built[1], tmp_path / ".memofs")
+    return tmp_path / ".memofs"
 
 
 # -- judge answers for unknown note ids ---------------------------------------------------------------------
@@ -83,9 +122,8 @@ def test_judge_answers_for_unknown_ids_are_said_by_run_runs_status_and_the_worke
         in log.read_text()
 
 
-def test_a_run_without_judge_problems_says_none(tmp_path):
-    st_ = tmp_path / ".memofs"
-    _session(st_, "s1", "The staging db listens on port 5433")
+def test_a_run_without_judge_problems_says_none(tmp_path, s1_queued):
+    st_ = s1_queued
     run = cli(st_, "run", "--judge", "rules")
     assert run.returncode == 0 and "  ! " not in run.stdout and "judge answers ignored" not in run.stdout
 
@@ -93,9 +131,8 @@ def test_a_run_without_judge_problems_says_none(tmp_path):
 # -- a disputed memory ----------------------------------------------------------------------------------
 
 
-def test_a_run_that_wrote_a_disputed_memory_says_so(tmp_path):
-    st_ = tmp_path / ".memofs"
-    _session(st_, "s1", "The staging db listens on port 5433")
+def test_a_run_that_wrote_a_disputed_memory_says_so(tmp_path, s1_queued):
+    st_ = s1_queued
     assert cli(st_, "run", "--judge", MODAL_JUDGE).returncode == 0
     _session(st_, "s2", "The staging db listens on port 6543")
     run = cli(st_, "run", "--judge", MODAL_JUDGE, env={"FAKE_CLI_RELATION": "contradicts"})
@@ -107,11 +144,10 @@ def test_a_run_that_wrote_a_disputed_memory_says_so(tmp_path):
     assert "[disputed]" in cli(st_, "recall", "staging db port").stdout
 
 
-def test_a_forgotten_side_of_a_dispute_is_named_nowhere(tmp_path):
+def test_a_forgotten_side_of_a_dispute_is_named_nowhere(tmp_path, s1_queued):
     """Two memories dispute the first; one of them forgotten, the first still disputes the other, and
     no surface names the forgotten one (its ``with``, its ``disputed_with``)."""
-    st_ = tmp_path / ".memofs"
-    _session(st_, "s1", "The staging db listens on port 5433")
+    st_ = s1_queued
     assert cli(st_, "run", "--judge", MODAL_JUDGE).returncode == 0
     for sid, port in (("s2", 6543), ("s3", 7000)):
         _session(st_, sid, f"The staging db listens on port {port}")
@@ -131,9 +167,8 @@ def test_a_forgotten_side_of_a_dispute_is_named_nowhere(tmp_path):
 
 
 @pytest.mark.parametrize("point", ["apply:journal", "apply:chroma", "apply:events"])
-def test_after_a_crash_run_says_it_finished_the_interrupted_run(tmp_path, point):
-    st_ = tmp_path / ".memofs"
-    _session(st_, "s1", "The staging db listens on port 5433")
+def test_after_a_crash_run_says_it_finished_the_interrupted_run(tmp_path, point, s1_queued):
+    st_ = s1_queued
     crashed = cli(st_, "run", "--judge", "rules", env={"CONSOLIDATE_CRASH_AT": point})
     assert crashed.returncode == -9
     run = cli(st_, "run", "--judge", "rules")
@@ -146,9 +181,8 @@ def test_after_a_crash_run_says_it_finished_the_interrupted_run(tmp_path, point)
     assert cli(st_, "run").stdout.strip() == "nothing queued"  # said once, by the run that finished it
 
 
-def test_batch_says_the_interrupted_run_it_finished(tmp_path):
-    st_ = tmp_path / ".memofs"
-    _session(st_, "s1", "The staging db listens on port 5433")
+def test_batch_says_the_interrupted_run_it_finished(tmp_path, s1_queued):
+    st_ = s1_queued
     assert cli(st_, "run", "--judge", "rules", env={"CONSOLIDATE_CRASH_AT": "apply:journal"}).returncode == -9
     batch = cli(st_, "batch", "--judge", "rules")
     assert batch.returncode == 0, batch.stderr
@@ -158,9 +192,8 @@ def test_batch_says_the_interrupted_run_it_finished(tmp_path):
 # -- run --session of a session already consolidated ----------------------------------------------------------
 
 
-def test_run_session_of_a_consolidated_session_says_so(tmp_path):
-    st_ = tmp_path / ".memofs"
-    _session(st_, "s1", "The staging db listens on port 5433")
+def test_run_session_of_a_consolidated_session_says_so(tmp_path, s1_queued):
+    st_ = s1_queued
     worker = subprocess.run([EXE, "worker", "--store", str(st_), "--embedding", "hash", "--judge", "rules"],
                             capture_output=True, text=True, env=_env(), timeout=300)
     assert worker.returncode == 0
@@ -179,10 +212,8 @@ def test_run_session_of_a_consolidated_session_says_so(tmp_path):
 # -- end --outcome failure after a consolidated success --------------------------------------------------------
 
 
-def test_end_failure_after_a_consolidated_success_refuses(tmp_path):
-    st_ = tmp_path / ".memofs"
-    _session(st_, "s1", "The staging db listens on port 5433")
-    assert cli(st_, "run", "--judge", "rules").returncode == 0
+def test_end_failure_after_a_consolidated_success_refuses(tmp_path, s1_done):
+    st_ = s1_done
     run_id = Store(st_, create=False).sessions.session_end("s1")["run_id"]
     out = cli(st_, "end", "--session", "s1", "--outcome", "failure", "--reason", "tests red")
     assert out.returncode == 2 and out.stdout == ""
@@ -219,9 +250,8 @@ def test_the_library_and_the_hook_refuse_the_same_failure(tmp_path):
 # -- runs of sessions without notes ---------------------------------------------------------------------------
 
 
-def test_a_run_of_a_session_without_notes_is_listed_and_can_be_undone(tmp_path):
-    st_ = tmp_path / ".memofs"
-    _session(st_, "s1", "The staging db listens on port 5433")
+def test_a_run_of_a_session_without_notes_is_listed_and_can_be_undone(tmp_path, s1_queued):
+    st_ = s1_queued
     s = Store(st_, embedding="hash")
     s.sessions.end("empty", "success")  # as the MCP server and the hooks end a session that wrote nothing
     s.close()
@@ -260,13 +290,10 @@ def test_a_run_that_dropped_every_note_can_be_undone(tmp_path):
     ("minilm", "not minilm-l6-v2-int8-onnx (dimension 384)"),
     ("chroma:default", "not chroma:default (dimension not known until it is built)"),
 ])
-def test_an_embedding_refused_says_both_dimensions(tmp_path, embedding, said):
-    st_ = tmp_path / ".memofs"
-    _session(st_, "s1", "The staging db listens on port 5433")
-    assert cli(st_, "run", "--judge", "rules").returncode == 0
+def test_an_embedding_refused_says_both_dimensions(tmp_path, embedding, said, s1_done):
+    st_ = s1_done
     for cmd in (["recall", "db"], ["status"], ["note", "--session", "s2", "a note"]):
-        out = subprocess.run([EXE, *cmd, "--store", str(st_), "--embedding", embedding], capture_output=True,
-                             text=True, env=_env(), timeout=300)
+        out = run_preloaded([*cmd, "--store", str(st_), "--embedding", embedding], env=_env(), timeout=300)
         if cmd[0] == "note":  # writes only the session tier: no embedding is needed
             continue
         assert out.returncode == 4, (cmd, out.stderr)
@@ -477,9 +504,8 @@ def test_mcp_session_read_says_the_run_report_lines(tmp_path):
     assert end["notices"] == ["judge answers ignored (1): scripted: verdict for unknown id 'n9' ignored"]
 
 
-def test_doctor_repair_names_the_interrupted_run_it_finished(tmp_path):
-    st_ = tmp_path / ".memofs"
-    _session(st_, "s1", "The staging db listens on port 5433")
+def test_doctor_repair_names_the_interrupted_run_it_finished(tmp_path, s1_queued):
+    st_ = s1_queued
     assert cli(st_, "run", "--judge", "rules", env={"CONSOLIDATE_CRASH_AT": "apply:journal"}).returncode == -9
     out = cli(st_, "doctor", "--repair")
     run_id = Store(st_, create=False).sessions.session_end("s1")["run_id"]

@@ -23,6 +23,7 @@ import pytest
 from consolidate import Store
 from consolidate.cli.main import main
 from paths import SUPPORT
+from preloaded import run as run_preloaded
 
 FAKE = SUPPORT / "fake_cli"
 
@@ -34,8 +35,8 @@ def _env(**extra):
 
 
 def test_demo_keep_prints_the_store_itself(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "consolidate", "demo", "--keep"], capture_output=True, text=True,
-                         env=_env(), timeout=600)
+    # commands in processes forked preloaded (tests/support/preloaded.py): their start-up is not the subject
+    out = run_preloaded(["demo", "--keep"], env=_env(), timeout=600)
     assert out.returncode == 0, out.stderr
     first = out.stdout.splitlines()[0]
     from consolidate.evals.demo import SAMPLE_SESSIONS
@@ -44,8 +45,7 @@ def test_demo_keep_prints_the_store_itself(tmp_path):
     path = Path(first.split("throwaway store ", 1)[1].split(" (kept", 1)[0])
     try:
         assert path.name == ".memofs" and (path / "manifest.json").exists() and (path / "sessions.sqlite3").exists()
-        status = subprocess.run([sys.executable, "-m", "consolidate", "status", "--store", str(path)],
-                                capture_output=True, text=True, env=_env(), timeout=300)
+        status = run_preloaded(["status", "--store", str(path)], env=_env(), timeout=300)
         assert status.returncode == 0 and "memories: active/durable" in status.stdout
     finally:
         import shutil
@@ -165,25 +165,26 @@ def rate_limited_server():
 def test_api_judge_retries_print_nothing_around_the_one_line_format(tmp_path, rate_limited_server):
     st = tmp_path / ".memofs"
     env = _env(CONSOLIDATE_API_BASE=rate_limited_server, CONSOLIDATE_API_KEY="sk-local")
-    base = [sys.executable, "-m", "consolidate"]
-    subprocess.run(base + ["note", "--store", str(st), "--session", "a", "Chose SQLite because it needs no server"],
-                   check=True, capture_output=True, env=env)
-    subprocess.run(base + ["end", "--store", str(st), "--session", "a", "--outcome", "success"], check=True,
-                   capture_output=True, env=env)
+    # the commands in processes forked preloaded (tests/support/preloaded.py): their start-up is not the
+    # subject; litellm is not preloaded (each run imports it)
+    for args in (["note", "--store", str(st), "--session", "a", "Chose SQLite because it needs no server"],
+                 ["end", "--store", str(st), "--session", "a", "--outcome", "success"]):
+        done = run_preloaded(args, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr
     # The time box counts from before litellm is imported: under heavy load the import alone took
     # more than the 20 s this test gave, the judge then reported judge-timeout instead of the 429
     # (the flake). The server answers at once; a box no import can use up keeps the test about the
     # output's format (three attempts with backoff of at most 8 s each).
-    out = subprocess.run(base + ["run", "--store", str(st), "--embedding", "hash", "--judge", "api:openai/m",
-                                 "--time-box", "600"], capture_output=True, text=True, env=env, timeout=900)
+    out = run_preloaded(["run", "--store", str(st), "--embedding", "hash", "--judge", "api:openai/m",
+                         "--time-box", "600"], env=env, timeout=900)
     assert out.returncode == 75  # the note waits for a judge
     assert "RateLimitError" in out.stdout  # the judge's own one-line report
     assert out.stderr == "", out.stderr  # no "API call failed on attempt 1", no LiteLLM lines
     labels = tmp_path / "labels.jsonl"
     labels.write_text(json.dumps({"id": "a", "content": "Chose SQLite because it needs no server",
                                   "verdict": "keep"}) + "\n")
-    out = subprocess.run(base + ["eval", "--judge", "api:openai/m", "--labels", str(labels), "--time-box", "600"],
-                         capture_output=True, text=True, env=env, timeout=900)
+    out = run_preloaded(["eval", "--judge", "api:openai/m", "--labels", str(labels), "--time-box", "600"], env=env,
+                        timeout=900)
     assert out.returncode == 5
     assert [line for line in out.stderr.splitlines() if line.strip()] == [out.stderr.strip()]  # one line
     assert out.stderr.startswith("error: ")

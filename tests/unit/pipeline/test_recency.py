@@ -6,8 +6,9 @@ entry into ``user-stated``. Now an import keeps the evidence an entry was export
 (consolidate.pipeline.stages.credibility.prevails) decides every contradiction and update: stronger evidence
 wins; equal evidence, the newer observation; an older statement never supersedes a newer one without
 stronger evidence. Memories carry their validity interval (``valid_from``, ``valid_to``) and
-``recall --as-of DATE`` answers from it. Driven through the installed ``consolidate`` command with the
-fake CLI judge answering the compare prompt (tests/support/fake_cli/modal.py) and MiniLM embeddings.
+``recall --as-of DATE`` answers from it. Driven through ``consolidate`` commands in their own processes
+(forked preloaded, tests/support/preloaded.py: their start-up is not the subject) with the fake CLI
+judge answering the compare prompt (tests/support/fake_cli/modal.py) and MiniLM embeddings.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import datetime as _dt
 import json
 import os
 import shlex
-import subprocess
+import shutil
 import sys
 
 import pytest
@@ -26,6 +27,7 @@ from hypothesis import strategies as st
 from consolidate.pipeline.stages.credibility import prevails
 from consolidate.model.validity import valid_on, validity
 from paths import SUPPORT
+from preloaded import run as run_preloaded
 
 FAKE = SUPPORT / "fake_cli" / "modal.py"
 JUDGE = f"cli:template:{shlex.quote(sys.executable)} {shlex.quote(str(FAKE))}"
@@ -39,7 +41,7 @@ def cli(*args, cwd, relation=None, check=True):
     env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
     if relation:
         env["FAKE_CLI_RELATION"] = relation
-    out = subprocess.run(["consolidate", *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
+    out = run_preloaded(list(args), cwd=cwd, env=env, timeout=600)
     if check:
         assert out.returncode == 0, out.stderr
     return out
@@ -59,19 +61,28 @@ def memories(cwd, *args):
     return {m["statement"]: m for m in json.loads(out.stdout)}
 
 
-def local_store(tmp_path):
-    (tmp_path / "n.jsonl").write_text(json.dumps({"content": LOCAL, "flag": True, "kind": "fact"}) + "\n")
-    cli("import", "n.jsonl", "--session", "s1", "--store", "st", cwd=tmp_path)
-    cli("end", "--session", "s1", "--outcome", "success", "--store", "st", cwd=tmp_path)
-    cli("run", "--store", "st", "--judge", "noop", cwd=tmp_path)
-    [m] = memories(tmp_path).values()
+@pytest.fixture(scope="module")
+def built_local_store(tmp_path_factory):
+    """This store's memory of LOCAL, confirmed today (import, end, run), built once: each test copies it."""
+    folder = tmp_path_factory.mktemp("recency-local")
+    (folder / "n.jsonl").write_text(json.dumps({"content": LOCAL, "flag": True, "kind": "fact"}) + "\n")
+    cli("import", "n.jsonl", "--session", "s1", "--store", "st", cwd=folder)
+    cli("end", "--session", "s1", "--outcome", "success", "--store", "st", cwd=folder)
+    cli("run", "--store", "st", "--judge", "noop", cwd=folder)
+    [m] = memories(folder).values()
     assert m["evidence"] == "observed-success" and m["last_confirmed"] == TODAY and m["valid_from"] == TODAY
+    return folder / "st"
+
+
+@pytest.fixture
+def local_store(built_local_store, tmp_path):
+    """A copy of the built store at ``tmp_path / "st"``."""
+    shutil.copytree(built_local_store, tmp_path / "st")
 
 
 @pytest.mark.parametrize("relation", ["contradicts", "updates"])
-def test_an_old_teammate_entry_does_not_supersede_a_newer_memory(tmp_path, relation):
+def test_an_old_teammate_entry_does_not_supersede_a_newer_memory(tmp_path, relation, local_store):
     """The reported case, for both relations the judge may answer."""
-    local_store(tmp_path)
     (tmp_path / "AGENTS.md").write_text(block((THEIRS, "observed-success", "2025-01-15")))
     out = cli("import", "--agents-md", "AGENTS.md", "--store", "st", "--judge", JUDGE, cwd=tmp_path,
               relation=relation)
@@ -84,9 +95,8 @@ def test_an_old_teammate_entry_does_not_supersede_a_newer_memory(tmp_path, relat
     assert not [e for e in events if e["event"] == "memory.superseded"]
 
 
-def test_an_old_entry_with_stronger_evidence_still_supersedes(tmp_path):
+def test_an_old_entry_with_stronger_evidence_still_supersedes(tmp_path, local_store):
     """Stronger evidence wins whatever its date (the user said so, long ago)."""
-    local_store(tmp_path)
     (tmp_path / "AGENTS.md").write_text(block((THEIRS, "user-stated", "2025-01-15")))
     cli("import", "--agents-md", "AGENTS.md", "--store", "st", "--judge", JUDGE, cwd=tmp_path, relation="contradicts")
     got = memories(tmp_path)
@@ -115,14 +125,20 @@ def test_between_equal_evidence_the_newer_observation_wins_and_as_of_remembers(t
                                                     cwd=tmp_path).stdout
     bad = cli("recall", "API server", "--store", "st", "--as-of", "someday", cwd=tmp_path, check=False)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "someday" in bad.stderr
-    # the Python API and the MCP tool answer from the same function
-    code = ("import sys, json; from consolidate import Store, recall; from consolidate.mcp.server import recall_result;"
-            "s = Store(sys.argv[1]); r = recall(s, 'API server port', as_of='2025-06-01');"
-            "m = recall_result(s, 'API server port', k=5, include_quarantined=False, min_similarity=0.2,"
-            " as_of='2025-06-01');"
-            "print(json.dumps([[h['document'] for h in r.memories], [x['text'] for x in m['memories']]]))")
-    api, mcp = json.loads(subprocess.run([sys.executable, "-c", code, str(tmp_path / "st")], capture_output=True,
-                                         text=True, check=True, env={**os.environ}).stdout)
+    # the Python API and the MCP tool answer from the same function (in this process: the store as the
+    # commands left it on disk)
+    from consolidate import Store, recall
+    from consolidate.mcp.server import recall_result
+    from consolidate.store.index.longterm import close_all
+
+    s = Store(tmp_path / "st")
+    try:
+        api = [h["document"] for h in recall(s, "API server port", as_of="2025-06-01").memories]
+        mcp = [x["text"] for x in recall_result(s, "API server port", k=5, include_quarantined=False,
+                                                min_similarity=0.2, as_of="2025-06-01")["memories"]]
+    finally:
+        s.close()
+        close_all()
     assert api == [LOCAL] and len(mcp) == 1 and mcp[0].startswith(LOCAL) and "[superseded 2026-06-10]" in mcp[0]
     # undone, the supersession is gone from the past too: the restored memory is not shown superseded
     run_id = out.stdout.rsplit("(run ", 1)[1].split(")")[0]
@@ -131,8 +147,7 @@ def test_between_equal_evidence_the_newer_observation_wins_and_as_of_remembers(t
     assert list(then) == [LOCAL] and then[LOCAL]["status"] == "active" and "valid_to" not in then[LOCAL]
 
 
-def test_a_newer_import_of_the_same_memory_moves_its_date_an_older_one_does_not(tmp_path):
-    local_store(tmp_path)
+def test_a_newer_import_of_the_same_memory_moves_its_date_an_older_one_does_not(tmp_path, local_store):
     (tmp_path / "AGENTS.md").write_text(block((LOCAL, "observed-success", "2025-01-15")))
     cli("import", "--agents-md", "AGENTS.md", "--store", "st", "--judge", JUDGE, cwd=tmp_path)
     [m] = memories(tmp_path).values()

@@ -3,14 +3,13 @@ block with ``import --agents-md``, the same block was taken as already imported 
 back; ``import-transcripts`` kept its ledger the same way. Now a source whose run was undone is
 imported again (consolidate/agents/undone_imports.py), and only what the undone run took: a block still
 queued, a transcript's entries a run that was not undone took, and a second import after the
-re-import still count as imported. Real CLI processes, the fake CLI judge that keeps notes saying
+re-import still count as imported. Real CLI processes (forked preloaded, tests/support/preloaded.py), the fake CLI judge that keeps notes saying
 "remember"."""
 
 from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,16 +17,17 @@ from consolidate import Store
 
 from many_processes import cli_env
 from paths import SUPPORT
+from preloaded import run as run_preloaded
 
 FAKE = SUPPORT / "fake_cli"
 KEEPER = f"cli:template:{sys.executable} {FAKE / 'answer.py'}"
 
 
 def _cli(store_path, *args):
+    """One CLI command in a new process forked from one with chromadb imported (tests/support/preloaded.py):
+    a separate process reading its store from disk, as ``python -m consolidate`` (its start-up is not the subject)."""
     env = cli_env(store_path, CONSOLIDATE_EMBEDDING="hash", CONSOLIDATE_JUDGES="noop")
-    out = subprocess.run([sys.executable, "-m", "consolidate", *args], env=env, capture_output=True, text=True,
-                         timeout=600)
-    return out
+    return run_preloaded(list(args), env=env, timeout=600)
 
 
 def _ok(store_path, *args) -> str:
