@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -122,6 +123,41 @@ def cli(store: Path, *args, extra_env: dict | None = None, check: bool = True, t
     if check:
         assert out.returncode in (0, 75), f"{args}: {out.returncode}\n{out.stdout}\n{out.stderr}"
     return out
+
+
+class Background:
+    """One consolidate command started in the background, as ``subprocess.Popen(CONSOLIDATE + args)``
+    with its output piped: its own process (preloaded.run, waited on in a thread), so a test can act
+    while it runs; ``poll()``, ``communicate(timeout)`` and ``returncode`` as Popen's. For a command
+    whose interpreter start-up is not what the test pins (about 0.8 s of CPU less than a new one)."""
+
+    def __init__(self, args: list[str], env: dict[str, str], timeout: float = 300):
+        self.result: subprocess.CompletedProcess | None = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(list(args), env, timeout), daemon=True)
+        self.thread.start()
+
+    def _run(self, args, env, timeout):
+        try:
+            self.result = run_preloaded(args, env=env, timeout=timeout)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the test's thread (communicate)
+            self.error = exc
+
+    def poll(self) -> int | None:
+        return None if self.thread.is_alive() or self.result is None else self.result.returncode
+
+    @property
+    def returncode(self) -> int | None:
+        return self.poll()
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        self.thread.join(timeout)
+        if self.thread.is_alive():
+            raise subprocess.TimeoutExpired(["consolidate"], timeout)
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return self.result.stdout, self.result.stderr
 
 
 def machine(tmp_path: Path, name: str, server, embedding: str = "hash", extra_env: dict | None = None) -> Path:
@@ -354,8 +390,7 @@ def test_a_write_overwritten_by_another_machine_at_the_same_version_is_found_and
     cli(b, "end", "--session", "b1", "--outcome", "success")
     paused = {"CONSOLIDATE_PAUSE_AT": "team:push:read", "CONSOLIDATE_PAUSE_DIR": str(pause),
               "CONSOLIDATE_TEAM_PUSH_SECONDS": "300"}
-    b_run = subprocess.Popen(CONSOLIDATE + ["run", "--store", str(b), "--judge", "noop"], env=env(**paused),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    b_run = Background(["run", "--store", str(b), "--judge", "noop"], env=env(**paused))
     try:
         deadline = time.monotonic() + 240
         while not (pause / "team_push_read.reached").exists():
@@ -593,9 +628,8 @@ def test_server_down_run_completes_locally_and_one_sync_pushes_exactly_once(tmp_
     cli(a, "note", "--session", "a1", text)
     cli(a, "end", "--session", "a1", "--outcome", "success")
     pulled_before = json.loads((a / "team" / "state.json").read_text()).get("last_pull")
-    run = subprocess.Popen(CONSOLIDATE + ["run", "--store", str(a), "--judge",
-                                          f"cli:template:{shlex.quote(sys.executable)} {shlex.quote(str(judge))}"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+    run = Background(["run", "--store", str(a), "--judge",
+                      f"cli:template:{shlex.quote(sys.executable)} {shlex.quote(str(judge))}"], env=env())
     deadline = time.monotonic() + 120
     while json.loads((a / "team" / "state.json").read_text()).get("last_pull") == pulled_before:
         assert run.poll() is None and time.monotonic() < deadline, run.communicate()
