@@ -1,6 +1,8 @@
 """tests/support/preloaded.py (issue 30): a command run in a process forked from the preloaded server answers
 as ``python -m consolidate`` in a new interpreter does: the same exit code, stdout and stderr, its own
-environment, working directory and standard input, and a SIGKILL at a crash point as -9.
+environment, working directory and standard input, and a SIGKILL at a crash point as -9. ``run_code``
+answers as ``python -c`` does; ``popen`` gives a Popen over pipes whose exit code is the command's,
+whose TERM reaches the command and whose SIGKILL kills it.
 
 Filed before as tests/test_preloaded.py (issue 30).
 """
@@ -11,10 +13,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
+from preloaded import popen as popen_preloaded
 from preloaded import run as run_preloaded
+from preloaded import run_code
 
 pytestmark = pytest.mark.integration
 
@@ -83,3 +88,71 @@ def test_a_crash_point_kills_the_preloaded_process_as_it_kills_a_new_one(tmp_pat
         out = runner(["run"], env=env) if runner else _fresh(["run"], env)
         results.append(out.returncode)
     assert results == [-9, -9]
+
+
+ECHO = r"""
+import os, sys
+print(sys.argv, repr(sys.path[0]), __name__, os.getcwd(), os.environ.get("PRELOADED_PROBE"), flush=True)
+for line in sys.stdin:
+    if line.strip() == "boom":
+        raise ValueError("boom asked")
+    print("echo", line.strip(), flush=True)
+sys.exit(int(os.environ.get("PRELOADED_EXIT", "0")))
+"""
+
+
+def test_run_code_answers_as_python_c(tmp_path):
+    """argv, sys.path[0], __name__, working directory, environment, standard input and exit status as
+    ``python -c`` gives them; an uncaught exception: exit 1 and its traceback's last line."""
+    for extra, text in (({"PRELOADED_EXIT": "3"}, "a\nb\n"), ({}, "a\nboom\n")):
+        env = {**os.environ, "PRELOADED_PROBE": "probe-1", **extra}
+        got = run_code(ECHO, ["x", "--y"], env=env, cwd=tmp_path, input=text, timeout=120)
+        fresh = subprocess.run([sys.executable, "-c", ECHO, "x", "--y"], env=env, cwd=tmp_path, input=text,
+                               capture_output=True, text=True, timeout=120)
+        assert (got.returncode, got.stdout) == (fresh.returncode, fresh.stdout), got.stderr
+        assert got.stderr.splitlines()[-1:] == fresh.stderr.splitlines()[-1:]
+    assert got.returncode == 1 and got.stderr.splitlines()[-1] == "ValueError: boom asked"
+    assert "['-c', 'x', '--y'] '' __main__" in got.stdout and "probe-1" in got.stdout
+
+
+def test_popen_talks_over_pipes_and_passes_signals_on(tmp_path):
+    """A long-lived command over stdin/stdout pipes (as the MCP server is), its exit code; TERM sent to
+    the Popen reaches the command (-15); a SIGKILL of the Popen's process kills the command too."""
+    env = {**os.environ, "PRELOADED_PROBE": "probe-2", "PRELOADED_EXIT": "4"}
+    p = popen_preloaded([], code=ECHO, env=env, cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True)
+    first = p.stdout.readline()
+    assert "['-c'] '' __main__" in first and str(tmp_path) in first and "probe-2" in first
+    p.stdin.write("hello\n")
+    p.stdin.flush()
+    assert p.stdout.readline() == "echo hello\n"
+    out, err = p.communicate("bye\n", timeout=120)
+    assert (p.returncode, out) == (4, "echo bye\n"), err
+    pid_code = "import os, sys, time; print(os.getpid(), flush=True); sys.stdin.read(); time.sleep(600)"
+    for sig, expected in ((15, -15), (9, -9)):
+        p = popen_preloaded([], code=pid_code, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        child = int(p.stdout.readline())
+        assert child != p.pid
+        p.send_signal(sig)
+        assert p.wait(120) == expected
+        for _ in range(200):  # the command is gone (reaped by the server) within a few seconds
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError(f"the command {child} outlived its Popen (signal {sig})")
+        p.stdin.close()
+        p.stdout.close()
+
+
+def test_popen_runs_a_consolidate_command(tmp_path):
+    store = tmp_path / ".memofs"
+    p = popen_preloaded(["note", "--session", "s1", "--flag", "-"], env=_env(store), stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = p.communicate("The staging database is reset every Monday\n", timeout=120)
+    assert p.returncode == 0 and "written to session s1" in out, err
+    bad = popen_preloaded(["no-such-command"], env=_env(store), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+    _same(subprocess.CompletedProcess([], bad.wait(120), *bad.communicate()), _fresh(["no-such-command"], _env(store)))

@@ -12,6 +12,11 @@ threads joined and atexit handlers run at its end, and its exit status (a negati
 signal: a crash point's SIGKILL) returned as subprocess's. Nothing of consolidate is imported
 before the fork: each command imports it fresh, reads its own environment and its store from disk.
 
+:func:`run_code` runs ``python -c CODE ARGS`` so (a check script that imports chromadb), and
+:func:`popen` starts a command as ``subprocess.Popen`` does (several at once, or a long-lived one
+over pipes: the MCP server over stdio) through a small starter process that hands its standard streams
+to the preloaded command.
+
 Not for a test of what a process imports, of the interpreter's start-up or of environment read by
 those packages at import time (HOME for a model cache): run ``python -m consolidate`` itself there.
 """
@@ -29,7 +34,8 @@ import threading
 from pathlib import Path
 
 #: The packages imported once by the server (what a command would import anyway; no consolidate module).
-PRELOAD = ("chromadb", "chromadb.config", "numpy", "onnxruntime", "tokenizers", "httpx", "yaml")
+PRELOAD = ("chromadb", "chromadb.config", "numpy", "onnxruntime", "tokenizers", "httpx", "yaml", "pydantic",
+           "networkx", "tenacity", "anyio", "mcp.server.mcpserver")
 
 SERVER = r"""
 import importlib, json, os, random, signal, socket, sys, traceback
@@ -75,11 +81,20 @@ def child(req, fds):
     if os.environ.get("COVERAGE_PROCESS_START"):  # measured as coverage.py's .pth hook measures a new interpreter
         import coverage
         coverage.process_startup()
-    sys.argv = ["-m", *req["argv"]]
     code = 0
     try:
-        import runpy
-        runpy.run_module("consolidate", run_name="__main__", alter_sys=True)
+        if req.get("code") is None:
+            sys.argv = ["-m", *req["argv"]]
+            import runpy
+            runpy.run_module("consolidate", run_name="__main__", alter_sys=True)
+        else:  # as ``python -c CODE ARGS`` runs it: sys.path[0] '', argv[0] '-c', a fresh __main__
+            sys.path[0] = ""
+            sys.argv = ["-c", *req["argv"]]
+            import builtins, types
+            main = types.ModuleType("__main__")
+            main.__builtins__ = builtins
+            sys.modules["__main__"] = main
+            exec(compile(req["code"], "<string>", "exec"), main.__dict__)
     except SystemExit as exc:
         if exc.code is None:
             code = 0
@@ -114,7 +129,22 @@ def waiter(conn):
     for fd in fds:
         os.close(fd)
     conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
-    _, status = os.waitpid(pid, 0)
+    if req.get("starter"):  # popen(): the starter process ended (killed) before the command did: kill it
+        import select
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            try:
+                gone = bool(select.select([conn], [], [], 0.1)[0]) and not conn.recv(1, socket.MSG_PEEK)
+            except OSError:  # ECONNRESET: gone too
+                gone = True
+            if gone:
+                os.kill(pid, signal.SIGKILL)
+                _, status = os.waitpid(pid, 0)
+                break
+    else:
+        _, status = os.waitpid(pid, 0)
     conn.sendall(json.dumps({"status": status}).encode() + b"\n")
     conn.close()
     os._exit(0)
@@ -205,11 +235,27 @@ def run(args: list[str], *, env: dict[str, str], cwd: Path | str | None = None, 
     """``subprocess.run([sys.executable, "-m", "consolidate", *args], env=env, cwd=cwd, input=input,
     capture_output=True, text=True, timeout=timeout)``, in a preloaded process (module docstring).
     Raises subprocess.TimeoutExpired after killing the process (SIGKILL), as subprocess.run does."""
+    return _run(None, args, env=env, cwd=cwd, input=input, timeout=timeout)
+
+
+def run_code(code: str, args: list[str] = (), *, env: dict[str, str], cwd: Path | str | None = None,
+             input: str | None = None, timeout: float | None = None) -> subprocess.CompletedProcess:
+    """``subprocess.run([sys.executable, "-c", code, *args], ...)`` as :func:`run` (``sys.argv`` is
+    ``["-c", *args]``, ``sys.path[0]`` is ``""``, ``code`` runs as a new ``__main__``)."""
+    return _run(code, list(args), env=env, cwd=cwd, input=input, timeout=timeout)
+
+
+def _argv(code: str | None, args: list[str]) -> list[str]:
+    return [sys.executable, "-m", "consolidate", *args] if code is None else [sys.executable, "-c", code, *args]
+
+
+def _run(code: str | None, args: list[str], *, env: dict[str, str], cwd: Path | str | None, input: str | None,
+         timeout: float | None) -> subprocess.CompletedProcess:
     path = _start()
     in_r, in_w = os.pipe() if input is not None else (os.dup(0), None)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    req = {"argv": list(args), "env": dict(env), "cwd": str(cwd or os.getcwd())}
+    req = {"argv": list(args), "code": code, "env": dict(env), "cwd": str(cwd or os.getcwd())}
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(str(path))
@@ -233,14 +279,53 @@ def run(args: list[str], *, env: dict[str, str], cwd: Path | str | None = None, 
             line = reader.readline()
         except TimeoutError:
             os.kill(pid, 9)
-            raise subprocess.TimeoutExpired(["consolidate", *args], timeout) from None
+            raise subprocess.TimeoutExpired(_argv(code, args)[1:], timeout) from None
         status = json.loads(line)["status"]
     finally:
         reader.close()
         conn.close()
     for t in threads:
         t.join(timeout)
-    code = os.waitstatus_to_exitcode(status)
+    code_ = os.waitstatus_to_exitcode(status)
     out, err = (_text(b"".join(chunks)) for chunks in (outs, errs))
-    return subprocess.CompletedProcess([sys.executable, "-m", "consolidate", *args], code, out, err)
+    return subprocess.CompletedProcess(_argv(code, args), code_, out, err)
 
+
+#: popen()'s starter: a small interpreter (no third-party import) that hands its own standard streams,
+#: environment and working directory to the server, passes TERM, INT and HUP on to the command, and
+#: exits as the command exited (killed by a signal: by the same signal).
+STARTER = r"""
+import json, os, signal, socket, sys
+conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+conn.connect(sys.argv[1])
+req = json.loads(sys.argv[2])
+req.update(env=dict(os.environ), starter=True)
+socket.send_fds(conn, [json.dumps(req).encode()], [0, 1, 2])
+reader = conn.makefile("rb")
+pid = json.loads(reader.readline())["pid"]
+for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(sig, lambda n, _f: os.kill(pid, n))
+code = os.waitstatus_to_exitcode(json.loads(reader.readline())["status"])
+if code < 0:
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+os._exit(code & 0xFF)
+"""
+
+
+def popen(args: list[str], *, env: dict[str, str], cwd: Path | str | None = None, code: str | None = None,
+          **kwargs) -> subprocess.Popen:
+    """``subprocess.Popen([sys.executable, "-m", "consolidate", *args], env=env, cwd=cwd, **kwargs)``
+    (``code``: ``[sys.executable, "-c", code, *args]``) for a long-lived or concurrent command: the
+    Popen is of a small starter process (:data:`STARTER`) whose standard streams (``stdin=PIPE`` ...),
+    environment and working directory the preloaded command gets; its exit code is the command's
+    (a signal's: negative). TERM, INT and HUP sent to it reach the command; killing the starter
+    (SIGKILL) kills the command. ``pid`` is the starter's."""
+    return subprocess.Popen(starter_argv(args, code=code, cwd=cwd), env=env, cwd=cwd, **kwargs)
+
+
+def starter_argv(args: list[str], *, code: str | None = None, cwd: Path | str | None = None) -> list[str]:
+    """The command line of :func:`popen`'s starter, for a caller that starts the process itself (an
+    MCP client's stdio transport); start it with the command's environment, in ``cwd``."""
+    req = {"argv": list(args), "code": code, "cwd": str(cwd or os.getcwd())}
+    return [sys.executable, "-S", "-c", STARTER, str(_start()), json.dumps(req)]
