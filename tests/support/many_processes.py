@@ -99,6 +99,15 @@ def start_cli(store_path: Path, *args: str, **extra: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def start_preloaded(store_path: Path, *args: str, **extra: str) -> subprocess.Popen:
+    """:func:`start_cli` in a process forked from the preloaded server (tests/support/preloaded.py):
+    a separate process all the same, with its own pipes, environment and exit code."""
+    from preloaded import popen
+
+    return popen(list(args), env=cli_env(store_path, **extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                 text=True)
+
+
 def finish(procs: list[subprocess.Popen], timeout: float = 900) -> list[tuple[int, str, str]]:
     """Wait for every process (``timeout`` is a hang guard only); returns (exit code, stdout, stderr)."""
     out = []
@@ -125,28 +134,39 @@ def expected_memories(store_path: Path) -> set[str]:
 
 
 CHECK = r"""
-import json, sys
+import json, os, sys
 from consolidate import Store
 store = Store(sys.argv[1], project="p", create=False)
 lt = store.longterm()
 rows = lt.all()
 full = sys.argv[2] == "full"
-vectors = lt.embed([r["document"] for r in rows]) if full else []
-missing = []
-for row, vec in zip(rows, vectors):
-    hits = lt.neighbours(vec, k=5, statuses=("active", "quarantined", "disputed"))
-    if row["id"] not in [h["id"] for h in hits]:
-        missing.append(row["id"])
+cache = sys.argv[3] if len(sys.argv) > 3 else None  # {text: its embedding} from this store's earlier checks
+known = {}
+if full and cache and os.path.exists(cache):
+    with open(cache, encoding="utf-8") as f:
+        known = json.load(f)
+texts = [r["document"] for r in rows]
+todo = sorted({t for t in texts if t not in known}) if full else []
+known.update(zip(todo, (list(map(float, v)) for v in lt.embed(todo))) if todo else ())
+if full and cache:
+    with open(cache, "w", encoding="utf-8") as f:
+        json.dump(known, f)
+vectors = [known[t] for t in texts] if full else []
+hits = lt.neighbours_many(vectors, k=5, statuses=("active", "quarantined", "disputed")) if vectors else []
+missing = [row["id"] for row, near in zip(rows, hits) if row["id"] not in [h["id"] for h in near]]
 print(json.dumps({"count": lt.count(), "docs": {r["id"]: r["document"] for r in rows}, "not_found": missing}))
 """
 
 
-def check_index(store_path: Path, full: bool = True, timeout: float = 600) -> dict:
+def check_index(store_path: Path, full: bool = True, timeout: float = 600, vectors: Path | None = None) -> dict:
     """In a fresh process: ``{"count", "docs": {id: text}, "not_found": [ids]}``: the index count,
-    every memory, and (``full``) the ids a vector query for their own text does not find (top 5)."""
-    env = cli_env(store_path)
-    out = subprocess.run([sys.executable, "-c", CHECK, str(store_path), "full" if full else "ids"], env=env, capture_output=True, text=True,
-                         timeout=timeout)
+    every memory, and (``full``) the ids a vector query for their own text does not find (top 5, the
+    queries of all memories batched in one index call: LongTerm.neighbours_many). ``vectors``: a JSON
+    file (outside the store) keeping each text's MiniLM embedding for the next checks of the same
+    test, so a text is embedded once, every memory still queried at every check."""
+    args = [str(store_path), "full" if full else "ids", *([str(vectors)] if vectors else [])]
+    out = subprocess.run([sys.executable, "-c", CHECK, *args], env=cli_env(store_path), capture_output=True,
+                         text=True, timeout=timeout)
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.splitlines()[-1])
 
@@ -163,14 +183,16 @@ def applied_per_session(store_path: Path) -> dict[str, int]:
 
 
 class MCPSession:
-    """``consolidate mcp`` as a real subprocess over stdio. One thread runs the client session in
+    """``consolidate mcp`` as a real subprocess over stdio (``preloaded``: forked from the preloaded
+    server, :func:`preloaded.starter_argv`). One thread runs the client session in
     its own event loop; ``call`` hands it one tool call at a time, so a synchronous test can call
     ``recall`` between steps."""
 
-    def __init__(self, store_path: Path):
+    def __init__(self, store_path: Path, *, preloaded: bool = False):
         import queue
 
         self.store_path = store_path
+        self.preloaded = preloaded
         self.requests: queue.Queue = queue.Queue()
         self.ready: queue.Queue = queue.Queue()
         self.thread = None
@@ -179,8 +201,13 @@ class MCPSession:
         import anyio
         from mcp import Client, StdioServerParameters
 
-        params = StdioServerParameters(command=sys.executable, args=["-m", "consolidate", "mcp"],
-                                       env=cli_env(self.store_path), cwd=str(self.store_path.parent))
+        cwd = str(self.store_path.parent)
+        argv = [sys.executable, "-m", "consolidate", "mcp"]
+        if self.preloaded:  # forked from the preloaded server, its stdio handed over by a small starter
+            from preloaded import starter_argv
+
+            argv = starter_argv(["mcp"], cwd=cwd)
+        params = StdioServerParameters(command=argv[0], args=argv[1:], env=cli_env(self.store_path), cwd=cwd)
 
         async def main():
             async with Client(params, read_timeout_seconds=600) as client:
