@@ -34,8 +34,9 @@ import threading
 from pathlib import Path
 
 #: The packages imported once by the server (what a command would import anyway; no consolidate module).
-PRELOAD = ("chromadb", "chromadb.config", "numpy", "onnxruntime", "tokenizers", "httpx", "yaml", "pydantic",
-           "networkx", "tenacity", "anyio", "mcp.server.mcpserver")
+PRELOAD = ("chromadb", "chromadb.config", "chromadb.api.rust", "chromadb.api.fastapi", "numpy", "onnxruntime",
+           "tokenizers", "httpx", "yaml", "pydantic", "networkx", "tenacity", "anyio", "mcp.server.mcpserver",
+           "detect_secrets.core.scan", "detect_secrets.settings", "ahocorasick", "re2", "filelock", "difflib")
 
 SERVER = r"""
 import importlib, json, os, random, signal, socket, sys, traceback
