@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import os
 import pty
+import shutil
 import subprocess
-import sys
 import time
 
 import anyio
@@ -16,6 +16,7 @@ import pytest
 from mcp import Client
 
 import consolidate
+from consolidate import Store
 from consolidate.cli.main import main
 from consolidate.mcp.server import build_server
 from consolidate.pipeline.run import run_queue
@@ -23,6 +24,7 @@ from consolidate.judges.chain import JudgeChain
 from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import keep
+import preloaded
 
 GUESS = "The nightly export job probably retries three times before it gives up"
 T30 = "The API gateway timeout is 30 seconds for every route"
@@ -50,25 +52,42 @@ def _ids(store):
     return {r["document"]: (r["id"], r["metadata"]["status"]) for r in store.longterm().all()}
 
 
+@pytest.fixture(scope="module")
+def _queued_built(tmp_path_factory):
+    """A project folder (``src/auth.py`` and its ``.memofs``) built once per module: a store of 100 active
+    memories plus one quarantined, two disputed and one drifted memory; each test copies it."""
+    root = tmp_path_factory.mktemp("review-queued")
+    store = Store(root / ".memofs", project="testproj")
+    try:
+        (root / "src").mkdir()
+        (root / "src" / "auth.py").write_text(AUTH)
+        fillers = [f"Fact {i}: {TOPICS[i % 10]} is owned by team {i} and deploys on day {i % 28 + 1}"
+                   for i in range(100)]
+        _run(store, "fill", fillers, lambda n: keep(n.content))
+        _run(store, "s1", ["the export job seems to retry a few times", "the gateway timeout is 30 s",
+                           "check_token in src/auth.py and its 30 s grace"],
+             {"export": keep(GUESS, evidence="inferred", confidence="low"), "30 s grace": keep(ANCHORED),
+              "gateway": keep(T30, "constraint")})
+        _run(store, "s2", ["the gateway timeout is 60 s"], {"gateway": keep(T60, "constraint")},
+             relations={"60 seconds": "contradicts"})
+        (root / "src" / "auth.py").write_text(AUTH.replace("+ 30", "+ 60"))  # the code changed
+    finally:
+        store.close()
+    return root
+
+
 @pytest.fixture
-def queued(minilm_store, tmp_path):
-    """A store of 100 active memories plus one quarantined, two disputed and one drifted memory."""
-    store = minilm_store
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "auth.py").write_text(AUTH)
-    fillers = [f"Fact {i}: {TOPICS[i % 10]} is owned by team {i} and deploys on day {i % 28 + 1}" for i in range(100)]
-    _run(store, "fill", fillers, lambda n: keep(n.content))
-    _run(store, "s1", ["the export job seems to retry a few times", "the gateway timeout is 30 s",
-                       "check_token in src/auth.py and its 30 s grace"],
-         {"export": keep(GUESS, evidence="inferred", confidence="low"), "30 s grace": keep(ANCHORED),
-          "gateway": keep(T30, "constraint")})
-    _run(store, "s2", ["the gateway timeout is 60 s"], {"gateway": keep(T60, "constraint")},
-         relations={"60 seconds": "contradicts"})
-    (tmp_path / "src" / "auth.py").write_text(AUTH.replace("+ 30", "+ 60"))  # the code changed
+def queued(_queued_built, tmp_path):
+    """A copy (at ``tmp_path``) of the module's store of 100 active memories plus one quarantined, two
+    disputed and one drifted memory."""
+    shutil.copytree(_queued_built / "src", tmp_path / "src")
+    shutil.copytree(_queued_built / ".memofs", tmp_path / ".memofs", symlinks=True)
+    store = Store(tmp_path / ".memofs", project="testproj")
     ids = _ids(store)
     assert ids[GUESS][1] == "quarantined" and ids[T30][1] == ids[T60][1] == "disputed"
     assert sum(1 for _i, s in ids.values() if s == "active") == 101
-    return store, {k: v[0] for k, v in ids.items()}
+    yield store, {k: v[0] for k, v in ids.items()}
+    store.close()
 
 
 def _cli(capsys, store, *args):
@@ -232,9 +251,8 @@ def test_prompt_loop_on_a_terminal(queued):
     store, ids = queued
     master, slave = pty.openpty()
     env = {**os.environ, "CONSOLIDATE_EMBEDDING": "minilm"}
-    proc = subprocess.Popen([sys.executable, "-m", "consolidate", "review", "--store", str(store.path)],
-                            stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            cwd=str(store.path.parent))
+    proc = preloaded.popen(["review", "--store", str(store.path)], stdin=slave, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, env=env, cwd=str(store.path.parent))
     os.close(slave)
     answers = ["a", "d", "not true", "e", "check_token() in src/auth.py allows a 60 second grace"]
     for line in answers:
