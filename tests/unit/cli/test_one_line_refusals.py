@@ -28,8 +28,7 @@ from consolidate.cli.main import main
 from consolidate.core.errors import BadInput, StoreReadOnly
 from consolidate.mcp.server import build_server
 
-HOOK = [sys.executable, "-m", "consolidate", "hook"]
-
+import preloaded  # the hook commands below: a forked process (issue 30); their start-up is not what they pin
 
 def _env(**extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONSOLIDATE_")}
@@ -62,8 +61,8 @@ def test_hook_refuses_a_payload_cwd_it_cannot_place_and_writes_nothing(tmp_path,
            "a-file": str(tmp_path / "file.txt"), "relative": "some/project", "not-text": 12}[cwd_kind]
     before = _tree(tmp_path)
     payload = {"hook_event_name": event, "session_id": "s-1", "cwd": cwd, "transcript_path": "/nope.jsonl"}
-    out = subprocess.run(HOOK + ["--harvest", "--no-worker"], input=json.dumps(payload), capture_output=True,
-                         text=True, env=_env(), cwd=run_in, timeout=60)
+    out = preloaded.run(["hook", "--harvest", "--no-worker"], input=json.dumps(payload),
+                         env=_env(), cwd=run_in, timeout=60)
     assert out.returncode == 1 and out.stdout == ""
     assert _one_line(out.stderr) and out.stderr.startswith("consolidate hook: refused: ")
     assert "nothing was written" in out.stderr
@@ -74,7 +73,7 @@ def test_hook_with_an_existing_cwd_still_creates_its_store_there(tmp_path):
     project = tmp_path / "project"
     project.mkdir()
     payload = {"hook_event_name": "SessionEnd", "session_id": "s-1", "cwd": str(project)}
-    out = subprocess.run(HOOK + ["--no-worker"], input=json.dumps(payload), capture_output=True, text=True,
+    out = preloaded.run(["hook", "--no-worker"], input=json.dumps(payload),
                          env=_env(), cwd=tmp_path, timeout=60)
     assert out.returncode == 0 and out.stderr == ""
     assert Store(project / ".memofs", create=False).sessions.session_end("s-1")["status"] == "queued"
@@ -83,8 +82,8 @@ def test_hook_with_an_existing_cwd_still_creates_its_store_there(tmp_path):
 def test_hook_with_an_explicit_store_ignores_the_payload_cwd(tmp_path):
     store = tmp_path / "team" / ".memofs"
     payload = {"hook_event_name": "SessionEnd", "session_id": "s-1", "cwd": str(tmp_path / "gone")}
-    out = subprocess.run(HOOK + ["--no-worker", "--store", str(store)], input=json.dumps(payload),
-                         capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=60)
+    out = preloaded.run(["hook", "--no-worker", "--store", str(store)], input=json.dumps(payload),
+                         env=_env(), cwd=tmp_path, timeout=60)
     assert out.returncode == 0 and not (tmp_path / "gone").exists()
     assert Store(store, create=False).sessions.session_end("s-1") is not None
 
@@ -208,11 +207,11 @@ def test_mcp_tools_refuse_a_session_id_with_a_control_character(store, sid):
 def test_hook_payload_with_a_control_character_in_its_session_id_is_refused(tmp_path, key, event):
     store = tmp_path / ".memofs"
     payload = {"hook_event_name": event, key: "abc\ndef", "cwd": str(tmp_path)}
-    out = subprocess.run(HOOK + ["--no-worker"], input=json.dumps(payload), capture_output=True, text=True,
+    out = preloaded.run(["hook", "--no-worker"], input=json.dumps(payload),
                          env=_env(), cwd=tmp_path, timeout=60)
     assert out.returncode == 1 and out.stdout == "" and _one_line(out.stderr)
     assert "the session id holds U+000A" in out.stderr and not store.exists()
-    out = subprocess.run(HOOK + ["--no-worker", "--session", "abc\tdef"], capture_output=True, text=True,
+    out = preloaded.run(["hook", "--no-worker", "--session", "abc\tdef"],
                          env=_env(CONSOLIDATE_STORE=str(store)), cwd=tmp_path, timeout=60)
     assert out.returncode == 1 and _one_line(out.stderr) and not store.exists()
 
