@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import hooks_fast
 from consolidate import Store
 from consolidate.store.views import start_file as fast_start
 from consolidate.store.echo import digest, memory_texts, shown_to
@@ -75,6 +76,14 @@ def hook(store_path, payload, *args, **env) -> subprocess.CompletedProcess:
                           capture_output=True, env=_env(**env), timeout=60)
 
 
+def forked_hook(store_path, payload, *args, **env) -> subprocess.CompletedProcess:
+    """``consolidate hook`` as :func:`hook` runs it, in a process forked from tests/support/hooks_fast.py's
+    server (issue 30): for a hook call whose process start-up and imports no test here checks (set-up, what
+    is recorded or printed); hook_modules and the installed command stay real processes."""
+    return hooks_fast.run(["hook", "--store", str(store_path), *args], input=json.dumps(payload), env=_env(**env),
+                          timeout=60)
+
+
 #: The hook in a fresh interpreter through cli.main, printing the package modules it imported on
 #: stderr's last line (the light path imports none of the full hook's).
 _IN_PROCESS = r"""
@@ -102,7 +111,7 @@ def full_text(store_path, sid):
 
 
 def end(store_path, sid):
-    out = hook(store_path, {"session_id": sid, "hook_event_name": "SessionEnd", "reason": "other"}, "--no-worker")
+    out = forked_hook(store_path, {"session_id": sid, "hook_event_name": "SessionEnd", "reason": "other"}, "--no-worker")
     assert out.returncode == 0, out.stderr
 
 
@@ -138,7 +147,7 @@ def test_prints_what_the_full_hook_prints_without_its_imports(project):
 def test_records_the_current_session_and_what_it_was_shown(project):
     """The MCP server finds the session; the echo check finds what it was shown (consolidate/store/echo.py)."""
     root, store_path = project
-    out = hook(store_path, start_payload("b1", root))
+    out = forked_hook(store_path, start_payload("b1", root))
     assert out.returncode == 0
     store = Store(store_path, embedding="hash", project="proj")
     tier = store.sessions
@@ -168,7 +177,7 @@ def test_a_repeated_memory_from_a_fast_started_session_is_an_echo(project):
     from conftest import keep
 
     root, store_path = project
-    assert hook(store_path, start_payload("c1", root)).returncode == 0
+    assert forked_hook(store_path, start_payload("c1", root)).returncode == 0
     store = Store(store_path, embedding="hash", project="proj")
     store.sessions.add_note("c1", "Use pnpm, not npm, in this repository", flag=True)
     store.sessions.end("c1", "success")
@@ -253,7 +262,7 @@ def test_a_team_store_takes_the_full_path(project):
 
 def test_a_resumed_session_gets_its_new_part_from_the_full_hook(project):
     root, store_path = project
-    assert hook(store_path, start_payload("h1", root)).returncode == 0
+    assert forked_hook(store_path, start_payload("h1", root)).returncode == 0
     end(store_path, "h1")  # its end waits in the queue file: the start folds it first
     printed, modules = hook_modules(store_path, start_payload("h1", root, source="resume"))
     assert not is_light(modules)
@@ -262,7 +271,7 @@ def test_a_resumed_session_gets_its_new_part_from_the_full_hook(project):
 
 def test_a_session_whose_end_never_fired_is_recovered_by_the_full_hook(project):
     root, store_path = project
-    assert hook(store_path, start_payload("k1", root)).returncode == 0  # its agent then dies: no end
+    assert hook(store_path, start_payload("k1", root)).returncode == 0  # its agent then dies: no end (its ancestors: a real process tree)
     printed, modules = hook_modules(store_path, start_payload("k2", root))
     assert not is_light(modules) and printed.startswith("consolidate: this is session k2.")
     log = (store_path / "logs" / "hook.log").read_text()
@@ -274,7 +283,7 @@ def test_a_session_whose_end_never_fired_is_recovered_by_the_full_hook(project):
 
 def test_the_queue_file_is_folded_before_the_start_is_recorded(project):
     root, store_path = project
-    assert hook(store_path, start_payload("m1", root)).returncode == 0
+    assert forked_hook(store_path, start_payload("m1", root)).returncode == 0
     end(store_path, "m1")
     assert (store_path / "queue.jsonl").exists()
     _, modules = hook_modules(store_path, start_payload("m2", root))
@@ -286,7 +295,7 @@ def test_the_queue_file_is_folded_before_the_start_is_recorded(project):
 
 def test_gemini_output_is_the_same_context_as_json(project):
     root, store_path = project
-    out = hook(store_path, start_payload("n1", root), "--output", "gemini")
+    out = forked_hook(store_path, start_payload("n1", root), "--output", "gemini")
     assert out.returncode == 0
     data = json.loads(out.stdout)
     end(store_path, "n1")
@@ -332,7 +341,7 @@ def test_many_session_starts_at_once_are_all_recorded(project):
     root, store_path = project
     sids = [f"q{i}" for i in range(8)]
     with ThreadPoolExecutor(8) as pool:
-        outs = list(pool.map(lambda sid: hook(store_path, start_payload(sid, root)), sids))
+        outs = list(pool.map(lambda sid: forked_hook(store_path, start_payload(sid, root)), sids))
     for sid, out in zip(sids, outs):
         assert out.returncode == 0 and out.stdout.startswith(f"consolidate: this is session {sid}.")
         assert "Use pnpm, not npm" in out.stdout

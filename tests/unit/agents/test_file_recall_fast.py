@@ -8,12 +8,17 @@ session tier answered silently, a killed writer's temporary table left behind)."
 from __future__ import annotations
 
 import json
+import os
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
+import hooks_fast
+import preloaded
 from consolidate import Store
 from consolidate.agents.hooks.full import run_hook
 from consolidate.store.index.lexical import LexicalIndex, index_path
@@ -59,24 +64,112 @@ def _payload(project: Path, sid: str, path: str, tool: str = "Read") -> dict:
             "cwd": str(project), "tool_name": tool, "tool_input": {key: path}}
 
 
-def _fast(project: Path, payload: dict) -> tuple[str, str]:
-    r = subprocess.run([sys.executable, "-c", FAST, "hook"], input=json.dumps(payload), capture_output=True,
-                       text=True, cwd=project, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=60)
+def _code(code: str, args: list[str], *, env: dict[str, str], cwd: Path, input: str, timeout: float,
+          real: bool) -> subprocess.CompletedProcess:
+    """``subprocess.run([sys.executable, "-c", code, *args], input=input, capture_output=True, text=True,
+    ...)``: with ``real`` that very process; otherwise forked from tests/support/hooks_fast.py's server
+    (issue 30), as preloaded.run_code runs it (its own pid, argv, environment, working folder, streams
+    and exit status; no consolidate module imported before the fork, so what the code reports of
+    consolidate's modules holds; third-party packages are preloaded there: not for a check of those)."""
+    if real:
+        return subprocess.run([sys.executable, "-c", code, *args], input=input, capture_output=True, text=True,
+                              cwd=cwd, env=env, timeout=timeout)
+    path = hooks_fast._start()
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    req = {"argv": list(args), "code": code, "env": dict(env), "cwd": str(cwd)}
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(str(path))
+        socket.send_fds(conn, [json.dumps(req).encode()], [in_r, out_w, err_w])
+    finally:
+        for fd in (in_r, out_w, err_w):
+            os.close(fd)
+    outs: list = []
+    errs: list = []
+    threads = [threading.Thread(target=preloaded._drain, args=(out_r, outs), daemon=True),
+               threading.Thread(target=preloaded._drain, args=(err_r, errs), daemon=True),
+               threading.Thread(target=preloaded._feed, args=(in_w, input.encode()), daemon=True)]
+    for t in threads:
+        t.start()
+    reader = conn.makefile("rb")
+    conn.settimeout(timeout)
+    try:
+        pid = json.loads(reader.readline())["pid"]
+        try:
+            line = reader.readline()
+        except TimeoutError:
+            os.kill(pid, 9)
+            raise subprocess.TimeoutExpired([sys.executable, "-c", code, *args], timeout) from None
+        status = json.loads(line)["status"]
+    finally:
+        reader.close()
+        conn.close()
+    for t in threads:
+        t.join(timeout)
+    out, err = (preloaded._text(b"".join(chunks)) for chunks in (outs, errs))
+    return subprocess.CompletedProcess([sys.executable, "-c", code, *args], os.waitstatus_to_exitcode(status), out, err)
+
+
+def _fast(project: Path, payload: dict, real: bool = False) -> tuple[str, str]:
+    """The fast path's answer and whether it was answered there without the full hook; in a forked
+    child unless ``real`` (a check of consolidate's modules holds in either: module docstring of _code)."""
+    r = _code(FAST, ["hook"], input=json.dumps(payload), cwd=project,
+              env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=60, real=real)
     out, _, tail = r.stdout.rpartition("\nFAST ")
     return out.strip(), tail.strip()
 
 
+#: One interpreter answering payload after payload (issue 30: one real process per entry point instead of
+#: one per payload): ``sys.argv[1]`` names a JSON file of ``[args, payload]`` pairs; each payload becomes
+#: the process's stdin (fd 0, what the entries read) and ``ENTRY.main(args)`` answers it; what it wrote
+#: and "CODE WHETHER-MODULE-WAS-IMPORTED" (the mark _fast and _light print) go to stdout as JSON. A call
+#: that execs the full hook replaces the process: no JSON, the caller's parse fails.
+LOOP = r"""
+import io, json, os, sys, tempfile
+from consolidate.agents.hooks import {entry} as entry
+calls = json.load(open(sys.argv[1]))
+out, got = sys.stdout, []
+for args, payload in calls:
+    with tempfile.TemporaryFile() as f:
+        f.write(json.dumps(payload).encode())
+        f.seek(0)
+        os.dup2(f.fileno(), 0)
+    sys.stdout = io.StringIO()
+    code = entry.main(args)
+    text, sys.stdout = sys.stdout.getvalue(), out
+    got.append([text.strip(), "%s %s" % (code, {module!r} in sys.modules)])
+sys.stdout.write(json.dumps(got))
+"""
+
+
+def _answers(project: Path, tmp_path: Path, entry: str, module: str, calls: list) -> list[tuple[str, str]]:
+    """``[(answer, mark)]`` of ``consolidate.agents.hooks.<entry>.main(args)`` on each ``(args, payload)``
+    of ``calls`` in one real interpreter (LOOP), as _fast / _light give them one process each."""
+    path = tmp_path / "calls.json"
+    path.write_text(json.dumps(calls))
+    r = subprocess.run([sys.executable, "-c", LOOP.replace("{entry}", entry).replace("{module!r}", repr(module)),
+                        str(path)], capture_output=True, text=True, cwd=project, stdin=subprocess.DEVNULL,
+                       env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return [tuple(a) for a in json.loads(r.stdout)]
+
+
 @pytest.mark.parametrize("tool", ["Read", "read_file"])
-def test_the_fast_file_recall_answers_as_the_full_hook(project, tool):
+def test_the_fast_file_recall_answers_as_the_full_hook(project, tmp_path, tool):
+    cases = [(j, path) for j in (0, 3, 7, 11, 28, 39)
+             for path in (str(project / "src" / "lib" / f"mod{j}.py"), f"src/lib/mod{j}.py", "src/lib/nothing.py")]
+    # every payload answered in one interpreter (issue 30), each compared with the full hook's answer
+    answers = _answers(project, tmp_path, "fast", "consolidate.agents.hooks.full",
+                       [(["hook"], _payload(project, f"fast-{tool}-{j}-{len(path)}", path, tool)) for j, path in cases])
     said = 0
-    for j in (0, 3, 7, 11, 28, 39):
-        for path in (str(project / "src" / "lib" / f"mod{j}.py"), f"src/lib/mod{j}.py", "src/lib/nothing.py"):
-            fast, tail = _fast(project, _payload(project, f"fast-{tool}-{j}-{len(path)}", path, tool))
-            assert tail == "0 False", tail  # answered there, without the full hook
-            code, full = run_hook(project / ".memofs", payload=_payload(project, f"full-{tool}-{j}-{len(path)}",
-                                                                        path, tool))
-            assert code == 0 and fast == full.strip()
-            said += bool(fast)
+    for (j, path), (fast, tail) in zip(cases, answers, strict=True):
+        assert tail == "0 False", tail  # answered there, without the full hook
+        code, full = run_hook(project / ".memofs", payload=_payload(project, f"full-{tool}-{j}-{len(path)}",
+                                                                    path, tool))
+        assert code == 0 and fast == full.strip()
+        said += bool(fast)
     assert said >= 10  # the answers compared hold memories
 
 
@@ -117,26 +210,31 @@ LIGHT = ("import sys\nfrom consolidate.agents.hooks import file_hook\ncode = fil
          "sys.stdout.write('\\nLIGHT %s %s\\n' % (code, 'consolidate.cli.main' in sys.modules))")
 
 
-def _light(project: Path, payload: dict, *args: str) -> tuple[str, str]:
-    r = subprocess.run([sys.executable, "-c", LIGHT, *args], input=json.dumps(payload), capture_output=True,
-                       text=True, cwd=project, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=60)
+def _light(project: Path, payload: dict, *args: str, real: bool = False) -> tuple[str, str]:
+    """The light entry's answer and whether it answered without the command line ("exec'd": handed to
+    ``consolidate hook``); in a forked child unless ``real`` (as _fast)."""
+    r = _code(LIGHT, list(args), input=json.dumps(payload), cwd=project,
+              env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=60, real=real)
     out, mark, tail = r.stdout.rpartition("\nLIGHT ")
     return (out.strip(), tail.strip()) if mark else (r.stdout.strip(), "exec'd")
 
 
 @pytest.mark.parametrize("tool", ["Read", "read_file"])
-def test_the_light_entry_answers_as_the_full_hook(project, tool):
+def test_the_light_entry_answers_as_the_full_hook(project, tmp_path, tool):
     # the table and the session tier written (a stale table or no tier yet: the full hook makes them)
     assert run_hook(project / ".memofs", payload=_payload(project, f"warm-{tool}", "src/lib/none.py", tool))[0] == 0
+    cases = [(j, path) for j in (0, 2, 3, 7, 11, 28, 39)
+             for path in (str(project / "src" / "lib" / f"mod{j}.py"), f"src/lib/mod{j}.py", f"SRC/lib/mod{j}.py",
+                          f"lib/mod{j}.py", "src/lib/nothing.py", f"./src//lib/mod{j}.py")]
+    # every payload answered in one interpreter (issue 30), each compared with the full hook's answer
+    answers = _answers(project, tmp_path, "file_hook", "consolidate.cli.main",
+                       [([], _payload(project, f"light-{tool}-{j}-{path}", path, tool)) for j, path in cases])
     said = 0
-    for j in (0, 2, 3, 7, 11, 28, 39):
-        for path in (str(project / "src" / "lib" / f"mod{j}.py"), f"src/lib/mod{j}.py", f"SRC/lib/mod{j}.py",
-                     f"lib/mod{j}.py", "src/lib/nothing.py", f"./src//lib/mod{j}.py"):
-            light, tail = _light(project, _payload(project, f"light-{tool}-{j}-{path}", path, tool))
-            assert tail == "0 False", (path, tail)  # answered there, without the command line
-            code, full = run_hook(project / ".memofs", payload=_payload(project, f"lfull-{tool}-{j}-{path}", path, tool))
-            assert code == 0 and light == full.strip(), path
-            said += bool(light)
+    for (j, path), (light, tail) in zip(cases, answers, strict=True):
+        assert tail == "0 False", (path, tail)  # answered there, without the command line
+        code, full = run_hook(project / ".memofs", payload=_payload(project, f"lfull-{tool}-{j}-{path}", path, tool))
+        assert code == 0 and light == full.strip(), path
+        said += bool(light)
     assert said >= 20  # the answers compared hold memories
 
 
@@ -158,7 +256,7 @@ def test_what_the_light_entry_cannot_answer_goes_to_the_full_hook(project):
                                    ({**_payload(project, "lfb-2", path), "cwd": str(project / "nope")}, ()),
                                    (_payload(project, "lfb-3", str(project / "src" / "lib" / "mödule.py")), ()),
                                    ({**_payload(project, "lfb-4", path), "hook_event_name": "SessionEnd"}, ("--no-worker",))]):
-        out, tail = _light(project, p, *args)
+        out, tail = _light(project, p, *args, real=n == 0)
         assert tail == "exec'd", (n, tail)  # handed to consolidate hook in its place
         if n == 0:  # stdin went with it: the full hook's answer
             assert "mod4.py" in out
@@ -219,9 +317,13 @@ def test_a_damaged_session_tier_still_answers_and_says_so_once_in_the_hook_log(p
     (store / "sessions.sqlite3").write_bytes(bytes(range(256)) * 20)
     log = store / "logs" / "hook.log"
     before = log.read_text().splitlines() if log.exists() else []
-    r = subprocess.run([sys.executable, *entry], input=json.dumps(_payload(app, "damaged-1", str(app / "src" / "lib" / "mod5.py"))),
-                       capture_output=True, text=True, cwd=app, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-                       timeout=60)
+    payload = json.dumps(_payload(app, "damaged-1", str(app / "src" / "lib" / "mod5.py")))
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    if entry[1] == "consolidate":  # ``python -m consolidate hook`` forked (issue 30): its start-up is not what this pins
+        r = hooks_fast.run(entry[2:], input=payload, cwd=app, env=env, timeout=60)
+    else:
+        r = subprocess.run([sys.executable, *entry], input=payload, capture_output=True, text=True, cwd=app, env=env,
+                           timeout=60)
     assert r.returncode == 0, r.stderr
     assert "remembered about src/lib/mod5.py" in json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
     new = log.read_text().splitlines()[len(before):]
