@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import base64
 import fnmatch
+import functools
 import hashlib
 import json
 import os
@@ -146,8 +147,10 @@ def _writes(call: ast.Call) -> bool:
     return False
 
 
+@functools.cache
 def _functions() -> dict[str, tuple[ast.AST, bool]]:
-    """``{"module:qualname": (function node, whether it writes a file itself)}`` over consolidate/."""
+    """``{"module:qualname": (function node, whether it writes a file itself)}`` over consolidate/
+    (parsed once per test process: the two tests below read the same source; neither changes it)."""
     out: dict[str, tuple[ast.AST, bool]] = {}
     for path in sorted((ROOT / "consolidate").rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()

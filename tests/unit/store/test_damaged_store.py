@@ -24,7 +24,7 @@ from consolidate.judges.chain import JudgeChain
 from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import keep
-from many_processes import cli_env, fill_sessions, finish, note_texts, start_cli
+from many_processes import cli_env, fill_sessions, note_texts
 from preloaded import run as run_preloaded
 
 
@@ -98,27 +98,40 @@ def _damage(folder, how):
 
 @pytest.fixture(scope="module")
 def minilm_store_150(tmp_path_factory):
-    """A store of 150 memories in 5 sessions with the MiniLM embedding, run by the CLI."""
+    """A store of 150 memories in 5 sessions with the MiniLM embedding, run by the CLI (a preloaded
+    process: the run's start-up is not what these tests pin). Never written by a test: each copies it."""
     folder = tmp_path_factory.mktemp("damaged") / ".memofs"
     fill_sessions(folder, [f"proj{i}" for i in range(5)], 30)
-    [(code, _, err)] = finish([start_cli(folder, "run")])
-    assert code == 0, err
+    out = _cli(folder, "run")
+    assert out.returncode == 0, out.stderr
     return folder
+
+
+#: Three notes' texts recalled before the damage and after the repair.
+QUERIES = [note_texts(f"proj{i}", 30)[j] for i, j in ((0, 3), (2, 17), (4, 29))]
+
+
+@pytest.fixture(scope="module")
+def minilm_before(minilm_store_150, tmp_path_factory):
+    """The records and recall answers of the 150-memory store, read once (from a copy: the
+    fixture's folder is left as the run wrote it); every test's copy holds the same files."""
+    folder = tmp_path_factory.mktemp("damaged-before") / ".memofs"
+    shutil.copytree(minilm_store_150, folder)
+    return _records(folder), _recalled(folder, QUERIES)
 
 
 DAMAGE = ["folder deleted", "database deleted", "truncated to 0", "truncated", "garbage", "zeros"]
 
 
 @pytest.mark.parametrize("how", DAMAGE)
-def test_a_damaged_index_is_reported_then_rebuilt_from_the_store(minilm_store_150, tmp_path, how):
+def test_a_damaged_index_is_reported_then_rebuilt_from_the_store(minilm_store_150, minilm_before, tmp_path, how):
     """The reported input (`rm -rf .memofs/chroma`: recall empty, doctor healthy) and the other ways
     the index file is lost or damaged; 150 memories, MiniLM, the real CLI."""
     folder = tmp_path / ".memofs"
     shutil.copytree(minilm_store_150, folder)
-    before = _records(folder)
+    before, answers = minilm_before  # read from an identical copy of the same store
     assert len(before) == 150
-    queries = [note_texts(f"proj{i}", 30)[j] for i, j in ((0, 3), (2, 17), (4, 29))]
-    answers = _recalled(folder, queries)
+    queries = QUERIES
     _damage(folder, how)
 
     for args in (["recall", queries[0]], ["status"], ["export", "--file", str(tmp_path / "AGENTS.md")]):
