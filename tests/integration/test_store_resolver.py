@@ -9,7 +9,12 @@ but the owner turns options, environment or working folder into a store path.
 The first ``consolidate`` command and the first MCP server of each test function run as the installed
 command; the others as the same command forked from tests/support/hooks_fast.py's server (its own
 process, argv, environment, working folder and stdin; issue 30: the interpreter's start-up is not what
-these tests pin). The plugin's, the extension's and install-hook's commands run as written, through bash.
+these tests pin). The plugin's, the extension's and install-hook's commands run as written, through bash;
+in a test function's first case their ``consolidate`` and ``consolidate-file-recall`` are the installed
+console scripts, in its other cases the PATH lookup finds :func:`_shims`' same-named commands, which fork
+from that server. Likewise the file-recall entry (``python -m consolidate.agents.hooks.file_hook``,
+``consolidate-file-recall``): installed in the first case, forked in the others. (A forked command still
+imports consolidate's own modules: about 0.16 s of CPU against 0.22-0.25 s for the installed one.)
 
 The reported failures, as single cases: a SessionEnd sent from ``src/deep`` made a second store
 there (CLAUDE_PROJECT_DIR ignored); ``consolidate --store X install-hook claude-code`` dropped
@@ -19,6 +24,7 @@ there (CLAUDE_PROJECT_DIR ignored); ``consolidate --store X install-hook claude-
 from __future__ import annotations
 
 import ast
+import atexit
 import importlib
 import json
 import os
@@ -117,6 +123,71 @@ def _run(args: list[str], *, cwd: Path, env: dict[str, str], payload: dict | Non
     if check:
         assert out.returncode == 0, (args, out.stdout, out.stderr)
     return out
+
+
+#: What runs the file-recall entry's console script (consolidate-file-recall) in a forked process.
+FILE_RECALL = "from consolidate.agents.hooks.file_hook import run; run()"
+#: Same for ``python -m consolidate.agents.hooks.file_hook``.
+FILE_HOOK = "import runpy; runpy.run_module('consolidate.agents.hooks.file_hook', run_name='__main__', alter_sys=True)"
+
+#: hooks_fast's launcher, able to send code as well: ``launch.py SOCKET CODE ARGS``, CODE empty for
+#: ``python -m consolidate ARGS``, else run as ``python -c CODE ARGS`` runs it (tests/support/preloaded.py).
+_LAUNCHER = r"""
+import json, os, signal, socket, sys
+path, code, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+req = {"argv": argv, "env": dict(os.environ), "cwd": os.getcwd()}
+if code:
+    req["code"] = code
+conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+conn.connect(path)
+socket.send_fds(conn, [json.dumps(req).encode()], [0, 1, 2])
+for fd in (0, 1, 2):
+    os.close(fd)
+reader = conn.makefile("rb")
+pid = json.loads(reader.readline())["pid"]
+signal.signal(signal.SIGTERM, lambda *_: os.kill(pid, signal.SIGTERM))
+status = json.loads(reader.readline())["status"]
+code = os.waitstatus_to_exitcode(status)
+os._exit(code if code >= 0 else 128 - code)
+"""
+
+_shim: dict[str, str] = {}
+
+
+def _forked(code: str = "") -> list[str]:
+    """An argv that runs ``python -m consolidate ARGS`` (``code`` empty) or ``python -c CODE ARGS``
+    forked from tests/support/hooks_fast.py's server, with the caller's streams, environment and
+    working folder: append ARGS."""
+    return [sys.executable, "-S", "-E", str(Path(_shims()) / "launch.py"), _shim["socket"], code]
+
+
+def _shims() -> str:
+    """A folder (one per test process, only read by the tests) with ``consolidate`` and
+    ``consolidate-file-recall`` commands that fork from hooks_fast's server: put first on PATH, a
+    command string run through bash finds them instead of the installed console scripts."""
+    if "folder" not in _shim:
+        socket_path = hooks_fast.command([])[4]  # [python, -S, -E, launch.py, SOCKET]: starts the server
+        folder = Path(tempfile.mkdtemp(prefix="consolidate-resolver-shims-"))
+        (folder / "launch.py").write_text(_LAUNCHER)
+        for name, code in (("consolidate", ""), ("consolidate-file-recall", FILE_RECALL)):
+            argv = [sys.executable, "-S", "-E", str(folder / "launch.py"), socket_path, code]
+            (folder / name).write_text("#!/bin/sh\nexec " + shlex.join(argv) + ' "$@"\n')
+            (folder / name).chmod(0o755)
+        atexit.register(shutil.rmtree, folder, True)
+        _shim.update(folder=str(folder), socket=socket_path)
+    return _shim["folder"]
+
+
+def _on_path(env: dict[str, str], real: bool) -> dict[str, str]:
+    """``env`` itself for the installed commands (``real``), else with :func:`_shims` first on PATH."""
+    return env if real else {**env, "PATH": _shims() + os.pathsep + env["PATH"]}
+
+
+def _process(argv: list[str], code: str, *, real: bool, **kwargs) -> subprocess.CompletedProcess:
+    """``subprocess.run(argv, capture_output=True, text=True, timeout=120, **kwargs)`` if ``real``,
+    else the same command forked: ``code`` is what ``argv`` (a command without arguments) runs."""
+    run = argv if real else _forked(code)
+    return subprocess.run(run, capture_output=True, text=True, timeout=120, **kwargs)
 
 
 def _notes(store: Path, sid: str) -> list[str]:
@@ -326,6 +397,7 @@ def test_plugin_relative_store_option_is_taken_from_the_project_folder(tmp_path,
     env.update(CLAUDE_PLUGIN_ROOT=str(plugin), CLAUDE_PLUGIN_OPTION_STORE="memory/store",
                CLAUDE_PLUGIN_OPTION_EMBEDDING="hash")
     del env["CONSOLIDATE_EMBEDDING"]
+    env = _on_path(env, _first_of_this_test("bash"))
     base = {"session_id": "plug-1", "transcript_path": str(tmp_path / "none.jsonl"), "cwd": str(folder)}
     for event, extra in (("SessionStart", {"source": "startup"}), ("SessionEnd", {"reason": "exit"})):
         command = _command(plugin / "hooks" / "hooks.json", event).replace("${CLAUDE_PLUGIN_ROOT}", str(plugin))
@@ -345,6 +417,7 @@ def test_extension_relative_store_setting_is_taken_from_the_project_folder(tmp_p
     ext = tmp_path / "home" / ".gemini" / "extensions" / "consolidate"
     ext.mkdir(parents=True)
     (ext / ".env").write_text('CONSOLIDATE_STORE="gemini store"\nCONSOLIDATE_EMBEDDING="hash"\n')
+    env = _on_path(env, _first_of_this_test("bash"))
     base = {"session_id": "ext-1", "transcript_path": str(tmp_path / "none.json"), "cwd": str(folder),
             "timestamp": "2026-01-01T00:00:00Z"}
     for event, extra in (("SessionStart", {"source": "startup"}), ("SessionEnd", {"reason": "exit"})):
@@ -569,11 +642,12 @@ def test_the_file_recall_entry_from_a_nested_folder_reads_the_project_store(tmp_
     (store / "graph" / "edges.jsonl").write_text(
         json.dumps({"source": "m1", "target": "entity:src/deep/util.py", "kind": "mentions"}) + "\n")
     env = _env(**({variable: str(root)} if variable else {}))
+    real = _first_of_this_test("file-hook")
     for n in range(2):  # the first call writes the table (the full hook), the second reads it
         payload = {"session_id": f"fh-{n}", "hook_event_name": "PreToolUse", "cwd": str(deep), "tool_name": "Read",
                    "tool_input": {"file_path": "util.py"}}
-        out = subprocess.run([sys.executable, "-m", "consolidate.agents.hooks.file_hook"], input=json.dumps(payload),
-                             capture_output=True, text=True, env=env, cwd=deep, timeout=120)
+        out = _process([sys.executable, "-m", "consolidate.agents.hooks.file_hook"], FILE_HOOK, real=real,
+                       input=json.dumps(payload), env=env, cwd=deep)
         assert out.returncode == 0, out.stderr
         assert "util.py caches the token" in json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
     assert _stores(tmp_path) == [store]
@@ -624,6 +698,8 @@ def _every_surface(tmp_path: Path, store: Path, folder: Path, cwd: str, env: dic
     answers from ``store`` (it holds :func:`_file_memory_store`'s memory) and no other store is made."""
     util = str(folder / "util.py")
     base = {"transcript_path": str(tmp_path / "none.jsonl"), "cwd": cwd}
+    real = _first_of_this_test("surfaces")  # the installed commands in the first case only (module docstring)
+    env = _on_path(env, real)
 
     def payload(sid: str, event: str, **extra) -> dict:
         return {**base, "session_id": sid, "hook_event_name": event, **extra}
@@ -651,12 +727,10 @@ def _every_surface(tmp_path: Path, store: Path, folder: Path, cwd: str, env: dic
 
     def file_hook():
         for n in range(2):  # the first call writes the table (the full hook), the second reads it
-            _recalled(subprocess.run([sys.executable, "-m", "consolidate.agents.hooks.file_hook"], capture_output=True,
-                                     input=json.dumps(payload(f"fh-{n}", "PreToolUse", **read)), text=True, env=env,
-                                     cwd=folder, timeout=120))
-            _recalled(subprocess.run([str(Path(BIN) / "consolidate-file-recall")], capture_output=True, text=True,
-                                     input=json.dumps(payload(f"fr-{n}", "PreToolUse", **read)), env=env,
-                                     cwd=folder, timeout=120))
+            _recalled(_process([sys.executable, "-m", "consolidate.agents.hooks.file_hook"], FILE_HOOK, real=real,
+                               input=json.dumps(payload(f"fh-{n}", "PreToolUse", **read)), env=env, cwd=folder))
+            _recalled(_process([str(Path(BIN) / "consolidate-file-recall")], FILE_RECALL, real=real,
+                               input=json.dumps(payload(f"fr-{n}", "PreToolUse", **read)), env=env, cwd=folder))
 
     def idle_run():
         _run(["hook", "--no-worker"], cwd=folder, env=env, payload=payload("idle-1", "SessionEnd", reason="exit"))
