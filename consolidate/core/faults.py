@@ -15,7 +15,9 @@ not committed), ``hook:end:harvested`` (the harvest committed, nothing logged) a
 Pause injection for race tests: ``CONSOLIDATE_PAUSE_AT=<point>`` and ``CONSOLIDATE_PAUSE_DIR=<folder>``
 make the process create ``<folder>/<point>.reached`` when it reaches that point and wait (up to
 120 s) until ``<folder>/<point>.go`` exists, so a test lets another process act inside the window.
-Points: ``team:push:read`` (a push has read the team store's records, before it writes).
+Points: ``team:push:read`` (a push has read the team store's records, before it writes) and
+``apply:<step>:marked`` (a run's apply step done and marked in the journal, the next not started:
+``apply:graph:marked`` is a run whose graph holds its memories while the recall index does not yet).
 """
 
 from __future__ import annotations

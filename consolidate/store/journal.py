@@ -78,6 +78,18 @@ def has_pending(store) -> bool:
     return folder.is_dir() and any(folder.glob(JOURNAL_PLAN.name))
 
 
+def unindexed_runs(store) -> set[str]:
+    """Run ids left in the journal whose ``chroma`` step (the recall-index upserts) is not done yet:
+    a run being applied by another process right now (the graph step goes first) or one a crash
+    stopped before the index (the next run replays it). Reads only file names and steps files."""
+    folder = store.sub(JOURNAL)
+    if not folder.is_dir():
+        return set()
+    suffix = JOURNAL_PLAN.name.removeprefix("*")  # journal/<run_id>.json
+    runs = {p.name[: -len(suffix)] for p in folder.glob(JOURNAL_PLAN.name)}
+    return {run for run in runs if "chroma" not in done_steps(store, run)}
+
+
 def pending(store) -> list[Plan]:
     """Plans left in the journal by an interrupted apply, oldest first.
 

@@ -19,14 +19,16 @@ benchmarks/bench_processes.py.)"""
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import time
 
 import pytest
 
 from consolidate.core.spawn import spawn_worker
 
 from many_processes import (MCPSession, applied_per_session, check_index, cli_env, expected_memories,
-                            fill_sessions, finish, note_texts, start_cli)
+                            fill_sessions, finish, note_texts, start_cli, start_preloaded)
 
 pytestmark = [pytest.mark.robustness, pytest.mark.processes, pytest.mark.integration]
 
@@ -120,7 +122,6 @@ def test_mcp_server_recalls_across_five_worker_writes(seeded_store, tmp_path):
 
 def _wait_queue_drained(store_path, sid: str, guard: float = 600.0) -> str:
     """Poll the queue row of ``sid`` until the worker finished it (``guard``: hang guard only)."""
-    import time
 
     from consolidate import Store
 
@@ -149,6 +150,61 @@ def test_concurrent_runs_all_complete(tmp_path, processes):
     assert applied_per_session(store_path) == {s: 1 for s in sessions}
     new = Ledger(store_path).check()
     assert len(new) >= processes * (PER_SESSION - 5)
+
+
+def _sessions_in(memories: dict[str, str]) -> set[str]:
+    """The sessions named by the memories' texts (note_texts ends each with "(note N of SESSION)")."""
+    return {m.group(1) for m in (re.search(r"of (\w+)\)", text) for text in memories.values()) if m}
+
+
+def _paused_run(store_path, pause, point):
+    """A `run` process stopped at the pause point ``point`` (consolidate/core/faults.py), once reached."""
+    env = {"CONSOLIDATE_PAUSE_AT": point, "CONSOLIDATE_PAUSE_DIR": str(pause)}
+    proc = start_preloaded(store_path, "run", **env)
+    reached = pause / (point.replace(":", "_") + ".reached")
+    deadline = time.monotonic() + 600  # a hang guard only
+    while not reached.exists():
+        assert proc.poll() is None, proc.communicate()[1][-1500:]
+        assert time.monotonic() < deadline, "the run never reached " + point
+        time.sleep(0.05)
+    return proc, pause / (point.replace(":", "_") + ".go")
+
+
+def test_readers_and_a_second_run_while_the_first_run_has_written_only_its_graph(tmp_path):
+    """The race behind "the recall index ... is empty while the store holds 150 memories" (exit 4 of
+    one of two concurrent runs on a new store): the first run's graph step is done, its index step
+    not yet (held there by a pause point). Recall, status and a second run neither refuse nor lose
+    anything meanwhile; once the first run goes on, both sessions' memories are in the index."""
+    store_path = tmp_path / ".memofs"
+    pause = tmp_path / "pause"
+    pause.mkdir()
+    fill_sessions(store_path, ["first"], 20)
+    first, go = _paused_run(store_path, pause, "apply:graph:marked")
+    try:
+        for args in (["recall", note_texts("first", 1)[0]], ["status"]):
+            ok(finish([start_preloaded(store_path, *args)]))
+        fill_sessions(store_path, ["second"], 20)
+        second = start_preloaded(store_path, "run")  # waits for the store lock the first run holds
+    finally:
+        go.touch()
+    ok(finish([first, second]))
+    assert applied_per_session(store_path) == {"first": 1, "second": 1}
+    assert _sessions_in(Ledger(store_path).check()) == {"first", "second"}  # and every logged write indexed
+
+
+def test_a_run_killed_between_its_graph_and_its_index_is_replayed_not_refused(tmp_path):
+    """A run killed after its graph step on a new store (its index step not done): recall answers
+    (exit 0; the run's memories are not in the index yet), and the next run replays the journal, so
+    every memory of the killed run ends up in the index (nothing lost, nothing refused)."""
+    store_path = tmp_path / ".memofs"
+    fill_sessions(store_path, ["killed"], 20)
+    code, _out, err = finish([start_cli(store_path, "run", CONSOLIDATE_CRASH_AT="apply:graph")])[0]
+    assert code == -9, err[-1500:]
+    ok(finish([start_preloaded(store_path, "recall", note_texts("killed", 1)[0])]))
+    fill_sessions(store_path, ["next"], 20)
+    ok(finish([start_preloaded(store_path, "run")]))
+    assert applied_per_session(store_path) == {"killed": 1, "next": 1}
+    assert _sessions_in(Ledger(store_path).check()) == {"killed", "next"}
 
 
 def test_writers_interleaved_with_mcp_alive(seeded_store, tmp_path):

@@ -17,7 +17,7 @@ import os
 
 from consolidate.store.views import context_md, notes_md
 from consolidate.store import events as event_log, graph, journal, snapshots
-from consolidate.core.faults import crash_point
+from consolidate.core.faults import crash_point, pause_point
 from consolidate.model.plan import run_summary as summary
 from consolidate.store.layout import EVENTS, GRAPH, JOURNAL, MEMORY, PREFLIGHT, SNAPSHOTS
 from consolidate.rules.redaction import error_text
@@ -224,6 +224,7 @@ def _apply_steps(plan, store, done: set[str], replayed: bool = False) -> None:
             raise StepFailed(step, exc) from exc
         crash_point(f"apply:{step}")
         journal.mark(store, plan.run_id, step)
+        pause_point(f"apply:{step}:marked")
     journal.clear(store, plan.run_id)
 
 

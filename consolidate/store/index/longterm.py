@@ -69,12 +69,13 @@ def _forget_system(identifier: str) -> None:
         pass
 
 
-def _refuse_missing(store) -> None:
+def _refuse_missing(store, recheck=None) -> None:
     """Raise StoreCorrupt (one line, naming the repair) when the embedded index is missing or empty
     while the graph holds live memories (consolidate/store/index/reindex.py): a command never answers "no
-    memories", nor writes into a new empty index, as if nothing were lost."""
+    memories", nor writes into a new empty index, as if nothing were lost. ``recheck``: as
+    ``missing_index_error``'s (a run of another process that finished meanwhile)."""
 
-    err = missing_index_error(store, 0)
+    err = missing_index_error(store, 0, recheck)
     if err is not None:
         raise err
 
@@ -124,7 +125,7 @@ class _Index:
     def _open(self, store) -> None:
         guard = not store.chroma_url and not getattr(store, "allow_missing_index", False)
         if guard and not store.sub(CHROMA).exists():
-            _refuse_missing(store)  # before Chroma creates a new, empty folder in its place
+            _refuse_missing(store, store.sub(CHROMA).exists)  # before Chroma creates a new, empty folder in its place
         self.seen = read_generation(store) if not store.chroma_url else None
         if store.chroma_url:
             self.client = _client(store)
@@ -146,7 +147,7 @@ class _Index:
                                path=str(store.path)) from None
         if guard and self.collection.count() == 0:
             try:
-                _refuse_missing(store)
+                _refuse_missing(store, self.collection.count)
             except StoreCorrupt:
                 self.close()
                 raise

@@ -49,6 +49,13 @@ def live_memories(store) -> dict[str, dict[str, Any]]:
     return {n: dict(a) for n, a in g.nodes(data=True) if a.get("kind") == "memory" and a.get("status") in LIVE}
 
 
+def _only_from(g, memory_id: str, runs: set[str]) -> bool:
+    """Whether every ``derived_from`` edge of ``memory_id`` in the graph ``g`` names a run of ``runs``
+    (a memory with no such edge was not written by a run of the journal)."""
+    seen = [a.get("run_id") for _, _, a in g.out_edges(memory_id, data=True) if a.get("kind") == "derived_from"]
+    return bool(seen) and all(run in runs for run in seen)
+
+
 def graph_has_memory_lines(store) -> bool:
     """Whether ``graph/nodes.jsonl`` holds any memory node line (a cheap scan that stops at the first)."""
     path = store.sub(GRAPH_NODES)
@@ -59,20 +66,36 @@ def graph_has_memory_lines(store) -> bool:
         return False
 
 
-def missing_index_error(store, count_in_index: int):
+def missing_index_error(store, count_in_index: int, recheck=None):
     """The StoreCorrupt to raise when the embedded index of ``store`` holds ``count_in_index`` records
     while the graph holds live memories, else None (a new store, or every memory archived).
+
+    Memories whose only runs are still in the journal before their index step
+    (consolidate.store.journal ``unindexed_runs``: another process applying them right now, the
+    graph step going first, or a crashed run the next one replays) do not count: they are not in
+    the index yet, and nothing is lost. ``recheck`` (no arguments, returns a truth value) is asked
+    again after the graph and journal were read, before refusing: a run that finished its index step
+    between the caller's count and the journal read (the journal is removed only after the index
+    step) is seen there (the index's count, or whether its folder exists now).
 
     Only called when the index folder is missing or the index is empty (cheap otherwise: nothing is
     read unless the graph has memory lines)."""
 
     if count_in_index or not graph_has_memory_lines(store):
         return None
+    from consolidate.store import journal  # noqa: PLC0415 - only on this rare path (an empty index beside a graph)
+
+    unindexed = journal.unindexed_runs(store)
     try:
-        live = live_memories(store)
+        g = graph.load(store.sub(GRAPH))
     except StoreCorrupt:
         return None  # the graph itself is damaged: doctor reports that first
+    live = {n: dict(a) for n, a in g.nodes(data=True) if a.get("kind") == "memory" and a.get("status") in LIVE}
+    if unindexed:
+        live = {mid: a for mid, a in live.items() if not _only_from(g, mid, unindexed)}
     if not live:
+        return None
+    if recheck is not None and recheck():
         return None
     folder = store.sub(CHROMA)
     state = "is missing" if not folder.exists() else "is empty"

@@ -321,3 +321,28 @@ def test_a_model_that_cannot_be_fetched_is_one_line_and_the_session_waits(tmp_pa
             assert out.returncode == 4
             assert out.stderr.splitlines()[-1].startswith("error: Chroma embedding function 'default' cannot embed now")
     assert "queued session ends: 1 (A)" in _cli_fresh(folder, "status", **env).stdout
+
+
+def test_the_empty_index_refusal_asks_again_and_skips_runs_not_yet_indexed(store):
+    """The refusal of an emptied index (consolidate/store/index/reindex.py ``missing_index_error``)
+    is not raised for a run another process is applying (its memories in the graph, the journal not
+    past its index step), nor when the index is seen filled on asking again (that run finished
+    between the caller's count and the journal read); it is raised for a lost index otherwise."""
+    from consolidate.store.index.longterm import close_all
+    from consolidate.store.index.reindex import missing_index_error
+
+    plan = _scripted_run(store, "a", [(f"Service {i} listens on port {9000 + i} behind the gateway", True)
+                                      for i in range(3)], {})
+    store.close()
+    close_all()
+    shutil.rmtree(store.path / "chroma")
+    assert missing_index_error(store, 0) is not None
+    assert missing_index_error(store, 0, recheck=lambda: 3) is None
+    assert missing_index_error(store, 0, recheck=lambda: 0) is not None
+    journal_dir = store.path / "journal"
+    journal_dir.mkdir(exist_ok=True)
+    (journal_dir / f"{plan.run_id}.json").write_text("{}", encoding="utf-8")  # only its name is read
+    (journal_dir / f"{plan.run_id}.steps").write_text("snapshot\ngraph\n", encoding="utf-8")
+    assert missing_index_error(store, 0) is None
+    (journal_dir / f"{plan.run_id}.steps").write_text("snapshot\ngraph\nchroma\n", encoding="utf-8")
+    assert missing_index_error(store, 0) is not None
