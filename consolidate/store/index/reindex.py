@@ -28,7 +28,7 @@ from typing import Any
 from consolidate.store.layout import CHROMA, GRAPH, GRAPH_NODES
 
 from consolidate.core.vocab import LIVE_STATUSES
-from consolidate.store import graph
+from consolidate.store import graph, journal
 from consolidate.core.errors import StoreCorrupt
 import re
 
@@ -83,8 +83,6 @@ def missing_index_error(store, count_in_index: int, recheck=None):
 
     if count_in_index or not graph_has_memory_lines(store):
         return None
-    from consolidate.store import journal  # noqa: PLC0415 - only on this rare path (an empty index beside a graph)
-
     unindexed = journal.unindexed_runs(store)
     try:
         g = graph.load(store.sub(GRAPH))
