@@ -598,12 +598,14 @@ def test_aborted_session_sends_nothing_and_failed_only_its_failure_event(tmp_pat
 
 
 #: A CLI judge that keeps every note once the test has stopped the server (it stops it while the
-#: judge thinks, and then creates the file ``go``: the judge waits on that, not a fixed pause).
+#: judge thinks, and then creates the file ``go``: the judge waits on that, not a fixed pause). It
+#: creates ``thinking`` first: the run has pulled by then (the pull comes before the judge).
 SLOW_JUDGE = """
 import json, os, sys, time
 sys.path.insert(0, {fake!r})
 from _common import KIND_NOTE, keep_all
 prompt = sys.stdin.read()
+open({thinking!r}, "w").close()
 deadline = time.monotonic() + 120
 while not os.path.exists({go!r}) and time.monotonic() < deadline:
     time.sleep(0.02)
@@ -623,17 +625,20 @@ def test_server_down_run_completes_locally_and_one_sync_pushes_exactly_once(tmp_
     # A's run: it pulls (server up), its judge thinks, the server is stopped meanwhile, it applies
     judge = tmp_path / "slow_judge.py"
     go = tmp_path / "go"
-    judge.write_text(SLOW_JUDGE.format(fake=str(FAKE), go=str(go)))
+    thinking = tmp_path / "thinking"
+    judge.write_text(SLOW_JUDGE.format(fake=str(FAKE), go=str(go), thinking=str(thinking)))
     text = "The nightly job rebuilds the search index at 03:00 UTC"
     cli(a, "note", "--session", "a1", text)
     cli(a, "end", "--session", "a1", "--outcome", "success")
-    pulled_before = json.loads((a / "team" / "state.json").read_text()).get("last_pull")
+    state = a / "team" / "state.json"
+    pulled_before = (os.stat(state).st_ino, os.stat(state).st_mtime_ns)  # the state file as the hook's pull left it
     run = Background(["run", "--store", str(a), "--judge",
                       f"cli:template:{shlex.quote(sys.executable)} {shlex.quote(str(judge))}"], env=env())
-    deadline = time.monotonic() + 120
-    while json.loads((a / "team" / "state.json").read_text()).get("last_pull") == pulled_before:
+    deadline = time.monotonic() + 120  # a hang guard only
+    while not thinking.exists():  # not last_pull's change: ISO seconds, the same second as the hook's pull
         assert run.poll() is None and time.monotonic() < deadline, run.communicate()
         time.sleep(0.05)
+    assert (os.stat(state).st_ino, os.stat(state).st_mtime_ns) != pulled_before  # the run's pull wrote it
     server.stop()  # while the judge thinks
     go.touch()
     out, err = run.communicate(timeout=300)
