@@ -139,3 +139,31 @@ def test_load_imports_nothing_for_a_store_without_team_json(tmp_path, monkeypatc
     monkeypatch.setattr(replica_mod.importlib, "import_module", lambda name: imported.append(name))
     store = Store(tmp_path / ".memofs", embedding="hash", project="p", create=False)
     assert replica_mod.load(store) is None and imported == []
+
+
+def test_a_pull_from_a_team_store_that_never_answers_gives_up_at_its_bound_and_keeps_the_last_copy(tmp_path):
+    """A team server that takes the connection and never answers (a hung server, not a refused
+    port): the pull gives up at its bound (``seconds``, consolidate/team/sync.py ``bounded``), returns
+    a timeout, logs that the last pulled copy stays in use, and changes nothing local (no pull is
+    recorded in the team state)."""
+    from consolidate.team import sync
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)  # accepted by the kernel, never read nor answered
+    try:
+        store_path = tmp_path / ".memofs"
+        _cli(store_path, "note", "--session", "s0", "first note so the store exists")
+        save_config(store_path, TeamConfig(url=f"http://127.0.0.1:{silent.getsockname()[1]}", project="payments"))
+        store = Store(store_path, embedding="hash", create=False)
+        try:
+            result = sync.pull(store, seconds=0.5)
+        finally:
+            store.close()
+        assert result["ok"] is False and result["timeout"] is True, result
+        log = (store_path / "logs" / "team.log").read_text(encoding="utf-8")
+        assert "pull: " in log and "using the copy pulled at None" in log, log
+        state = store_path / "team" / "state.json"
+        assert not state.exists() or "last_pull" not in json.loads(state.read_text(encoding="utf-8"))
+    finally:
+        silent.close()
