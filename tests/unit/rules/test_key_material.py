@@ -422,3 +422,189 @@ def test_keys_shown_in_space_separated_groups_are_blocked(shape, seed):
 def test_words_and_numbers_in_groups_are_not_key_material(text):
     """Words, years, ports and short codes in a row are no grouped key."""
     assert [f.kind for f in scan(text)] == []
+
+
+# -- the grouped-key search is linear in the words of its match ------------------------------------------
+
+
+def reference_grouped_key(value: str) -> bool:
+    """``_grouped_key`` as it was before the search became linear (commit f67da8c): one suffix of a
+    ``_GROUPED`` match, split and joined again."""
+    km = key_material
+    groups = value.split(" ")
+    size = len(groups[0])
+    if any(len(g) != size for g in groups[:-1]) or len(groups[-1]) > size:
+        return False
+    joined = "".join(groups)
+    if len(joined) < km.MIN_BASE32 or not (joined.isupper() or joined.islower() or joined.isdigit()):
+        return False
+    if sum(1 for g in groups if km._DIGIT.search(g)) < 2:
+        return False
+    upper = joined.upper()
+    if km._BASE32.fullmatch(upper) and not km._HEX.fullmatch(joined):
+        return km._entropy(upper) >= km.ENTROPY_MIN_B32 and not km._is_sequence(upper) \
+            and not km._reads_as_words(upper, upper_only=True)
+    return bool(km._HEX.fullmatch(joined)) and len(joined) >= km.MIN_HEX \
+        and km._entropy(joined) >= km.ENTROPY_MIN_HEX and not km._is_sequence(joined)
+
+
+def reference_find(text: str, found=()) -> list[tuple[int, int]]:
+    """``key_material.find`` as it was before (commit f67da8c): every suffix of a grouped match tried
+    from the left, one leading word dropped at a time (quadratic in the words of the match)."""
+    km = key_material
+    spans: list[tuple[int, int]] = []
+    public = None
+    taken = sorted(found)
+    if not text.isascii():
+        text = text.translate(km._FULL_WIDTH)
+    for m in km._RUN.finditer(text):
+        start, end = m.span()
+        if taken and any(a <= start and end <= b for a, b in taken):
+            continue
+        chunk = km._chunk(text, start, end)
+        if "://" in chunk or "data:" in chunk or "base64," in chunk:
+            continue
+        if not km.is_key_material(m.group(), text, start, end):
+            continue
+        if "-----BEGIN" in text:
+            if public is None:
+                public = [p.span() for p in km._PUBLIC_PEM.finditer(text)]
+            if any(a <= start < b for a, b in public):
+                continue
+        spans.append((start, end))
+    for m in km._GROUPED.finditer(text):
+        start, value = m.start(), m.group()
+        while value.count(" ") >= 3:
+            if reference_grouped_key(value):
+                if not any(a <= start and m.end() <= b for a, b in taken + spans):
+                    spans.append((start, m.end()))
+                break
+            cut = value.index(" ") + 1
+            start, value = start + cut, value[cut:]
+    spans.sort()
+    return list(km._joined(text, spans))
+
+
+B32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+HEXES = "0123456789abcdef"
+GROUP_WORDS = ("seed", "TOTP", "MFA:", "use", "key", "the", "word", "deadbeef", "cafe", "face", "release",
+               "2024", "1234", "a1b2", "JBSW", "Y3DP", "that", "will", "have", "been", "Secret", "hex:",
+               "abcd", "ABCD", "2345", "ports", "recovery", "codes", "THEN", "WITH", "TIME")
+
+
+def _grouped(key: str, size: int) -> str:
+    return " ".join(key[i:i + size] for i in range(0, len(key), size))
+
+
+@st.composite
+def group_token(draw) -> str:
+    """One token of a note around grouped keys: a word, a base32 or hex group, digits, a real-looking
+    TOTP seed or hex key in groups, an alphabet in groups, or one group repeated (low entropy)."""
+    kind = draw(st.sampled_from(["word", "b32", "hex", "digits", "seed", "hexkey", "repeat", "count"]))
+    if kind == "word":
+        return draw(st.sampled_from(GROUP_WORDS))
+    if kind in ("b32", "hex", "digits"):
+        alphabet = {"b32": B32, "hex": HEXES, "digits": "0123456789"}[kind]
+        token = draw(st.text(alphabet=alphabet, min_size=1, max_size=17))
+    elif kind == "seed":
+        seed = base64.b32encode(draw(st.binary(min_size=5, max_size=25))).decode().rstrip("=")
+        token = _grouped(seed, draw(st.sampled_from([4, 4, 4, 5, 8, 16])))
+    elif kind == "hexkey":
+        token = _grouped(draw(st.binary(min_size=8, max_size=32)).hex(), draw(st.sampled_from([4, 8, 16, 6])))
+    elif kind == "count":  # an alphabet or a counting run, in groups
+        run = draw(st.sampled_from([HEXES, B32, "0123456789"])) * 4
+        start = draw(st.integers(0, 15))
+        token = _grouped(run[start:start + draw(st.integers(16, 64))], draw(st.sampled_from([4, 8, 16])))
+    else:
+        group = draw(st.text(alphabet=draw(st.sampled_from([B32, HEXES, "abc123", "ABCD2345", "0123456789"])),
+                             min_size=4, max_size=8))
+        token = " ".join([group] * draw(st.integers(2, 12)))
+    return draw(st.sampled_from([str.lower, str.upper, str]))(token)
+
+
+@st.composite
+def grouped_note(draw) -> str:
+    tokens = draw(st.lists(group_token(), min_size=1, max_size=12))
+    out = tokens[0]
+    for token in tokens[1:]:
+        out += draw(st.sampled_from([" ", " ", " ", " ", "  ", "\n", ", ", ": ", "-"])) + token
+    return out
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(text=grouped_note())
+def test_grouped_key_search_gives_the_spans_of_trying_every_suffix(text):
+    """The linear search (``_grouped_key_start``) finds what trying every suffix from the left found,
+    on notes of words, base32 and hex groups, digits, seeds and keys in groups, repeated groups."""
+    assert list(key_material.find(text)) == reference_find(text), text
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(data=st.data(), alphabet=st.sampled_from([B32, B32.lower(), HEXES, HEXES.upper(), "abc123", "AB2345",
+                                                 B32 + HEXES, B32 + "0189", B32.lower() + "0189", "0123456789", "count"]),
+       size=st.integers(4, 6), count=st.integers(4, 30))
+def test_grouped_key_start_is_the_first_suffix_that_is_a_key(data, alphabet, size, count):
+    """Group by group, on runs of groups of one alphabet and a few lengths (many suffixes pass the
+    cheap rules): the offset ``_grouped_key_start`` gives is the first suffix of 4+ groups the
+    reference accepts, or None when it accepts none."""
+    if alphabet == "count":  # a counting run, after a few random groups
+        run = data.draw(st.sampled_from([HEXES, B32, HEXES.upper()])) * 8
+        head = data.draw(st.text(alphabet=HEXES, min_size=0, max_size=3 * size))
+        groups = _grouped(head + run[: size * count], size).split(" ")[:count]
+    else:
+        odd = data.draw(st.sampled_from([None, 0, count // 2]))  # one group of another length, or none
+        groups = [data.draw(st.text(alphabet=alphabet, min_size=size, max_size=size + 2 if i == odd else size))
+                  for i in range(count)]
+        groups[-1] = data.draw(st.text(alphabet=alphabet, min_size=1, max_size=size + 1))
+    value = " ".join(groups)
+    expected = None
+    for i in range(len(groups) - 3):
+        if reference_grouped_key(" ".join(groups[i:])):
+            expected = len(" ".join(groups[:i])) + (1 if i else 0)
+            break
+    assert key_material._grouped_key_start(value) == expected, value
+
+
+def _calls(find, text: str) -> int:
+    """Python and builtin calls (generators' resumptions too) made by one ``find`` of ``text``: the
+    work of the search, counted, not timed."""
+    count = 0
+
+    def profile(frame, event, arg):
+        nonlocal count
+        if event in ("call", "c_call"):
+            count += 1
+
+    before = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        list(find(text))
+    finally:
+        sys.setprofile(before)
+    return count
+
+
+@pytest.mark.parametrize("unit", ["word ", "a1b2 ", "JBSW Y3DP EHPK 3PXP ", "ab12 cd34ef "])
+def test_grouped_key_search_work_grows_linearly(unit):
+    """A note of ``"word " * n`` (a pasted log) is one grouped match of n groups: 4x the words cost at
+    most ~4x the calls (before: every suffix split and joined again, 16x), whatever the groups are
+    (all failing on digits, failing only on entropy, a key repeated, lengths alternating)."""
+    small, large = unit * 200, unit * 800
+    ratio = _calls(key_material.find, large) / _calls(key_material.find, small)
+    assert ratio < 6, ratio
+    if unit in ("word ", "a1b2 "):  # the measure sees the quadratic search of before
+        assert _calls(reference_find, large) / _calls(reference_find, small) > 10
+
+
+def test_entropy_of_a_suffix_from_its_counts_is_shannon_entropy_to_the_bit():
+    """The search keeps each suffix's character counts, in the order of first occurrence: the entropy
+    from them is the float ``shannon_entropy`` gives the joined string (a threshold compares it)."""
+    rng = random.Random(7)
+    for _ in range(2000):
+        value = "".join(rng.choice(rng.choice([B32, HEXES, "ab12"])) for _ in range(rng.randint(1, 60)))
+        counts: dict[str, int] = {}
+        first: dict[str, int] = {}
+        for n, c in enumerate(reversed(value), 1):
+            counts[c] = counts.get(c, 0) + 1
+            first[c] = n
+        assert key_material._counts_entropy(counts, first, len(value)) == key_material._entropy(value), value
