@@ -62,7 +62,7 @@ import base64
 import binascii
 import re
 from typing import Iterable, Iterator
-from consolidate.rules.secrets.values import entropy_of_counts, shannon_entropy
+from consolidate.rules.secrets.values import shannon_entropy
 
 __all__ = ["find", "KIND"]
 
@@ -374,11 +374,14 @@ def find(text: str, found: Iterable[tuple[int, int]] = ()) -> Iterator[tuple[int
                 continue
         spans.append((start, end))
     for m in _GROUPED.finditer(text):
-        cut = _grouped_key_start(m.group())  # words before the key ("seed", "MFA") are not the key
-        if cut is not None:
-            start = m.start() + cut
-            if not any(a <= start and m.end() <= b for a, b in taken + spans):
-                spans.append((start, m.end()))
+        start, value = m.start(), m.group()
+        while value.count(" ") >= 3:  # words before the key ("seed", "MFA") are dropped one by one
+            if _grouped_key(value):
+                if not any(a <= start and m.end() <= b for a, b in taken + spans):
+                    spans.append((start, m.end()))
+                break
+            cut = value.index(" ") + 1
+            start, value = start + cut, value[cut:]
     spans.sort()
     yield from _joined(text, spans)
 
@@ -388,83 +391,25 @@ def find(text: str, found: Iterable[tuple[int, int]] = ()) -> Iterator[tuple[int
 _GROUPED = re.compile(r"(?<![\w-])(?:[A-Za-z2-7]{4,16}|[0-9A-Fa-f]{4,16})(?: (?:[A-Za-z2-7]{4,16}|[0-9A-Fa-f]{4,16})){3,}(?![\w-])")
 
 
-def _grouped_key_start(value: str) -> int | None:
-    """The offset in ``value`` (groups split by single spaces, :data:`_GROUPED`) of its longest suffix
-    of 4+ groups that is one key, or None: 4+ groups of one length (the last may be shorter), of one
-    case, 24+ characters together, digits in at least two groups (words have none), and the joined
-    groups key material by the table above (base32 or hex; the joined run's entropy and word score
-    decide). The longest such suffix: the words before a key ("TOTP seed", "MFA:") are not the key.
-
-    Linear in ``len(value)`` (a pasted log of 10,000 words is one match): the suffixes are built from
-    the right one character at a time, keeping what the rules read of the joined groups (length, case,
-    alphabet, digit groups, consecutive and common-bigram pairs, the counts of each character in the
-    order of their first occurrence) instead of joining and scanning each suffix again. Only the
-    suffixes inside the run of equal-length groups ending at the last-but-one group can qualify, the
-    walk stops where that run ends, and each suffix costs O(1) plus, when every cheaper rule holds,
-    an entropy from its counts: O(distinct characters), at most 36 in one case. Same answers as
-    joining and judging every suffix from the left, as the search did up to commit f67da8c
-    (tests/unit/rules/test_key_material.py keeps that as the reference and compares them on
-    generated texts)."""
+def _grouped_key(value: str) -> bool:
+    """Whether ``value`` (groups split by single spaces, :data:`_GROUPED`) is one key: 4+ groups of
+    one length (the last may be shorter), of one case, 24+ characters together, digits in at least
+    two groups (words have none), and the joined groups key material by the table above (base32
+    or hex; the joined run's entropy and word score decide)."""
     groups = value.split(" ")
-    k = len(groups)
-    if k < 4:
-        return None
-    last = len(groups[-1])
-    n = 0  # characters of the joined suffix
-    has_upper = has_lower = non_digit = non_b32 = non_hex_lower = non_hex_upper = False
-    digit_groups = 0
-    # consecutive pairs (:func:`_is_sequence`) as written and in capitals; common bigrams: the word score
-    # of the capitals (:func:`_word_score`: their segments are the runs of letters, every pair counts)
-    steps = steps_upper = common = 0
-    counts: dict[str, int] = {}
-    first: dict[str, int] = {}  # a character's first occurrence, as the n of the suffix it started
-    nxt = ""  # the suffix's first character
-    best = None
-    spaces = 0
-    for i in range(k - 1, -1, -1):
-        group = groups[i]
-        if i < k - 2 and len(group) != len(groups[i + 1]):
-            break  # groups[i:-1] are no longer of one length, nor any longer suffix's
-        for c in reversed(group):
-            n += 1
-            counts[c] = counts.get(c, 0) + 1
-            first[c] = n
-            if "A" <= c <= "Z":
-                has_upper = True
-            elif "a" <= c <= "z":
-                has_lower = True
-            non_digit = non_digit or not c.isdigit()
-            non_b32 = non_b32 or c in "0189"
-            non_hex_lower = non_hex_lower or c not in "0123456789abcdef"
-            non_hex_upper = non_hex_upper or c not in "0123456789ABCDEF"
-            if nxt:
-                steps += ord(nxt) - ord(c) == 1
-                steps_upper += ord(nxt.upper()) - ord(c.upper()) == 1
-                common += (c + nxt).lower() in _COMMON_BIGRAMS
-            nxt = c
-        digit_groups += _DIGIT.search(group) is not None
-        if i > k - 4:
-            continue
-        spaces = k - 1 - i
-        if last > len(group) or n < MIN_BASE32 or digit_groups < 2:
-            continue
-        if not (has_upper != has_lower or not non_digit):  # joined.isupper() or .islower() or .isdigit()
-            continue
-        hexed = not non_hex_lower or not non_hex_upper  # _HEX.fullmatch(joined)
-        if not non_b32 and not hexed:  # base32, judged in capitals: one case, so the same counts
-            key = steps_upper * 2 < n - 1 and not common / max(1, n - 1) >= _word_floor(n, upper_only=True) \
-                and _counts_entropy(counts, first, n) >= ENTROPY_MIN_B32
-        else:
-            key = hexed and n >= MIN_HEX and steps * 2 < n - 1 and _counts_entropy(counts, first, n) >= ENTROPY_MIN_HEX
-        if key:
-            best = len(value) - n - spaces
-    return best
-
-
-def _counts_entropy(counts: dict[str, int], first: dict[str, int], n: int) -> float:
-    """The entropy of the string of ``n`` characters whose counts are ``counts`` and first occurrences
-    ``first`` (the n of the suffix it started: the larger, the earlier in the string)."""
-    return entropy_of_counts([counts[c] for c in sorted(counts, key=first.__getitem__, reverse=True)], n)
+    size = len(groups[0])
+    if any(len(g) != size for g in groups[:-1]) or len(groups[-1]) > size:
+        return False
+    joined = "".join(groups)
+    if len(joined) < MIN_BASE32 or not (joined.isupper() or joined.islower() or joined.isdigit()):
+        return False
+    if sum(1 for g in groups if _DIGIT.search(g)) < 2:
+        return False
+    upper = joined.upper()
+    if _BASE32.fullmatch(upper) and not _HEX.fullmatch(joined):
+        return _entropy(upper) >= ENTROPY_MIN_B32 and not _is_sequence(upper) and not _reads_as_words(upper, upper_only=True)
+    return bool(_HEX.fullmatch(joined)) and len(joined) >= MIN_HEX and _entropy(joined) >= ENTROPY_MIN_HEX \
+        and not _is_sequence(joined)
 
 
 def _joined(text: str, spans: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:

@@ -7,23 +7,16 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from typing import Iterable
 
 from consolidate.rules.secrets.words import _CLAUSE_CONNECTORS, _METADATA_SUFFIXES, _PASSPHRASE_STOP_WORDS, _PASSWORD_PLACEHOLDER_WORDS, _PATH_ROOTS, _PLACEHOLDER_WORDS, _PROSE_STATUS_WORDS, _TYPE_WORDS
 
 
 def shannon_entropy(value: str) -> float:
     """Shannon entropy in bits per character of ``value`` (0.0 for the empty string)."""
-    return entropy_of_counts(Counter(value).values(), len(value))
-
-
-def entropy_of_counts(counts: Iterable[int], n: int) -> float:
-    """:func:`shannon_entropy` of a string of ``n`` characters whose characters occur ``counts`` times,
-    in the order of their first occurrence (the order :func:`shannon_entropy` sums in, so the same float
-    to the last bit): for a caller that keeps the counts of a growing string instead of the string."""
+    n = len(value)
     if not n:
         return 0.0
-    return -sum(c / n * math.log2(c / n) for c in counts)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
 
 
 # Entropy thresholds, measured on 20,000 random strings per length (random.Random, base62):
