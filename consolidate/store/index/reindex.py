@@ -41,11 +41,12 @@ REPAIR = "`consolidate doctor --repair` rebuilds it from the graph and the event
 GRAPH_STATEMENT_CHARS = 300
 
 
-def live_memories(store) -> dict[str, dict[str, Any]]:
-    """``{memory id: graph node attributes}`` of every memory node of the graph whose status is live
-    (:data:`LIVE`). Raises StoreCorrupt when a graph file cannot be read (doctor reports it)."""
+def live_memories(store, g=None) -> dict[str, dict[str, Any]]:
+    """``{memory id: graph node attributes}`` of every memory node of the graph (``g``, else loaded
+    from the store) whose status is live (:data:`LIVE`). Raises StoreCorrupt when a graph file
+    cannot be read (doctor reports it)."""
 
-    g = graph.load(store.sub(GRAPH))
+    g = graph.load(store.sub(GRAPH)) if g is None else g
     return {n: dict(a) for n, a in g.nodes(data=True) if a.get("kind") == "memory" and a.get("status") in LIVE}
 
 
@@ -88,7 +89,7 @@ def missing_index_error(store, count_in_index: int, recheck=None):
         g = graph.load(store.sub(GRAPH))
     except StoreCorrupt:
         return None  # the graph itself is damaged: doctor reports that first
-    live = {n: dict(a) for n, a in g.nodes(data=True) if a.get("kind") == "memory" and a.get("status") in LIVE}
+    live = live_memories(store, g)
     if unindexed:
         live = {mid: a for mid, a in live.items() if not _only_from(g, mid, unindexed)}
     if not live:
