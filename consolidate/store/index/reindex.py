@@ -75,20 +75,26 @@ def missing_index_error(store, count_in_index: int, recheck=None):
     (consolidate.store.journal ``unindexed_runs``: another process applying them right now, the
     graph step going first, or a crashed run the next one replays) do not count: they are not in
     the index yet, and nothing is lost. ``recheck`` (no arguments, returns a truth value) is asked
-    again after the graph and journal were read, before refusing: a run that finished its index step
-    between the caller's count and the journal read (the journal is removed only after the index
-    step) is seen there (the index's count, or whether its folder exists now).
+    again after the graph and then the journal were read, before refusing. The order matters: a run
+    writes its journal before its graph lines and removes it only after its index step, so a run
+    whose lines the graph read holds is, at the later journal read, either still in the journal
+    (skipped while before its index step) or past its index step, which ``recheck`` then sees (the
+    index's count, or whether its folder exists now). Read the other way round, a run another
+    process started between the two reads was refused as a lost index (8 runs at once, issue 30's
+    CI runs).
 
     Only called when the index folder is missing or the index is empty (cheap otherwise: nothing is
     read unless the graph has memory lines)."""
 
     if count_in_index or not graph_has_memory_lines(store):
         return None
-    unindexed = journal.unindexed_runs(store)
     try:
         g = graph.load(store.sub(GRAPH))
     except StoreCorrupt:
         return None  # the graph itself is damaged: doctor reports that first
+    # the journal after the graph: a run writes its journal before its graph lines, so every run
+    # whose lines this graph holds is either still in the journal now or past its index step
+    unindexed = journal.unindexed_runs(store)
     live = live_memories(store, g)
     if unindexed:
         live = {mid: a for mid, a in live.items() if not _only_from(g, mid, unindexed)}

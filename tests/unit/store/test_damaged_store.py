@@ -346,3 +346,30 @@ def test_the_empty_index_refusal_asks_again_and_skips_runs_not_yet_indexed(store
     assert missing_index_error(store, 0) is None
     (journal_dir / f"{plan.run_id}.steps").write_text("snapshot\ngraph\nchroma\n", encoding="utf-8")
     assert missing_index_error(store, 0) is not None
+
+
+def test_a_run_that_another_process_starts_while_the_refusal_reads_the_store_is_not_a_lost_index(store, monkeypatch):
+    """``missing_index_error`` reads the graph, then the journal: a run of another process that writes
+    its journal (then its graph lines) while the check reads is skipped, not refused as a lost index.
+    Read the other way round (journal first), eight runs started at once on a new store had one
+    refused with "the recall index ... is empty while the store holds 5 memories" (CI, issue 30)."""
+    from consolidate.store import graph as graph_files
+    from consolidate.store.index.longterm import close_all
+    from consolidate.store.index.reindex import missing_index_error
+
+    plan = _scripted_run(store, "a", [(f"Worker {i} drains queue {i} every {5 + i} seconds", True) for i in range(3)], {})
+    store.close()
+    close_all()
+    shutil.rmtree(store.path / "chroma")
+    journal_dir = store.path / "journal"
+    real_load = graph_files.load
+
+    def load_as_another_run_starts(folder):
+        # the other process's apply begins now: its journal, then its graph lines (already on disk here)
+        journal_dir.mkdir(exist_ok=True)
+        (journal_dir / f"{plan.run_id}.json").write_text("{}", encoding="utf-8")
+        (journal_dir / f"{plan.run_id}.steps").write_text("snapshot\ngraph\n", encoding="utf-8")
+        return real_load(folder)
+
+    monkeypatch.setattr(graph_files, "load", load_as_another_run_starts)
+    assert missing_index_error(store, 0, recheck=lambda: 0) is None
