@@ -10,9 +10,10 @@ consolidate` / `python -c` processes: started from the fork server (some 20 ms i
 second), concurrent runs and a check right after a worker's session showed races (a run exiting 4,
 "the recall index ... is empty while the store holds 150 memories", fixed in
 consolidate/store/index/reindex.py and pinned below with a pause point; memories in the event log
-not yet in the index, not reproduced since); many_processes.start_preloaded and preloaded.run_code
-are ready. The workers are started as the hook and the MCP server start them. The seeded store (150
-notes consolidated) is built once per test process and copied per test.
+not in the index, a check made while the MCP server's worker was still writing another session: the
+waits now cover the whole queue); many_processes.start_preloaded and preloaded.run_code are ready.
+The workers are started as the hook and the MCP server start them. The seeded store (150 notes
+consolidated) is built once per test process and copied per test.
 
 Timeouts here are hang guards only; nothing asserts a duration. (Repeated trials:
 benchmarks/bench_processes.py.)"""
@@ -109,7 +110,7 @@ def test_mcp_server_recalls_across_five_worker_writes(seeded_store, tmp_path):
                 mcp.data("note", session_id=sid, content=text, flag=True)
             done = mcp.data("session_complete", session_id=sid, outcome="success")
             assert done["worker"] == "started"
-            code = _wait_queue_drained(store_path, sid)
+            code = _wait_queue_drained(store_path, sid)[sid]
             new = ledger.check(full=step == 4)
             assert len(new) >= 25, step
             recalled_by_mcp(mcp, new, sample=30)
@@ -121,8 +122,12 @@ def test_mcp_server_recalls_across_five_worker_writes(seeded_store, tmp_path):
     assert code == "done"
 
 
-def _wait_queue_drained(store_path, sid: str, guard: float = 600.0) -> str:
-    """Poll the queue row of ``sid`` until the worker finished it (``guard``: hang guard only)."""
+def _wait_queue_drained(store_path, *sids: str, guard: float = 600.0) -> dict[str, str]:
+    """Poll until the session ends ``sids`` are finished and no other one is queued or running
+    (``guard``: hang guard only); returns ``{sid: status}``. The whole queue, not only ``sids``: a
+    worker may hold an older session end when a run finishes the one waited for, and a check made
+    then reads the index before that worker's write and the event log after it
+    (:func:`test_the_wait_outlasts_a_run_of_another_session`)."""
 
     from consolidate import Store
 
@@ -130,13 +135,14 @@ def _wait_queue_drained(store_path, sid: str, guard: float = 600.0) -> str:
     while time.monotonic() < deadline:
         s = Store(store_path, create=False)
         try:
-            end = s.sessions.session_end(sid)
+            ends = {sid: s.sessions.session_end(sid) for sid in sids}
+            busy = s.sessions.pending()
         finally:
             s.close()
-        if end and end["status"] not in ("queued", "running"):
-            return end["status"]
+        if not busy and all(end and end["status"] not in ("queued", "running") for end in ends.values()):
+            return {sid: end["status"] for sid, end in ends.items()}
         time.sleep(0.2)
-    raise AssertionError(f"session {sid} was not consolidated (hang guard {guard:g} s)")
+    raise AssertionError(f"sessions {sids} were not consolidated (hang guard {guard:g} s)")
 
 
 @pytest.mark.parametrize("processes", [2, 8])  # the reported pair and eight (4 merged: between the two)
@@ -240,7 +246,42 @@ def test_writers_interleaved_with_mcp_alive(seeded_store, tmp_path):
         fill_sessions(store_path, ["r2"], LATER)
         mcp.data("session_complete", session_id="m1", outcome="success")
         ok(finish([start_cli(store_path, "run")]))
-        _wait_queue_drained(store_path, "m1")
+        # the worker may hold r2 (the older) while the run takes m1: both, and no writer left, first
+        assert _wait_queue_drained(store_path, "m1", "r2") == {"m1": "done", "r2": "done"}
         recalled_by_mcp(mcp, ledger.check())
     applied = applied_per_session(store_path)
     assert applied == {s: 1 for s in ["seed", "h1", "h2", "b1", "b2", "b3", "r1", "r2", "m1"]}
+
+
+def test_the_wait_outlasts_a_run_of_another_session(seeded_store, tmp_path):
+    """Step 3 of test_writers_interleaved_with_mcp_alive failed in CI with about 50 memories (one
+    run's) in the event log and not in the index: the MCP server's worker had claimed r2 (the older
+    session end), the manual run took m1, finished it and exited, and a wait for m1 alone let the
+    check read the index before the worker wrote r2 and the event log after. Here this process
+    holds r2's claim as that worker did: the wait does not return before r2 is consolidated."""
+    import threading
+
+    from consolidate import Store
+
+    store_path = seeded_copy(seeded_store, tmp_path)
+    ledger = Ledger(store_path)
+    ledger.check(full=False)
+    fill_sessions(store_path, ["r2"], 20)
+    fill_sessions(store_path, ["m1"], 20)
+    got: dict[str, str] = {}
+    waiter = threading.Thread(target=lambda: got.update(_wait_queue_drained(store_path, "m1", "r2")), daemon=True)
+    store = Store(store_path, create=False)
+    try:
+        assert store.sessions.claim("r2") is not None  # the worker's claim (a live process: this one)
+        ok(finish([start_cli(store_path, "run")]))  # skips r2, consolidates m1
+        assert store.sessions.session_end("m1")["status"] == "done"
+        waiter.start()
+        waiter.join(2.0)
+        assert waiter.is_alive() and not got, f"the wait returned while r2 was still claimed: {got}"
+        store.sessions.release("r2")  # the worker's run of r2, here by the next `run`
+    finally:
+        store.close()
+    ok(finish([start_cli(store_path, "run")]))
+    waiter.join(120)
+    assert got == {"m1": "done", "r2": "done"}
+    assert _sessions_in(ledger.check(full=False)) == {"m1", "r2"}
