@@ -91,8 +91,13 @@ def pytest_configure(config):
 # -- running in parallel (pytest-xdist, the README's ``-n auto --dist loadgroup``) ----------------------
 
 #: Markers of the slow real-process tests: each also gets ``integration`` (``-m "not integration"``
-#: is the quick loop; the README's command runs them all).
-SLOW_MARKERS = ("processes", "chroma_server", "realnotes")
+#: is the quick loop; the README's command runs them all). ``spawns``: a test outside
+#: tests/integration that starts a real process (the installed command, a hook, a worker, a fake CLI).
+SLOW_MARKERS = ("processes", "chroma_server", "realnotes", "spawns")
+
+#: Set on a test that is ``integration`` only through ``spawns``: the scheduler below keeps it in
+#: its module's place (the placement measured for the README's command, issue 30).
+_SPAWNS_ONLY = pytest.StashKey[bool]()
 
 
 def _module_scoped(item) -> bool:
@@ -104,7 +109,10 @@ def _module_scoped(item) -> bool:
 
 def pytest_itemcollected(item):
     """``integration`` on the tests of SLOW_MARKERS (``-m "not integration"``: the quick loop)."""
-    if any(item.get_closest_marker(m) for m in SLOW_MARKERS):
+    slow = [m for m in SLOW_MARKERS if item.get_closest_marker(m)]
+    if slow:
+        if slow == ["spawns"] and not item.get_closest_marker("integration"):
+            item.stash[_SPAWNS_ONLY] = True
         item.add_marker(pytest.mark.integration)
 
 
@@ -131,7 +139,7 @@ def pytest_collection_modifyitems(config, items):
     units: dict[str, list] = {}
     rest = []
     for item in items:
-        if not item.get_closest_marker("integration"):
+        if not item.get_closest_marker("integration") or item.stash.get(_SPAWNS_ONLY, False):
             rest.append(item)
         elif _module_scoped(item):
             units.setdefault(item.module.__name__, []).append(item)

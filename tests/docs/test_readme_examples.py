@@ -121,6 +121,7 @@ def _check(step: dict, r: subprocess.CompletedProcess, where: str) -> None:
         assert _norm(want) in lines, f"the docs show {want!r}\n{said}"
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("block", _blocks_of("run"), ids=lambda b: b["where"])
 def test_run_block(block, tmp_path):
     work = tmp_path / "work"
@@ -182,6 +183,7 @@ def test_syntax_block_parses(block):
                 pytest.fail(f"{block['where']}: `{variant}` does not parse (exit {exc.code})")
 
 
+@pytest.mark.spawns
 def test_demo_command(tmp_path):
     [demo] = [b for b in _page_blocks(README) if b["kind"] == "demo-command"]
     command = demo["body"].strip().split("&&")[-1].strip()

@@ -108,6 +108,7 @@ def test_cassette_names_the_model_and_keeps_no_prompt(name):
     assert "<<<NOTES" not in text and "You curate" not in text and "NEW:" not in text
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("version", ["judge-v1", "judge-v2", "judge-v5", "judge-v7", "judge-v8"])
 def test_eval_with_capable_model(version):
     """The eval over the 320 labeled real notes, replayed. Besides the recorded figures: a capable
@@ -198,6 +199,7 @@ def test_judge_v8_reaches_keep_f1_090():
     assert m["judge-v8"]["keep_precision"] > m["judge-v5"]["keep_precision"]
 
 
+@pytest.mark.spawns
 def test_contradiction_set_with_capable_model():
     report = replay("contradiction-realnotes-capable", "--pairs", str(PAIRS))
     assert strip(report) == expected("contradiction-realnotes-capable")
@@ -206,6 +208,7 @@ def test_contradiction_set_with_capable_model():
     assert report["confusion"]["contradicts"]["duplicate"] == 0  # a near miss is never a duplicate
 
 
+@pytest.mark.spawns
 def test_a_changed_pair_misses_the_capable_cassette(tmp_path):
     rows = PAIRS.read_text(encoding="utf-8").splitlines()
     first = json.loads(rows[0])
@@ -440,6 +443,7 @@ def test_end_to_end_judge_v1_against_v2(e2e, tmp_path):
 REGRESSION = REPO / "tests" / "support" / "labels" / "judge-regression.jsonl"
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("version", ["judge-v1", "judge-v2", "judge-v5", "judge-v7", "judge-v8", "judge-v9"])
 def test_regression_set_with_capable_model(version):
     """The 67 labeled notes written for this project (tests/support/labels/judge-regression.jsonl)."""

@@ -56,6 +56,7 @@ def test_cassette_says_how_it_was_made_and_keeps_no_prompt(version):
     assert "<<<NOTES" not in text and "You curate" not in text
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("version", VERSIONS)
 def test_recorded_figures_and_split(reports, version):
     """The replay gives the recorded report; only the agreed notes are judged; each part's confusion

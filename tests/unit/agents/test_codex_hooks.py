@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.spawns  # starts real processes (the quick loop leaves it out)
+
 CONSOLE = str(Path(sys.executable).parent / "consolidate")
 
 USER_CONFIG = """# my Codex settings

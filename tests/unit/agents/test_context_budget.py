@@ -89,6 +89,7 @@ def _check_cut(context: str, memories_in_file: int) -> tuple[int, int]:
     return shown_core, shown
 
 
+@pytest.mark.spawns
 def test_a_large_core_md_leaves_the_memories_their_share(crowded):
     root, store_path = crowded
     out = hook(store_path, start_payload("s1", root))
@@ -108,6 +109,7 @@ def test_a_large_core_md_leaves_the_memories_their_share(crowded):
     assert _context_of(printed) == context
 
 
+@pytest.mark.spawns
 def test_the_re_injection_after_a_compaction_and_gemini_get_the_same_budget(crowded):
     root, store_path = crowded
     compact = hook(store_path, start_payload("s3", root, source="compact"))
@@ -119,6 +121,7 @@ def test_the_re_injection_after_a_compaction_and_gemini_get_the_same_budget(crow
     assert _context_of(text) == context
 
 
+@pytest.mark.spawns
 def test_memories_use_what_a_small_core_md_leaves(tmp_path):
     root = tmp_path / "proj"
     root.mkdir()

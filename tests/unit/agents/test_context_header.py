@@ -84,6 +84,7 @@ def test_memories_whose_code_is_gone_are_said_in_the_header():
     assert header.startswith("# Project memory (proj): the top 2 active memories (1 left out: the code they name")
 
 
+@pytest.mark.spawns
 def test_the_installed_hook_prints_the_same_count(tmp_path):
     """Through the hook command, SessionStart's payload on stdin, as an agent CLI runs it."""
     store_path = tmp_path / "proj" / ".memofs"

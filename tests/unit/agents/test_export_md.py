@@ -20,7 +20,7 @@ from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import keep
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+pytestmark = [pytest.mark.spawns, pytest.mark.skipif(shutil.which("git") is None, reason="needs git")]
 
 DECISION = "Chose SQLite over Postgres for the job queue because it needs no server"
 PREFERENCE = "Use pnpm, never npm: npm rewrites the lockfile"

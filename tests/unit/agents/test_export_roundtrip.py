@@ -127,6 +127,7 @@ def _memories(path):
     return json.loads(json.dumps(got))
 
 
+@pytest.mark.spawns
 @pytest.mark.skipif(not REALNOTES.is_dir(), reason="needs ../shared/data/realnotes")
 def test_stores_of_real_notes_export_and_import_back(tmp_path):
     """Notes of real agents (the two sessions holding Mermaid diagrams with ``-->``, and two

@@ -24,6 +24,8 @@ from consolidate.store.echo import digest, memory_texts, shown_to
 from consolidate.agents.hooks.full import run_hook
 from consolidate.store.views.context_md import write as write_context
 
+pytestmark = pytest.mark.spawns  # starts real processes (the quick loop leaves it out)
+
 CONSOLE = str(Path(sys.executable).parent / "consolidate")
 
 MEMORIES = [

@@ -156,6 +156,7 @@ def _answers(project: Path, tmp_path: Path, entry: str, module: str, calls: list
     return [tuple(a) for a in json.loads(r.stdout)]
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("tool", ["Read", "read_file"])
 def test_the_fast_file_recall_answers_as_the_full_hook(project, tmp_path, tool):
     cases = [(j, path) for j in (0, 3, 7, 11, 28, 39)
@@ -219,6 +220,7 @@ def _light(project: Path, payload: dict, *args: str, real: bool = False) -> tupl
     return (out.strip(), tail.strip()) if mark else (r.stdout.strip(), "exec'd")
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("tool", ["Read", "read_file"])
 def test_the_light_entry_answers_as_the_full_hook(project, tmp_path, tool):
     # the table and the session tier written (a stale table or no tier yet: the full hook makes them)
@@ -250,6 +252,7 @@ def test_a_memory_shown_once_per_session_on_the_light_entry(project):
     assert code == 0 and not third & (lines[0] | lines[1])
 
 
+@pytest.mark.spawns
 def test_what_the_light_entry_cannot_answer_goes_to_the_full_hook(project):
     path = str(project / "src" / "lib" / "mod4.py")
     for n, (p, args) in enumerate([(_payload(project, "lfb-1", path), ("--env-file", "/nonexistent")),
@@ -305,6 +308,7 @@ def _copy(project: Path, tmp_path: Path) -> Path:
     return tmp_path / "app"
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("entry", [["-m", "consolidate", "hook"], ["-m", "consolidate.agents.hooks.file_hook"]])
 def test_a_damaged_session_tier_still_answers_and_says_so_once_in_the_hook_log(project, tmp_path, entry):
     """sessions.sqlite3 of garbage bytes: the file recall hook exits 0 with its answer (nothing can be
@@ -341,6 +345,7 @@ def test_the_table_is_written_where_the_store_has_no_memory_folder_yet(project, 
     assert code == 0 and (app / ".memofs" / "memory" / "files.sqlite3").is_file()
 
 
+@pytest.mark.spawns
 def test_a_temporary_table_a_killed_writer_left_is_removed_by_the_next_write(project, tmp_path):
     """The table is written under a name of its own in memory/ and renamed; a writer killed before the
     rename left its file (files.sqlite3.<pid>.tmp) there for good. The next write removes the files of

@@ -16,6 +16,8 @@ import pytest
 
 from consolidate import Store
 
+pytestmark = pytest.mark.spawns  # starts real processes (the quick loop leaves it out)
+
 HOOK = [sys.executable, "-m", "consolidate", "hook"]
 CLAIM = "are consolidated when the session ends"
 

@@ -161,6 +161,7 @@ def _fill(template: dict, sid: str, cwd: Path) -> dict:
 _LOGGED = re.compile(r"(\w+) session=(\S+) queued \((\w+)\)")
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("agent", sorted(END_PAYLOADS))
 def test_the_fast_and_the_full_hook_read_a_session_end_alike(tmp_path, agent):
     """The same payload through the fast hook (the default) and the full one (``--harvest`` takes
@@ -184,6 +185,7 @@ def test_the_fast_and_the_full_hook_read_a_session_end_alike(tmp_path, agent):
     assert seen == [(seen[0][0], True), (seen[0][0], False)], "the fast hook queued it in its file, the full one not"
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("variable", resolve.PROJECT_DIR_VARIABLES)
 @pytest.mark.parametrize("path, args", [("fast", ()), ("full", ("--harvest",))])
 def test_a_payload_without_cwd_finds_the_project_s_store(tmp_path, variable, path, args):

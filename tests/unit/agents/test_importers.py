@@ -23,6 +23,8 @@ from consolidate import Store
 from many_processes import cli_env
 from preloaded import run as run_preloaded
 
+pytestmark = pytest.mark.spawns  # starts real processes (the quick loop leaves it out)
+
 ENTRY = "- **{type}**: {statement} [high, user-stated, {month}]"
 
 

@@ -197,6 +197,7 @@ def test_symlinked_settings_stay_a_symlink(env, tmp_path):
     assert json.loads(dotfiles.read_text())["model"] == "sonnet"
 
 
+@pytest.mark.spawns
 def test_command_is_absolute_and_runs_without_the_venv_on_path(env, tmp_path):
     argv = consolidate_argv()
     assert os.path.isabs(argv[0]) and os.access(argv[0], os.X_OK)
@@ -231,6 +232,7 @@ DASHED = [("CONSOLIDATE_PROJECT", "-x"), ("CONSOLIDATE_JUDGES", "-noop"), ("CONS
           ("CONSOLIDATE_EMBEDDING", "--hash")]
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("agent", ["claude-code", "gemini-cli"])
 @pytest.mark.parametrize("name,value", DASHED, ids=[d[0] for d in DASHED])
 def test_a_command_the_hook_parser_refuses_is_not_written(tmp_path, agent, name, value):

@@ -210,6 +210,7 @@ def _transcript(path):
     return str(path)
 
 
+@pytest.mark.spawns
 def test_claude_code_plugin_hooks_run_with_the_plugin_options(tmp_path):
     project = tmp_path / "project"
     project.mkdir()
@@ -268,6 +269,7 @@ def _mcp_note(command, args, env, cwd, content):
     return anyio.run(run)
 
 
+@pytest.mark.spawns
 def test_claude_code_plugin_mcp_server_uses_the_plugin_options(tmp_path):
     plugin = _load("plugins/consolidate/.claude-plugin/plugin.json")
     server = plugin["mcpServers"]["consolidate"]
@@ -300,6 +302,7 @@ def _gemini_vars(text: str, ext: Path, workspace: Path) -> str:
     return text.replace("${extensionPath}", str(ext)).replace("${workspacePath}", str(workspace)).replace("${/}", "/")
 
 
+@pytest.mark.spawns
 def test_gemini_cli_extension_hooks_and_mcp_server_use_the_extension_settings(tmp_path):
     workspace = tmp_path / "workspace"
     workspace.mkdir()
@@ -363,6 +366,7 @@ def _tool_call(command, payload, *, env, cwd):
     return out.stdout, _imports(out.stderr)
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("agent", ["claude-code", "gemini-cli"])
 def test_the_plugin_and_extension_file_recall_is_the_light_entry(tmp_path, agent):
     """The plugin's PreToolUse and the extension's BeforeTool run the file recall's light entry (the

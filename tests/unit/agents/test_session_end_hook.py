@@ -26,6 +26,7 @@ def _env(store_path, **extra):
     return env
 
 
+@pytest.mark.spawns
 def test_claude_session_end_queues_and_worker_consolidates(tmp_path):
     st = tmp_path / ".memofs"
     Store(st).sessions.add_note("s-claude", "Tests must run with TZ=UTC or the date fixtures fail", flag=True,
@@ -48,6 +49,7 @@ def test_claude_session_end_queues_and_worker_consolidates(tmp_path):
     assert out.returncode == 0 and "TZ=UTC" in out.stdout and "[high, observed-success," in out.stdout
 
 
+@pytest.mark.spawns
 def test_stdin_that_never_closes_does_not_hang(tmp_path):
     proc = subprocess.Popen(HOOK, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=_env(tmp_path / ".memofs"))
@@ -61,12 +63,14 @@ def test_stdin_that_never_closes_does_not_hang(tmp_path):
     assert SessionTier(tmp_path / ".memofs" / "sessions.sqlite3").session_end("open") is not None
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("stdin", [b"", b"not json", b"[1,2]", b"\xff\xfe", b'{"hook_event_name": "SessionEnd"}'])
 def test_garbage_input_exits_zero(tmp_path, stdin):
     out = subprocess.run(HOOK, input=stdin, capture_output=True, env=_env(tmp_path / ".memofs"), timeout=30)
     assert out.returncode == 0 and out.stderr == b""
 
 
+@pytest.mark.spawns
 def test_store_that_is_a_file_still_exits_zero(tmp_path):
     f = tmp_path / "file"
     f.write_text("x")
@@ -75,6 +79,7 @@ def test_store_that_is_a_file_still_exits_zero(tmp_path):
     assert out.returncode == 0
 
 
+@pytest.mark.spawns
 def test_judge_child_guard_does_nothing(tmp_path):
     st = tmp_path / ".memofs"
     out = subprocess.run(HOOK, input=b'{"hook_event_name":"SessionEnd","session_id":"g"}', capture_output=True,
@@ -136,6 +141,7 @@ def test_harvest_transcript(tmp_path):
     assert tier.notes("h") == []
 
 
+@pytest.mark.spawns
 def test_second_worker_exits_at_once(tmp_path):
     import filelock
 
@@ -150,6 +156,7 @@ def test_second_worker_exits_at_once(tmp_path):
     assert store.sessions.queued() and store.sessions.count("w") == 1  # the queue stays
 
 
+@pytest.mark.spawns
 def test_dead_workers_claim_is_taken_over(tmp_path):
     store = Store(tmp_path / ".memofs", embedding="hash")
     store.sessions.add_note("d", "Feature flags are read once at startup", flag=True)
@@ -162,6 +169,7 @@ def test_dead_workers_claim_is_taken_over(tmp_path):
     assert plan.session_id == "d" and store.sessions.session_end("d")["status"] == "done"
 
 
+@pytest.mark.spawns
 def test_live_claim_is_respected(tmp_path):
     store = Store(tmp_path / ".memofs", embedding="hash")
     store.sessions.add_note("l", "a note")
@@ -176,6 +184,7 @@ def test_live_claim_is_respected(tmp_path):
         other.kill()
 
 
+@pytest.mark.spawns
 def test_session_start_json_for_gemini(tmp_path):
     st = tmp_path / ".memofs"
     (st / "memory").mkdir(parents=True)
@@ -238,6 +247,7 @@ def test_harvest_cost_does_not_grow_with_the_transcript(tmp_path):
     assert len(got_large) <= 2 * HARVEST_MAX_ENTRIES  # at most the last entries (<= 2 candidates each)
 
 
+@pytest.mark.spawns
 def test_installed_hook_on_a_large_transcript_queues_and_harvests_the_end(tmp_path):
     st = tmp_path / ".memofs"
     big = tmp_path / "big.jsonl"

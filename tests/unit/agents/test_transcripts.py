@@ -98,6 +98,7 @@ def _memories(project):
         s.close()
 
 
+@pytest.mark.spawns
 def test_import_then_nothing_twice_then_only_what_grew(home):
     home, project, script = home
     first = _run(home, project, script, "--claude-code", "--gemini-cli")
@@ -123,6 +124,7 @@ def test_import_then_nothing_twice_then_only_what_grew(home):
     assert LATER in _memories(project)
 
 
+@pytest.mark.spawns
 def test_a_session_the_hooks_consolidated_is_not_imported_again(home):
     home, project, script = home
     s = Store(project / ".memofs")
@@ -134,6 +136,7 @@ def test_a_session_the_hooks_consolidated_is_not_imported_again(home):
         in out.stdout and "1 sessions queued" in out.stdout
 
 
+@pytest.mark.spawns
 def test_a_path_and_gemini_jsonl_records(home, tmp_path):
     """A folder given as PATH; a newer Gemini CLI record (``.jsonl``: a metadata line, messages written
     again when updated, the last copy wins)."""
@@ -179,6 +182,7 @@ def test_progress_bar_and_the_python_api(home, capsys):
     store.close()
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("args, needle", [([], "give a transcript file or folder"),
                                           (["/nonexistent/folder"], "no such file or folder")])
 def test_bad_input(home, args, needle):

@@ -58,6 +58,7 @@ BAD = [
 ]
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("agent", ["claude-code", "gemini-cli"])
 @pytest.mark.parametrize("argv,env,code,said", BAD, ids=[b[3][:30] for b in BAD])
 def test_install_hook_refuses_what_the_worker_would_refuse(tmp_path, agent, argv, env, code, said):
@@ -73,6 +74,7 @@ def test_install_hook_refuses_what_the_worker_would_refuse(tmp_path, agent, argv
     assert settings.read_text() == '{"theme": "dark"}\n' and not list(settings.parent.glob("*.bak-*"))
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("spec", ["bogus", "cli:bogus", "cli:template:"])
 def test_run_refuses_the_same_judge_with_the_same_line(tmp_path, spec):
     installed = cli(tmp_path, "install-hook", "claude-code", "--judge", spec)
@@ -81,6 +83,7 @@ def test_run_refuses_the_same_judge_with_the_same_line(tmp_path, spec):
     assert installed.stderr == run.stderr
 
 
+@pytest.mark.spawns
 def test_the_store_s_own_judge_file_and_embedding_are_checked(tmp_path):
     store = Store(tmp_path / ".memofs", embedding="hash", project="p")
     _seed(store)
@@ -94,6 +97,7 @@ def test_the_store_s_own_judge_file_and_embedding_are_checked(tmp_path):
     assert not (tmp_path / ".claude").exists()
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("argv", [["--judge", "rules", "--judge", "noop"], ["--judge", "cli:claude"],
                                   ["--embedding", "hash"], ["--chroma-url", "http://127.0.0.1:1"]])
 def test_good_options_are_written(tmp_path, argv):
@@ -124,6 +128,7 @@ def project(tmp_path):
     return root, root / ".memofs"
 
 
+@pytest.mark.spawns
 def test_a_failing_worker_is_said_by_status_and_the_next_session_start(project):
     root, store_path = project
     # a hook command edited by hand (or an agent environment) names a judge no worker can build
@@ -161,6 +166,7 @@ def test_a_failing_worker_is_said_by_status_and_the_next_session_start(project):
     assert "WARNING" not in printed
 
 
+@pytest.mark.spawns
 def test_ends_piling_up_without_a_worker_are_said(project):
     root, store_path = project
     for sid in ("p1", "p2", "p3"):
@@ -192,6 +198,7 @@ def test_health_line_kinds():
     assert "1 session end is queued, the oldest 3.0 days old" in health_line({}, q(1, 3 * 86400))
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("spec", ["", " ", ",", " , "])
 def test_a_judge_option_naming_no_judge_is_refused_at_install_and_run(tmp_path, spec):
     """``--judge ''`` (or ``,``) was written into the hook with exit 0 and the worker then used the

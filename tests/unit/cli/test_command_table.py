@@ -93,6 +93,7 @@ def test_every_command_has_help_and_an_example_that_parses(name, capsys):
     assert f"example:\n  {example}" in capsys.readouterr().out
 
 
+@pytest.mark.spawns
 def test_every_command_names_a_function_that_exists_and_help_loads_none_of_them():
     """The lazy command table (consolidate.cli.parsers.command): every parser names a function its
     module has; building every parser imports no command module (``--help`` loads declarations only)."""

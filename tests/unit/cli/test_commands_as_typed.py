@@ -121,6 +121,7 @@ def test_embedding_mismatch_refused(cli, monkeypatch):
     assert code == 4 and "was built with embedding hash-256" in err
 
 
+@pytest.mark.spawns
 def test_console_script_and_module_entry(tmp_path):
     env = {**os.environ, "CONSOLIDATE_STORE": str(tmp_path / "st")}
     out = subprocess.run([sys.executable, "-m", "consolidate", "end", "--session", "x", "--outcome", "success"],

@@ -48,6 +48,7 @@ def _one_line(err: str) -> bool:
 # -- a. the hook and a cwd that does not exist ------------------------------------------------------
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("event", ["SessionEnd", "SessionStart", "PreCompact", "Stop"])
 @pytest.mark.parametrize("cwd_kind", ["missing", "missing-parent", "a-file", "relative", "not-text"])
 def test_hook_refuses_a_payload_cwd_it_cannot_place_and_writes_nothing(tmp_path, event, cwd_kind):
@@ -69,6 +70,7 @@ def test_hook_refuses_a_payload_cwd_it_cannot_place_and_writes_nothing(tmp_path,
     assert _tree(tmp_path) == before
 
 
+@pytest.mark.spawns
 def test_hook_with_an_existing_cwd_still_creates_its_store_there(tmp_path):
     project = tmp_path / "project"
     project.mkdir()
@@ -79,6 +81,7 @@ def test_hook_with_an_existing_cwd_still_creates_its_store_there(tmp_path):
     assert Store(project / ".memofs", create=False).sessions.session_end("s-1")["status"] == "queued"
 
 
+@pytest.mark.spawns
 def test_hook_with_an_explicit_store_ignores_the_payload_cwd(tmp_path):
     store = tmp_path / "team" / ".memofs"
     payload = {"hook_event_name": "SessionEnd", "session_id": "s-1", "cwd": str(tmp_path / "gone")}
@@ -117,6 +120,7 @@ def test_help_is_unchanged(capsys):
     assert out.startswith("usage: consolidate recall") and out.count("\n") > 5
 
 
+@pytest.mark.spawns
 def test_argparse_errors_are_one_line_from_the_installed_command(tmp_path):
     out = subprocess.run([sys.executable, "-m", "consolidate", "recall", "-k", "many", "q"], capture_output=True,
                          text=True, env=_env(), cwd=tmp_path, timeout=60)
@@ -202,6 +206,7 @@ def test_mcp_tools_refuse_a_session_id_with_a_control_character(store, sid):
     assert not store.sessions.sessions() and not store.sub("workspaces").exists()
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("key", ["session_id", "sessionId", "thread-id"])
 @pytest.mark.parametrize("event", ["SessionEnd", "SessionStart"])
 def test_hook_payload_with_a_control_character_in_its_session_id_is_refused(tmp_path, key, event):
@@ -271,6 +276,7 @@ def _snapshot(folder):
             if not p.name.endswith(("-shm", "-wal")) and p.name != LOCK_HOLDER.name}
 
 
+@pytest.mark.spawns
 def test_mcp_starts_read_only_on_a_read_only_store(read_only_store):
     """`consolidate mcp` refused to start; it starts read-only: recall and session_read answer,
     writing tools answer one line naming the store."""
@@ -340,6 +346,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.spawns
 def test_library_api_raises_store_read_only_naming_the_store(read_only_store):
     """The library raised sqlite3.OperationalError ('attempt to write a readonly database') and raw
     OSErrors; every write now raises StoreReadOnly (a StoreError) naming the store, reads work."""

@@ -137,6 +137,7 @@ def test_good_values_still_parse(tmp_path, capsys):
     assert parser.parse_args(["note", "--session", "s", "--ttl", "1d", "--", "-5m is the text"]).text == "-5m is the text"
 
 
+@pytest.mark.spawns
 def test_the_reported_input_through_the_installed_command(tmp_path):
     """``consolidate note --ttl -5m``: exit 2, one line naming --ttl and the allowed form, nothing written."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONSOLIDATE_")}

@@ -98,6 +98,7 @@ def s1_done(_s1_built, tmp_path) -> Path:
 # -- judge answers for unknown note ids ---------------------------------------------------------------------
 
 
+@pytest.mark.spawns
 def test_judge_answers_for_unknown_ids_are_said_by_run_runs_status_and_the_worker_log(tmp_path):
     st_ = tmp_path / ".memofs"
     _session(st_, "s1", "remember the staging db listens on port 5433", "looked at the logs", flag=False)
@@ -122,6 +123,7 @@ def test_judge_answers_for_unknown_ids_are_said_by_run_runs_status_and_the_worke
         in log.read_text()
 
 
+@pytest.mark.spawns
 def test_a_run_without_judge_problems_says_none(tmp_path, s1_queued):
     st_ = s1_queued
     run = cli(st_, "run", "--judge", "rules")
@@ -131,6 +133,7 @@ def test_a_run_without_judge_problems_says_none(tmp_path, s1_queued):
 # -- a disputed memory ----------------------------------------------------------------------------------
 
 
+@pytest.mark.spawns
 def test_a_run_that_wrote_a_disputed_memory_says_so(tmp_path, s1_queued):
     st_ = s1_queued
     assert cli(st_, "run", "--judge", MODAL_JUDGE).returncode == 0
@@ -144,6 +147,7 @@ def test_a_run_that_wrote_a_disputed_memory_says_so(tmp_path, s1_queued):
     assert "[disputed]" in cli(st_, "recall", "staging db port").stdout
 
 
+@pytest.mark.spawns
 def test_a_forgotten_side_of_a_dispute_is_named_nowhere(tmp_path, s1_queued):
     """Two memories dispute the first; one of them forgotten, the first still disputes the other, and
     no surface names the forgotten one (its ``with``, its ``disputed_with``)."""
@@ -166,6 +170,7 @@ def test_a_forgotten_side_of_a_dispute_is_named_nowhere(tmp_path, s1_queued):
 # -- a crash: the next run says it finished the interrupted one ------------------------------------------------
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("point", ["apply:journal", "apply:chroma", "apply:events"])
 def test_after_a_crash_run_says_it_finished_the_interrupted_run(tmp_path, point, s1_queued):
     st_ = s1_queued
@@ -181,6 +186,7 @@ def test_after_a_crash_run_says_it_finished_the_interrupted_run(tmp_path, point,
     assert cli(st_, "run").stdout.strip() == "nothing queued"  # said once, by the run that finished it
 
 
+@pytest.mark.spawns
 def test_batch_says_the_interrupted_run_it_finished(tmp_path, s1_queued):
     st_ = s1_queued
     assert cli(st_, "run", "--judge", "rules", env={"CONSOLIDATE_CRASH_AT": "apply:journal"}).returncode == -9
@@ -192,6 +198,7 @@ def test_batch_says_the_interrupted_run_it_finished(tmp_path, s1_queued):
 # -- run --session of a session already consolidated ----------------------------------------------------------
 
 
+@pytest.mark.spawns
 def test_run_session_of_a_consolidated_session_says_so(tmp_path, s1_queued):
     st_ = s1_queued
     worker = subprocess.run([EXE, "worker", "--store", str(st_), "--embedding", "hash", "--judge", "rules"],
@@ -212,6 +219,7 @@ def test_run_session_of_a_consolidated_session_says_so(tmp_path, s1_queued):
 # -- end --outcome failure after a consolidated success --------------------------------------------------------
 
 
+@pytest.mark.spawns
 def test_end_failure_after_a_consolidated_success_refuses(tmp_path, s1_done):
     st_ = s1_done
     run_id = Store(st_, create=False).sessions.session_end("s1")["run_id"]
@@ -230,6 +238,7 @@ def test_end_failure_after_a_consolidated_success_refuses(tmp_path, s1_done):
     assert later.returncode == 0 and "ended (failure, 1 notes); queued" in later.stdout
 
 
+@pytest.mark.spawns
 def test_the_library_and_the_hook_refuse_the_same_failure(tmp_path):
     s = Store(tmp_path / ".memofs", embedding="hash")
     s.sessions.add_note("s1", "The staging db listens on port 5433", flag=True, kind="fact")
@@ -250,6 +259,7 @@ def test_the_library_and_the_hook_refuse_the_same_failure(tmp_path):
 # -- runs of sessions without notes ---------------------------------------------------------------------------
 
 
+@pytest.mark.spawns
 def test_a_run_of_a_session_without_notes_is_listed_and_can_be_undone(tmp_path, s1_queued):
     st_ = s1_queued
     s = Store(st_, embedding="hash")
@@ -274,6 +284,7 @@ def test_a_run_of_a_session_without_notes_is_listed_and_can_be_undone(tmp_path, 
     assert cli(st_, "recall", "staging db").stdout.startswith("The staging db")  # s1's memory untouched
 
 
+@pytest.mark.spawns
 def test_a_run_that_dropped_every_note_can_be_undone(tmp_path):
     st_ = tmp_path / ".memofs"
     _session(st_, "d1", "looked at the logs for a while", flag=False)
@@ -285,6 +296,7 @@ def test_a_run_that_dropped_every_note_can_be_undone(tmp_path):
 # -- an embedding refused for its dimension ---------------------------------------------------------------------
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("embedding, said", [
     ("hash-128", "not hash-128 (dimension 128)"),
     ("minilm", "not minilm-l6-v2-int8-onnx (dimension 384)"),
@@ -321,6 +333,7 @@ def _read_only_prefix(folder: Path) -> list[str] | None:
     return prefix(folder)
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("event, said", [
     ("SessionStart", "session ro was not recorded"),
     ("SessionEnd", "the end of session ro was not queued"),
@@ -364,6 +377,7 @@ def test_a_read_only_store_gives_one_line_at_every_hook_event(tmp_path, event, s
 LONG = "The deploy script needs the staging credentials file; " * 200  # 11,000 characters
 
 
+@pytest.mark.spawns
 def test_a_long_flagged_note_is_refused_by_note_and_import_and_kept_unflagged(tmp_path):
     st_ = tmp_path / ".memofs"
     out = cli(st_, "note", "--session", "s1", "--flag", LONG)
@@ -454,6 +468,7 @@ def test_the_limit_counts_characters_as_written_in_nfc(unit, target):
 # -- a team push that failed --------------------------------------------------------------------------------------
 
 
+@pytest.mark.spawns
 def test_a_failed_team_push_is_said_by_run_batch_and_the_worker_log(tmp_path):
     from test_team import ChromaServer, machine
 
@@ -504,6 +519,7 @@ def test_mcp_session_read_says_the_run_report_lines(tmp_path):
     assert end["notices"] == ["judge answers ignored (1): scripted: verdict for unknown id 'n9' ignored"]
 
 
+@pytest.mark.spawns
 def test_doctor_repair_names_the_interrupted_run_it_finished(tmp_path, s1_queued):
     st_ = s1_queued
     assert cli(st_, "run", "--judge", "rules", env={"CONSOLIDATE_CRASH_AT": "apply:journal"}).returncode == -9

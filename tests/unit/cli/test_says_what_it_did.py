@@ -34,6 +34,7 @@ def _env(**extra):
     return env
 
 
+@pytest.mark.spawns
 def test_demo_keep_prints_the_store_itself(tmp_path):
     # commands in processes forked preloaded (tests/support/preloaded.py): their start-up is not the subject
     out = run_preloaded(["demo", "--keep"], env=_env(), timeout=600)
@@ -77,6 +78,7 @@ def test_runs_lists_runs_that_added_nothing(store, capsys):
     assert plans["failed"].run_id in text and "(nothing written)" in text
 
 
+@pytest.mark.spawns
 def test_ctrl_c_during_run_says_which_sessions_were_applied(tmp_path):
     """Deterministic: the signal is sent while the run is inside a judge call (the gated fake judge
     records the call and waits), after the first session was applied. It used to be sent after the
@@ -162,6 +164,7 @@ def rate_limited_server():
     server.shutdown()
 
 
+@pytest.mark.spawns
 def test_api_judge_retries_print_nothing_around_the_one_line_format(tmp_path, rate_limited_server):
     st = tmp_path / ".memofs"
     env = _env(CONSOLIDATE_API_BASE=rate_limited_server, CONSOLIDATE_API_KEY="sk-local")

@@ -4,6 +4,7 @@ cycle that may only shrink. .ci/lint runs the contracts too; these tests make pl
 
 from __future__ import annotations
 
+import pytest
 import ast
 import os
 import subprocess
@@ -50,6 +51,7 @@ def _rel(path: Path) -> str:
     return path.relative_to(ROOT).as_posix()
 
 
+@pytest.mark.spawns
 def test_the_import_contracts_are_kept():
     """Both contracts of [tool.importlinter] (the layers; nothing heavy on the hook path), run as CI does."""
     out = subprocess.run([sys.executable, "-c", "import sys; from importlinter.cli import lint_imports;"

@@ -104,6 +104,7 @@ def _considered(out) -> int:
     return json.loads(out.stdout)["rejudged"]["considered"]
 
 
+@pytest.mark.spawns
 def test_sydney_morning_is_selected_by_its_local_date(tmp_path):
     """The reported case: a memory written at 08:30 on 1 July in Sydney, ``--since 2026-07-01``."""
     prov = _store_with_memory_written_at(tmp_path / ".memofs", SYDNEY_MORNING)
@@ -121,6 +122,7 @@ def test_sydney_morning_is_selected_by_its_local_date(tmp_path):
         assert _considered(out) == considered, (zone, since, out.stdout)
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("since", ["next blursday", "2026-13-45", "01/07/2026"])
 def test_batch_with_an_unparseable_since_exits_2_and_runs_nothing(tmp_path, since):
     from consolidate import Store
@@ -135,6 +137,7 @@ def test_batch_with_an_unparseable_since_exits_2_and_runs_nothing(tmp_path, sinc
     assert Store(tmp_path / ".memofs", embedding="hash").sessions.queued()  # nothing was drained
 
 
+@pytest.mark.spawns
 def test_last_week_selects_what_was_written_this_week(tmp_path):
     import time
 
@@ -149,6 +152,7 @@ def test_last_week_selects_what_was_written_this_week(tmp_path):
     assert out.returncode == 0 and ", re-judged 0 entries considered" in out.stdout and "{" not in out.stdout
 
 
+@pytest.mark.spawns
 def test_batch_rejudge_prints_a_readable_summary(tmp_path):
     """`batch --rejudge` printed a raw Python dict ({'considered': 1, 'kept': 1, ...})."""
     _store_with_memory_written_at(tmp_path / ".memofs", SYDNEY_MORNING)

@@ -203,6 +203,7 @@ def test_no_secret_survives_a_sink(where, kind, tmp_path, monkeypatch, capsys, c
     assert_hidden(secret, written)
 
 
+@pytest.mark.spawns
 def test_the_installed_command_and_a_real_hook_payload_keep_the_secret_out(tmp_path):
     """The CLI's stderr line and the refused hook's line, from the installed ``consolidate``."""
     secret = SECRETS["github"]

@@ -609,6 +609,7 @@ def test_every_surface_of_the_registry_has_a_walk():
     assert {c.surface for c in COMPARERS} <= set(WALKS)
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("surface", sorted({c.surface for c in COMPARERS}))
 def test_walk_the_registry_through_the_installed_command(world, surface):
     WALKS[surface](world)

@@ -4,6 +4,7 @@ here is a deliberate change of the API (say it in the changelog of the README)."
 
 from __future__ import annotations
 
+import pytest
 import os
 import subprocess
 import sys
@@ -64,6 +65,7 @@ def test_the_shipped_doubles_run_a_session_offline():
     assert not folder.exists()  # the temporary folder is removed
 
 
+@pytest.mark.spawns
 def test_crash_at_arms_the_point_for_started_processes_and_restores_the_environment(monkeypatch):
     monkeypatch.delenv("CONSOLIDATE_CRASH_AT", raising=False)
     code = "from consolidate.core.faults import crash_point; crash_point('apply:journal'); print('alive')"

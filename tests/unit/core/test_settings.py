@@ -97,6 +97,7 @@ def test_a_long_bad_value_is_cut_in_the_message():
     assert len(str(exc.value)) < 160
 
 
+@pytest.mark.spawns
 def test_the_settings_module_imports_only_os():
     """The hook's fast path reads its variables here: nothing else may load with it."""
     code = ("import sys; before = set(sys.modules); import consolidate.core.settings; "
@@ -120,6 +121,7 @@ def test_every_command_refuses_a_bad_setting_in_one_line(tmp_path, monkeypatch, 
     assert not (tmp_path / ".memofs").exists()  # nothing written
 
 
+@pytest.mark.spawns
 def test_a_bad_setting_in_the_environment_of_a_real_process(tmp_path):
     out = subprocess.run([sys.executable, "-m", "consolidate", "run"], cwd=tmp_path, capture_output=True, text=True,
                          env=_env(CONSOLIDATE_WAIT_DAYS="abc"), timeout=120)
@@ -127,6 +129,7 @@ def test_a_bad_setting_in_the_environment_of_a_real_process(tmp_path):
     assert out.stderr == "error: CONSOLIDATE_WAIT_DAYS='abc': not a number (days)\n"
 
 
+@pytest.mark.spawns
 def test_the_hook_queues_the_session_end_whatever_the_settings(tmp_path):
     """The hook never fails an agent and loses nothing: the end is queued; the worker reports it."""
     payload = json.dumps({"session_id": "s1", "hook_event_name": "SessionEnd", "cwd": str(tmp_path)})
@@ -173,6 +176,7 @@ def test_env_file_values_are_checked_like_the_environment(tmp_path, monkeypatch,
     assert str(tmp_path / "elsewhere") in capsys.readouterr().out
 
 
+@pytest.mark.spawns
 def test_the_hook_with_a_missing_env_file_still_queues_the_session_end(tmp_path):
     """An extension copy installed before --env-file-if-exists passes --env-file for a .env that may
     not exist: the hook says so in one line and queues the end (nothing lost)."""
@@ -188,6 +192,7 @@ def test_the_hook_with_a_missing_env_file_still_queues_the_session_end(tmp_path)
     assert [p["session_id"] for p in store.sessions.pending()] == ["s1"]
 
 
+@pytest.mark.spawns
 def test_the_hook_with_an_unreadable_env_file_is_refused_without_writing(tmp_path):
     """A .env that exists but cannot be read may name another store: refused (exit 1), nothing written."""
     (tmp_path / "folder.env").mkdir()
@@ -262,6 +267,7 @@ def test_an_env_file_sets_every_declared_setting_and_ignores_the_rest(tmp_path):
     assert settings.TIME_BOX.get(environ) == 30.0 and settings.REASK.get(environ) is False
 
 
+@pytest.mark.spawns
 def test_the_hook_with_a_bad_value_in_its_env_file_still_queues_the_session_end(tmp_path):
     """As with a bad value in the environment, the hook never fails the agent over a setting: the end
     is queued and the worker it starts reports the value (exit 2 there)."""

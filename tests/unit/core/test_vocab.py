@@ -120,6 +120,7 @@ def test_the_lists_hold_distinct_words_and_the_ranks_cover_them():
     assert not statuses & set(vocab.REMOVED_STATUSES)
 
 
+@pytest.mark.spawns
 def test_vocab_imports_nothing_and_the_fast_hook_stays_light():
     """vocab.py imports nothing but __future__; importing it loads no other module of the project
     and not ``typing`` (the session-end fast hook may import it)."""

@@ -142,6 +142,7 @@ def test_bad_grades_are_refused(run, tmp_path):
         export_stores(tmp_path / "nowhere", tmp_path / "x.md")
 
 
+@pytest.mark.spawns
 def test_benchmark_script_exports_and_scores(run, tmp_path):
     _, stores = run
     out = tmp_path / "m.md"

@@ -96,6 +96,7 @@ def test_bad_pair_lines_are_refused_with_the_line(tmp_path, line, says):
         load_pairs(f)
 
 
+@pytest.mark.spawns
 def test_eval_pairs_command_through_a_cli_judge(tmp_path):
     """``consolidate eval --pairs`` with the fake CLI's rule-based relations, in a real process."""
     cmd = [sys.executable, "-m", "consolidate", "eval", "--pairs", str(PAIRS), "--json", "--judge", "cli:" + fake("modal.py")]
@@ -225,6 +226,7 @@ def test_end_to_end_subset_is_deterministic(labeled):
         pick_sessions(rows, sdir, ["delta"])
 
 
+@pytest.mark.spawns
 def test_end_to_end_command(labeled, tmp_path):
     """``consolidate eval --end-to-end`` with a fake CLI (keeps what says "remember"), in a real
     process; the default sessions folder is ../realnotes/sessions beside the labels' folder."""
@@ -242,6 +244,7 @@ def test_end_to_end_command(labeled, tmp_path):
     assert bad.returncode == 5 and "no judge answered any labeled note" in bad.stderr
 
 
+@pytest.mark.spawns
 def test_batch_rejudge_moves_a_store_between_prompt_versions(tmp_path):
     """Memories written under judge-v1 are re-judged under judge-v2 by ``batch --rejudge
     --prompt-version judge-v1`` with CONSOLIDATE_PROMPT_VERSION=judge-v2, and back again."""

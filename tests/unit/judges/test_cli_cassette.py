@@ -58,6 +58,7 @@ def recorded(tmp_path, monkeypatch):
     return path, verdicts(result)
 
 
+@pytest.mark.spawns
 def test_record_writes_digests_command_answer_and_seconds(recorded):
     path, _ = recorded
     text = path.read_text(encoding="utf-8")
@@ -76,6 +77,7 @@ def test_record_writes_digests_command_answer_and_seconds(recorded):
         assert needle not in text
 
 
+@pytest.mark.spawns
 def test_replay_answers_offline_without_the_cli(recorded, monkeypatch):
     path, live = recorded
     monkeypatch.setenv("CONSOLIDATE_CASSETTE", str(path))
@@ -89,6 +91,7 @@ def test_replay_answers_offline_without_the_cli(recorded, monkeypatch):
     assert [e for e in events if e["event"] == "judge.call"][0]["replayed"] is True
 
 
+@pytest.mark.spawns
 def test_changed_note_fails_loudly_naming_the_prompt_version(recorded, monkeypatch):
     path, _ = recorded
     monkeypatch.setenv("CONSOLIDATE_CASSETTE", str(path))
@@ -101,6 +104,7 @@ def test_changed_note_fails_loudly_naming_the_prompt_version(recorded, monkeypat
     assert exc.value.prompt_version == "judge-v1"
 
 
+@pytest.mark.spawns
 def test_changed_prompt_version_fails_naming_both_versions(recorded, monkeypatch, tmp_path):
     """A prompt version the cassette never saw (a copy of judge-v1 with one rule reworded)."""
     path, _ = recorded
@@ -116,6 +120,7 @@ def test_changed_prompt_version_fails_naming_both_versions(recorded, monkeypatch
         JudgeChain([judge]).run(items(), CTX)
 
 
+@pytest.mark.spawns
 def test_changed_compare_pair_fails_loudly(recorded, monkeypatch):
     path, _ = recorded
     monkeypatch.setenv("CONSOLIDATE_CASSETTE", str(path))
@@ -124,6 +129,7 @@ def test_changed_compare_pair_fails_loudly(recorded, monkeypatch):
                       [Pair("k1", "Postgres 17 now", "Postgres 15", "fact")], CTX)
 
 
+@pytest.mark.spawns
 def test_rerecording_replaces_the_same_prompt_and_keeps_others(recorded, monkeypatch):
     path, _ = recorded
     monkeypatch.setenv("CONSOLIDATE_RECORD", "1")
@@ -134,6 +140,7 @@ def test_rerecording_replaces_the_same_prompt_and_keeps_others(recorded, monkeyp
     assert len({r["prompt_sha256"] for r in rows}) == 3
 
 
+@pytest.mark.spawns
 def test_model_id_reported_by_claude_code_is_recorded(tmp_path, monkeypatch, claude_on_path):
     monkeypatch.setenv("CONSOLIDATE_RECORD", "1")
     monkeypatch.chdir(tmp_path)
@@ -146,6 +153,7 @@ def test_model_id_reported_by_claude_code_is_recorded(tmp_path, monkeypatch, cla
     assert row["schema_sha256"] == prompt_digest(json.dumps(schema(), separators=(",", ":")))
 
 
+@pytest.mark.spawns
 def test_recorder_names_the_model_when_the_cli_does_not(tmp_path, monkeypatch):
     path = tmp_path / "c.yaml"
     monkeypatch.setenv("CONSOLIDATE_RECORD", "1")
@@ -164,6 +172,7 @@ def test_missing_cassette_is_a_config_error(tmp_path, monkeypatch):
         CLIJudge(fake("answer.py"))
 
 
+@pytest.mark.spawns
 def test_eval_command_records_then_replays_and_a_changed_label_file_exits_5(tmp_path):
     """The round trip through ``consolidate eval`` in real processes: record, replay with the CLI
     gone, then a changed note: one-line error naming judge-v1, exit 5 (judge problem)."""

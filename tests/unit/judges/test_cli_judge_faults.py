@@ -114,6 +114,7 @@ def group_gone(pgid: int) -> bool:
 # -- the CLI judge: answers that count ------------------------------------------------------------
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("script,parsed_from", [("answer.py", "json"), ("fenced.py", "fence"),
                                                 ("rawnewline.py", "json+control-chars")])
 def test_valid_answers_are_judged(store, script, parsed_from):
@@ -127,6 +128,7 @@ def test_valid_answers_are_judged(store, script, parsed_from):
     assert len(kept) == 2
 
 
+@pytest.mark.spawns
 def test_claude_preset_envelope_through_path(store, tmp_path, monkeypatch, claude_on_path):
     """The real ``claude`` preset argv against a stand-in ``claude`` on PATH that checks the flags and
     prints Claude Code's print-mode envelope."""
@@ -143,6 +145,7 @@ def test_claude_preset_envelope_through_path(store, tmp_path, monkeypatch, claud
 # -- the CLI judge: faults ------------------------------------------------------------------------
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("script,kind,says", [
     ("prose.py", "judge-output-invalid", "no JSON in the output"),
     ("nonzero.py", "judge-unavailable", "exit 2: fake-cli: error: model 'nope' not found"),
@@ -167,6 +170,7 @@ def test_missing_executable_is_unavailable(store):
     assert judge.calls == 0
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("script", ["slow.py", "stubborn.py"])
 def test_timeout_kills_the_process_group_within_the_time_box(store, script):
     judge = fake(script)
@@ -181,6 +185,7 @@ def test_timeout_kills_the_process_group_within_the_time_box(store, script):
     assert failed["kind"] == "judge-timeout" and failed["seconds"] < TIME_BOX + 1.5
 
 
+@pytest.mark.spawns
 def test_partial_answer_passes_the_rest_to_the_next_judge(store):
     second = ScriptedJudge(default=DROP, name="second")
     judge = fake("half.py")
@@ -194,6 +199,7 @@ def test_partial_answer_passes_the_rest_to_the_next_judge(store):
     assert reask["judge"] == "cli:template" and reask["batch_size"] == 2
 
 
+@pytest.mark.spawns
 def test_unknown_ids_are_ignored_and_logged(store):
     second = ScriptedJudge(default=DROP, name="second")
     plan, _ = run(store, fake("unknown.py"), second)
@@ -204,6 +210,7 @@ def test_unknown_ids_are_ignored_and_logged(store):
     assert not [m for m in memories(store) if m["source"].startswith("judge:cli")]
 
 
+@pytest.mark.spawns
 def test_failed_judge_is_skipped_for_the_rest_of_the_run(store):
     down = fake("nonzero.py")
     second = ScriptedJudge(default=DROP, name="second")
@@ -213,6 +220,7 @@ def test_failed_judge_is_skipped_for_the_rest_of_the_run(store):
     assert [e["judge"] for e in events(store) if e["event"] == "judge.failed"] == ["cli:template"]
 
 
+@pytest.mark.spawns
 def test_failed_judge_alone_second_batch_says_skipped(store):
     down = fake("nonzero.py")
     plan, _ = run(store, down, max_notes=2)
@@ -246,6 +254,7 @@ def test_presets_ask_for_structured_output_and_disable_hooks():
         CLIJudge("template:")
 
 
+@pytest.mark.spawns
 def test_schema_file_is_written_and_removed(tmp_path):
     script = tmp_path / "cat_schema.py"
     script.write_text("import json, sys\nsys.stdin.read()\nschema = json.load(open(sys.argv[1]))\n"
@@ -256,6 +265,7 @@ def test_schema_file_is_written_and_removed(tmp_path):
     assert v["reason"] == "Verdicts"
 
 
+@pytest.mark.spawns
 def test_child_env_marks_the_judge_and_guards_recursion(monkeypatch):
     judge = fake("answer.py")  # answer.py exits 3 unless CONSOLIDATE_JUDGE_CHILD=1 is set
     assert [v["verdict"] for v in judge.judge([JudgeNote("n1", "remember this fact about the build")],

@@ -132,6 +132,7 @@ def test_the_class_decides_not_the_words_in_the_message():
     assert not _retryable(RateLimitError("429"))
 
 
+@pytest.mark.spawns
 def test_importing_the_api_judge_imports_no_provider_library():
     code = ("import sys, consolidate.judges.api, consolidate.judges.chain, consolidate.judges.registry, consolidate.judges.prompting\n"
             "bad = [m for m in ('litellm', 'instructor', 'openai', 'httpx') if m in sys.modules]\n"

@@ -208,6 +208,7 @@ def test_spawn_auto_starts_the_worker_through_the_one_starter(monkeypatch, store
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "--judge"] == ["scripted:x.json", "noop"]
 
 
+@pytest.mark.spawns
 def test_stdio_server_subprocess(tmp_path):
     """``consolidate mcp`` as an agent CLI starts it: a subprocess speaking JSON-RPC on stdio."""
     store_dir = tmp_path / ".memofs"
@@ -233,6 +234,7 @@ def test_stdio_server_subprocess(tmp_path):
     s.close()
 
 
+@pytest.mark.spawns
 def test_session_end_fast_path_does_not_import_mcp(tmp_path):
     code = ("import sys; from consolidate.cli.main import main; "
             f"main(['note', '--store', {str(tmp_path / '.memofs')!r}, '--session', 's', 'a note here']); "

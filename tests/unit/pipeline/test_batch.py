@@ -1,6 +1,7 @@
 """`consolidate batch`: drains the queue and orphans concurrently, expires quarantine, decays,
 re-judges, and survives Ctrl-C with a consistent store and a resumable queue."""
 
+import pytest
 import io
 import json
 import signal
@@ -100,6 +101,7 @@ def test_batch_expires_quarantine(store, monkeypatch):
     assert r.expired == 1 and store.longterm().collection.count() == 0
 
 
+@pytest.mark.spawns
 def test_ctrl_c_leaves_consistent_store_and_resumable_queue(tmp_path):
     """Ctrl-C while sessions are being judged. Load-independent: the judge of every session after
     the first two waits for a gate file that the test creates only after sending SIGINT (a sleep

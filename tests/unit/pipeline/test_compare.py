@@ -95,6 +95,7 @@ def compare_calls(plan):
 # -- the inputs of the issue -------------------------------------------------------------------------
 
 
+@pytest.mark.spawns
 def test_keep_everything_judge_update_supersedes_the_old_entry(minilm_store, judges):
     store = minilm_store
     session(store, "one", "Integration tests run against Postgres 15 in CI", judges)
@@ -110,6 +111,7 @@ def test_keep_everything_judge_update_supersedes_the_old_entry(minilm_store, jud
     assert [h["document"] for h in hits] == ["Integration tests run against Postgres 16 in CI now; 15 is gone"]
 
 
+@pytest.mark.spawns
 def test_user_stated_indentation_update_supersedes_instead_of_disputing(minilm_store, judges):
     store = minilm_store
     session(store, "one", "Python files use 2-space indentation", judges, flag=True, kind="preference")
@@ -123,6 +125,7 @@ def test_user_stated_indentation_update_supersedes_instead_of_disputing(minilm_s
         "the user now wants 4-space indentation in Python files; 2 spaces is no longer allowed"]
 
 
+@pytest.mark.spawns
 def test_true_conflict_with_equal_evidence_is_disputed_and_shown(minilm_store, judges, capsys, monkeypatch):
     store = minilm_store
     session(store, "one", "The API gateway timeout is 30 seconds for every route", judges, flag=True, kind="constraint")
@@ -144,6 +147,7 @@ def test_true_conflict_with_equal_evidence_is_disputed_and_shown(minilm_store, j
     assert context.count("[disputed]") == 2 and "30 seconds" in context and "60 seconds" in context
 
 
+@pytest.mark.spawns
 def test_reworded_duplicate_is_found_by_the_judge(minilm_store, judges):
     store = minilm_store
     session(store, "one", "The staging database is reset every night at 02:00 UTC", judges, flag=True, kind="fact")
@@ -196,6 +200,7 @@ def test_update_within_one_run_keeps_the_later_statement(minilm_store):
     assert active_docs(store) == ["Builds now need Node 20; Node 18 support was dropped"]
 
 
+@pytest.mark.spawns
 def test_cli_compare_fails_soft_and_guesses_nothing(minilm_store):
     """A CLI judge that cannot answer the compare prompt (exit 1, then a time-out): an event, the
     pair left uncompared (``candidate.related``), both entries kept; never a guessed contradiction."""

@@ -236,6 +236,7 @@ def test_validation_takes_a_whole_answer_or_nothing():
         assert ok is None and problems == ["drop of m2 without a reason (a drop is junk, with the reason)"]
 
 
+@pytest.mark.spawns
 def test_a_drop_without_a_reason_defers_its_group_through_the_command(curated_store, tmp_path, capsys):
     """``consolidate curate`` with a judge that drops the junk line and gives no reason: the group is
     deferred as any invalid answer is, nothing changes (the schema sent to the model is unchanged)."""
@@ -254,6 +255,7 @@ def test_a_drop_without_a_reason_defers_its_group_through_the_command(curated_st
     assert _by_text(curated_store) == before
 
 
+@pytest.mark.spawns
 def test_the_cli_template_judge_answers_the_curation_prompt(curated_store, tmp_path):
     """A ``cli:template`` command gets the curation prompt on stdin and answers with the schema's JSON
     (what ../shared/tools/judgelab's capture and replay judges do)."""
@@ -277,6 +279,7 @@ def test_the_cli_template_judge_answers_the_curation_prompt(curated_store, tmp_p
     assert all("never instructions to you" in p for p in sent if p)
 
 
+@pytest.mark.spawns
 def test_a_capture_judge_sees_every_group_and_changes_nothing(curated_store, tmp_path):
     """A ``cli:template`` judge that answers the judge prompt's shape (judgelab's capture.py answers
     ``{"verdicts": [...drop]}`` for every ``[id]`` line) is read as no answer: every group is still

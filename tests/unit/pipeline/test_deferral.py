@@ -145,6 +145,7 @@ SIX = [
 # -- a judge that answers 3 of a batch of 6 ---------------------------------------------------------
 
 
+@pytest.mark.spawns
 def test_partial_answer_is_asked_again_once_then_waits_then_is_judged(store, switch):
     ids = add(store, "s1", SIX)
     switch.mode = "half"
@@ -193,6 +194,7 @@ def test_reask_is_one_smaller_batch_only(store):
 # -- a judge that answers 429 until the time box ends ------------------------------------------------
 
 
+@pytest.mark.spawns
 def test_rate_limited_until_the_time_box_is_a_partial_run_everywhere(tmp_path, monkeypatch, capsys, switch):
     monkeypatch.setenv("CONSOLIDATE_STORE", str(tmp_path / ".memofs"))
     monkeypatch.setenv("CONSOLIDATE_EMBEDDING", "hash")
@@ -272,6 +274,7 @@ def _cli(env, *argv, cwd):
     return run_preloaded(list(argv), env=env, cwd=cwd, timeout=120)
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("chain", ["default", "api", "cli"])
 def test_nothing_reachable_says_so_first_and_loses_nothing(tmp_path, chain):
     extra = {"default": {},
@@ -301,6 +304,7 @@ def test_nothing_reachable_says_so_first_and_loses_nothing(tmp_path, chain):
 # -- the scripted outage: down for one run, back for the next, 100 notes ----------------------------
 
 
+@pytest.mark.spawns
 def test_outage_then_back_every_note_judged_exactly_once(store, switch):
     texts = [f"Remember: service {i} listens on port {8000 + i}" if i % 5 == 0 else f"poked at module {i} a bit"
              for i in range(100)]

@@ -81,6 +81,7 @@ def test_every_stage_decides(store):
     assert "SQLite" in md and "AWS_PROFILE" in md
 
 
+@pytest.mark.spawns
 def test_zero_rows_imports_nothing_heavy(tmp_path):
     code = textwrap.dedent(f"""
         import sys

@@ -82,6 +82,7 @@ def test_private_span_in_a_failed_session_stays_in_the_session_tier(tmp_path):
     s.close()
 
 
+@pytest.mark.spawns
 def test_notice_and_hook_log_never_show_a_private_span(tmp_path):
     """A note holding a secret and a private span: the one-line notice the writer gets (and the
     hook log for a harvest) shows the private span replaced."""

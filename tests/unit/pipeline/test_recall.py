@@ -77,6 +77,7 @@ def _mcp(store_path, **arguments):
     return anyio.run(main)
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("query", ["which package manager does the project use",
                                    "how are database migrations run",
                                    "banana bread recipe with walnuts and cinnamon"])
@@ -96,6 +97,7 @@ def test_cli_mcp_and_python_return_the_same_memories(big_store, query):
     assert mcp.structured_content["below_floor"] == py.below_floor
 
 
+@pytest.mark.spawns
 def test_unrelated_query_finds_nothing_and_says_how_many_were_below(big_store):
     query = "zebra migration patterns across the Serengeti in the dry season"
     py = consolidate.recall(Store(big_store), query, k=5, min_similarity=0.3)
@@ -106,6 +108,7 @@ def test_unrelated_query_finds_nothing_and_says_how_many_were_below(big_store):
     assert len(consolidate.recall(Store(big_store), query, k=5, min_similarity=-1).memories) == 5
 
 
+@pytest.mark.spawns
 def test_a_quarantined_best_match_is_named_not_hidden(big_store):
     query = "where does the nightly export write its CSV files"
     py = consolidate.recall(Store(big_store), query, k=3)
@@ -124,6 +127,7 @@ def test_a_quarantined_best_match_is_named_not_hidden(big_store):
     assert mcp["memories"][0]["status"] == "quarantined" and "note" not in mcp
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("bad", [{"k": 0}, {"k": 51}, {"min_similarity": 2.0}, {"query": "  "},
                                  {"query": "why do migrations " * 223},  # 4,014 characters: just over the bound
                                  {"query": "почему миграции " * 2500}],  # 40,000 characters in another script (80 KB: under the argv limit)

@@ -112,6 +112,7 @@ def reported(tmp_path_factory):
     return path
 
 
+@pytest.mark.spawns
 def test_the_reported_identifiers_are_found_through_the_installed_command(reported):
     """``recall "v1.9"`` and ``recall "release v1.8"``: the vectors alone put the memories naming
     them under the floor (checked here); the installed command, MCP and Python return them, marked
@@ -252,6 +253,7 @@ def test_a_superseded_memory_is_left_out(minilm_store):
     assert mid not in [h["id"] for h in consolidate.recall(store, "OPS-2231", min_similarity=-1).memories]
 
 
+@pytest.mark.spawns
 def test_an_existing_store_gets_its_index_on_first_use_and_doctor_repairs_it(minilm_store):
     """A store made before the lexical index (its file absent), or one whose file is out of step or
     not a database: recall builds it again; ``doctor`` reports it and ``--repair`` rebuilds it. Every
@@ -284,6 +286,7 @@ def _doctor(path, repair):
     return out.stdout + out.stderr
 
 
+@pytest.mark.spawns
 def test_a_read_only_store_answers_from_an_index_in_memory(reported, tmp_path):
     """A read-only store without the lexical file (made before it): recall builds the index in
     memory and finds the identifier; nothing is written."""
@@ -309,6 +312,7 @@ def test_a_read_only_store_answers_from_an_index_in_memory(reported, tmp_path):
 # -- file recall (the PreToolUse hook) ----------------------------------------------------------------
 
 
+@pytest.mark.spawns
 def test_file_recall_finds_a_file_the_memory_names_by_its_words(tmp_path):
     """The graph's entities miss ``main.dart`` and ``Dockerfile``; the lexical index (read by the
     hook with sqlite3 alone) names them; a forgotten memory is not printed."""
@@ -379,6 +383,7 @@ def test_names_file_is_by_whole_components(named_dirs, rel_dirs, name, ext):
     assert not names_file(rel, base, {"x" + base, base + "c", f"{name}.{ext}x"})
 
 
+@pytest.mark.spawns
 def test_the_hook_path_imports_nothing_heavy_for_the_lexical_index():
     code = ("import sys, consolidate.store.index.lexical, consolidate.agents.file_recall;"
             "print([m for m in ('chromadb', 'numpy', 'onnxruntime', 'pydantic', 'litellm') if m in sys.modules])")

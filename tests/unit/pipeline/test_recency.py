@@ -80,6 +80,7 @@ def local_store(built_local_store, tmp_path):
     shutil.copytree(built_local_store, tmp_path / "st")
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("relation", ["contradicts", "updates"])
 def test_an_old_teammate_entry_does_not_supersede_a_newer_memory(tmp_path, relation, local_store):
     """The reported case, for both relations the judge may answer."""
@@ -95,6 +96,7 @@ def test_an_old_teammate_entry_does_not_supersede_a_newer_memory(tmp_path, relat
     assert not [e for e in events if e["event"] == "memory.superseded"]
 
 
+@pytest.mark.spawns
 def test_an_old_entry_with_stronger_evidence_still_supersedes(tmp_path, local_store):
     """Stronger evidence wins whatever its date (the user said so, long ago)."""
     (tmp_path / "AGENTS.md").write_text(block((THEIRS, "user-stated", "2025-01-15")))
@@ -104,6 +106,7 @@ def test_an_old_entry_with_stronger_evidence_still_supersedes(tmp_path, local_st
     assert got[THEIRS]["last_confirmed"] == "2025-01-15"
 
 
+@pytest.mark.spawns
 def test_between_equal_evidence_the_newer_observation_wins_and_as_of_remembers(tmp_path):
     """Two imports of equal evidence: the newer one supersedes; the older one's validity ends when
     the newer became true, and `recall --as-of` shows each for its own dates."""
@@ -147,6 +150,7 @@ def test_between_equal_evidence_the_newer_observation_wins_and_as_of_remembers(t
     assert list(then) == [LOCAL] and then[LOCAL]["status"] == "active" and "valid_to" not in then[LOCAL]
 
 
+@pytest.mark.spawns
 def test_a_newer_import_of_the_same_memory_moves_its_date_an_older_one_does_not(tmp_path, local_store):
     (tmp_path / "AGENTS.md").write_text(block((LOCAL, "observed-success", "2025-01-15")))
     cli("import", "--agents-md", "AGENTS.md", "--store", "st", "--judge", JUDGE, cwd=tmp_path)
@@ -188,6 +192,7 @@ def test_old_metadata_reads_a_sensible_validity():
     assert not valid_on({"valid_from": "2026-05-01", "valid_to": "2026-06-01", "status": "superseded"}, "2026-06-01")
 
 
+@pytest.mark.spawns
 def test_an_older_statement_of_stronger_evidence_ends_the_newer_one_on_the_day_it_is_learned(tmp_path):
     """A fresh tester's find: a newer memory superseded by an older statement of stronger evidence got
     a valid_to (the older one's start) before its own valid_from, and no --as-of date showed it. It

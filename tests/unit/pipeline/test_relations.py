@@ -168,6 +168,7 @@ def test_forget_and_undo_take_relations_out_of_graph_and_recall(tmp_path):
     assert not recall(store, query, k=1, min_similarity=0.99, record=False).memories
 
 
+@pytest.mark.spawns
 def test_graph_command_subprocess(tmp_path):
     store = _store(tmp_path)
     _run(store, "s1", {"a": _keep("The analytics service depends on ledgerkit.", [["analytics", "depends_on",

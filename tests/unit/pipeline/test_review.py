@@ -244,6 +244,7 @@ def test_mcp_review_tools(queued):
     assert all(e["evidence"] == "user-stated" for e in decisions)
 
 
+@pytest.mark.spawns
 def test_prompt_loop_on_a_terminal(queued):
     """``consolidate review`` with a terminal on stdin asks about each entry: approve the first
     disputed one (its partner is superseded: skipped when its turn comes), decline the quarantined

@@ -8,6 +8,7 @@ re-import still count as imported. Real CLI processes (forked preloaded, tests/s
 
 from __future__ import annotations
 
+import pytest
 import json
 import shutil
 import sys
@@ -18,6 +19,8 @@ from consolidate import Store
 from many_processes import cli_env
 from paths import SUPPORT
 from preloaded import run as run_preloaded
+
+pytestmark = pytest.mark.spawns  # starts real processes (the quick loop leaves it out)
 
 FAKE = SUPPORT / "fake_cli"
 KEEPER = f"cli:template:{sys.executable} {FAKE / 'answer.py'}"

@@ -32,6 +32,7 @@ def _flagged(store_path: Path, sid: str, texts: list[str]) -> Store:
     return s
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("agent,event,tool", [("claude-code", "PreToolUse", "Edit"),
                                               ("gemini-cli", "BeforeTool", "read_file")])
 def test_file_recall_never_prints_an_instruction_worded_memory(project, agent, event, tool):  # noqa: F811
@@ -49,6 +50,7 @@ def test_file_recall_never_prints_an_instruction_worded_memory(project, agent, e
     assert "2 remembered entries left out" in context
 
 
+@pytest.mark.spawns
 def test_file_recall_with_only_unsafe_memories_prints_nothing(project):  # noqa: F811
     settings = install(project, "--store", ".memofs", "--embedding", "hash", "--judge", "noop")
     _flagged(project / ".memofs", "m1", UNSAFE).close()
@@ -106,6 +108,7 @@ def test_a_reason_never_stores_a_secret(store, capsys, command, reason):
     assert "<" in text  # the redacted preview is kept in its place
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("escape", ["\x1b[2J\x1b[31m", "\x07\x1b]0;pwned\x07", "\x9b31m"])
 def test_control_characters_in_a_memory_are_printed_visibly(project, escape):  # noqa: F811
     settings = install(project, "--store", ".memofs", "--embedding", "hash", "--judge", "noop")

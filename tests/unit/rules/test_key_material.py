@@ -88,6 +88,7 @@ def _env(store: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.spawns
 def test_reported_case_through_the_installed_command(tmp_path):
     """note -> run with a scripted judge that keeps everything -> SessionStart and recall: the PEM line and
     the account key are never shown and no file of the store holds them; the ordinary notes of the same
@@ -312,6 +313,7 @@ def test_workspace_extract_blocks_the_line(store):
     assert PEM_LINE.encode() not in _raw(store)
 
 
+@pytest.mark.spawns
 def test_import_agents_md_blocks_the_entry(tmp_path):
     """``import --agents-md`` through the installed command: the entry holding the key is said in a
     ``secret:`` line and never becomes a memory."""

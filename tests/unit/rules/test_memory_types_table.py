@@ -6,6 +6,7 @@ models are rebuilt here, as they were, as the reference (pydantic stays a depend
 
 from __future__ import annotations
 
+import pytest
 import subprocess
 import sys
 
@@ -111,6 +112,7 @@ def test_the_reported_messages():
         "unknown memory type 'lesson' (known: decision, constraint, preference, recipe, failure, fact)")
 
 
+@pytest.mark.spawns
 def test_the_rules_import_no_pydantic():
     code = ("import sys; import consolidate.rules.memory_types, consolidate.rules.note_policy;"
             " print('pydantic' in sys.modules)")

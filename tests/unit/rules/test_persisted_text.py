@@ -400,6 +400,7 @@ def _files(*folders: Path) -> dict[str, bytes]:
     return {str(p): p.read_bytes() for f in folders if f.exists() for p in sorted(f.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.spawns
 def test_a_planted_secret_in_every_free_text_field_reaches_no_file(tmp_path):
     w = Walk(tmp_path)
     _drive_notes_and_ends(w)

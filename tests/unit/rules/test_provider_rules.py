@@ -136,6 +136,7 @@ def test_a_rule_runs_only_when_one_of_its_keywords_occurs():
     assert [f.rule for f in pr.find(text, present=set())] == []  # no keyword: the regex is not even run
 
 
+@pytest.mark.spawns
 def test_rules_compile_lazily_once_per_process():
     code = ("from consolidate.rules import provider_rules as pr, secrets;"
             " secrets.scan('the build is green again after the cache fix, 42 tests pass');"
@@ -208,6 +209,7 @@ def test_new_providers_are_blocked_at_consolidation(store, monkeypatch):
     assert all(v not in str(plan.events) for v in values.values())
 
 
+@pytest.mark.spawns
 def test_plain_note_loads_no_provider_rules(tmp_path):
     """The session-end path stays light: an ordinary note written through the API neither imports the
     gate nor parses gitleaks' rule file."""

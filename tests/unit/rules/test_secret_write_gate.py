@@ -186,6 +186,7 @@ def test_prefilter_never_skips_a_secret_of_the_corpus():
     assert missed == []
 
 
+@pytest.mark.spawns
 def test_plain_note_imports_no_gate(tmp_path):
     import subprocess
     import sys

@@ -422,6 +422,7 @@ def test_one_megabyte_single_token_does_not_blow_up():
     assert [(f.kind, f.start, f.end) for f in scan(blob)] == [("key-material", 0, len(blob))]
 
 
+@pytest.mark.spawns
 def test_import_stays_light():
     code = "import sys, consolidate.rules.secrets; sys.exit('detect_secrets' in sys.modules)"
     root = REPO

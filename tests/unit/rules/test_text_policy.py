@@ -253,6 +253,7 @@ def _cli(store, *args, stdin=None):
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.spawns
 def test_cli_note_and_import_print_the_policy(store, tmp_path):
     r = _cli(store, "note", "--session", "S", "--flag", "--kind", "recipe", "Fix the peer dependency conflict")
     assert r.returncode == 0, r.stderr

@@ -421,6 +421,7 @@ def test_the_registry_names_every_surface_once_and_each_renderer_exists():
     assert agent_view.CONTEXT_MAX_CHARS == context_budget.CONTEXT_MAX_CHARS
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("name", [s.name for s in agent_view.SURFACES])
 def test_every_surface_in_the_registry_is_driven(world, name):
     text, wanted = DRIVERS[name](world)
@@ -462,6 +463,7 @@ def test_every_surface_in_the_registry_is_driven(world, name):
 
 # -- the reported failures, one case each ---------------------------------------------------------
 
+@pytest.mark.spawns
 def test_file_recall_marks_a_drifted_memory_and_never_shows_a_forgotten_one(world):
     text = _file_recall(world, "claude", "tool-3")
     [line] = _lines_with(text, "tag-drift-71")
@@ -469,6 +471,7 @@ def test_file_recall_marks_a_drifted_memory_and_never_shows_a_forgotten_one(worl
     assert "tag-forgot-73" not in text and "redis" not in text
 
 
+@pytest.mark.spawns
 def test_a_judges_user_stated_claim_is_shown_as_credited(world):
     out = _cli(world["project"], "recall", "make ship release", "-k", "50", "--min-similarity", "-1")
     [line] = _lines_with(out, "tag-claim-81")
@@ -479,6 +482,7 @@ def test_a_judges_user_stated_claim_is_shown_as_credited(world):
     assert hit["evidence"] == "observed" and hit["claimed_evidence"] == "user-stated"
 
 
+@pytest.mark.spawns
 def test_recall_holds_back_a_planted_instruction_and_names_its_id(world):
     out = _cli(world["project"], "recall", "delete src/app.py previous instructions", "-k", "50",
                "--min-similarity", "-1")
@@ -606,6 +610,7 @@ def test_the_ast_check_catches_a_new_surface(tmp_path):
     assert _offences(good, "routed.py") == []
 
 
+@pytest.mark.spawns
 def test_the_file_recall_hook_imports_no_heavy_module():
     code = ("import sys, consolidate.agents.file_recall, consolidate.agents.hooks.fast_start;"
             " print(sorted(m for m in ('chromadb', 'numpy', 'pydantic', 'consolidate.model.plan') if m in sys.modules))")
@@ -649,6 +654,7 @@ def small(tmp_path):
     return project
 
 
+@pytest.mark.spawns
 def test_a_run_reports_the_memory_it_wrote_as_the_store_credits_it(small, capsys):
     statement = "The project installs with pnpm, never npm"
     out = _judged(capsys, small, "r1", "The project installs with pnpm, never npm: npm breaks the lockfile",
@@ -659,6 +665,7 @@ def test_a_run_reports_the_memory_it_wrote_as_the_store_credits_it(small, capsys
     assert "[high, observed, " in recalled and "user-stated" not in recalled
 
 
+@pytest.mark.spawns
 def test_notes_md_and_the_event_log_record_the_evidence_as_credited(small, capsys):
     """What a run records of a memory whose evidence a judge claimed: ``memory/notes.md`` shows it as
     credited (observed), the event log's ``memory.written`` line names both (``evidence`` credited,
@@ -685,6 +692,7 @@ def _paths_holding(value, wanted: str, path: tuple = ()) -> list[tuple]:
     return [path] if value == wanted else []
 
 
+@pytest.mark.spawns
 def test_recall_json_holds_a_judges_claim_only_under_claimed_evidence(small, capsys):
     _judged(capsys, small, "r1", "The project installs with pnpm, never npm: npm breaks the lockfile",
             {"pnpm": _claimed("The project installs with pnpm, never npm")})
@@ -697,6 +705,7 @@ def test_recall_json_holds_a_judges_claim_only_under_claimed_evidence(small, cap
     assert json.loads(meta["provenance"]) == {"evidence": "observed"} and meta["claimed_evidence"] == "user-stated"
 
 
+@pytest.mark.spawns
 def test_graph_marks_a_memory_whose_anchored_file_changed(small, capsys):
     from consolidate.mcp.server import graph_result
 
@@ -720,6 +729,7 @@ def test_graph_marks_a_memory_whose_anchored_file_changed(small, capsys):
     assert m["statement"] == f"{statement} [drifted: src/auth.py]"
 
 
+@pytest.mark.spawns
 def test_review_edit_rederives_the_fields_of_the_old_wording_and_records_the_edit(small, capsys):
     old = "We chose ruff over flake8 because flake8 is slow"
     _judged(capsys, small, "e1", old, {"ruff": {**_claimed(old), "type": "decision", "evidence": "inferred",
@@ -739,6 +749,7 @@ def test_review_edit_rederives_the_fields_of_the_old_wording_and_records_the_edi
     assert hit["provenance"]["edited"]["fields_rederived"] == ["reason"]
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("name", ["session-start", "cli-recall", "mcp-recall", "workspace-context", "export",
                                   "disputes"])
 def test_every_surface_names_the_memories_it_held_back(world, name):
@@ -798,6 +809,7 @@ def _surfaces_showing(capsys, project: Path, query: str, file: str | None = None
                if file else {})}
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("form", ["NFC", "NFD"])
 @pytest.mark.parametrize("text,file", RESTATED)
 def test_a_forgotten_memory_written_again_from_a_flagged_note_is_shown_on_every_surface(small, capsys, text, file, form):

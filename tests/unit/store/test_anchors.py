@@ -107,6 +107,7 @@ def touch_later(path):
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
 
 
+@pytest.mark.spawns
 def test_anchors_are_recorded_with_symbol_hashes_and_cached_in_the_manifest(repo):
     root, store, _ = repo
     ids = ids_by_text(store)
@@ -124,6 +125,7 @@ def test_anchors_are_recorded_with_symbol_hashes_and_cached_in_the_manifest(repo
     assert anchors.check(store.path) == {}  # nothing drifted on an unchanged tree
 
 
+@pytest.mark.spawns
 def test_editing_an_anchored_function_drifts_only_its_memories(repo):
     root, store, _ = repo
     ids = ids_by_text(store)
@@ -141,6 +143,7 @@ def test_editing_an_anchored_function_drifts_only_its_memories(repo):
     assert any(line.startswith(f"- {CHECK}") and line.endswith("[drifted: src/auth.py]") for line in text.splitlines())
 
 
+@pytest.mark.spawns
 def test_an_unrelated_edit_or_a_touch_is_not_drift(repo):
     root, store, _ = repo
     p = root / "src" / "auth.py"
@@ -154,6 +157,7 @@ def test_an_unrelated_edit_or_a_touch_is_not_drift(repo):
     assert section["drifted"] == {}
 
 
+@pytest.mark.spawns
 def test_whole_file_anchor_and_javascript_symbol_drift(repo):
     root, store, _ = repo
     ids = ids_by_text(store)
@@ -166,6 +170,7 @@ def test_whole_file_anchor_and_javascript_symbol_drift(repo):
                      ids[CONFIG]: {"drifted": ["web/app.js"], "stale": []}}
 
 
+@pytest.mark.spawns
 def test_a_deleted_file_makes_its_memories_stale_and_leaves_them_out_of_context(repo):
     root, store, _ = repo
     ids = ids_by_text(store)
@@ -177,6 +182,7 @@ def test_a_deleted_file_makes_its_memories_stale_and_leaves_them_out_of_context(
     assert CONFIG not in text and CHECK in text
 
 
+@pytest.mark.spawns
 def test_a_renamed_file_keeps_its_anchor_in_git(tmp_path):
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
@@ -201,6 +207,7 @@ def test_a_renamed_file_keeps_its_anchor_in_git(tmp_path):
     store.close()
 
 
+@pytest.mark.spawns
 def test_without_git_a_moved_file_is_stale(tmp_path):
     root = tmp_path / "proj"
     make_repo(root, False)
@@ -212,6 +219,7 @@ def test_without_git_a_moved_file_is_stale(tmp_path):
     store.close()
 
 
+@pytest.mark.spawns
 def test_batch_rejudge_drifted_keeps_reanchors_or_archives(repo):
     root, store, _ = repo
     ids = ids_by_text(store)
@@ -234,6 +242,7 @@ def test_batch_rejudge_drifted_keeps_reanchors_or_archives(repo):
                for x in store.events_path.read_text(encoding="utf-8").splitlines())
 
 
+@pytest.mark.spawns
 def test_batch_rejudge_drifted_with_no_judge_leaves_the_queue(repo):
     root, store, _ = repo
     ids = ids_by_text(store)
@@ -246,6 +255,7 @@ def test_batch_rejudge_drifted_with_no_judge_leaves_the_queue(repo):
     assert CHECK in ids_by_text(store)
 
 
+@pytest.mark.spawns
 def test_cli_recall_shows_drift_and_batch_flag(repo, capsys):
     root, store, _ = repo
     p = root / "src" / "auth.py"
@@ -281,6 +291,7 @@ def test_paths_outside_the_project_are_never_anchored(tmp_path):
     assert anchors.find_anchors(root, "see ../secret.py and /etc/passwd.txt and link.py") == []
 
 
+@pytest.mark.spawns
 def test_the_installed_hook_prints_drift_on_session_start(repo):
     """A real SessionStart payload piped into `consolidate hook`, as Claude Code runs it."""
     import sys
@@ -301,6 +312,7 @@ def test_the_installed_hook_prints_drift_on_session_start(repo):
     assert any(line.startswith(f"- {REFRESH}") and "drifted" not in line for line in lines)
 
 
+@pytest.mark.spawns
 def test_status_counts_anchored_drifted_and_stale(repo, capsys):
     root, store, _ = repo
     (root / "web" / "app.js").unlink()
@@ -311,6 +323,7 @@ def test_status_counts_anchored_drifted_and_stale(repo, capsys):
         in capsys.readouterr().out
 
 
+@pytest.mark.spawns
 def test_mcp_recall_shows_drift(repo):
     import anyio
     from mcp import Client

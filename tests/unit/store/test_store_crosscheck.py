@@ -184,6 +184,7 @@ def _repaired_here(capsys, folder, before, *expect):
     return _repaired(folder, before, *expect, cli=_in_process(capsys))
 
 
+@pytest.mark.spawns
 def test_the_reported_case_half_the_nodes_then_the_index(store):
     """`truncate -s 50% graph/nodes.jsonl`: not healthy, the graph's loss counted, all 255 memory
     nodes back (254 live, 1 forgotten); then `rm -rf chroma/`: 254 memories rebuilt, not the graph's."""

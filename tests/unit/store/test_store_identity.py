@@ -14,6 +14,8 @@ import pytest
 from many_processes import cli_env
 from preloaded import run as run_preloaded
 
+pytestmark = pytest.mark.spawns  # starts real processes (the quick loop leaves it out)
+
 
 def _cli(store_path, *args, cwd=None, **env):
     """One CLI command in a new process forked from one with chromadb imported (tests/support/preloaded.py)."""

@@ -159,6 +159,7 @@ NOT_MADE = {layout.TEAM_JSON, layout.TEAM, layout.TEAM_OUTBOX, layout.TEAM_OUTBO
             layout.STORE_CONFIG}
 
 
+@pytest.mark.spawns
 def test_a_store_made_by_the_cli_holds_exactly_the_listed_entries(tmp_path):
     """A real store, made by the installed command as a user would (notes, an end, a run, recall,
     forget, undo, the hooks on real payloads, a workspace, doctor): every file and folder in it is an

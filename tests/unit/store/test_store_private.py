@@ -44,6 +44,7 @@ def consolidate(project, umask, *args, stdin=None):
     return run_with_umask(list(args), umask=umask, env=env, cwd=project, input=stdin, timeout=300)
 
 
+@pytest.mark.spawns
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc")
 @pytest.mark.parametrize("umask", [0o022, 0o002, 0o000, 0o077])
 def test_the_commands_here_run_under_the_umask_they_are_given(umask):
@@ -51,6 +52,7 @@ def test_the_commands_here_run_under_the_umask_they_are_given(umask):
     assert server_umask(umask) == umask
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("umask", [0o022, 0o002, 0o000])
 def test_every_file_and_folder_is_private_whatever_the_umask(tmp_path, umask):
     project = tmp_path / "app"
@@ -76,6 +78,7 @@ def test_every_file_and_folder_is_private_whatever_the_umask(tmp_path, umask):
     assert (store / ".gitignore").read_text(encoding="utf-8") == GITIGNORE
 
 
+@pytest.mark.spawns
 def test_git_add_all_commits_nothing_of_the_store(tmp_path):
     if shutil.which("git") is None:
         pytest.skip("git is not installed")  # the .gitignore content is checked above
@@ -132,6 +135,7 @@ def _store_with_a_run(project, umask):
     return r.stdout.split()[0]
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("umask", [0o022, 0o000])
 def test_every_writing_command_keeps_the_store_private(tmp_path, umask):
     """undo, doctor --repair (rewritten events and the *.corrupt copies), the workspace commands
@@ -163,6 +167,7 @@ def test_every_writing_command_keeps_the_store_private(tmp_path, umask):
     assert any(n.startswith("workspaces/") and n.endswith("context/memories.md") for n in names), sorted(names)
 
 
+@pytest.mark.spawns
 def test_workspace_context_files_are_read_only_and_private(tmp_path):
     project = tmp_path / "app"
     project.mkdir()
@@ -197,6 +202,7 @@ elif what == "note":
 """
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("what", ["undo", "repair", "workspace", "note"])
 def test_python_api_writers_keep_the_store_private(tmp_path, what):
     """The same through the Python API, with the store opened create=False in a process whose umask is

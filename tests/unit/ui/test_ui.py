@@ -211,6 +211,7 @@ def _get(url):
         return exc.code, exc.read().decode("utf-8")
 
 
+@pytest.mark.spawns
 def test_a_read_only_store_shows_its_pages_and_refuses_writes(tmp_path):
     from test_one_line_refusals import _read_only_prefix, _snapshot
 
@@ -236,6 +237,7 @@ def test_a_read_only_store_shows_its_pages_and_refuses_writes(tmp_path):
     assert _snapshot(path) == before
 
 
+@pytest.mark.spawns
 def test_a_damaged_store_gets_a_message_not_a_traceback(tmp_path):
     path = tmp_path / "p" / ".memofs"
     _make_store(path)
@@ -251,6 +253,7 @@ def test_a_damaged_store_gets_a_message_not_a_traceback(tmp_path):
         proc.wait(timeout=30)
 
 
+@pytest.mark.spawns
 def test_another_host_is_warned_about(tmp_path):
     proc, url = _serve([sys.executable, "-m", "consolidate", "ui", "--store", str(tmp_path / "none"),
                         "--host", "0.0.0.0"])
