@@ -252,4 +252,3 @@ def test_writers_interleaved_with_mcp_alive(seeded_store, tmp_path):
         recalled_by_mcp(mcp, ledger.check())
     applied = applied_per_session(store_path)
     assert applied == {s: 1 for s in ["seed", "h1", "h2", "b1", "b2", "b3", "r1", "r2", "m1"]}
-

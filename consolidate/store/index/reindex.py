@@ -92,9 +92,7 @@ def missing_index_error(store, count_in_index: int, recheck=None):
         g = graph.load(store.sub(GRAPH))
     except StoreCorrupt:
         return None  # the graph itself is damaged: doctor reports that first
-    # the journal after the graph: a run writes its journal before its graph lines, so every run
-    # whose lines this graph holds is either still in the journal now or past its index step
-    unindexed = journal.unindexed_runs(store)
+    unindexed = journal.unindexed_runs(store)  # after the graph: see the docstring
     live = live_memories(store, g)
     if unindexed:
         live = {mid: a for mid, a in live.items() if not _only_from(g, mid, unindexed)}
