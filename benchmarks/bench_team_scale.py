@@ -13,15 +13,14 @@ projects are on the one server: a metadata ``where`` there is evaluated against 
 the server (the small project's filtered query pays for the big one's records).
 
 Each timed run: a fresh local store (project ``bench``, hash embedding) in the team, up to date with
-the team store (its ``team/ledger.json`` and ``team/state.json`` written as a pull of the built
+the team store (its ``team/ledger.sqlite3`` and ``team/state.json`` written as a pull of the built
 records leaves them; its local index does not hold the built memories: a local index at scale is
 bench_scale.py's), 1,000 real notes in one ended session; then ``run_queue`` with the scripted judge
 keeping 1 in 5 (the pull before the run, the run, the push after it) in its own process, which
 reports its time and its peak RSS (/proc/self/status VmHWM: ``ru_maxrss`` would carry the parent's
 peak over the exec). Runs alternate the sizes; medians. Recall: in one
-process per size, ``consolidate.recall`` on such a store after another machine pushed (the fresh pull
-finds the clock moved), and the server query a ``--chroma-url`` process makes (5 neighbours, the
-scope filter); p50/p95. The server's peak RSS is /proc/PID/status VmHWM.
+process per size, recall's search (``LongTerm.search``, as ``consolidate.recall`` calls it) on the
+server's collection, and beside it the server's own filtered query; p50/p95 (:func:`recall_side`). The server's peak RSS is /proc/PID/status VmHWM.
 
     python benchmarks/bench_team_scale.py [--runs 5] [--memories 1000000] [--queries 40]
 """
@@ -80,21 +79,6 @@ print(json.dumps({"seconds": dt, "durable": summary(plans[0])["written_durable"]
                   "push": getattr(plans, "team_push", None) and {k: v for k, v in plans.team_push.items() if k != "pushed"},
                   "stages": {**dict(STAGE_SECONDS), **{"team " + k: v for k, v in TEAM.items()}}, "maxrss_mb": [int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM:")][0] / 1024}))
 """
-
-RECALL = r"""
-import json, statistics, sys, time
-from consolidate import Store, recall
-queries = json.loads(open(sys.argv[2], encoding="utf-8").read())
-store = Store(sys.argv[1], project="bench", embedding="hash")
-recall(store, queries[0], record=False)
-xs = []
-for q in queries:
-    t = time.perf_counter()
-    recall(store, q, record=False)
-    xs.append(time.perf_counter() - t)
-print(json.dumps(xs))
-"""
-
 
 def start_chroma() -> tuple[subprocess.Popen, str]:
     exe = shutil.which("chroma") or str(Path(sys.executable).with_name("chroma"))
@@ -199,10 +183,20 @@ def build(url: str, project: str, n: int, info: dict, as_built: bool = False) ->
     return n
 
 
-def ledger_for(n: int) -> dict:
-    """The ledger a pull of the built records leaves (every id at version 1, its write id)."""
-    return {"memories": {memory_id(i): 1 for i in range(n)},
-            "etags": {memory_id(i): f"builder:{i:012x}" for i in range(n)}, "edges": [], "tombstones": []}
+def ledger_for(folder: Path, n: int, clock) -> Path:
+    """``team/ledger.sqlite3`` as a pull of the built records leaves it (every id at version 1, its
+    write id; the clock token; the cursor of a pull some time after the build: the newest change
+    seen later than the built ones), written once under ``folder``; returns its path."""
+    from consolidate.store.layout import TEAM_LEDGER
+    from consolidate.team import ledger
+
+    class _At:
+        def sub(self, entry):
+            return entry.of(folder)
+
+    seen = {memory_id(i): [1, f"builder:{i:012x}"] for i in range(n)}
+    ledger.record(_At(), seen, clock=clock, cursor=CHANGED_AT + 3600, advance=True)
+    return TEAM_LEDGER.of(folder)
 
 
 class Fresh:
@@ -210,7 +204,7 @@ class Fresh:
 
     def __init__(self, tmp: Path, url: str):
         self.tmp, self.url, self.k = tmp, url, 0
-        self.ledgers: dict[str, str] = {}
+        self.ledgers: dict[str, Path] = {}
 
     def make(self, project: str, n: int, notes) -> Path:
         from consolidate.store.layout import TEAM_LEDGER, TEAM_STATE
@@ -224,13 +218,9 @@ class Fresh:
         team_config(path, self.url, project, f"bench{self.k}")
         if project not in self.ledgers:
             clock = sync.TeamClient(store).collection(CLOCK).get(ids=[CLOCK], include=["documents"])
-            led = ledger_for(n)
-            led["clock"] = (clock.get("documents") or [None])[0]
-            # as a pull some time after the build leaves it: the newest change seen later than the built ones
-            led["cursor"] = CHANGED_AT + 3600
-            self.ledgers[project] = json.dumps(led)
+            self.ledgers[project] = ledger_for(self.tmp / f"ledger-{project}", n, (clock.get("documents") or [None])[0])
         store.sub(TEAM_LEDGER).parent.mkdir(parents=True, exist_ok=True)
-        store.sub(TEAM_LEDGER).write_text(self.ledgers[project])
+        shutil.copyfile(self.ledgers[project], store.sub(TEAM_LEDGER))
         store.sub(TEAM_STATE).write_text(json.dumps({"last_pull": "2026-12-02T00:00:00+00:00"}))
         if notes:
             fill_session(store, "bench-1000", notes)
@@ -367,36 +357,51 @@ def probe_pull(fresh: Fresh, sizes: dict, tmp: Path, limit: float = 30.0) -> Non
 
 
 def recall_side(args, fresh: Fresh, sizes: dict, tmp: Path) -> float:
+    """Recall's search on the server's collection, p50/p95 over 2 x the queries per size, in one
+    process (client connected and collection opened first): the product's query
+    (consolidate.store.index.longterm ``LongTerm.search`` as ``consolidate.recall`` calls it, depth
+    FUSION_DEPTH, statuses RECALLED: the nearest ``k * OVERFETCH`` fetched unfiltered, their records
+    read by id, the status and tier filter applied in the client, a filtered query only when too few
+    pass), and beside it a query with the metadata ``where`` evaluated by the server (which the
+    product makes only then). Returns the product query's p95 ratio (the larger size to the smaller)."""
+    from consolidate.pipeline.recall import FUSION_DEPTH
     from consolidate.store.store import Store
     from consolidate.team import sync
 
     queries = [n["content"][:200] for n in real_notes(args.queries)]
-    qfile = tmp / "queries.json"
-    qfile.write_text(json.dumps(queries))
-    print("\nrecall against the team store: the query of 5 neighbours a recall makes on the server's collection"
-          " (in one process, client connected and collection opened first), p50/p95 over 2 x the queries:")
+    print("\nrecall's search on the team store's collection (one process per size; client connected and"
+          " collection opened first), p50/p95 over 2 x the queries:")
     import numpy as np
-    server_p95 = {}
+    p95 = {}
     for name, (project, _n) in sizes.items():
         store = Store(tmp / f"q-{project}" / ".memofs", project=SCOPE, embedding="hash")
         team_config(store.path, fresh.url, project, "q")
         col = sync.TeamClient(store).memories()
-        vecs = store.embedder().embed(queries)
-        for label, where in (("where scope and status", {"$and": [{"scope": SCOPE},
-                                                                 {"status": {"$in": ["active", "disputed"]}}]}),
-                             ("no where", None)):
+        lt = store.longterm()
+        lt._read = lambda fn, col=col: fn(col)  # the product's query code, on the server's collection
+        vecs = [np.asarray(v).tolist() for v in store.embedder().embed(queries)]
+        where = {"$and": [{"tier": "durable"}, {"status": {"$in": ["active", "disputed"]}}]}
+        cases = (("product query (LongTerm.search)", lambda v, lt=lt: lt.search(v, k=FUSION_DEPTH)),
+                 ("server where (status, tier)", lambda v, col=col, where=where: col.query(
+                     query_embeddings=[v], n_results=FUSION_DEPTH, where=where,
+                     include=["documents", "metadatas", "distances"])))
+        for label, fn in cases:
+            fn(vecs[0])
             xs = []
-            for v in list(vecs) * 2:
+            for v in vecs * 2:
                 t = time.perf_counter()
-                col.query(query_embeddings=[np.asarray(v).tolist()], n_results=5, where=where,
-                          include=["documents", "metadatas", "distances"])
+                fn(v)
                 xs.append(time.perf_counter() - t)
             xs.sort()
-            server_p95[(name, label)] = xs[int(len(xs) * 0.95)]
-            print(f"  team store {name:>10}, {label:<24}: p50 {xs[len(xs) // 2] * 1000:.1f} ms,"
-                  f" p95 {xs[int(len(xs) * 0.95)] * 1000:.1f} ms")
+            p95[(name, label)] = xs[int(len(xs) * 0.95)]
+            print(f"  team store {name:>10}, {label:<32}: p50 {xs[len(xs) // 2] * 1000:.1f} ms,"
+                  f" p95 {p95[(name, label)] * 1000:.1f} ms")
+        store.close()
     a, b = list(sizes)
-    return server_p95[(b, "where scope and status")] / server_p95[(a, "where scope and status")]
+    label = cases[0][0]
+    print(f"  p95 ratio, {label}: {p95[(b, label)] / p95[(a, label)]:.2f}x;"
+          f" server where: {p95[(b, cases[1][0])] / p95[(a, cases[1][0])]:.2f}x")
+    return p95[(b, label)] / p95[(a, label)]
 
 
 if __name__ == "__main__":

@@ -130,7 +130,8 @@ NO_FREE_TEXT: tuple[tuple[str, str], ...] = (
      " (gated when written) with stamps"),
     ("consolidate.team.local:save_config", "team.json: the team store's address and names"),
     ("consolidate.team.local:update_state", "team/state.json: what was pulled, by id and time"),
-    ("consolidate.team.local:update_ledger", "team/ledger.json: memory ids"),
+    ("consolidate.team.ledger:_connect", "team/ledger.sqlite3: memory, edge and tombstone ids, versions,"
+     " write ids (machine id and a counter), the team clock token and a time"),
     ("consolidate.store.journal:reset_steps", "journal/*.steps: step names"),
 )
 

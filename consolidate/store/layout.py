@@ -186,9 +186,12 @@ TEAM = _entry("team", DIR, "this store's side of the team sync (consolidate/team
 TEAM_OUTBOX = _entry("team/outbox", DIR, "runs and undos not yet pushed to the team store")
 TEAM_OUTBOX_ITEM = _entry("team/outbox/*.json", FILE, "one run or undo to push")
 TEAM_STATE = _entry("team/state.json", FILE, "what was last pulled from the team store")
-TEAM_LEDGER = _entry("team/ledger.json", FILE, "which memories came from the team store")
+TEAM_LEDGER = _entry("team/ledger.sqlite3", FILE, "which memories, edges and tombstones came from the team store,"
+                     " one row each (consolidate/team/ledger.py)")
+TEAM_LEDGER_JSON = _entry("team/ledger.json", FILE, "the ledger before issue 34, moved into ledger.sqlite3 by its"
+                          " first open")
 TEAM_PUSH_LOCK = _entry("team/.push.lock", LOCK, "one push at a time (consolidate/team/sync.py)")
-TEAM_FILES_LOCK = _entry("team/.files.lock", LOCK, "state.json and ledger.json, one writer at a time"
+TEAM_FILES_LOCK = _entry("team/.files.lock", LOCK, "state.json, one writer at a time"
                          " (consolidate/team/local.py)")
 
 #: The probe file apply writes (and removes) in each folder it writes to, before the first write
@@ -236,7 +239,8 @@ WRITERS: dict[Entry, str] = {
     TRANSCRIPTS_LEDGER: "consolidate.agents.transcripts:_record",
     TEAM_OUTBOX_ITEM: "consolidate.team.local:write_outbox,write_undo_outbox,put_outbox",
     TEAM_STATE: "consolidate.team.local:update_state",
-    TEAM_LEDGER: "consolidate.team.local:update_ledger",
+    TEAM_LEDGER: "consolidate.team.ledger:_connect",
+    TEAM_LEDGER_JSON: "consolidate.team.ledger:_migrate",
     PREFLIGHT: "consolidate.pipeline.stages.apply:preflight",
 }
 

@@ -8,8 +8,8 @@ token itself), whether an insecure URL was allowed, and this machine's id. Local
 all under ``team/`` in the store::
 
     team/outbox/<run_id>.json   one entry per applied run, waiting to be pushed (deleted once pushed)
-    team/ledger.json            the server version of each memory this machine last pulled or pushed,
-                                and the edge and tombstone ids it already has
+    team/ledger.sqlite3         the server version of each memory this machine last pulled or pushed,
+                                and the edge and tombstone ids it already has (consolidate/team/ledger.py)
     team/state.json             last push and last pull (times, counts, last error)
 
 The outbox entry is written by apply's ``outbox`` step (journaled: a crash replays it) and names what
@@ -37,7 +37,7 @@ from urllib.parse import urlparse
 
 from consolidate.core.errors import ConfigError
 from consolidate.store.replica import TEAM_FILE  # noqa: F401 - the one name of the team configuration file
-from consolidate.store.layout import LOGS, TEAM, TEAM_FILES_LOCK, TEAM_JSON, TEAM_LEDGER, TEAM_LOG, TEAM_OUTBOX, TEAM_OUTBOX_ITEM, TEAM_STATE
+from consolidate.store.layout import LOGS, TEAM, TEAM_FILES_LOCK, TEAM_JSON, TEAM_LOG, TEAM_OUTBOX, TEAM_OUTBOX_ITEM, TEAM_STATE
 from consolidate.core.atomic import write_json_atomic
 from consolidate.core.settings import TEAM_TOKEN
 from consolidate.store.events import run_lines as event_lines
@@ -289,7 +289,7 @@ def pending_memory_ids(store) -> set[str]:
     return out
 
 
-# -- state and ledger ---------------------------------------------------------------------------
+# -- state --------------------------------------------------------------------------------------
 def _read_json(path: Path, default):
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -305,7 +305,7 @@ def read_state(store) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def _files_lock(store):
-    """``team/.files.lock`` held for one read-modify-write of ``state.json`` or ``ledger.json``: a
+    """``team/.files.lock`` held for one read-modify-write of ``state.json``: a
     push, a pull and a SessionStart of one store may run at once (the worker, the hook, the MCP
     server, a timed-out push still finishing in its thread), and a whole-file rewrite from a copy
     read earlier would drop what another wrote meanwhile."""
@@ -325,30 +325,6 @@ def update_state(store, **changes) -> None:
         state = read_state(store)
         state.update(changes)
         write_json_atomic(folder / TEAM_STATE.name, state)
-
-
-def read_ledger(store) -> dict[str, Any]:
-    """``team/ledger.json``: ``memories`` ({id: server version}), ``etags`` ({id: the write id of that
-    version}, see :func:`consolidate.team.sync.write_id`), ``edges`` and ``tombstones`` (ids),
-    ``clock`` (the team clock token of the last pull)."""
-    data = _read_json(store.sub(TEAM_LEDGER), {})
-    data.setdefault("memories", {})
-    data.setdefault("etags", {})
-    data.setdefault("edges", [])
-    data.setdefault("tombstones", [])
-    return data
-
-
-def update_ledger(store, fn) -> dict[str, Any]:
-    """Read ``team/ledger.json``, call ``fn(ledger)`` (it changes it in place) and write it back,
-    all under the team files lock, so two writers each keep what the other recorded. Returns the
-    ledger written."""
-
-    with _files_lock(store) as folder:
-        ledger = read_ledger(store)
-        fn(ledger)
-        write_json_atomic(folder / TEAM_LEDGER.name, ledger)
-    return ledger
 
 
 def now_iso() -> str:

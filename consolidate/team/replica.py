@@ -20,9 +20,10 @@ from typing import Any
 
 from consolidate.rules.redaction import error_text
 from consolidate.store.store import Store
+from consolidate.team import ledger
 from consolidate.team.http import Unreachable, clock
 from consolidate.team.local import (RUN_PULL_SECONDS, START_PULL_SECONDS, TeamConfig, check_url, config_path,
-                                    load_config, log, now_iso, pending, pull_seconds, push_seconds, read_ledger,
+                                    load_config, log, now_iso, pending, pull_seconds, push_seconds,
                                     read_state, read_token, update_state, write_outbox, write_undo_outbox)
 
 
@@ -97,7 +98,7 @@ def fresh_pull(store_path: Path, *, context: bool) -> tuple[dict[str, Any], Team
             result = {"ok": False, "timeout": exc.timeout, "error": error_text(exc)}
             log(store, f"fresh pull: {error_text(exc)}; the last pulled copy is used")
         else:
-            if now is not None and now == read_ledger(store).get("clock") and not pending(store):
+            if now is not None and now == ledger.marks(store)["clock"] and not pending(store):
                 update_state(store, last_pull=now_iso())
                 result = {"ok": True}
             else:

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from consolidate.core import interruptible
-from consolidate.team import local as team
+from consolidate.team import ledger, local as team
+from consolidate.team.ledger import LIFTED, REMOVED
 from consolidate.core.errors import ConfigError, ConsolidateError, EmbeddingMismatch, TeamError, TeamTimeout
 from consolidate.core.faults import crash_point, pause_point
 from consolidate.core.vocab import (ACTIVE, ARCHIVED, DELETED, DISPUTED, EXPIRED, FORGOTTEN, LIVE_STATUSES,
@@ -285,7 +286,7 @@ def _push(store, entries: list[Path]) -> dict[str, Any]:
             if entry.get("memories") or entry.get("removed"):
                 if g is None:
                     g = graph.load(store.sub(GRAPH))
-                written, edges = _push_memories(client, store, entry, team.read_ledger(store), g, seen)
+                written, edges = _push_memories(client, store, entry, g, seen)
                 n_memories += written
             if entry.get("tombstones"):
                 client.collection(TOMBSTONES).upsert(
@@ -322,8 +323,7 @@ def _push(store, entries: list[Path]) -> dict[str, Any]:
                                for e in chunk])
             n_events += len(events)
             tombstones = list(entry.get("tombstones") or []) + [t + LIFTED for t in entry.get("lifted") or []]
-            team.update_ledger(store, lambda ledger, seen=seen, edges=edges, tombstones=tombstones:
-                               _record(ledger, seen, edges, tombstones))
+            ledger.record(store, seen, edges, tombstones)
             crash_point("team:push")  # tests: killed after the server took the writes, before the entry went
             path.unlink(missing_ok=True)  # only now: every write of the entry was taken
             pushed.append(entry["run_id"])
@@ -340,37 +340,6 @@ def _push(store, entries: list[Path]) -> dict[str, Any]:
     return {"ok": True, "pushed": pushed, "memories": n_memories, "events": n_events, "pending": len(team.pending(store))}
 
 
-#: Suffixes of the ledger's keys for an edge marked removed and a tombstone lifted (by an undo): the
-#: key without it is the edge or tombstone present. Each key replaces the other, so an edge removed
-#: and later added again (or a tombstone lifted and laid again) is pulled again.
-REMOVED, LIFTED = "!removed", "!lifted"
-
-
-def _flip(known: set, key: str, suffix: str) -> None:
-    base = key[:-len(suffix)] if key.endswith(suffix) else key
-    known.discard(base if key.endswith(suffix) else base + suffix)
-    known.add(key)
-
-
-def _record(ledger: dict, seen: dict[str, list], edges, tombstones) -> None:
-    """Merge one push's or pull's findings into the ledger (called under the team files lock): a
-    version is recorded unless the ledger already holds a newer one; edge and tombstone keys
-    (REMOVED, LIFTED) replace their opposites."""
-    for mid, (version, wid) in seen.items():
-        if int(ledger["memories"].get(mid) or 0) <= int(version):
-            ledger["memories"][mid] = int(version)
-            if wid:
-                ledger["etags"][mid] = wid
-            else:
-                ledger["etags"].pop(mid, None)
-    for name, keys, suffix in (("edges", edges, REMOVED), ("tombstones", tombstones, LIFTED)):
-        if keys:
-            known = set(ledger[name])
-            for key in keys:
-                _flip(known, key, suffix)
-            ledger[name] = sorted(known)
-
-
 def _tick(client) -> None:
     """A new token in the team store's clock, written after a push's records (consolidate/team/http.py):
     a pull that read the former token also read these records. A failure here is left to the next
@@ -383,9 +352,11 @@ def _tick(client) -> None:
         team.log(client.store, f"the team clock was not moved ({_one_line(exc)}); the next push moves it")
 
 
-def _known(ledger: dict, mid: str) -> tuple[int, str | None]:
-    """The version of ``mid`` this machine last wrote or pulled, and that write's id (None: unknown)."""
-    return int(ledger["memories"].get(mid) or 0), ledger["etags"].get(mid)
+def _known(store, ids) -> dict[str, tuple[int, str | None]]:
+    """``{id: (version, write id)}`` for each of ``ids``: the version this machine last wrote or
+    pulled and that write's id; ``(0, None)`` for one it never had (consolidate/team/ledger.py)."""
+    got = ledger.known(store, ids)
+    return {mid: got.get(mid, (0, None)) for mid in ids}
 
 
 def _unseen(server_meta: dict, known: tuple[int, str | None]) -> bool:
@@ -395,7 +366,7 @@ def _unseen(server_meta: dict, known: tuple[int, str | None]) -> bool:
     return sv > known[0] or (sv == known[0] and bool(known[1]) and wid != known[1])
 
 
-def _push_memories(client, store, entry: dict, ledger: dict, g, seen: dict[str, list]) -> tuple[int, set[str]]:
+def _push_memories(client, store, entry: dict, g, seen: dict[str, list]) -> tuple[int, set[str]]:
     """Write one outbox entry's memories (their current local records) and removals. Chroma has no
     compare-and-set, so each write is read back by its write id: when another machine's write came
     in between, the two are merged (:func:`merge`) and written again, up to PUSH_ATTEMPTS times;
@@ -408,7 +379,7 @@ def _push_memories(client, store, entry: dict, ledger: dict, g, seen: dict[str, 
     wanted = [i for i in ids if i in local] + [i for i in removed]
     if not wanted:
         return 0, set()
-    known: dict[str, Any] = {mid: _known(ledger, mid) for mid in wanted}
+    known: dict[str, Any] = _known(store, wanted)
     written = 0
     for _attempt in range(PUSH_ATTEMPTS):
         server = {r["id"]: r for r in _get(col, wanted, ["documents", "metadatas"])}
@@ -493,10 +464,10 @@ def pull(store, seconds: float | None = None, context: bool = False) -> dict[str
     ``memory/context.md`` even when nothing changed. Returns ``{"ok", "memories", "removed", "edges",
     "tombstones", "seconds"}``."""
     t0 = time.perf_counter()
-    ledger = team.read_ledger(store)
+    marks = ledger.marks(store)
     _load_local_parts(store)  # imports and the embedding model: local costs, outside the network bound
     try:
-        fetched = bounded(lambda: _fetch(store, ledger), seconds, "pull")
+        fetched = bounded(lambda: _fetch(store, marks), seconds, "pull")
     except TeamTimeout as exc:
         team.log(store, f"pull: {error_text(exc)}; using the copy pulled at {team.read_state(store).get('last_pull')}")
         return {"ok": False, "timeout": True, "error": error_text(exc)}
@@ -506,7 +477,7 @@ def pull(store, seconds: float | None = None, context: bool = False) -> dict[str
         if isinstance(exc, (EmbeddingMismatch, ConfigError)):
             raise
         return {"ok": False, "timeout": False, "error": error_text(exc)}
-    result = _apply_pulled(store, fetched, ledger, context)
+    result = _apply_pulled(store, fetched, marks, context)
     result["seconds"] = round(time.perf_counter() - t0, 3)
     team.update_state(store, last_pull=team.now_iso(), last_pull_changes=result["memories"] + result["removed"])
     return result
@@ -521,26 +492,29 @@ def _load_local_parts(store) -> None:
     store.embedder()
 
 
-def _fetch(store, ledger: dict) -> dict[str, Any]:
+def _fetch(store, marks: dict) -> dict[str, Any]:
+    """What changed on the team store since the pull of ``marks`` (:func:`ledger.marks`: its cursor):
+    the memories whose server version this machine has not seen (their records and embeddings), the
+    edge and tombstone records it has not recorded, the clock token read first, and the new cursor."""
     client = TeamClient(store)
     try:
 
         clock = client.collection(CLOCK).get(ids=[CLOCK], include=["documents"])  # before the records
         col = client.memories()
-        cursor = ledger.get("cursor")
+        cursor = marks.get("cursor")
         since = {"changed_at": {"$gte": float(cursor) - CURSOR_SKEW}} if isinstance(cursor, (int, float)) else None
         heads = _get_all(col, ["metadatas"], since)
-        changed = [r["id"] for r in heads if r["id"] not in ledger["memories"]
-                   or _unseen(r["metadata"] or {}, _known(ledger, r["id"]))]
+        had = ledger.known(store, [r["id"] for r in heads])
+        changed = [r["id"] for r in heads if r["id"] not in had or _unseen(r["metadata"] or {}, had[r["id"]])]
         memories = _get_with_embeddings(store, col, changed) if changed else []
-        known_edges = set(ledger["edges"])
         ecol = client.collection(EDGES)
         edge_heads = _get_all(ecol, ["metadatas"], since)
+        known_edges = ledger.known_keys(store, "edges", [_key(r, "removed", REMOVED) for r in edge_heads])
         new_edges = [r["id"] for r in edge_heads if _key(r, "removed", REMOVED) not in known_edges]
         edges = _get(ecol, new_edges, ["documents", "metadatas"]) if new_edges else []
         tcol = client.collection(TOMBSTONES)
-        known_t = set(ledger["tombstones"])
         tomb_heads = _get_all(tcol, ["metadatas"], since)
+        known_t = ledger.known_keys(store, "tombstones", [_key(r, "lifted", LIFTED) for r in tomb_heads])
         tombstones = [r for r in tomb_heads if _key(r, "lifted", LIFTED) not in known_t]
     except ConsolidateError:
         raise
@@ -582,7 +556,7 @@ def _node_fields(r: dict) -> dict:
             "statement": (r["document"] or "")[:300], **({"restates": m["restates"]} if m.get("restates") else {})}
 
 
-def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str, Any]:
+def _apply_pulled(store, fetched: dict, marks: dict, context: bool) -> dict[str, Any]:
     """Write what a pull fetched into the local index, archive, graph and ledger, under the store
     lock. What may have changed locally since the fetch is decided under that lock, not before it:
     memories named by an outbox entry (a run applied meanwhile: its push merges them), and those
@@ -591,24 +565,24 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
     machine (both wrote version n at once; Chroma has no compare-and-set) lost this machine's write:
     it is queued for a push again (:func:`_requeue_lost`), which merges the two."""
     if not (fetched["memories"] or fetched["edges"] or fetched["tombstones"] or context):
-        if ledger.get("clock") != fetched["clock"] or ledger.get("cursor") != fetched["cursor"]:
-            team.update_ledger(store, lambda led: _advance(led, fetched))
+        if marks.get("clock") != fetched["clock"] or marks.get("cursor") != fetched["cursor"]:
+            ledger.record(store, {}, clock=fetched["clock"], cursor=fetched["cursor"], advance=True)
         return {"ok": True, "memories": 0, "removed": 0, "edges": 0, "tombstones": 0}
     machine = (team.load_config(store.path) or team.TeamConfig(url="", project="")).machine
     with store.lock(30):
         mine = team.pending_memory_ids(store)  # under the lock: a run that applied meanwhile is in it
-        now = team.read_ledger(store)
+        now = _known(store, [r["id"] for r in fetched["memories"]])  # under the lock: a push meanwhile is in it
         live: list = []
         gone: list = []
         lost: list = []
         for r in fetched["memories"]:
             meta = r["metadata"] or {}
-            version, known = int(meta.get("version") or 0), _known(now, r["id"])
+            version, known = int(meta.get("version") or 0), now[r["id"]]
             if r["id"] in mine:
                 continue  # a local change waits to be pushed: the push merges the two
-            if r["id"] in now["memories"] and version < known[0]:
+            if known[0] and version < known[0]:
                 continue  # a newer version was pushed or pulled since this fetch
-            if r["id"] in now["memories"] and version == known[0] and not _unseen(meta, known):
+            if known[0] and version == known[0] and not _unseen(meta, known):
                 continue  # this one is here already
             if version == known[0] and (known[1] or "").startswith(machine + ":") and machine:
                 lost.append(r)
@@ -669,25 +643,13 @@ def _apply_pulled(store, fetched: dict, ledger: dict, context: bool) -> dict[str
             graph.save(g, folder)
         seen = {r["id"]: [int((r["metadata"] or {}).get("version") or 0), (r["metadata"] or {}).get("write_id")]
                 for r in live + gone}
-
-        def record(led):
-            _record(led, seen, {_key(e, "removed", REMOVED) for e in fetched["edges"]},
-                    [_key(t, "lifted", LIFTED) for t in fetched["tombstones"]])
-            _advance(led, fetched)
-
-        team.update_ledger(store, record)
+        ledger.record(store, seen, {_key(e, "removed", REMOVED) for e in fetched["edges"]},
+                      [_key(t, "lifted", LIFTED) for t in fetched["tombstones"]], clock=fetched["clock"],
+                      cursor=fetched["cursor"], advance=True)
         if live or gone or context:
             context_md.write(store, store.project)
     return {"ok": True, "memories": len(live), "removed": len(gone), "edges": len(fetched["edges"]),
             "tombstones": len(fetched["tombstones"]), "lost_writes": len(lost)}
-
-
-def _advance(ledger: dict, fetched: dict) -> None:
-    """The clock token and the cursor (the newest ``changed_at`` seen) of a pull, into the ledger;
-    a cursor never moves back."""
-    ledger["clock"] = fetched["clock"]
-    if fetched.get("cursor") is not None:
-        ledger["cursor"] = max(float(fetched["cursor"]), float(ledger.get("cursor") or 0))
 
 
 def _requeue_lost(store, lt, lost: list[dict]) -> None:

@@ -169,6 +169,18 @@ def machine(tmp_path: Path, name: str, server, embedding: str = "hash", extra_en
     return store
 
 
+def read_ledger(store_path: Path) -> dict:
+    """The store's team ledger (consolidate/team/ledger.py), as one dict."""
+    from consolidate.store.store import Store
+    from consolidate.team import ledger
+
+    store = Store(store_path)
+    try:
+        return ledger.read(store)
+    finally:
+        store.close()
+
+
 def session(store: Path, sid: str, *notes: str, judge: str = "noop", flag: bool = True, outcome: str = "success",
             extra_env: dict | None = None, kind: str | None = None) -> subprocess.CompletedProcess:
     for text in notes:
@@ -460,8 +472,8 @@ def test_a_push_that_outlives_its_time_bound_keeps_its_lock_until_it_ends(tmp_pa
     assert r["metadata"]["version"] == 1
     events = [json.loads(x["document"]) for x in server_records(server, collection="events")]
     assert [e["event"] for e in events].count("memory.written") == 1
-    ledger = json.loads((a / "team" / "ledger.json").read_text())
-    assert ledger["memories"] == {r["id"]: 1} and ledger["etags"][r["id"]] == r["metadata"]["write_id"]
+    led = read_ledger(a)
+    assert led["memories"] == {r["id"]: 1} and led["etags"][r["id"]] == r["metadata"]["write_id"]
 
 
 def _run_id(store: Path, session_prefix: str) -> str:
@@ -1056,7 +1068,6 @@ def test_a_pull_reads_only_the_records_changed_since_its_cursor(tmp_path, server
     import chromadb
     from chromadb.config import Settings
 
-    from consolidate.store.layout import TEAM_LEDGER
     from consolidate.team.sync import CURSOR_SKEW
 
     a = machine(tmp_path, "a", server)
@@ -1065,7 +1076,7 @@ def test_a_pull_reads_only_the_records_changed_since_its_cursor(tmp_path, server
     cli(b, "sync")
     [first] = server_records(server)
     assert isinstance(first["metadata"]["changed_at"], float)
-    cursor = json.loads(TEAM_LEDGER.of(b).read_text())["cursor"]
+    cursor = read_ledger(b)["cursor"]
     assert cursor >= first["metadata"]["changed_at"]
     host, port = server.url.rsplit(":", 1)
     col = chromadb.HttpClient(host=host.split("//")[1], port=int(port), database=server.database,
@@ -1078,6 +1089,31 @@ def test_a_pull_reads_only_the_records_changed_since_its_cursor(tmp_path, server
     cli(b, "sync")
     on_b = stored_docs(b)
     assert "Service beta listens on port 7002" in on_b and old not in on_b
-    assert json.loads(TEAM_LEDGER.of(b).read_text())["cursor"] > cursor
+    assert read_ledger(b)["cursor"] > cursor
     c = machine(tmp_path, "c", server)
     assert old in stored_docs(c) and "Service beta listens on port 7002" in stored_docs(c)
+
+
+def test_a_store_with_the_json_ledger_of_an_earlier_version_keeps_what_it_knew(tmp_path, server):
+    """A store that pulled with an earlier version has ``team/ledger.json`` (read and rewritten whole
+    by every pull and push). Its next ``sync`` moves it into ``team/ledger.sqlite3``: the memories it
+    had are not pulled again (their versions and write ids came along, and the cursor), what A pushed
+    since is, and the JSON file is gone."""
+    from consolidate.store.layout import TEAM_LEDGER, TEAM_LEDGER_JSON
+
+    a = machine(tmp_path, "a", server)
+    b = machine(tmp_path, "b", server)
+    session(a, "a1", "Service alpha listens on port 7001")
+    cli(b, "sync")
+    before = read_ledger(b)
+    assert len(before["memories"]) == 1 and before["cursor"]
+    TEAM_LEDGER_JSON.of(b).write_text(json.dumps(before))  # as the earlier version left it
+    TEAM_LEDGER.of(b).unlink()
+    session(a, "a2", "Service beta listens on port 7002")
+    out = cli(b, "sync").stdout
+    assert "pulled 1 memories" in out, out
+    assert not TEAM_LEDGER_JSON.of(b).exists()
+    after = read_ledger(b)
+    assert len(after["memories"]) == 2 and before["memories"].items() <= after["memories"].items()
+    assert after["cursor"] > before["cursor"]
+    assert stored_docs(b) == ["Service alpha listens on port 7001", "Service beta listens on port 7002"]

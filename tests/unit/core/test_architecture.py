@@ -26,7 +26,7 @@ MAX_MODULES, MAX_MODULE_LINES, MAX_FUNCTION_LINES = 16, 800, 80
 LONG_MODULES: dict[str, int] = {}
 LONG_FUNCTIONS = {
     "consolidate/pipeline/harvest.py:harvest_lines": 110,
-    "consolidate/team/sync.py:_apply_pulled": 98,
+    "consolidate/team/sync.py:_apply_pulled": 94,
     "consolidate/cli/commands/run.py:cmd_run": 82,
     "consolidate/cli/commands/status_cmd.py:cmd_status": 84,
     "consolidate/store/anchors.py:check": 95,

@@ -135,6 +135,8 @@ SESSION_TIER = ["store/sessions/tier.py", "store/sessions/tables.py"]
 LEXICAL = "store/index/lexical.py"
 #: File recall's lookup table (memory/files.sqlite3) and its one owner.
 FILE_TABLE = "store/index/file_table.py"
+#: The team ledger (team/ledger.sqlite3) and its one owner.
+TEAM_LEDGER = "team/ledger.py"
 
 
 def test_sql_is_only_in_the_session_tier():
@@ -142,12 +144,13 @@ def test_sql_is_only_in_the_session_tier():
     consolidate/store/sessions/tables.py; no other module of the package holds a statement or opens a
     connection (the hooks, echo, file recall, the light entry point call their functions). The
     lexical index (lexical.sqlite3, owned by consolidate/store/index/lexical.py, which never names the session
-    database) and file recall's table (memory/files.sqlite3, consolidate/store/index/file_table.py) are the others."""
+    database), file recall's table (memory/files.sqlite3, consolidate/store/index/file_table.py) and the
+    team ledger (team/ledger.sqlite3, consolidate/team/ledger.py) are the others."""
     src = _sources()
     hits = {name: [line.strip() for line in text.splitlines() if SQL.search(line)] for name, text in src.items()}
-    outside = {name: lines[:3] for name, lines in hits.items() if lines and name not in SESSION_TIER + [LEXICAL, FILE_TABLE]}
+    outside = {name: lines[:3] for name, lines in hits.items() if lines and name not in SESSION_TIER + [LEXICAL, FILE_TABLE, TEAM_LEDGER]}
     assert outside == {}
-    assert "sessions.sqlite3" not in src[LEXICAL] + src[FILE_TABLE] and 'INDEX_FILE = LEXICAL_DB.name' in src[LEXICAL]
+    assert "sessions.sqlite3" not in src[LEXICAL] + src[FILE_TABLE] + src[TEAM_LEDGER] and 'INDEX_FILE = LEXICAL_DB.name' in src[LEXICAL]
     assert all(len(hits[name]) > 10 for name in SESSION_TIER)  # the pattern finds the tier's own statements
 
 
