@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from consolidate.store.layout import TEAM_LEDGER, TEAM_LEDGER_JSON
+from consolidate.rules.redaction import error_text
+from consolidate.team.local import log
 
 #: Marks of a ledger key (consolidate.team.sync._key): an edge an undo marked removed, a tombstone an
 #: undo lifted. The key without its mark is the edge or tombstone present; each replaces the other.
@@ -53,21 +55,38 @@ def _path(store) -> Path:
 
 def _connect(store) -> sqlite3.Connection:
     """An autocommit connection to the ledger (created 0600 with its tables, ``team/ledger.json``
-    moved in first when there is one). 10 s busy timeout. Raises sqlite3.Error."""
+    moved in first when there is one). 10 s busy timeout. A file that is not a SQLite database
+    (damaged) is moved aside as ``team/ledger.sqlite3.damaged``, logged in ``logs/team.log``, and a
+    new ledger started: the next pull reads every record, as a new machine's first pull does (the
+    server holds every version; what waits in the outbox is not overwritten). Raises sqlite3.Error
+    for anything else (a database locked beyond the timeout)."""
     path = _path(store)
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with contextlib.suppress(FileExistsError):  # another process created it meanwhile
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    conn = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
-    try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.executescript(_SCHEMA)
-        _migrate(store, conn)
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+    for attempt in (1, 2):
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            with contextlib.suppress(FileExistsError):  # another process created it meanwhile
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        conn = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_SCHEMA)
+            _migrate(store, conn)
+            return conn
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            if isinstance(exc, sqlite3.OperationalError) or attempt == 2:
+                raise
+            aside = path.with_name(path.name + ".damaged")
+            os.replace(path, aside)
+            for suffix in ("-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(str(path) + suffix)
+            log(store, f"team/ledger.sqlite3 was damaged ({error_text(exc)}); moved aside as {aside.name}, a new ledger"
+                       " started (the next pull reads every record)")
+        except BaseException:
+            conn.close()
+            raise
+    raise AssertionError("unreachable")
 
 
 @contextlib.contextmanager

@@ -151,9 +151,9 @@ def _cli(cwd, *args, stdin=None, env=None):
 #: What the CLI session below does not make: a team store's entries, the files of a run cut short (a
 #: journal's plan and steps), an import of transcripts, file recall's index, the worker's log (a
 #: detached worker's), memory/core.md and consolidate.toml (kept by people), tombstones (a forget's are
-#: lifted by the undo), the ledger.json of earlier versions.
+#: lifted by the undo), the ledger.json of earlier versions, a damaged ledger moved aside.
 NOT_MADE = {layout.TEAM_JSON, layout.TEAM, layout.TEAM_OUTBOX, layout.TEAM_OUTBOX_ITEM, layout.TEAM_STATE,
-            layout.TEAM_LEDGER, layout.TEAM_LEDGER_JSON, layout.TEAM_PUSH_LOCK, layout.TEAM_FILES_LOCK, layout.TEAM_LOG,
+            layout.TEAM_LEDGER, layout.TEAM_LEDGER_JSON, layout.TEAM_LEDGER_DAMAGED, layout.TEAM_PUSH_LOCK, layout.TEAM_FILES_LOCK, layout.TEAM_LOG,
             layout.JOURNAL_PLAN, layout.JOURNAL_STEPS, layout.IMPORTS, layout.TRANSCRIPTS_LEDGER,
             layout.WORKER_LOG, layout.FILE_INDEX, layout.PREFLIGHT, layout.CORE_MD, layout.TOMBSTONES,
             layout.STORE_CONFIG}

@@ -111,6 +111,20 @@ def test_a_json_ledger_that_cannot_be_read_is_left_where_it_is(tmp_path):
     assert path.read_text() == '{"memories": {"mem-1": 1'
 
 
+def test_a_ledger_that_is_not_a_database_is_moved_aside_and_started_again(tmp_path):
+    """Damaged (overwritten, truncated to garbage): its bytes are kept beside it, the reason is in
+    logs/team.log, and the ledger works again empty (the next pull reads every record)."""
+    path = TEAM_LEDGER.of(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not a database at all" * 100)
+    store = _Store(tmp_path)
+    assert ledger.marks(store) == {"clock": None, "cursor": None}
+    ledger.record(store, {"mem-1": [2, "a:1"]})
+    assert ledger.known(store, ["mem-1"]) == {"mem-1": (2, "a:1")}
+    assert path.with_name("ledger.sqlite3.damaged").read_bytes() == b"not a database at all" * 100
+    assert "moved aside as ledger.sqlite3.damaged" in (tmp_path / "logs" / "team.log").read_text()
+
+
 def _writer(path, k: int, n: int) -> None:
     store = _Store(path)
     for i in range(n):
