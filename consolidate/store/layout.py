@@ -188,8 +188,8 @@ TEAM_OUTBOX_ITEM = _entry("team/outbox/*.json", FILE, "one run or undo to push")
 TEAM_STATE = _entry("team/state.json", FILE, "what was last pulled from the team store")
 TEAM_LEDGER = _entry("team/ledger.sqlite3", FILE, "which memories, edges and tombstones came from the team store,"
                      " one row each (consolidate/team/ledger.py)")
-TEAM_LEDGER_DAMAGED = _entry("team/ledger.sqlite3.damaged", FILE, "a ledger that was not a SQLite database, moved"
-                             " aside (consolidate/team/ledger.py)")
+TEAM_LEDGER_DAMAGED = _entry("team/ledger.*.damaged", FILE, "a damaged ledger (not a sound SQLite database, or a"
+                             " ledger.json that is no JSON ledger), moved aside (consolidate/team/ledger.py)")
 TEAM_LEDGER_JSON = _entry("team/ledger.json", FILE, "the ledger before issue 34, moved into ledger.sqlite3 by its"
                           " first open")
 TEAM_PUSH_LOCK = _entry("team/.push.lock", LOCK, "one push at a time (consolidate/team/sync.py)")
@@ -242,7 +242,7 @@ WRITERS: dict[Entry, str] = {
     TEAM_OUTBOX_ITEM: "consolidate.team.local:write_outbox,write_undo_outbox,put_outbox",
     TEAM_STATE: "consolidate.team.local:update_state",
     TEAM_LEDGER: "consolidate.team.ledger:_connect",
-    TEAM_LEDGER_DAMAGED: "consolidate.team.ledger:_connect",
+    TEAM_LEDGER_DAMAGED: "consolidate.team.ledger:_move_aside",
     TEAM_LEDGER_JSON: "consolidate.team.ledger:_migrate",
     PREFLIGHT: "consolidate.pipeline.stages.apply:preflight",
 }

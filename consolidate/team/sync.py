@@ -12,6 +12,14 @@ epoch), and a pull reads only the records changed since the newest one its last 
 CURSOR_SKEW (clock skew between machines, a push still landing): a pull costs what changed, not what
 the team store holds (issue 34: a full read of the heads of a million memories took minutes). A
 store without a cursor (its first pull, a ledger from before ``changed_at``) reads every record.
+
+Clocks. A machine's clock may be wrong by more than CURSOR_SKEW. So a push stamps its writes with
+:func:`_stamp`, never earlier than the latest stamp on the team store (kept in the clock record by
+each push, and the ``newest`` mark of this machine's ledger): a machine whose clock is slow does
+not write below the others' cursors. And a pull's cursor never passes this machine's own clock
+(consolidate/team/ledger.py ``record``): a record stamped in the future by a machine whose clock is
+fast would otherwise move every reader's cursor past what correct clocks write meanwhile (those
+writes were then never pulled). A record stamped more than CURSOR_SKEW ahead is logged.
     events      id = <run_id>:<seq>; document = the event line
 
 Collections other than ``memories`` hold no vectors worth searching: each record carries the
@@ -27,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import threading
 import time
@@ -116,6 +125,8 @@ class TeamClient:
 
     def __init__(self, store, cfg: team.TeamConfig | None = None, *, create: bool = False):
         self.store = store
+        #: The ``changed_at`` of this client's writes (set by a push: :func:`_stamp`).
+        self.stamp: float = time.time()
         found = cfg or team.load_config(store.path)
         if found is None:
             raise ConfigError(f"store {store.path} is not in a team: run `consolidate team init --chroma-url URL"
@@ -208,7 +219,7 @@ def edge_id(source: str, target: str, key: str) -> str:
     return hashlib.sha1(f"{source}\x00{target}\x00{key}".encode()).hexdigest()
 
 
-def _edge_records(g, memory_ids: set[str]) -> list[dict[str, Any]]:
+def _edge_records(g, memory_ids: set[str], stamp: float) -> list[dict[str, Any]]:
     """Every graph edge touching ``memory_ids``, with both ends' node attributes (each edge once)."""
     out: dict[str, dict[str, Any]] = {}
     for mid in memory_ids:
@@ -220,7 +231,7 @@ def _edge_records(g, memory_ids: set[str]) -> list[dict[str, Any]]:
             out[edge_id(u, v, str(k))] = {"id": edge_id(u, v, str(k)),
                                           "document": json.dumps(doc, ensure_ascii=False, sort_keys=True),
                                           "metadata": {"kind": str(attrs.get("kind") or k), "source": u, "target": v,
-                                                       "changed_at": time.time()}}
+                                                       "changed_at": stamp}}
     return list(out.values())
 
 
@@ -272,6 +283,7 @@ def _push(store, entries: list[Path]) -> dict[str, Any]:
     pushed, n_memories, n_events = [], 0, 0
     g = None
     try:
+        client.stamp = _stamp(client, store)
         for path in entries:
             try:
                 entry = json.loads(path.read_text(encoding="utf-8"))
@@ -292,19 +304,19 @@ def _push(store, entries: list[Path]) -> dict[str, Any]:
                 client.collection(TOMBSTONES).upsert(
                     ids=list(entry["tombstones"]), embeddings=[UNIT] * len(entry["tombstones"]),
                     documents=[f"tombstoned by run {entry['run_id']}"] * len(entry["tombstones"]),
-                    metadatas=[{"run_id": entry["run_id"], "origin": client.cfg.machine, "changed_at": time.time()}]
+                    metadatas=[{"run_id": entry["run_id"], "origin": client.cfg.machine, "changed_at": client.stamp}]
                     * len(entry["tombstones"]))
             if entry.get("lifted"):  # an undo lifted them: every machine lifts them
                 client.collection(TOMBSTONES).upsert(
                     ids=list(entry["lifted"]), embeddings=[UNIT] * len(entry["lifted"]),
                     documents=[f"lifted by {entry['run_id']}"] * len(entry["lifted"]),
                     metadatas=[{"run_id": entry["run_id"], "lifted": entry["run_id"], "origin": client.cfg.machine,
-                                "changed_at": time.time()}]
+                                "changed_at": client.stamp}]
                     * len(entry["lifted"]))
             gone_edges: list[dict[str, Any]] = [{"id": edge_id(u, v, k), "document": json.dumps({"source": u, "target": v, "key": k,
                                                                             "removed": True}),
                            "metadata": {"kind": k, "source": u, "target": v, "removed": entry["run_id"],
-                                        "changed_at": time.time()}}
+                                        "changed_at": client.stamp}}
                           for u, v, k in entry.get("edges_removed") or []]
             if gone_edges:  # an undo took them out of the graph: every machine does
                 client.collection(EDGES).upsert(ids=[e["id"] for e in gone_edges], embeddings=[UNIT] * len(gone_edges),
@@ -335,19 +347,36 @@ def _push(store, entries: list[Path]) -> dict[str, Any]:
         raise TeamError(explain(exc, client.cfg.url), path=client.cfg.url) from None
     finally:
         if pushed:
-            _tick(client)
+            _tick(client, client.stamp)
             team.update_state(store, last_push=team.now_iso(), last_push_runs=len(pushed), last_error=None)
     return {"ok": True, "pushed": pushed, "memories": n_memories, "events": n_events, "pending": len(team.pending(store))}
 
 
-def _tick(client) -> None:
-    """A new token in the team store's clock, written after a push's records (consolidate/team/http.py):
-    a pull that read the former token also read these records. A failure here is left to the next
-    push (the records are on the server; a full pull finds them)."""
+def _clock_stamp(clock: dict) -> float:
+    """The latest write stamp the team's clock record holds (0 for none, or a clock before it)."""
+    meta = ((clock.get("metadatas") or [None])[0]) or {}
+    value = meta.get("stamp")
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else 0.0
+
+
+def _stamp(client, store) -> float:
+    """The ``changed_at`` of a push's writes: this machine's clock, or the latest stamp on the team
+    store (the clock record's, this ledger's ``newest``) when that is later (see "Clocks" above)."""
+    clock = client.collection(CLOCK).get(ids=[CLOCK], include=["metadatas"])
+    return max(time.time(), _clock_stamp(clock), ledger.marks(store)["newest"] or 0.0)
+
+
+def _tick(client, stamp: float) -> None:
+    """A new token in the team store's clock, written after a push's records (consolidate/team/http.py),
+    with the push's ``stamp`` when it is the latest: a pull that read the former token also read
+    these records. A failure here is left to the next push (the records are on the server; a full
+    pull finds them)."""
 
     try:
-        client.collection(CLOCK).upsert(ids=[CLOCK], documents=[uuid.uuid4().hex], embeddings=[UNIT],
-                                        metadatas=[{"origin": client.cfg.machine}])
+        clock = client.collection(CLOCK)
+        latest = max(stamp, _clock_stamp(clock.get(ids=[CLOCK], include=["metadatas"])))
+        clock.upsert(ids=[CLOCK], documents=[uuid.uuid4().hex], embeddings=[UNIT],
+                     metadatas=[{"origin": client.cfg.machine, "stamp": latest}])
     except Exception as exc:  # noqa: BLE001
         team.log(client.store, f"the team clock was not moved ({_one_line(exc)}); the next push moves it")
 
@@ -402,7 +431,7 @@ def _push_memories(client, store, entry: dict, g, seen: dict[str, list]) -> tupl
                 seen[mid] = [sv, s["metadata"].get("write_id")]
                 continue  # the server has it already (a repeated push): no new version
             meta = {**meta, "version": sv + 1, "origin": client.cfg.machine, "updated_at": team.now_iso(),
-                    "changed_at": time.time(), "write_id": write_id(client.cfg.machine)}
+                    "changed_at": client.stamp, "write_id": write_id(client.cfg.machine)}
             if mid in local:
                 upserts.append({"id": mid, "document": doc, "metadata": meta, "embedding": local[mid]["embedding"]})
             else:
@@ -431,7 +460,7 @@ def _push_memories(client, store, entry: dict, g, seen: dict[str, list]) -> tupl
         raise TeamError(f"{len(wanted)} memories changed on the team store {client.cfg.url} by another machine"
                         f" during each of {PUSH_ATTEMPTS} writes; run {entry.get('run_id')} stays in the outbox",
                         path=client.cfg.url)
-    edges = _edge_records(g, set(ids) | set(removed))
+    edges = _edge_records(g, set(ids) | set(removed), client.stamp)
     for i in range(0, len(edges), PAGE):
         chunk = edges[i:i + PAGE]
         client.collection(EDGES).upsert(ids=[e["id"] for e in chunk], documents=[e["document"] for e in chunk],
@@ -495,11 +524,14 @@ def _load_local_parts(store) -> None:
 def _fetch(store, marks: dict) -> dict[str, Any]:
     """What changed on the team store since the pull of ``marks`` (:func:`ledger.marks`: its cursor):
     the memories whose server version this machine has not seen (their records and embeddings), the
-    edge and tombstone records it has not recorded, the clock token read first, and the new cursor."""
+    edge and tombstone records it has not recorded, the clock token read first, and the marks to
+    record: ``cursor`` (the latest stamp read), ``newest`` (with the clock record's) and ``now``
+    (this machine's clock before the read: the cursor's bound, see "Clocks" above)."""
     client = TeamClient(store)
+    started = time.time()
     try:
 
-        clock = client.collection(CLOCK).get(ids=[CLOCK], include=["documents"])  # before the records
+        clock = client.collection(CLOCK).get(ids=[CLOCK], include=["documents", "metadatas"])  # before the records
         col = client.memories()
         cursor = marks.get("cursor")
         since = {"changed_at": {"$gte": float(cursor) - CURSOR_SKEW}} if isinstance(cursor, (int, float)) else None
@@ -521,10 +553,18 @@ def _fetch(store, marks: dict) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001
         raise TeamError(explain(exc, client.cfg.url), path=client.cfg.url) from None
     stamps = [float(t) for r in heads + edge_heads + tomb_heads
-              if isinstance(t := (r["metadata"] or {}).get("changed_at"), (int, float))]
+              if isinstance(t := (r["metadata"] or {}).get("changed_at"), (int, float)) and math.isfinite(t)]
+    ahead = [r for r in heads + edge_heads + tomb_heads
+             if isinstance(t := (r["metadata"] or {}).get("changed_at"), (int, float)) and t > started + CURSOR_SKEW]
+    if ahead:
+        origins = sorted({str((r["metadata"] or {}).get("origin") or "?") for r in ahead})
+        team.log(store, f"{len(ahead)} team records are stamped more than {CURSOR_SKEW:.0f} s ahead of this machine's"
+                 f" clock (written by {', '.join(origins)[:200]}): a clock is wrong; pulls read them again until"
+                 " this clock passes them")
+    latest = max(stamps + ([float(cursor)] if isinstance(cursor, (int, float)) else []), default=None)
     return {"memories": memories, "edges": edges, "tombstones": tombstones, "scope": client.cfg.project,
-            "clock": (clock.get("documents") or [None])[0],
-            "cursor": max(stamps + ([float(cursor)] if isinstance(cursor, (int, float)) else []), default=None)}
+            "clock": (clock.get("documents") or [None])[0], "cursor": latest, "now": started,
+            "newest": max(stamps + [_clock_stamp(clock)], default=None) or None}
 
 
 def _key(record: dict, flag: str, suffix: str) -> str:
@@ -565,8 +605,8 @@ def _apply_pulled(store, fetched: dict, marks: dict, context: bool) -> dict[str,
     machine (both wrote version n at once; Chroma has no compare-and-set) lost this machine's write:
     it is queued for a push again (:func:`_requeue_lost`), which merges the two."""
     if not (fetched["memories"] or fetched["edges"] or fetched["tombstones"] or context):
-        if marks.get("clock") != fetched["clock"] or marks.get("cursor") != fetched["cursor"]:
-            ledger.record(store, {}, clock=fetched["clock"], cursor=fetched["cursor"], advance=True)
+        if any(marks.get(k) != fetched[k] for k in ("clock", "cursor", "newest")):
+            ledger.record(store, {}, **{k: fetched[k] for k in ("clock", "cursor", "newest", "now")}, advance=True)
         return {"ok": True, "memories": 0, "removed": 0, "edges": 0, "tombstones": 0}
     machine = (team.load_config(store.path) or team.TeamConfig(url="", project="")).machine
     with store.lock(30):
@@ -645,7 +685,7 @@ def _apply_pulled(store, fetched: dict, marks: dict, context: bool) -> dict[str,
                 for r in live + gone}
         ledger.record(store, seen, {_key(e, "removed", REMOVED) for e in fetched["edges"]},
                       [_key(t, "lifted", LIFTED) for t in fetched["tombstones"]], clock=fetched["clock"],
-                      cursor=fetched["cursor"], advance=True)
+                      cursor=fetched["cursor"], newest=fetched["newest"], now=fetched["now"], advance=True)
         if live or gone or context:
             context_md.write(store, store.project)
     return {"ok": True, "memories": len(live), "removed": len(gone), "edges": len(fetched["edges"]),

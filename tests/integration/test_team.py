@@ -1117,3 +1117,64 @@ def test_a_store_with_the_json_ledger_of_an_earlier_version_keeps_what_it_knew(t
     assert len(after["memories"]) == 2 and before["memories"].items() <= after["memories"].items()
     assert after["cursor"] > before["cursor"]
     assert stored_docs(b) == ["Service alpha listens on port 7001", "Service beta listens on port 7002"]
+
+
+def test_a_machine_whose_clock_is_a_day_fast_hides_nothing_from_the_others(tmp_path, server):
+    """Machine F's clock runs a day ahead: its record is stamped ``changed_at`` a day in the future,
+    and its push leaves that stamp in the team clock. B pulls it; A (a right clock) then pushes, and
+    B's next pull still gets A's memory: B's cursor did not pass B's own clock, and A stamped its
+    write no earlier than the latest stamp on the team store. The future stamp is logged."""
+    import time as _time
+
+    import chromadb
+    from chromadb.config import Settings
+
+    a = machine(tmp_path, "a", server)
+    b = machine(tmp_path, "b", server)
+    session(a, "a1", "Service alpha listens on port 7001")
+    cli(b, "sync")
+    [first] = server_records(server)
+    host, port = server.url.rsplit(":", 1)
+    client = chromadb.HttpClient(host=host.split("//")[1], port=int(port), database=server.database,
+                                 settings=Settings(anonymized_telemetry=False))
+    col = client.get_collection("memories")
+    got = col.get(ids=[first["id"]], include=["embeddings", "metadatas"])
+    future = _time.time() + 86_400
+    fast = "Service fast listens on port 7100"
+    col.upsert(ids=["mem-fast-clock"], documents=[fast], embeddings=[list(got["embeddings"][0])],
+               metadatas=[{**got["metadatas"][0], "changed_at": future, "write_id": "f:1", "origin": "f"}])
+    client.get_collection("clock").upsert(ids=["clock"], documents=["tok-f"], embeddings=[[1.0]],
+                                          metadatas=[{"origin": "f", "stamp": future}])
+    cli(b, "sync")
+    assert fast in stored_docs(b)
+    assert read_ledger(b)["cursor"] < future - 3600
+    session(a, "a2", "Service beta listens on port 7002")
+    beta = [r for r in server_records(server) if r["document"] == "Service beta listens on port 7002"]
+    assert beta and beta[0]["metadata"]["changed_at"] >= future
+    out = cli(b, "sync").stdout
+    assert "pulled 1 memories" in out, out
+    assert "Service beta listens on port 7002" in stored_docs(b)
+    assert "stamped more than 900 s ahead of this machine's clock (written by f)" in (b / "logs" / "team.log").read_text()
+
+
+def test_a_team_ledger_that_cannot_be_opened_is_one_line_and_loses_nothing(tmp_path, server):
+    """A folder where team/ledger.sqlite3 should be: ``sync`` says so in one line naming the file
+    (no traceback, exit 4), the local run still applies, and once the folder is gone the next sync
+    pushes what waited and converges."""
+    from consolidate.store.layout import TEAM_LEDGER
+
+    a = machine(tmp_path, "a", server)
+    session(a, "a1", "Service alpha listens on port 7001")
+    path = TEAM_LEDGER.of(a)
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    path.mkdir()
+    out = cli(a, "sync", check=False)
+    assert out.returncode == 4 and "Traceback" not in out.stderr, out.stderr
+    assert f"the team ledger {path} cannot be used" in out.stderr + out.stdout
+    session(a, "a2", "Service beta listens on port 7002")
+    assert "Service beta listens on port 7002" in stored_docs(a)
+    path.rmdir()
+    cli(a, "sync")
+    assert sorted(r["document"] for r in server_records(server)) == ["Service alpha listens on port 7001",
+                                                                   "Service beta listens on port 7002"]

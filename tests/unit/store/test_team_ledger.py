@@ -71,14 +71,19 @@ def test_the_table_records_what_the_whole_file_ledger_recorded(tmp_path_factory,
     assert ledger.known_keys(store, "edges", ["e1", "e1" + REMOVED, "zz"]) == set(model["edges"]) & {"e1", "e1" + REMOVED}
 
 
-def test_the_cursor_never_moves_back_and_the_clock_is_the_last_pulls(tmp_path):
+def test_the_cursor_never_moves_back_nor_past_this_machines_clock(tmp_path):
+    """The cursor (where the next pull reads from) keeps the latest stamp read, bounded by this
+    machine's clock when the pull started: a record a fast clock stamped a day ahead does not move
+    it past what correct clocks write meanwhile. ``newest`` keeps the latest stamp, unbounded."""
     store = _Store(tmp_path)
-    assert ledger.marks(store) == {"clock": None, "cursor": None}
-    ledger.record(store, {}, clock="tok-1", cursor=100.5, advance=True)
-    ledger.record(store, {}, clock="tok-2", cursor=50.0, advance=True)
-    assert ledger.marks(store) == {"clock": "tok-2", "cursor": 100.5}
-    ledger.record(store, {}, clock=None, cursor=None, advance=True)
-    assert ledger.marks(store) == {"clock": None, "cursor": 100.5}
+    assert ledger.marks(store) == {"clock": None, "cursor": None, "newest": None}
+    ledger.record(store, {}, clock="tok-1", cursor=100.5, newest=100.5, now=200.0, advance=True)
+    ledger.record(store, {}, clock="tok-2", cursor=50.0, newest=50.0, now=210.0, advance=True)
+    assert ledger.marks(store) == {"clock": "tok-2", "cursor": 100.5, "newest": 100.5}
+    ledger.record(store, {}, clock="tok-3", cursor=86_600.0, newest=86_600.0, now=300.0, advance=True)
+    assert ledger.marks(store) == {"clock": "tok-3", "cursor": 300.0, "newest": 86_600.0}
+    ledger.record(store, {}, clock=None, cursor=None, now=400.0, advance=True)
+    assert ledger.marks(store) == {"clock": None, "cursor": 300.0, "newest": 86_600.0}
 
 
 def test_the_ledger_file_is_private(tmp_path):
@@ -97,32 +102,74 @@ def test_a_json_ledger_of_an_earlier_version_is_moved_in_whole(tmp_path):
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(old))
     store = _Store(tmp_path)
-    assert ledger.read(store) == old
+    assert ledger.read(store) == {**old, "newest": None}
     assert not path.exists()
     assert ledger.known(store, ["mem-1", "mem-2"]) == {"mem-1": (2, None), "mem-2": (3, "m:2")}
 
 
-def test_a_json_ledger_that_cannot_be_read_is_left_where_it_is(tmp_path):
+@pytest.mark.parametrize("text", ['{"memories": {"mem-1": 1', "[1, 2]", "null", "\udcff", "\xff\xfe{}"])
+def test_a_json_ledger_that_is_no_ledger_is_moved_aside_once(tmp_path, text):
+    """Not JSON, not UTF-8, not an object: kept beside as ledger.json.damaged (logged), the ledger
+    starts empty (a full pull), and the file is not read again at every open."""
     path = TEAM_LEDGER_JSON.of(tmp_path)
     path.parent.mkdir(parents=True)
-    path.write_text('{"memories": {"mem-1": 1')
+    data = text.encode("utf-8", "surrogateescape") if "\udcff" not in text else b"\xff\xfe\x00"
+    path.write_bytes(data)
     store = _Store(tmp_path)
     assert ledger.read(store)["memories"] == {}
-    assert path.read_text() == '{"memories": {"mem-1": 1'
+    assert not path.exists() and path.with_name("ledger.json.damaged").read_bytes() == data
+    assert "moved aside as ledger.json.damaged" in (tmp_path / "logs" / "team.log").read_text()
 
 
-def test_a_ledger_that_is_not_a_database_is_moved_aside_and_started_again(tmp_path):
-    """Damaged (overwritten, truncated to garbage): its bytes are kept beside it, the reason is in
-    logs/team.log, and the ledger works again empty (the next pull reads every record)."""
-    path = TEAM_LEDGER.of(tmp_path)
+def test_the_entries_of_a_json_ledger_of_the_wrong_type_are_left_out(tmp_path):
+    """Each entry that is not what the ledger held (a version that is no positive int, a write id
+    that is no string, a list where a map was, a cursor that is no finite number) is left out: that
+    memory is pulled again; the others come along."""
+    old = {"memories": {"mem-ok": 2, "mem-str": "v1", "mem-dict": {"v": 1}, "mem-huge": 10**30, "mem-bool": True,
+                        "mem-neg": -1},
+           "etags": {"mem-ok": "m:1", "mem-str": "m:2"}, "edges": 7, "tombstones": ["t1", 3], "cursor": "abc",
+           "clock": ["x"]}
+    path = TEAM_LEDGER_JSON.of(tmp_path)
     path.parent.mkdir(parents=True)
-    path.write_bytes(b"not a database at all" * 100)
+    path.write_text(json.dumps(old))
     store = _Store(tmp_path)
-    assert ledger.marks(store) == {"clock": None, "cursor": None}
-    ledger.record(store, {"mem-1": [2, "a:1"]})
-    assert ledger.known(store, ["mem-1"]) == {"mem-1": (2, "a:1")}
-    assert path.with_name("ledger.sqlite3.damaged").read_bytes() == b"not a database at all" * 100
-    assert "moved aside as ledger.sqlite3.damaged" in (tmp_path / "logs" / "team.log").read_text()
+    got = ledger.read(store)
+    assert got == {"memories": {"mem-ok": 2}, "etags": {"mem-ok": "m:1"}, "edges": [], "tombstones": ["t1"],
+                   "clock": None, "cursor": None, "newest": None}
+    assert not path.exists()
+    for bad in ("NaN", "Infinity", "[1]"):
+        path.write_text('{"memories": {}, "cursor": %s}' % bad)
+        assert ledger.marks(store)["cursor"] is None
+
+
+def test_a_ledger_damaged_inside_is_moved_aside_and_started_again(tmp_path):
+    """Pages overwritten past the header (``database disk image is malformed`` at a read): moved
+    aside as ledger.sqlite3.damaged, the read answered by a new, empty ledger."""
+    store = _Store(tmp_path)
+    ledger.record(store, {f"mem-{i}": [1, f"m:{i}"] for i in range(3000)}, [f"e{i}" for i in range(3000)])
+    path = TEAM_LEDGER.of(tmp_path)
+    with open(path, "r+b") as f:
+        f.seek(4096)
+        f.write(b"\xa5" * 8192)
+    assert ledger.known(store, [f"mem-{i}" for i in range(3000)]) == {}
+    assert path.with_name("ledger.sqlite3.damaged").exists()
+    ledger.record(store, {"mem-1": [2, "b:1"]})
+    assert ledger.known(store, ["mem-1"]) == {"mem-1": (2, "b:1")}
+
+
+def test_a_ledger_that_cannot_be_opened_is_a_one_line_store_error(tmp_path):
+    """A folder in its place: StoreError naming the file (the CLI prints one line), nothing moved
+    aside, nothing lost."""
+    from consolidate.core.errors import StoreError
+
+    store = _Store(tmp_path)
+    path = TEAM_LEDGER.of(tmp_path)
+    path.mkdir(parents=True)
+    (path / "kept").write_text("x")
+    for call in (lambda: ledger.record(store, {"mem-2": [1, "a:2"]}), lambda: ledger.marks(store)):
+        with pytest.raises(StoreError, match="the team ledger .*ledger.sqlite3 cannot be used"):
+            call()
+    assert (path / "kept").read_text() == "x" and not path.with_name("ledger.sqlite3.damaged").exists()
 
 
 def _writer(path, k: int, n: int) -> None:
