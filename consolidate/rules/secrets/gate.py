@@ -123,11 +123,30 @@ def _candidates(text: str) -> list[_Candidate]:
         candidates.extend(_cjk_set_password(text))
     # key material with no keyword beside it (consolidate/rules/key_material.py): last, every rule above wins
     keys = list(_key_material().find(text, [(c.start, c.end) for c in candidates]))
-    if keys:  # a run of key material holding a rule's match by chance: the whole run is the key
-        candidates = [c for c in candidates if not any(a <= c.start and c.end <= b and (a, b) != (c.start, c.end)
-                                                       for a, b in keys)]
+    if keys:
+        candidates, keys = _absorb(candidates, keys)
         candidates.extend(_Candidate(_P_KEY_MATERIAL, _key_material().KIND, a, b) for a, b in keys)
     return candidates
+
+
+def _absorb(candidates: list[_Candidate], keys: list[tuple[int, int]]) -> tuple[list[_Candidate], list[tuple[int, int]]]:
+    """The candidates and key spans after a run of key material takes in the rules' matches found in it
+    by chance: a match inside the run (a provider pattern in a long random run) is dropped, and one
+    that overlaps its end or start (``...5Pw==\\r\\n`` read as the assignment ``Pw==\\r\\n``) is dropped
+    and the run widened to cover it. The run's characters then stay inside a finding however the
+    overlap is resolved (the most specific rule wins where spans overlap)."""
+    spans = list(keys)
+    changed = True
+    while changed:  # a widened run may reach another match: widen until none overlaps a run's edge
+        changed = False
+        for c in candidates:
+            for i, (a, b) in enumerate(spans):
+                if c.start < b and a < c.end and not (c.start <= a and b <= c.end) and not (a <= c.start and c.end <= b):
+                    spans[i] = (min(a, c.start), max(b, c.end))
+                    changed = True
+    kept = [c for c in candidates
+            if not any(c.start < b and a < c.end and not (c.start <= a and b <= c.end) for a, b in spans)]
+    return kept, spans
 
 
 def _lower(text: str) -> str:

@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from consolidate.rules import key_material
@@ -424,3 +424,24 @@ def test_keys_shown_in_space_separated_groups_are_blocked(shape, seed):
 def test_words_and_numbers_in_groups_are_not_key_material(text):
     """Words, years, ports and short codes in a row are no grouped key."""
     assert [f.kind for f in scan(text)] == []
+
+
+@pytest.mark.parametrize("shape", ["{k}\\r\\n", "{k}\\n", '"{k}\\n"', "key: {k}\\r\\n done", "{k};"])
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32), size=st.integers(16, 64),
+       tail=st.sampled_from(["pw", "Pw", "pwd", "PWD", "token", "Secret", "apiKey", "passwd", "pass", "KEY"]))
+def test_a_key_whose_end_reads_as_a_secret_name_stays_covered(shape, seed, size, tail):
+    """A fuzz of the shapes above found keys ending in ``...Pw==`` before a literal ``\\r\\n`` passing in
+    part: an assignment rule read ``Pw=`` and the value ``=\\r\\n`` and, being more specific, won the
+    overlap with the key material. The key's characters are all inside a finding whatever its last
+    characters spell."""
+    key = base64.b64encode(random.Random(seed).randbytes(size)).decode()
+    core = key.rstrip("=")
+    key = core[:-len(tail)] + tail + key[len(core):]
+    assume(key_material.is_key_material(key))  # the rule alone reads it as a key (a rare random key is identifier-shaped)
+    text = shape.format(k=key)
+    start = text.index(key)
+    covered = set()
+    for f in scan(text):
+        covered.update(range(f.start, f.end))
+    assert set(range(start, start + len(key.rstrip("=")))) <= covered, (text, scan(text))
