@@ -84,12 +84,13 @@ ENTROPY_MIN_B32 = 3.0
 IDENTIFIER_WORD_SCORE = 0.4  # the word score an identifier of few long segments still needs
 
 # A run: the base64/base64url/hex/base32 alphabet and padding, not glued to a larger token
-# (a value after ``name=`` is a run: ``value=<key>``, ``--seed=<key>``; an escaped line break after it,
-# ``<key>\\n`` in JSON or an env file, before or after it, does not glue it to a larger token)
+# (a value after ``name=`` is a run: ``value=<key>``, ``--seed=<key>``; an escape beside it does not glue
+# it to a larger token: an escaped line break or tab, ``<key>\\n`` in JSON or an env file, an escaped
+# quote ``\\"<key>\\"`` or ``\\u0022<key>\\u0022`` of JSON inside a string, escapes escaped again ``\\\\n``)
 _RUN = re.compile(
-    r"(?:(?<=\\[nrt])|(?<![A-Za-z0-9+/_\-.\\@$%&#~]))(?<!==)"
+    r"(?:(?<=\\[nrt\"'])|(?<=\\u[0-9a-fA-F]{4})|(?<![A-Za-z0-9+/_\-.\\@$%&#~]))(?<!==)"
     r"[A-Za-z0-9+/_-]{20,}={0,6}"
-    r"(?![A-Za-z0-9+/=_\-@$%&#~])(?!\\(?![nrt]))(?!\.[A-Za-z0-9])"
+    r"(?![A-Za-z0-9+/=_\-@$%&#~])(?!\\(?![nrt\"']|u[0-9a-fA-F]{4}|\\+[nrt\"']))(?!\.[A-Za-z0-9])"
 )
 # Full-width forms of ASCII (U+FF01-U+FF5E) read as ASCII, one character for one (the offsets stay):
 # ``４ｚＬｗ...`` is the key ``4zLw...`` (NFKC gives the same)
@@ -100,13 +101,19 @@ _DIGIT = re.compile(r"[0-9]")
 _SEGMENT = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
 # Words that say a hex run is a hash, a commit or an id, not a key (case-insensitive). Long words also
-# as the start of a word ("commits", "hashed", "sha256sum", "request_id"), short ones whole only ("id",
-# "rev", "pr": not "idle", "review", "production"); commit and hash in the scripts agents write in
+# inflected (below), short ones whole only ("id", "rev", "pr": not "idle", "review", "production");
+# commit and hash in the scripts agents write in
+_HASH_WORDS = ("commit", "hash", "digest", "checksum", "check sum", "revision", "bisect", "cherry", "revert", "rebase",
+               "merge", "squash", "submodule", "pinned", "fingerprint", "etag", "integrity", "identifier", "trace",
+               "span", "request", "correlation", "container", "image", "docker", "layer", "manifest", "build",
+               "object", "blob", "nonce", "transaction", "uuid", "guid", "md5", "sha\\d*", "crc", "blake", "xxh",
+               "murmur", "ipfs", "torrent", "magnet", "wallet", "address", "fix", "patch", "diff", "changeset",
+               "release", "deploy", "version", "session", "checkout")
+# A word of _HASH_WORDS with an English inflection or an id suffix ("commits", "hashed", "merging",
+# "sha256sum", "request_id"), never the start of another word ("fixture", "buildings", "blobby", "traceback")
+_INFLECTED = "|".join((w[:-1] + "(?:e|(?=ing))" if w.endswith("e") else w) for w in _HASH_WORDS)
 _HASH_CONTEXT = re.compile(
-    r"(?i)(?<![a-z])(?:commit|hash|digest|checksum|check sum|revision|bisect|cherry|revert|rebase|merge|squash"
-    r"|submodule|pinned|fingerprint|etag|integrity|identifier|trace|span|request|correlation|container|image"
-    r"|docker|layer|manifest|build|object|blob|nonce|transaction|uuid|guid|md5|sha\d*|crc|blake|xxh|murmur"
-    r"|ipfs|torrent|magnet|wallet|address|fix|patch|diff|changeset|release|deploy|version|session|checkout"
+    r"(?i)(?<![a-z])(?:(?:" + _INFLECTED + r")(?:s|es|d|ed|ing|er|ers|_?ids?|sums?)?(?![a-z])"
     r"|(?:id|ids|rev|ref|refs|head|pin|tag|branch|git|tree|oid|lfs|job|run|salt|iv|cid|tx|txid|block|pr|mr"
     r"|sum)(?![a-z])"
     r"|коммит|хеш|хэш|ревизи|提交|哈希|散列|コミット|ハッシュ|커밋|해시)"

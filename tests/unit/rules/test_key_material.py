@@ -445,3 +445,38 @@ def test_a_key_whose_end_reads_as_a_secret_name_stays_covered(shape, seed, size,
     for f in scan(text):
         covered.update(range(f.start, f.end))
     assert set(range(start, start + len(key.rstrip("=")))) <= covered, (text, scan(text))
+
+
+@pytest.mark.parametrize("shape", [
+    '\\"{k}\\"', 'log: {{\\"v\\": \\"{k}\\"}}', '\\u0022{k}\\u0022', 'x\\\\n{k}\\\\n', "it said \\'{k}\\' twice",
+])
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32), size=st.integers(16, 64),
+       encode=st.sampled_from([base64.b64encode, base64.urlsafe_b64encode, base64.b32encode, base64.b16encode]))
+def test_a_key_between_escaped_quotes_or_escaped_escapes_is_blocked(shape, seed, size, encode):
+    """A fresh tester's shapes (review of issue 34's fix): JSON inside a JSON string (``\\"KEY\\"``,
+    ``\\u0022KEY\\u0022``) and escapes escaped again (``\\\\nKEY\\\\n``) glued every key to a larger token."""
+    key = encode(random.Random(seed).randbytes(size)).decode()
+    assume(key_material.is_key_material(key))
+    text = shape.format(k=key)
+    start = text.index(key)
+    covered = set()
+    for f in scan(text):
+        covered.update(range(f.start, f.end))
+    assert set(range(start, start + len(key.rstrip("=")))) <= covered, (text, scan(text))
+
+
+@pytest.mark.parametrize("shape, is_key", [
+    ("use `{k}` as the fixture input", True), ("the buildings table holds {k}", True),
+    ("a blobby value {k}", True), ("the traceback showed {k} as the signing key", True),
+    ("commits {k} and the next", False), ("hashed to {k}", False), ("after merging {k} upstream", False),
+    ("the request_id was {k}", False), ("sha256sum printed {k}", False),
+])
+def test_hash_words_count_inflected_but_not_as_the_start_of_other_words(shape, is_key):
+    """A hex run near a hash word is an id (``commits``, ``hashed``, ``merging``, ``sha256sum``); a word
+    that only starts like one (``fixture``, ``buildings``, ``blobby``, ``traceback``) says nothing."""
+    key = random.Random(7).randbytes(32).hex()
+    text = shape.format(k=key)
+    start = text.index(key)
+    covered = {i for f in scan(text) for i in range(f.start, f.end)}
+    assert (set(range(start, start + len(key))) <= covered) is is_key, (text, scan(text))
