@@ -25,7 +25,7 @@ from _bench import (STAGE_SECONDS, STEP_SECONDS, check_venv, fill_session, goal_
                     install_stage_timers, install_step_timers, interleaved, median, real_sessions, release_chroma, scripted_chain_factory,
                     skip_without_notes)
 
-LOCKED = ("contradiction", "provenance", "apply")
+LOCKED = ("contradiction", "provenance", "withdrawn", "apply")
 
 
 def drain_function():

@@ -14,6 +14,7 @@ the session ended ``success``, the queue run), and the script reports, per sessi
 One deterministic run (no medians); the wall time is printed. Test material only: read at run time.
 
     python benchmarks/bench_timelines.py [--timeline SLUG ...] [--judge rules ...] [--embedding hash] [--json]
+        [--notes-files both|on|off]   # both (default): the notes alone and with the notes files, side by side
     JUDGELAB_PROMPTS=/tmp/p python benchmarks/bench_timelines.py --judge "cli:template:$PWD/../shared/tools/judgelab/capture.py"
     JUDGELAB_ANSWERS=/tmp/a python benchmarks/bench_timelines.py --judge "cli:template:$PWD/../shared/tools/judgelab/replay.sh"
 """
@@ -153,9 +154,13 @@ def snapshot(store, note_map: dict[tuple[str, int], str], ever: set[str], with_e
     return len(docs), len(got["ids"]), active_src, docs, (vecs if with_embeddings else None)
 
 
-def run_timeline(tl: dict[str, Any], judges: list[Any], embedding: str | None, workdir: Path) -> dict[str, Any]:
+def run_timeline(tl: dict[str, Any], judges: list[Any], embedding: str | None, workdir: Path,
+                 notes_files: bool = True) -> dict[str, Any]:
     """Consolidate ``tl``'s sessions in order into one fresh store under ``workdir``; returns the
-    per-session rows and the final figures (see the module docstring)."""
+    per-session rows and the final figures (see the module docstring). ``notes_files``: each session
+    also hands over every notes file as it stands at its commit (``SessionTier.add_notes_file``: the
+    notes introduced so far, less those removed or edited by then), as a harness that reads the
+    agent's notes files at session end would."""
     from consolidate import Store, run_queue
     from consolidate.store.resolve import in_folder
 
@@ -166,6 +171,7 @@ def run_timeline(tl: dict[str, Any], judges: list[Any], embedding: str | None, w
     ever: set[str] = set()
     rows = []
     with_emb = embedding is None or "minilm" in (embedding or "").lower()
+    files: dict[str, dict[str, str]] = {}  # source_file -> {timeline note id: content}, as the file stands
     try:
         for seq, notes in tl["sessions"]:
             t0 = time.time()
@@ -174,6 +180,15 @@ def run_timeline(tl: dict[str, Any], judges: list[Any], embedding: str | None, w
                 meta = {k: n[k] for k in META_FIELDS if n.get(k) is not None}
                 nid = store.sessions.add_note(sid, n["content"], metadata=meta)
                 note_map[(sid, int(nid))] = n["id"]
+            if notes_files:
+                for held in files.values():
+                    for gone in [i for i in held if tl["removed"].get(i, 10**9) <= seq or tl["edited"].get(i, 10**9) <= seq]:
+                        del held[gone]
+                for n in notes:
+                    if n.get("source_file"):
+                        files.setdefault(n["source_file"], {})[n["id"]] = n["content"]
+                for source_file, held in sorted(files.items()):
+                    store.sessions.add_notes_file(sid, source_file, list(held.values()), scope=tl["slug"])
             store.sessions.end(sid, "success")
             run_queue(store, judges=judges, time_box=None)
             active, total, active_src, docs, vecs = snapshot(store, note_map, ever, False)
@@ -227,25 +242,42 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--embedding", default=None, help="embedding (default: the product default, MiniLM; `hash` for quick runs)")
     ap.add_argument("--data", type=Path, default=TIMELINES, help=f"timelines folder (default {TIMELINES})")
     ap.add_argument("--json", action="store_true", help="print JSON instead of the tables")
+    ap.add_argument("--notes-files", choices=("both", "on", "off"), default="both",
+                    help="hand each session's notes files over (on), not (off, the notes alone), or both side by side (default)")
     args = ap.parse_args(argv)
     import tempfile
 
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     slugs = args.timeline or sorted(p.name for p in args.data.iterdir() if p.is_dir())
     judges = args.judge or ["rules"]
+    modes = {"both": (False, True), "on": (True,), "off": (False,)}[args.notes_files]
     started = time.time()
-    results = []
+    by_mode: dict[str, list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-timelines-") as tmp:
-        for slug in slugs:
-            results.append(run_timeline(load_timeline(args.data / slug), judges, args.embedding, Path(tmp)))
-            print(f"{slug}: {results[-1]['seconds']} s", file=sys.stderr)
+        for on in modes:
+            name = "with notes files" if on else "notes alone"
+            by_mode[name] = []
+            for slug in slugs:
+                by_mode[name].append(run_timeline(load_timeline(args.data / slug), judges, args.embedding,
+                                                  Path(tmp) / name.replace(" ", "-"), notes_files=on))
+                print(f"{slug} ({name}): {by_mode[name][-1]['seconds']} s", file=sys.stderr)
     wall = round(time.time() - started, 1)
     if args.json:
         print(json.dumps({"judges": judges, "embedding": args.embedding or "default (MiniLM)", "wall_seconds": wall,
-                          "timelines": results}, indent=1, ensure_ascii=False))
-    else:
+                          "modes": by_mode}, indent=1, ensure_ascii=False))
+        return 0
+    for name, results in by_mode.items():
+        print(f"\n# {name}")
         print_table(results)
-        print(f"judges {judges}, embedding {args.embedding or 'default (MiniLM)'}, wall time {wall} s")
+    if len(by_mode) == 2:
+        print("\nside by side (one run): stale survival, notes alone -> with notes files")
+        for key in ("edited", "deleted"):
+            a = [sum(r[key][f] for r in rs) for rs in by_mode.values() for f in ("active",)]
+            n = sum(r[key]["n"] for r in next(iter(by_mode.values())))
+            print(f"  {key}: {a[0]}/{n} -> {a[1]}/{n}" + (f" ({100 * a[0] / n:.1f}% -> {100 * a[1] / n:.1f}%)" if n else ""))
+        act = [sum(r["active"] for r in rs) for rs in by_mode.values()]
+        print(f"  active memories at the end: {act[0]} -> {act[1]}")
+    print(f"judges {judges}, embedding {args.embedding or 'default (MiniLM)'}, wall time {wall} s")
     return 0
 
 

@@ -167,6 +167,8 @@ class Plan:
     #: notes left waiting for a judge: ``{"note_id", "since", "until", "reasons", "attempts"}``
     #: (Unix seconds; consolidate/pipeline/deferral.py)
     waiting: list[dict[str, Any]] = field(default_factory=list)
+    #: the notes files the session recorded: ``{source_file: [note digest, ...]}`` (consolidate/model/notes_files.py)
+    notes_files: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def partial(self) -> bool:

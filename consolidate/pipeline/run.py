@@ -91,7 +91,7 @@ def run_session(store: Store, session_id: str, *, outcome: str = "success", reas
     plan = Plan(session_id=session_id, outcome=outcome, reason=reason, scope=store.project,
                 deadline=time.time() + time_box if time_box else None, started_at=ctx.now)
     _run_stage(stages.COUNT, plan, ctx)
-    if (plan.note_count == 0 and outcome != "failure") or outcome == "aborted":
+    if (plan.note_count == 0 and not plan.notes_files and outcome != "failure") or outcome == "aborted":
         if not dry_run:  # a run of its own (listed by `consolidate runs`, undone as one that wrote nothing)
 
             store.sessions.finish(session_id, "done" if outcome != "aborted" else "aborted", plan.run_id,

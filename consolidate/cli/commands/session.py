@@ -1,4 +1,5 @@
-"""Session-tier commands: ``note`` and ``end`` (``import`` is consolidate.cli.commands.share_cmd's)."""
+"""Session-tier commands: ``note`` and ``end`` (``import`` is consolidate.cli.commands.share_cmd's, ``notes-file``
+consolidate.cli.commands.workspace_cmd's)."""
 
 from __future__ import annotations
 
@@ -72,7 +73,8 @@ def _require_known_for_end(store, sid: str) -> None:
     through the session tier directly and are not refused."""
 
     if store.exists and (store.sub(WORKSPACES).is_dir() or store.sub(SESSIONS_DB).exists()):
-        if store.sub(SESSIONS_DB).exists() and (store.sessions.count(sid) or store.sessions.session_end(sid)):
+        if store.sub(SESSIONS_DB).exists() and (store.sessions.count(sid) or store.sessions.session_end(sid)
+                                                or store.sessions.notes_files(sid)):
             return
 
         if store.sub(WORKSPACES, folder_name(sid)).is_dir():

@@ -1,15 +1,21 @@
 """``consolidate session start|read|write|append|extract|complete``: the agent workspace from a shell
-(see ``consolidate.pipeline.workspace``). Each prints one line (``--json``: the result as JSON)."""
+(see ``consolidate.pipeline.workspace``). Each prints one line (``--json``: the result as JSON). And
+``consolidate notes-file``: a notes file the agent keeps outside a workspace, read as a workspace's
+Markdown output is (consolidate/model/notes_files.py)."""
 
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 from consolidate.cli.commands import open_store
+from consolidate.core.errors import BadInput
 from consolidate.cli.options import read_text_arg
 from consolidate.core.vocab import ABORTED, FAILURE, SUCCESS
 from consolidate.pipeline.workspace import start
 from consolidate.pipeline.workspace import open_workspace
+from consolidate.pipeline.workspace import parse_markdown
 
 
 def _print(args, result, line: str) -> int:
@@ -73,3 +79,30 @@ def cmd_complete(args) -> int:
             ABORTED: "workspace kept; `consolidate session start --session "
                        f"{got['session_id']}` resumes it"}[args.outcome]
     return _print(args, got, f"session {got['session_id']} completed ({args.outcome}): {what}")
+
+
+def cmd_notes_file(args) -> int:
+    """``consolidate notes-file FILE --session S``: the notes file as it stands at the session's end
+    (consolidate/model/notes_files.py): its notes new since its last snapshot become notes of the
+    session, and the session's run withdraws the memories of notes it no longer holds."""
+    name = args.name or ("-" if args.file == "-" else args.file)
+    if args.file == "-":
+        raw = sys.stdin.buffer.read()
+    else:
+        try:
+            raw = Path(args.file).read_bytes()
+        except OSError as exc:
+            raise BadInput(f"cannot read the notes file {args.file}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"the notes file {args.file} is not UTF-8 text (byte {exc.start})") from None
+    if args.file == "-" and not args.name:
+        raise BadInput("give --name for a notes file read from standard input (its name across sessions)")
+    items = parse_markdown(text, name)
+    store = open_store(args)
+    res = store.sessions.add_notes_file(args.session, name, [i.content for i in items], scope=store.project,
+                                        add_new=not args.no_new)
+    print(f"{res['name']}: {res['notes']} notes, {res['new']} new written to session {args.session}"
+          " (memories of notes it no longer holds are withdrawn when the session is consolidated)")
+    return 0

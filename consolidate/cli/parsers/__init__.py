@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "note": ("session", 'consolidate note --session s1 "Use pnpm, not npm: npm rewrites the lockfile" --flag'
                         " --kind preference"),
     "import": ("session", "consolidate import notes.jsonl --session s1"),
+    "notes-file": ("session", "consolidate notes-file memory-bank/progress.md --session s1"),
     "end": ("session", 'consolidate end --session s1 --outcome failure --reason "tests still red"'),
     "session": ("workspace_cmd", 'consolidate session start --session s1 --task "fix the login timeout"'),
     "run": ("run", "consolidate run --session s1 --judge rules --time-box 60"),

@@ -1,4 +1,4 @@
-"""The parsers of session-tier commands: ``note``, ``import``, ``end``.
+"""The parsers of session-tier commands: ``note``, ``import``, ``notes-file``, ``end``.
 
 Declarations only: ``note`` and ``end`` run consolidate.cli.commands.session's functions, ``import``
 consolidate.cli.commands.share_cmd.cmd_import, each imported when it runs."""
@@ -24,6 +24,14 @@ def register(sub, common) -> None:
 
     add_import_options(s)
     s.set_defaults(func=command("share_cmd", "cmd_import"))
+    s = sub.add_parser("notes-file", parents=[common],
+                       help="hand over a notes file the agent keeps (scratchpad, memory bank, AGENTS.md) as it stands")
+    s.add_argument("file", help="the Markdown notes file (one note per list item, else per paragraph); - reads standard input")
+    add_session(s, required=True)
+    s.add_argument("--name", help="the name the file is known by across sessions (default: FILE as given)")
+    s.add_argument("--no-new", action="store_true",
+                   help="record the snapshot only: add no note (the notes came in by another way)")
+    s.set_defaults(func=command("workspace_cmd", "cmd_notes_file"))
     s = sub.add_parser("end", parents=[common], help="record a session end in the queue")
     add_session(s, required=True)
     add_outcome(s)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from consolidate.pipeline.stages import apply, count, flag_promote, provenance, purge, secret_gate, write_policy
+from consolidate.pipeline.stages import apply, count, flag_promote, provenance, purge, secret_gate, withdrawn, write_policy
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,11 @@ def _provenance(plan, ctx):
     return provenance.run(plan, ctx)
 
 
+def _withdrawn(plan, ctx):
+    """Memories whose notes their notes file no longer holds are withdrawn (archived, ``expired``)."""
+    return withdrawn.run(plan, ctx)
+
+
 def _failure_link(plan, ctx):
     """A failed session weakens the memories its notes link to; it promotes nothing."""
     from consolidate.pipeline.stages.failure_link import run  # noqa: PLC0415 - pydantic (the judges): an empty session imports nothing heavy
@@ -124,6 +129,7 @@ SESSION: tuple[Stage, ...] = (
     Stage("expire", _expire),
     Stage("contradiction", _contradiction, locked=True),
     Stage("provenance", _provenance, locked=True),
+    Stage("withdrawn", _withdrawn, locked=True),
     APPLY,
 )
 #: The stages of a failed session that has notes (one without notes runs ``APPLY`` alone): its
@@ -136,4 +142,4 @@ FAILURE: tuple[Stage, ...] = (
 #: The names of the stages that are a module of this package with a ``run`` function, in order
 #: (benchmarks wrap them by name).
 ORDER = ("count", "purge", "secret_gate", "flag_promote", "judge", "write_policy", "contradiction",
-         "provenance", "apply")
+         "provenance", "withdrawn", "apply")

@@ -1,4 +1,4 @@
-"""Stage 9, apply: the only stage that writes.
+"""Stage 10, apply: the only stage that writes.
 
 Order: journal (fsynced) -> Chroma upserts (deterministic ids) and re-confirmations -> graph
 (temporary file + rename) -> event log -> notes.md -> session rows cleaned -> queue row finished ->
@@ -364,6 +364,8 @@ def _session_rows(plan, store) -> None:
         store.sessions.redact_notes({n.id: (n.content, n.metadata) for n in plan.notes
                                      if plan.note_status.get(n.id) == "blocked"})
     store.sessions.delete_notes(sorted(ids))
+    if plan.notes_files and plan.outcome == "success":  # the snapshots are applied (the files' state stays)
+        store.sessions.clear_notes_files(plan.session_id)
 
 
 def reverse_graph(store, diff: dict | None, loaded=None) -> dict | None:

@@ -15,6 +15,7 @@ import hashlib
 
 from consolidate.core.normal import text_key
 from consolidate.core.vocab import EVIDENCE_RANK
+from consolidate.model.notes_files import note_digest, source_file_of
 from consolidate.pipeline.stages.credibility import credited_strength, note_origin
 from consolidate.store.forgotten import forgotten_match, tombstones
 from consolidate.store import archive
@@ -55,6 +56,7 @@ def run(plan, ctx):
             "evidence": c.evidence, "source": c.source, "prompt_version": c.provenance.get("prompt_version"),
             "reason": c.reason, "note_ids": list(c.note_ids), "valid_from": valid_from,
             **({"origin": origin} if origin else {}), **links,
+            **notes_file_of(plan, c),
         }
         for u in plan.updates:
             if u.memory_id == links.get("supersedes"):
@@ -69,6 +71,26 @@ def run(plan, ctx):
                 u.edges.append([c.memory_id, "disputes"])
     anchor(plan, ctx)
     return plan
+
+
+def notes_file_of(plan, c) -> dict:
+    """``{"notes_file": name, "notes_file_keys": [digest, ...]}`` when every note of the candidate came
+    from one notes file (its metadata's ``source_file``; consolidate/model/notes_files.py), else ``{}``:
+    what a later snapshot of the file withdraws the memory by."""
+    files, keys = set(), []
+    for nid in c.note_ids:
+        try:
+            note = plan.note(nid)
+        except KeyError:
+            return {}
+        f = source_file_of(note.metadata)
+        if f is None:
+            return {}
+        files.add(f)
+        keys.append(note_digest(note.content))
+    if len(files) != 1:
+        return {}
+    return {"notes_file": files.pop(), "notes_file_keys": sorted(set(keys))}
 
 
 def anchor(plan, ctx) -> None:

@@ -474,6 +474,13 @@ class LongTerm:
         ``documents=False``)."""
         return self._get_all(_where(statuses=statuses), include=("documents", "metadatas") if documents else ("metadatas",))
 
+    def from_notes_file(self, source_file: str, scope: str, statuses: tuple[str, ...]) -> list[dict[str, Any]]:
+        """The memories of ``scope`` with one of ``statuses`` written from notes of the notes file
+        ``source_file`` (flat metadata ``notes_file``; consolidate/model/notes_files.py), metadata only
+        (``document`` None): an index lookup."""
+        return self._get_all({"$and": [{"notes_file": source_file}, {"scope": scope}, {"status": {"$in": list(statuses)}}]},
+                             include=("metadatas",))
+
     def marked(self, key: str) -> list[dict[str, Any]]:
         """Every memory whose metadata ``key`` is True (a mark such as ``curate_proposed``: a curation
         proposal waiting for review, consolidate/pipeline/curate/), with document and metadata."""
@@ -567,5 +574,8 @@ def record_for(candidate, scope: str) -> dict[str, Any]:
             # written again after a forget (that run): the tombstone no longer hides it (consolidate/store/views/shown.py)
             **({"restates": p["restates"]} if p.get("restates") else {}),
             **({"anchors": json.dumps(candidate.anchors, ensure_ascii=False)} if candidate.anchors else {}),
+            # the notes file its notes came from and their digests (consolidate/model/notes_files.py)
+            **({"notes_file": p["notes_file"], "notes_file_keys": " ".join(p["notes_file_keys"])}
+               if p.get("notes_file") else {}),
         },
     }

@@ -536,3 +536,65 @@ def record_printed(db: sqlite3.Connection, session_id: str, digests: Iterable[st
     db.executemany("INSERT OR IGNORE INTO file_recall_shown(session_id, digest, shown_at) VALUES (?,?,?)",
                    [(session_id, d, now) for d in digests])
     db.execute("DELETE FROM file_recall_shown WHERE shown_at < ?", (keep_since,))
+
+
+# -- notes_files, notes_file_state (consolidate.model.notes_files) ------------------------------------
+
+_NOTES_FILES = """
+CREATE TABLE IF NOT EXISTS notes_files (
+    session_id TEXT NOT NULL,
+    source_file TEXT NOT NULL,
+    digests TEXT NOT NULL,
+    recorded_at REAL NOT NULL,
+    PRIMARY KEY (session_id, source_file)
+);
+CREATE TABLE IF NOT EXISTS notes_file_state (
+    scope TEXT NOT NULL,
+    source_file TEXT NOT NULL,
+    digests TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    recorded_at REAL NOT NULL,
+    PRIMARY KEY (scope, source_file)
+);
+"""
+
+
+def ensure_notes_files(db: sqlite3.Connection) -> None:
+    """Create the notes-file tables when missing (one statement at a time: also inside a transaction)."""
+    for statement in _NOTES_FILES.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def record_notes_file(db: sqlite3.Connection, scope: str, session_id: str, source_file: str,
+                      digests: list[str], now: float) -> None:
+    """Record what ``source_file`` holds as of ``session_id`` (the note digests of
+    :func:`consolidate.model.notes_files.note_digest`): the session's snapshot, read by its run, and the
+    file's latest state in ``scope``, read by the next snapshot to tell its new notes. Call inside a
+    transaction, after :func:`ensure_notes_files`."""
+    data = json.dumps(sorted(set(digests)))
+    db.execute("INSERT OR REPLACE INTO notes_files(session_id, source_file, digests, recorded_at) VALUES (?,?,?,?)",
+               (session_id, source_file, data, now))
+    db.execute("INSERT OR REPLACE INTO notes_file_state(scope, source_file, digests, session_id, recorded_at)"
+               " VALUES (?,?,?,?,?)", (scope, source_file, data, session_id, now))
+
+
+def notes_files(db: sqlite3.Connection, session_id: str) -> dict[str, list[str]]:
+    """``{source_file: [digest, ...]}``: the notes files the session recorded (:func:`record_notes_file`)."""
+    ensure_notes_files(db)
+    return {f: json.loads(d) for f, d in db.execute(
+        "SELECT source_file, digests FROM notes_files WHERE session_id=? ORDER BY source_file", (session_id,))}
+
+
+def notes_file_state(db: sqlite3.Connection, scope: str, source_file: str) -> set[str]:
+    """The digests ``source_file`` held at its latest snapshot in ``scope`` (empty: never recorded);
+    after :func:`ensure_notes_files`."""
+    row = db.execute("SELECT digests FROM notes_file_state WHERE scope=? AND source_file=?",
+                     (scope, source_file)).fetchone()
+    return set(json.loads(row[0])) if row else set()
+
+
+def clear_notes_files(db: sqlite3.Connection, session_id: str) -> None:
+    """Forget the session's snapshots once its run applied them (the file's state stays)."""
+    ensure_notes_files(db)
+    db.execute("DELETE FROM notes_files WHERE session_id=?", (session_id,))

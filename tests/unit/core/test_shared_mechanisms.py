@@ -30,10 +30,10 @@ def test_stage_lists_order_and_locks():
     assert len(names) == len(set(names))  # a name is the key of plan.stage_seconds
     for before, after in (("purge", "secret_gate"), ("secret_gate", "flag_promote"), ("flag_promote", "judge"),
                           ("judge", "write_policy"), ("write_policy", "embed"), ("embed", "contradiction"),
-                          ("contradiction", "provenance"), ("provenance", "apply")):
+                          ("contradiction", "provenance"), ("provenance", "withdrawn"), ("withdrawn", "apply")):
         assert names.index(before) < names.index(after)
     assert names[-1] == "apply" and stages.SESSION[-1] is stages.APPLY
-    assert [s.name for s in stages.SESSION if s.locked] == ["contradiction", "provenance", "apply"]
+    assert [s.name for s in stages.SESSION if s.locked] == ["contradiction", "provenance", "withdrawn", "apply"]
     assert [s.name for s in stages.FAILURE] == ["secret_gate", "failure_link", "apply"]
     assert [s.name for s in (*stages.SESSION, *stages.FAILURE) if s.writes] == ["apply", "apply"]
     # every locked stage comes after every unlocked one: the lock is held once, for the end of the run
