@@ -249,6 +249,7 @@ def run_summary(plan) -> dict:
         "written_disputed": sum(1 for c in writes if c.tier == "durable" and c.status == "disputed"),
         "rejected": sum(1 for c in plan.candidates if c.outcome == "rejected"),
         "reconfirmed": len(plan.reconfirmations),
+        **({"withdrawn": n} if (n := sum(u.event == "memory.withdrawn" for u in plan.updates)) else {}),
         "judges": plan.judges_used,
         **_partial_summary(plan),
         **_judge_problems(plan),

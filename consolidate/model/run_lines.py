@@ -11,7 +11,8 @@ def count_line(summary: dict | None) -> str:
     s = summary or {}
     return (f"{s.get('written_durable', 0)} durable, {s.get('written_quarantined', 0)} quarantined,"
             f" {s.get('written_transient', 0)} transient, {s.get('reconfirmed', 0)} re-confirmed"
-            + (f", {s['written_disputed']} disputed" if s.get("written_disputed") else ""))
+            + (f", {s['written_disputed']} disputed" if s.get("written_disputed") else "")
+            + (f", {s['withdrawn']} withdrawn (their notes no longer in their notes file)" if s.get("withdrawn") else ""))
 
 
 def consolidated_line(session_id: str, end: dict) -> str:

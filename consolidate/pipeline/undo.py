@@ -66,6 +66,8 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
         anchors.record(store, {i: _anchors_of(r) for i, r in before.items() if _anchors_of(r)}, removed=added)
 
         lift(store, run_id)  # an undone `forget` protects nothing any more
+        if store.sub(SESSIONS_DB).exists():  # the notes it took from notes files are new again to their next hand-over
+            store.sessions.unsettle_notes_files(run_id)
         reversed_graph = apply_stage.reverse_graph(store, record.get("graph"), loaded)
         ts = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         lines = [{"ts": ts, "event": "memory.undone", "run_id": run_id, "memory_id": i, "action": "removed"} for i in added]
@@ -116,6 +118,7 @@ def _undo_nothing_written(store, run_id: str, end: dict, lock_timeout: float) ->
             "run_id": run_id, "session_id": end["session_id"], "outcome": end.get("outcome"),
             "started_at": end.get("finished_at") or 0.0, "added": [], "before": {}, "tombstoned": [], "graph": None,
             "waiting": int((end.get("result") or {}).get("waiting") or 0), "undone": ts})
+        store.sessions.unsettle_notes_files(run_id)  # its notes-file notes are new again to their next hand-over
     return {"removed": 0, "restored": 0, "nothing_written": True}
 
 

@@ -119,11 +119,13 @@ class Item:
     ttl: Any = None
 
 
-def parse_markdown(text: str, file: str) -> list[Item]:
+def parse_markdown(text: str, file: str, *, nested: bool = False) -> list[Item]:
     """Candidates of a Markdown file: one per list item (``-``, ``*``, ``+``, ``1.``; indented lines
     continue an item; a ``[ ]``/``[x]`` box is dropped), or, in a file without list items, one per
     paragraph. Headings are not candidates; a heading naming a memory type (``## Decisions``) gives
-    that kind to the items under it. Fenced code blocks stay inside the item they follow."""
+    that kind to the items under it. Fenced code blocks stay inside the item they follow. ``nested``:
+    a list item indented any depth (a sub-item) is one of its own too (a notes file, where an agent
+    nests notes), not only up to three spaces."""
     items: list[Item] = []
     paragraphs: list[Item] = []
     kind: str | None = None
@@ -131,7 +133,7 @@ def parse_markdown(text: str, file: str) -> list[Item]:
     para: list[str] | None = None
     start = para_start = 0
     in_fence = False
-    bullet = re.compile(r"^(\s{0,3})(?:[-*+]|\d{1,3}[.)])\s+(.*)$")
+    bullet = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+(.*)$" if nested else r"^(\s{0,3})(?:[-*+]|\d{1,3}[.)])\s+(.*)$")
 
     def close_item():
         nonlocal current

@@ -60,7 +60,7 @@ SURFACES: tuple[Surface, ...] = (
     Surface("consolidate.store.sessions.write_gate:secret_gate_at_write", "SESSIONS_DB",
             "a note's content and metadata strings (secrets only: its private spans stay in the session tier,"
             " consolidate/rules/private_spans.py)"),
-    Surface("consolidate.store.sessions.tier:SessionTier.add_notes_file", "SESSIONS_DB",
+    Surface("consolidate.store.sessions.notes_files:NotesFilesMixin.add_notes_file", "SESSIONS_DB",
             "a notes file's name (also the notes' source_file and the memories' notes_file)"),
     Surface("consolidate.store.sessions.tier:SessionTier.set_waiting", "SESSIONS_DB",
             "the judges' failure reasons of a note left waiting"),

@@ -55,7 +55,7 @@ def cmd_end(args) -> int:
     store = open_store(args, create=False, writes=True)  # known: opened for writing (private, not read-only)
     before = store.sessions.session_end(sid)
     if before and before["status"] not in END_PENDING and before["outcome"] == args.outcome \
-            and store.sessions.count(sid) == 0:  # ended and consolidated as so already: nothing is queued
+            and store.sessions.count(sid) == 0 and not store.sessions.notes_files(sid):  # consolidated so already: nothing queued
 
         print(consolidated_line(sid, before))
         return 0

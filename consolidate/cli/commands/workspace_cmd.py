@@ -6,6 +6,7 @@ Markdown output is (consolidate/model/notes_files.py)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from consolidate.cli.options import read_text_arg
 from consolidate.core.vocab import ABORTED, FAILURE, SUCCESS
 from consolidate.pipeline.workspace import start
 from consolidate.pipeline.workspace import open_workspace
-from consolidate.pipeline.workspace import parse_markdown
+from consolidate.pipeline.workspace import MAX_FILE_BYTES, parse_markdown
 
 
 def _print(args, result, line: str) -> int:
@@ -83,26 +84,50 @@ def cmd_complete(args) -> int:
 
 def cmd_notes_file(args) -> int:
     """``consolidate notes-file FILE --session S``: the notes file as it stands at the session's end
-    (consolidate/model/notes_files.py): its notes new since its last snapshot become notes of the
-    session, and the session's run withdraws the memories of notes it no longer holds."""
-    name = args.name or ("-" if args.file == "-" else args.file)
+    (consolidate/model/notes_files.py): its notes new since its last consolidated hand-over become notes
+    of the session, and the session's run withdraws the memories of notes it no longer holds. The file
+    is known by its path from the project's folder (the store's parent: the same file from a subfolder
+    or as ``./x`` is one file), or by ``--name``. Refused in one line (nothing recorded): an unreadable,
+    non-UTF-8 or over-large file (MAX_FILE_BYTES, as a workspace file), standard input without ``--name``."""
+    if args.name is not None and not args.name.strip():
+        raise BadInput("--name is empty: give the name the file is known by across sessions, or leave --name out")
+    if args.file == "-" and not args.name:
+        raise BadInput("give --name for a notes file read from standard input (its name across sessions)")
     if args.file == "-":
-        raw = sys.stdin.buffer.read()
+        raw = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
     else:
         try:
-            raw = Path(args.file).read_bytes()
+            with open(args.file, "rb") as f:
+                raw = f.read(MAX_FILE_BYTES + 1)
         except OSError as exc:
             raise BadInput(f"cannot read the notes file {args.file}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise BadInput(f"the notes file {args.file} is over {MAX_FILE_BYTES:,} bytes (a notes file is read whole"
+                       " at every session end): hand over a smaller file")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise BadInput(f"the notes file {args.file} is not UTF-8 text (byte {exc.start})") from None
-    if args.file == "-" and not args.name:
-        raise BadInput("give --name for a notes file read from standard input (its name across sessions)")
-    items = parse_markdown(text, name)
     store = open_store(args)
-    res = store.sessions.add_notes_file(args.session, name, [i.content for i in items], scope=store.project,
-                                        add_new=not args.no_new)
+    name = args.name.strip() if args.name else _project_relative(args.file, store.path)
+    items = parse_markdown(text, name, nested=True)
+    try:
+        res = store.sessions.add_notes_file(args.session, name, [i.content for i in items], scope=store.project,
+                                            add_new=not args.no_new)
+    except BadInput as exc:
+        raise BadInput(f"the notes file {args.file}: {exc}") from None
     print(f"{res['name']}: {res['notes']} notes, {res['new']} new written to session {args.session}"
-          " (memories of notes it no longer holds are withdrawn when the session is consolidated)")
+          + (f", {res['gone']} of this session's no longer in it left out" if res.get("gone") else "")
+          + " (memories of notes it no longer holds are withdrawn when the session is consolidated)")
     return 0
+
+
+def _project_relative(file: str, store_path: Path) -> str:
+    """``file``'s path from the project's folder (the store folder's parent), ``/``-separated; the
+    absolute path for a file outside it."""
+    path = Path(os.path.abspath(file))
+    root = Path(os.path.abspath(store_path)).parent
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()

@@ -28,7 +28,7 @@ def register(sub, common) -> None:
                        help="hand over a notes file the agent keeps (scratchpad, memory bank, AGENTS.md) as it stands")
     s.add_argument("file", help="the Markdown notes file (one note per list item, else per paragraph); - reads standard input")
     add_session(s, required=True)
-    s.add_argument("--name", help="the name the file is known by across sessions (default: FILE as given)")
+    s.add_argument("--name", help="the name the file is known by across sessions (default: its path from the project's folder)")
     s.add_argument("--no-new", action="store_true",
                    help="record the snapshot only: add no note (the notes came in by another way)")
     s.set_defaults(func=command("workspace_cmd", "cmd_notes_file"))

@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 
+from consolidate.model.notes_files import note_digest, source_file_of
 from consolidate.store.views import context_md, notes_md
 from consolidate.store import events as event_log, graph, journal, snapshots
 from consolidate.core.faults import crash_point, pause_point
@@ -365,7 +366,11 @@ def _session_rows(plan, store) -> None:
                                      if plan.note_status.get(n.id) == "blocked"})
     store.sessions.delete_notes(sorted(ids))
     if plan.notes_files and plan.outcome == "success":  # the snapshots are applied (the files' state stays)
-        store.sessions.clear_notes_files(plan.session_id)
+        added: dict[str, list[str]] = {}
+        for n in plan.notes:
+            if (f := source_file_of(n.metadata)) is not None:
+                added.setdefault(f, []).append(note_digest(n.content))
+        store.sessions.settle_notes_files(plan.session_id, plan.scope, plan.run_id, added)
 
 
 def reverse_graph(store, diff: dict | None, loaded=None) -> dict | None:

@@ -155,7 +155,7 @@ EMPTY_RUN_SUMMARY: dict = {"notes": 0, "written_durable": 0, "written_quarantine
 
 def finish_idle_end(db: sqlite3.Connection, session_id: str, now: float, run_id: str) -> bool:
     """The idle run (consolidate.agents.hooks.fast): in one transaction, mark the queued ``success`` end of a
-    session with no notes, none waiting and no harvest left to finish (``harvest_pending``) ``done``
+    session with no notes, none waiting, no notes file and no harvest left to finish (``harvest_pending``) ``done``
     under ``run_id`` with result :data:`EMPTY_RUN_SUMMARY`, as the full run does (listed by
     ``consolidate runs``, undone as a run that wrote nothing); False, changing nothing, for any
     other session."""
@@ -167,9 +167,18 @@ def finish_idle_end(db: sqlite3.Connection, session_id: str, now: float, run_id:
         waiting = db.execute("SELECT COUNT(*) FROM waiting WHERE session_id=?", (session_id,)).fetchone()[0]
         if row is None or row[0] != "success" or row[1] != "queued" or notes or waiting:
             return False
+        if _has_notes_file(db, session_id):
+            return False  # it handed a notes file over: the full run withdraws what the file no longer holds
         db.execute("UPDATE session_ends SET status='done', run_id=?, result=?, updated_at=?, claimed_by=NULL,"
                    " claimed_at=NULL WHERE session_id=?", (run_id, json.dumps(EMPTY_RUN_SUMMARY), now, session_id))
     return True
+
+
+def _has_notes_file(db: sqlite3.Connection, session_id: str) -> bool:
+    """Whether the session recorded a notes file (:func:`record_notes_file`), without creating the table."""
+    if db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='notes_files'").fetchone() is None:
+        return False
+    return db.execute("SELECT 1 FROM notes_files WHERE session_id=? LIMIT 1", (session_id,)).fetchone() is not None
 
 
 class LightTier:
@@ -556,6 +565,13 @@ CREATE TABLE IF NOT EXISTS notes_file_state (
     recorded_at REAL NOT NULL,
     PRIMARY KEY (scope, source_file)
 );
+CREATE TABLE IF NOT EXISTS notes_file_runs (
+    run_id TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    source_file TEXT NOT NULL,
+    added TEXT NOT NULL,
+    PRIMARY KEY (run_id, scope, source_file)
+);
 """
 
 
@@ -569,14 +585,12 @@ def ensure_notes_files(db: sqlite3.Connection) -> None:
 def record_notes_file(db: sqlite3.Connection, scope: str, session_id: str, source_file: str,
                       digests: list[str], now: float) -> None:
     """Record what ``source_file`` holds as of ``session_id`` (the note digests of
-    :func:`consolidate.model.notes_files.note_digest`): the session's snapshot, read by its run, and the
-    file's latest state in ``scope``, read by the next snapshot to tell its new notes. Call inside a
+    :func:`consolidate.model.notes_files.note_digest`): the session's snapshot, read by its run and
+    made the file's state in ``scope`` when the run applies (:func:`settle_notes_files`). Call inside a
     transaction, after :func:`ensure_notes_files`."""
     data = json.dumps(sorted(set(digests)))
     db.execute("INSERT OR REPLACE INTO notes_files(session_id, source_file, digests, recorded_at) VALUES (?,?,?,?)",
                (session_id, source_file, data, now))
-    db.execute("INSERT OR REPLACE INTO notes_file_state(scope, source_file, digests, session_id, recorded_at)"
-               " VALUES (?,?,?,?,?)", (scope, source_file, data, session_id, now))
 
 
 def notes_files(db: sqlite3.Connection, session_id: str) -> dict[str, list[str]]:
@@ -594,7 +608,47 @@ def notes_file_state(db: sqlite3.Connection, scope: str, source_file: str) -> se
     return set(json.loads(row[0])) if row else set()
 
 
-def clear_notes_files(db: sqlite3.Connection, session_id: str) -> None:
-    """Forget the session's snapshots once its run applied them (the file's state stays)."""
+def settle_notes_files(db: sqlite3.Connection, scope: str, session_id: str, run_id: str,
+                       added: dict[str, list[str]], now: float) -> None:
+    """The session's run ``run_id`` applied its snapshots: each becomes its file's state in ``scope``
+    (what the next hand-over's new notes are told by), the digests of the notes the run took from each
+    file (``added``) are kept for its undo (:func:`unsettle_notes_files`), and the session's rows go. A
+    session that failed or has not run leaves the state as it was, so the notes it added are new again
+    to the next session."""
     ensure_notes_files(db)
-    db.execute("DELETE FROM notes_files WHERE session_id=?", (session_id,))
+    with transaction(db):
+        for source_file, data in db.execute("SELECT source_file, digests FROM notes_files WHERE session_id=?",
+                                            (session_id,)).fetchall():
+            db.execute("INSERT OR REPLACE INTO notes_file_state(scope, source_file, digests, session_id, recorded_at)"
+                       " VALUES (?,?,?,?,?)", (scope, source_file, data, session_id, now))
+        for source_file, digests in added.items():
+            db.execute("INSERT OR REPLACE INTO notes_file_runs(run_id, scope, source_file, added) VALUES (?,?,?,?)",
+                       (run_id, scope, source_file, json.dumps(sorted(set(digests)))))
+        db.execute("DELETE FROM notes_files WHERE session_id=?", (session_id,))
+
+
+def unsettle_notes_files(db: sqlite3.Connection, run_id: str) -> int:
+    """``run_id`` was undone: the notes it took from notes files leave the files' state, so the next
+    hand-over of a file that still holds them adds them again (nothing the undo took out is lost).
+    Returns how many files' states changed."""
+    ensure_notes_files(db)
+    n = 0
+    with transaction(db):
+        for scope, source_file, added in db.execute(
+                "SELECT scope, source_file, added FROM notes_file_runs WHERE run_id=?", (run_id,)).fetchall():
+            held = notes_file_state(db, scope, source_file)
+            left = held - set(json.loads(added))
+            if left != held:
+                db.execute("UPDATE notes_file_state SET digests=? WHERE scope=? AND source_file=?",
+                           (json.dumps(sorted(left)), scope, source_file))
+                n += 1
+        db.execute("DELETE FROM notes_file_runs WHERE run_id=?", (run_id,))
+    return n
+
+
+def notes_file_states(db: sqlite3.Connection, scope: str) -> dict[str, set[str]]:
+    """``{source_file: digests}``: every notes file's state in ``scope`` (what it held at its last
+    consolidated hand-over)."""
+    ensure_notes_files(db)
+    return {f: set(json.loads(d)) for f, d in db.execute(
+        "SELECT source_file, digests FROM notes_file_state WHERE scope=?", (scope,))}

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from consolidate.core.spawn import alive as _alive  # the one liveness check of a pid (consolidate/core/spawn.py)
 from consolidate.core.normal import blank
-from consolidate.model.notes_files import MAX_SOURCE_FILE_CHARS, note_digest
 from consolidate.core.textmeasure import MAX_STATEMENT_CHARS, statement_length
 from consolidate.core.vocab import END_PENDING, NOTE_KINDS, SESSION_OUTCOMES
 from consolidate.core.errors import StoreReadOnly
@@ -44,6 +43,7 @@ if TYPE_CHECKING:
 
 from consolidate.store.sessions import tables as session_tables
 from consolidate.store.sessions.queue_file import fold_queue_file
+from consolidate.store.sessions.notes_files import NotesFilesMixin
 from consolidate.store.sessions.segments import session_for_end
 from consolidate.store.sessions.write_gate import redaction_notice, secret_gate_at_write
 from consolidate.rules import persisted  # the gate of persisted free text; the secret gate loads on first use
@@ -270,10 +270,12 @@ class ReadOnlyConnection(sqlite3.Connection):
         return self._mapped(super().executescript, script)
 
 
-class SessionTier:
+class SessionTier(NotesFilesMixin):
     """The session tier of one store. ``path`` is the SQLite file; it is created on first use.
 
     Raises StoreCorrupt when the file exists but is not a SQLite database of this layout."""
+
+    _check_session_id = staticmethod(check_session_id)  # for NotesFilesMixin (consolidate/store/sessions/notes_files.py)
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -438,55 +440,6 @@ class SessionTier:
                     written.append({"line": lineno, "note_id": int(cur.lastrowid or 0), "session_id": sid, "flag": flag,
                                     "kind": kind, "content": content, "metadata": meta})
         return counts
-
-    def add_notes_file(self, session_id: str, source_file: str, notes: Iterable[str], *, scope: str = "default",
-                       add_new: bool = False, now: float | None = None) -> dict[str, Any]:
-        """Record what the notes file ``source_file`` (its name as the notes' ``source_file`` metadata
-        gives it, e.g. ``memory-bank/progress.md``) holds at the end of ``session_id``: ``notes``, its
-        notes as they stand (consolidate/model/notes_files.py). The session's run withdraws the
-        memories of ``scope`` made from notes of the file that it no longer holds. ``add_new``: the
-        notes the file did not hold at its previous snapshot are also added to the session (metadata
-        ``source_file``), so a harness can hand the whole file over at every session end.
-
-        Each note is read as :meth:`add_note` stores it (secret material redacted) before its digest
-        is taken. Returns ``{"name": the name as recorded (secrets and private spans redacted), "notes": in
-        the file, "new": added}``. Raises BadInput for an empty or
-        over-long ``source_file`` or a note that is not a string (nothing is recorded then)."""
-        sid = check_session_id(session_id)
-        if not isinstance(source_file, str) or not source_file.strip() or len(source_file) > MAX_SOURCE_FILE_CHARS \
-                or "\x00" in source_file:
-            raise BadInput(f"a notes file needs a name of 1 to {MAX_SOURCE_FILE_CHARS} characters, "
-                           f"got {source_file!r:.80}")
-        source_file = persisted.gate(source_file, key="source_file")  # a name is free text: no secret, no private span
-        texts = list(notes)
-        if not all(isinstance(t, str) for t in texts):
-            raise BadInput("the notes of a notes file are strings")
-        texts = [t for t in texts if not blank(t)]
-        stored = [secret_gate_at_write(t, None)[0] for t in texts]
-        digests = [note_digest(t) for t in stored]
-        now = time.time() if now is None else now
-        added = 0
-        session_tables.ensure_notes_files(self.db)
-        with self._transaction():
-            self.refuse_notes_to_a_failure(sid)
-            if add_new:
-                before = session_tables.notes_file_state(self.db, scope, source_file)
-                for text, d in zip(texts, digests):
-                    if d not in before:
-                        before.add(d)
-                        self.add_note(sid, text, metadata={"source_file": source_file}, now=now)
-                        added += 1
-            session_tables.record_notes_file(self.db, scope, sid, source_file, digests, now)
-        return {"name": source_file, "notes": len(set(digests)), "new": added}
-
-    def notes_files(self, session_id: str) -> dict[str, list[str]]:
-        """``{source_file: [note digest, ...]}``: the notes files recorded for the session (:meth:`add_notes_file`)."""
-        return session_tables.notes_files(self.db, session_id)
-
-    def clear_notes_files(self, session_id: str) -> None:
-        """Forget the session's notes-file snapshots (its run applied them)."""
-        with self._transaction():
-            session_tables.clear_notes_files(self.db, session_id)
 
     def count(self, session_id: str) -> int:
         """Number of notes of the session (expired ones included)."""

@@ -89,6 +89,89 @@ def test_a_memory_reconfirmed_from_a_note_still_in_the_file_stays(store):
     assert _active(store) == {STAGING}
 
 
+def test_a_file_handed_over_twice_adds_its_notes_once_and_a_failed_session_adds_them_again(store):
+    for _ in range(2):
+        store.sessions.add_notes_file("s1", F, [PORT, PG], scope=store.project, add_new=True)
+    assert store.sessions.count("s1") == 2
+    store.sessions.end("s1", "failure", "tests red")
+    run_queue(store, chain_factory=_judge(PORT, PG))
+    assert _active(store) == set()
+    assert store.sessions.add_notes_file("s2", F, [PORT, PG], scope=store.project, add_new=True)["new"] == 2
+    store.sessions.end("s2", "success")
+    run_queue(store, chain_factory=_judge(PORT, PG))
+    assert _active(store) == {PORT, PG}
+    assert store.sessions.add_notes_file("s3", F, [PORT, PG], scope=store.project, add_new=True)["new"] == 0
+
+
+def test_an_undone_run_s_notes_come_back_with_the_next_hand_over(store):
+    """A fresh tester's case: after ``undo``, the file still holds the run's notes; the next hand-over
+    must add them again, not count them as known."""
+    _session(store, "s1", [PORT, PG])
+    plan = _session(store, "s2", [PORT, STAGING])
+    undo_run(store, plan.run_id)
+    assert _active(store) == {PORT, PG}
+    assert store.sessions.add_notes_file("s3", F, [PORT, STAGING], scope=store.project, add_new=True)["new"] == 1
+    store.sessions.end("s3", "success")
+    run_queue(store, chain_factory=_judge(PORT, PG, STAGING))
+    assert _active(store) == {PORT, STAGING}
+
+
+def test_a_note_moved_to_another_file_follows_it(store):
+    _session(store, "s1", [PORT, PG], file="a.md")
+    store.sessions.add_notes_file("s2", "a.md", [PG], scope=store.project, add_new=True)
+    store.sessions.add_notes_file("s2", "b.md", [PORT], scope=store.project, add_new=True)
+    store.sessions.end("s2", "success")
+    run_queue(store, chain_factory=_judge(PORT, PG))
+    for sid in ("s3", "s4"):  # neither file changes
+        store.sessions.add_notes_file(sid, "a.md", [PG], scope=store.project, add_new=True)
+        store.sessions.add_notes_file(sid, "b.md", [PORT], scope=store.project, add_new=True)
+        store.sessions.end(sid, "success")
+        run_queue(store, chain_factory=_judge(PORT, PG))
+        assert _active(store) == {PORT, PG}
+    _session(store, "s5", [], file="b.md")  # now deleted from its new file
+    assert _active(store) == {PG}
+
+
+def test_a_note_moved_to_another_file_without_being_judged_again_follows_it(store):
+    """The moved note is not judged again (an echo of a memory the session was shown, or handed over
+    with ``--no-new``): the other file holding it is enough."""
+    _session(store, "s1", [PORT, PG], file="a.md")
+    store.sessions.add_notes_file("s2", "a.md", [PG], scope=store.project)
+    store.sessions.add_notes_file("s2", "b.md", [PORT], scope=store.project)
+    store.sessions.end("s2", "success")
+    run_queue(store, chain_factory=_judge())
+    assert _active(store) == {PORT, PG}
+    store.sessions.add_notes_file("s3", "b.md", [], scope=store.project)
+    store.sessions.end("s3", "success")
+    run_queue(store, chain_factory=_judge())
+    assert _active(store) == {PG}
+
+
+def test_a_memory_said_again_by_a_note_of_no_file_is_freed_from_the_file(store):
+    _session(store, "s1", [PORT])
+    store.sessions.add_note("s2", "API server: port 8080, nginx in front")
+    store.sessions.end("s2", "success")
+    run_queue(store, chain_factory=lambda: JudgeChain([ScriptedJudge({"API server:": {**KEEP, "statement": PORT}})]))
+    _session(store, "s3", [PG])
+    assert _active(store) == {PORT, PG}
+
+
+def test_an_emptied_file_withdraws_its_memories_and_the_run_line_says_so(store):
+    _session(store, "s1", [PORT, PG])
+    plan = _session(store, "s2", [])
+    assert _active(store) == set()
+    from consolidate.model.plan import run_summary
+    from consolidate.model.run_lines import count_line
+    assert "2 withdrawn" in count_line(run_summary(plan))
+
+
+def test_the_same_file_handed_over_again_in_a_session_drops_the_notes_it_no_longer_holds(store):
+    store.sessions.add_notes_file("s1", F, [PORT, PG], scope=store.project, add_new=True)
+    res = store.sessions.add_notes_file("s1", F, [PORT, STAGING], scope=store.project, add_new=True)
+    assert (res["new"], res["gone"]) == (1, 1)
+    assert sorted(n.content for n in store.sessions.notes("s1")) == sorted([PORT, STAGING])
+
+
 def test_a_dry_run_withdraws_nothing(store):
     _session(store, "s1", [PORT, PG])
     store.sessions.add_notes_file("s2", F, [PORT], scope=store.project)
@@ -97,7 +180,7 @@ def test_a_dry_run_withdraws_nothing(store):
     assert [u.memory_id for u in plan.updates if u.event == "memory.withdrawn"] and _active(store) == {PORT, PG}
 
 
-@pytest.mark.parametrize("name", ["", "   ", "x" * 1025, "a\x00b", None, 7])
+@pytest.mark.parametrize("name", ["", "   ", "x" * 1025, "a\x00b", "a\nb", "a\x1bb", None, 7])
 def test_a_bad_name_is_refused_and_records_nothing(store, name):
     with pytest.raises(BadInput):
         store.sessions.add_notes_file("s1", name, [PORT], scope=store.project, add_new=True)
@@ -152,8 +235,27 @@ def test_the_installed_command_hands_a_markdown_file_over(tmp_path):
     cli("run")
     assert "5433" not in cli("recall", "Postgres integration tests").stdout
     assert "staging" in cli("recall", "deployments staging branch").stdout
-    bad = cli("notes-file", "memory-bank/missing.md", "--session", "s3", ok=2)
+    progress.write_text(f"# Progress\n\n- {STAGING}\n", encoding="utf-8")  # only shrank: no new note
+    assert "1 notes, 0 new" in cli("notes-file", "memory-bank/progress.md", "--session", "s3").stdout
+    cli("end", "--session", "s3", "--outcome", "success")
+    cli("run", "--session", "s3")  # a session without notes: the light path hands it to the full run
+    assert "8080" not in cli("recall", "API server port nginx").stdout
+    # the same file from a subfolder, or as ./path, is the same file
+    (project / "memory-bank" / "progress.md").write_text(f"- {STAGING}\n- {PORT}\n", encoding="utf-8")
+    p = subprocess.run([sys.executable, "-m", "consolidate", "notes-file", "progress.md", "--session", "s5"],
+                       cwd=project / "memory-bank", env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stdout.startswith("memory-bank/progress.md: 2 notes, 1 new"), p.stdout + p.stderr
+    assert "2 notes, 0 new" in cli("notes-file", "./memory-bank/progress.md", "--session", "s5").stdout
+    # a sub-item indented four spaces is a note of its own
+    (project / "nested.md").write_text(f"- {STAGING}\n    - {PORT}\n", encoding="utf-8")
+    assert "2 notes" in cli("notes-file", "nested.md", "--session", "s5").stdout
+    bad = cli("notes-file", "nested.md", "--session", "s5", "--name", "", ok=2)
+    assert "--name is empty" in bad.stderr
+    (project / "big.md").write_bytes(b"- x\n" * 300_000)
+    bad = cli("notes-file", "big.md", "--session", "s5", ok=2)
+    assert "big.md is over 1,000,000 bytes" in bad.stderr and bad.stderr.count("\n") == 1
+    bad = cli("notes-file", "memory-bank/missing.md", "--session", "s4", ok=2)
     assert bad.stderr.count("\n") == 1 and "missing.md" in bad.stderr and "Traceback" not in bad.stderr
     (project / "latin1.md").write_bytes("- caf\xe9 au lait\n".encode("latin-1"))
-    bad = cli("notes-file", "latin1.md", "--session", "s3", ok=2)
+    bad = cli("notes-file", "latin1.md", "--session", "s4", ok=2)
     assert "not UTF-8" in bad.stderr and bad.stderr.count("\n") == 1

@@ -325,7 +325,8 @@ def _drive_notes_and_ends(w: Walk) -> None:
     notes_file = w.root / "progress.md"  # a notes file: its notes and its name (consolidate/model/notes_files.py)
     notes_file.write_text("- The build runs on the shared runner\n- " + w.text("notes file note", note=True) + "\n",
                           encoding="utf-8")
-    w.run("notes-file", str(notes_file), "--session", "s-notes-file", "--name", "memory-bank/" + w.text("notes file name"))
+    w.run("notes-file", str(notes_file), "--session", "s-notes-file", "--name",
+          "memory-bank/" + "".join(c if c.isprintable() else " " for c in w.text("notes file name")))  # a name is one line
     w.run("end", "--session", "s-notes-file", "--outcome", "success")
     # the hook: a reason the fast path takes as it is (ASCII letters, digits and _), one only the full hook takes
     simple = "ghp_" + base64.b64encode(_h("fast reason", "g")).decode()[:36].replace("+", "p").replace("/", "q")
