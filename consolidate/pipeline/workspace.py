@@ -124,8 +124,9 @@ def parse_markdown(text: str, file: str, *, nested: bool = False) -> list[Item]:
     continue an item; a ``[ ]``/``[x]`` box is dropped), or, in a file without list items, one per
     paragraph. Headings are not candidates; a heading naming a memory type (``## Decisions``) gives
     that kind to the items under it. Fenced code blocks stay inside the item they follow. ``nested``:
-    a list item indented any depth (a sub-item) is one of its own too (a notes file, where an agent
-    nests notes), not only up to three spaces."""
+    a list item indented any depth (a sub-item) is one of its own too, not only up to three spaces,
+    and a paragraph beside list items is one too (a notes file, where an agent nests notes and mixes
+    prose with lists)."""
     items: list[Item] = []
     paragraphs: list[Item] = []
     kind: str | None = None
@@ -192,6 +193,8 @@ def parse_markdown(text: str, file: str, *, nested: bool = False) -> list[Item]:
         para.append(line.strip())
     close_item()
     close_para()
+    if nested:  # a notes file: its paragraphs beside its list items are notes too, in document order
+        return sorted(items + paragraphs, key=lambda i: i.line)
     return items if items else paragraphs
 
 

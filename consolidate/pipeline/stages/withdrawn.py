@@ -10,7 +10,9 @@ A memory written from notes of one notes file carries the file and its notes' di
   written from that file none of whose notes the file holds any more is moved to another notes file
   of the project that holds one of them (the note moved: the file's last consolidated hand-over, or
   this session's), else archived with status ``expired`` (``memory.withdrawn``; ``consolidate undo``
-  of the run brings it back). A memory this run writes or already changes is left to that decision."""
+  of the run brings it back). A memory this run writes or already changes is left to that decision;
+  a hand-over older than the one a run already consolidated for the file (sessions ended, or a batch
+  ran them, out of order) withdraws nothing."""
 
 from __future__ import annotations
 
@@ -30,8 +32,12 @@ def run(plan, ctx):
         return plan
     decided = {c.memory_id for c in plan.writes()} | {u.memory_id for u in plan.updates}
     states = {**ctx.store.sessions.notes_file_states(plan.scope), **{f: set(d) for f, d in plan.notes_files.items()}}
+    recorded = ctx.store.sessions.notes_file_times(session_id=plan.session_id)
+    state_at = ctx.store.sessions.notes_file_times(scope=plan.scope)
     withdrawn = 0
     for source_file, digests in sorted(plan.notes_files.items()):
+        if state_at.get(source_file, float("-inf")) > recorded.get(source_file, float("inf")):
+            continue  # a later hand-over of the file was consolidated first (sessions ended out of order): it decides
         held = set(digests)
         for row in lt.from_notes_file(source_file, plan.scope, LIVE_STATUSES):
             mid, meta = row["id"], row["metadata"] or {}

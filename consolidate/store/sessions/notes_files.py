@@ -5,7 +5,6 @@ the SQL is consolidate/store/sessions/tables.py's."""
 
 from __future__ import annotations
 
-import json
 import time
 import unicodedata
 from typing import Any, Iterable
@@ -63,14 +62,9 @@ class NotesFilesMixin:
             if add_new:
                 before = session_tables.notes_file_state(self.db, scope, source_file)
                 # handed over again in the session: a note is added once, and one the file no longer holds goes
-                mine = {i: note_digest(c) for i, c, m in self.db.execute(
-                    "SELECT id, content, metadata FROM notes WHERE session_id=?", (sid,)).fetchall()
-                    if json.loads(m or "{}").get("source_file") == source_file}
+                mine = {i: note_digest(c) for i, c in session_tables.notes_of_file(self.db, sid, source_file).items()}
                 gone = [i for i, d in mine.items() if d not in set(digests)]
-                if gone:
-                    marks = ",".join("?" * len(gone))
-                    self.db.execute(f"DELETE FROM notes WHERE id IN ({marks})", gone)
-                    self.db.execute(f"DELETE FROM waiting WHERE note_id IN ({marks})", gone)
+                session_tables.drop_notes(self.db, gone)
                 before |= set(mine.values())
                 for text, d in zip(texts, digests):
                     if d not in before:
@@ -96,6 +90,11 @@ class NotesFilesMixin:
         """``run_id`` was undone: the notes it took from notes files are new again to their next
         hand-over. Returns how many files' states changed."""
         return session_tables.unsettle_notes_files(self.db, run_id)
+
+    def notes_file_times(self, session_id: str | None = None, scope: str | None = None) -> dict[str, float]:
+        """``{source_file: recorded_at}``: when the session's hand-overs were recorded, or (``scope``)
+        when each file's state was."""
+        return session_tables.notes_file_times(self.db, session_id, scope)
 
     def notes_file_states(self, scope: str) -> dict[str, set[str]]:
         """``{source_file: {digest, ...}}``: what every notes file of ``scope`` held at its last

@@ -617,10 +617,14 @@ def settle_notes_files(db: sqlite3.Connection, scope: str, session_id: str, run_
     to the next session."""
     ensure_notes_files(db)
     with transaction(db):
-        for source_file, data in db.execute("SELECT source_file, digests FROM notes_files WHERE session_id=?",
-                                            (session_id,)).fetchall():
-            db.execute("INSERT OR REPLACE INTO notes_file_state(scope, source_file, digests, session_id, recorded_at)"
-                       " VALUES (?,?,?,?,?)", (scope, source_file, data, session_id, now))
+        for source_file, data, recorded_at in db.execute(
+                "SELECT source_file, digests, recorded_at FROM notes_files WHERE session_id=?", (session_id,)).fetchall():
+            # an older hand-over applied after a newer one (sessions ended or run out of order) leaves the newer state
+            db.execute("INSERT INTO notes_file_state(scope, source_file, digests, session_id, recorded_at)"
+                       " VALUES (?,?,?,?,?) ON CONFLICT(scope, source_file) DO UPDATE SET digests=excluded.digests,"
+                       " session_id=excluded.session_id, recorded_at=excluded.recorded_at"
+                       " WHERE excluded.recorded_at >= notes_file_state.recorded_at",
+                       (scope, source_file, data, session_id, recorded_at))
         for source_file, digests in added.items():
             db.execute("INSERT OR REPLACE INTO notes_file_runs(run_id, scope, source_file, added) VALUES (?,?,?,?)",
                        (run_id, scope, source_file, json.dumps(sorted(set(digests)))))
@@ -644,6 +648,34 @@ def unsettle_notes_files(db: sqlite3.Connection, run_id: str) -> int:
                 n += 1
         db.execute("DELETE FROM notes_file_runs WHERE run_id=?", (run_id,))
     return n
+
+
+def notes_of_file(db: sqlite3.Connection, session_id: str, source_file: str) -> dict[int, str]:
+    """``{note id: content}``: the session's notes taken from the notes file ``source_file`` (metadata
+    ``source_file``)."""
+    return {i: c for i, c, m in db.execute("SELECT id, content, metadata FROM notes WHERE session_id=?", (session_id,))
+            if json.loads(m or "{}").get("source_file") == source_file}
+
+
+def drop_notes(db: sqlite3.Connection, note_ids: list[int]) -> None:
+    """Delete the notes ``note_ids`` and their waiting rows, inside the caller's transaction (a notes file
+    handed over again that no longer holds them; ``secure_delete`` overwrites their pages)."""
+    for i in range(0, len(note_ids), 500):
+        chunk = note_ids[i:i + 500]
+        marks = ",".join("?" * len(chunk))
+        db.execute(f"DELETE FROM notes WHERE id IN ({marks})", chunk)
+        db.execute(f"DELETE FROM waiting WHERE note_id IN ({marks})", chunk)
+
+
+def notes_file_times(db: sqlite3.Connection, session_id: str | None = None, scope: str | None = None) -> dict[str, float]:
+    """``{source_file: recorded_at}`` (Unix seconds): when the session's hand-overs were recorded
+    (``session_id``), or when the hand-over that is each file's state in ``scope`` was (``scope``)."""
+    ensure_notes_files(db)
+    if session_id is not None:
+        rows = db.execute("SELECT source_file, recorded_at FROM notes_files WHERE session_id=?", (session_id,))
+    else:
+        rows = db.execute("SELECT source_file, recorded_at FROM notes_file_state WHERE scope=?", (scope,))
+    return {f: float(t) for f, t in rows}
 
 
 def notes_file_states(db: sqlite3.Connection, scope: str) -> dict[str, set[str]]:

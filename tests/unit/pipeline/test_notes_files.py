@@ -172,6 +172,38 @@ def test_the_same_file_handed_over_again_in_a_session_drops_the_notes_it_no_long
     assert sorted(n.content for n in store.sessions.notes("s1")) == sorted([PORT, STAGING])
 
 
+@pytest.mark.parametrize("order", ["ended in reverse", "run in reverse"])
+def test_an_older_hand_over_consolidated_after_a_newer_one_withdraws_nothing(store, order):
+    """A fresh tester's cases: sessions that overlap and end in reverse order, and a batch that runs
+    queued sessions out of order; the newer hand-over decides."""
+    from consolidate.pipeline.run import run_session
+
+    _session(store, "s1", [PORT])
+    store.sessions.add_notes_file("s2", F, [PORT], scope=store.project, add_new=True, now=1000.0)
+    store.sessions.add_notes_file("s3", F, [PORT, PG], scope=store.project, add_new=True, now=2000.0)
+    if order == "ended in reverse":
+        store.sessions.end("s3", "success")
+        store.sessions.end("s2", "success")
+        run_queue(store, chain_factory=_judge(PORT, PG))
+    else:
+        for sid in ("s2", "s3"):
+            store.sessions.end(sid, "success")
+        for sid in ("s3", "s2"):
+            run_session(store, sid, chain_factory=_judge(PORT, PG))
+    assert _active(store) == {PORT, PG}
+    _session(store, "s4", [PG])  # a newer hand-over still withdraws
+    assert _active(store) == {PG}
+
+
+def test_a_paragraph_beside_list_items_is_a_note_of_a_notes_file():
+    from consolidate.pipeline.workspace import parse_markdown
+
+    text = "# Progress\n\n- P one\n  - Q nested\n\nR a paragraph\nstill R\n\n- S last\n"
+    assert [i.content for i in parse_markdown(text, "a.md", nested=True)] == ["P one", "Q nested", "R a paragraph\nstill R",
+                                                                              "S last"]
+    assert [i.content for i in parse_markdown(text, "a.md")] == ["P one", "Q nested", "S last"]  # a workspace file: items only
+
+
 def test_a_dry_run_withdraws_nothing(store):
     _session(store, "s1", [PORT, PG])
     store.sessions.add_notes_file("s2", F, [PORT], scope=store.project)
