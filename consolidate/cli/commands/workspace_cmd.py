@@ -6,7 +6,6 @@ Markdown output is (consolidate/model/notes_files.py)."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from consolidate.core.vocab import ABORTED, FAILURE, SUCCESS
 from consolidate.pipeline.workspace import start
 from consolidate.pipeline.workspace import open_workspace
 from consolidate.pipeline.workspace import MAX_FILE_BYTES, parse_markdown
+from consolidate.store.anchors import project_root
 
 
 def _print(args, result, line: str) -> int:
@@ -109,7 +109,7 @@ def cmd_notes_file(args) -> int:
     except UnicodeDecodeError as exc:
         raise BadInput(f"the notes file {args.file} is not UTF-8 text (byte {exc.start})") from None
     store = open_store(args)
-    name = args.name.strip() if args.name else _project_relative(args.file, store.path)
+    name = args.name.strip() if args.name else _project_relative(args.file, store)
     items = parse_markdown(text, name, nested=True)
     try:
         res = store.sessions.add_notes_file(args.session, name, [i.content for i in items], scope=store.project,
@@ -122,12 +122,12 @@ def cmd_notes_file(args) -> int:
     return 0
 
 
-def _project_relative(file: str, store_path: Path) -> str:
-    """``file``'s path from the project's folder (the store folder's parent), ``/``-separated; the
-    absolute path for a file outside it."""
-    path = Path(os.path.abspath(file))
-    root = Path(os.path.abspath(store_path)).parent
+def _project_relative(file: str, store) -> str:
+    """``file``'s path from the project's folder (consolidate.store.anchors.project_root: the store
+    folder's parent, or ``$CONSOLIDATE_PROJECT_ROOT``), ``/``-separated; the absolute path for a file
+    outside it."""
+    path = Path(file).resolve()
     try:
-        return path.relative_to(root).as_posix()
+        return path.relative_to(project_root(store)).as_posix()
     except ValueError:
         return path.as_posix()

@@ -27,9 +27,11 @@ def run(plan, ctx):
     if not ctx.store.has_longterm or not (plan.notes_files or plan.reconfirmations):
         return plan
     lt = ctx.store.longterm()
-    _follow_reconfirming_notes(plan, lt)
-    if not plan.notes_files:
+    if not plan.notes_files:  # re-confirmations alone: only a project that ever handed a notes file over has such memories
+        if ctx.store.sessions.notes_file_states(plan.scope):
+            _follow_reconfirming_notes(plan, lt)
         return plan
+    _follow_reconfirming_notes(plan, lt)
     decided = {c.memory_id for c in plan.writes()} | {u.memory_id for u in plan.updates}
     states = {**ctx.store.sessions.notes_file_states(plan.scope), **{f: set(d) for f, d in plan.notes_files.items()}}
     recorded = ctx.store.sessions.notes_file_times(session_id=plan.session_id)

@@ -426,6 +426,13 @@ def test_words_and_numbers_in_groups_are_not_key_material(text):
     assert [f.kind for f in scan(text)] == []
 
 
+def _key_covered(text: str, key: str) -> bool:
+    """Whether every character of ``key`` (its padding aside) in ``text`` is inside a finding of the gate."""
+    start = text.index(key)
+    covered = {i for f in scan(text) for i in range(f.start, f.end)}
+    return set(range(start, start + len(key.rstrip("=")))) <= covered
+
+
 @pytest.mark.parametrize("shape", ["{k}\\r\\n", "{k}\\n", '"{k}\\n"', "key: {k}\\r\\n done", "{k};"])
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32), size=st.integers(16, 64),
@@ -440,11 +447,7 @@ def test_a_key_whose_end_reads_as_a_secret_name_stays_covered(shape, seed, size,
     key = core[:-len(tail)] + tail + key[len(core):]
     assume(key_material.is_key_material(key))  # the rule alone reads it as a key (a rare random key is identifier-shaped)
     text = shape.format(k=key)
-    start = text.index(key)
-    covered = set()
-    for f in scan(text):
-        covered.update(range(f.start, f.end))
-    assert set(range(start, start + len(key.rstrip("=")))) <= covered, (text, scan(text))
+    assert _key_covered(text, key), (text, scan(text))
 
 
 @pytest.mark.parametrize("shape", [
@@ -459,11 +462,7 @@ def test_a_key_between_escaped_quotes_or_escaped_escapes_is_blocked(shape, seed,
     key = encode(random.Random(seed).randbytes(size)).decode()
     assume(key_material.is_key_material(key))
     text = shape.format(k=key)
-    start = text.index(key)
-    covered = set()
-    for f in scan(text):
-        covered.update(range(f.start, f.end))
-    assert set(range(start, start + len(key.rstrip("=")))) <= covered, (text, scan(text))
+    assert _key_covered(text, key), (text, scan(text))
 
 
 @pytest.mark.parametrize("shape, is_key", [
@@ -477,6 +476,4 @@ def test_hash_words_count_inflected_but_not_as_the_start_of_other_words(shape, i
     that only starts like one (``fixture``, ``buildings``, ``blobby``, ``traceback``) says nothing."""
     key = random.Random(7).randbytes(32).hex()
     text = shape.format(k=key)
-    start = text.index(key)
-    covered = {i for f in scan(text) for i in range(f.start, f.end)}
-    assert (set(range(start, start + len(key))) <= covered) is is_key, (text, scan(text))
+    assert _key_covered(text, key) is is_key, (text, scan(text))
