@@ -1,33 +1,38 @@
-"""The store curation pass end to end on the validation sessions (issue 31 item 5), with capable-model
-answers made by people through judgelab (../shared/tools/judgelab/README.md).
+"""The store curation pass end to end on the sessions of the dev-label split (issue 31 items 2 and 5),
+with capable-model answers made by people through judgelab (../shared/tools/judgelab/README.md).
 
-Phases (``DATA`` is outside git, default /work/wt/curatecap-data):
+Phases (``DATA`` is outside git: ``--data``, default /work/wt/curatecap-data/<split>):
 
-1. ``build``: the 14 validation sessions of the dev-label split (consolidate/evals/split.py) run end
-   to end (``consolidate eval --end-to-end --session ID ...``), judge-v1 answers replayed from
-   ``cassettes/e2e-all-realnotes-judge-v1-capable.yaml`` through a ``cli:template:/nonexistent`` judge
-   as tests/scenarios/test_capable_cassettes.py does, each session's store kept (one store per session, each its
-   own project, MiniLM): ``DATA/before/<session>/.memofs``, the pristine "before" stores, never
-   changed after. The memories' ``last_confirmed`` is the build day and goes into the curate prompt:
-   later phases copy these stores, never rebuild them, or every captured prompt would change.
-2. ``capture``: ``consolidate curate`` on a copy (``DATA/capture``) with the judgelab capture judge,
-   every group's exact prompt saved to ``DATA/prompts/<sha1-12>.txt``. The capture judge's answer is no
-   curate answer, so every group is deferred; an answer the check rejects passes the group on without
-   tripping the chain's circuit breaker (consolidate/judges/chain.py ``curate_members``), so every group
-   is asked. Checked: prompt files == groups.
-3. ``replay --answers DIR``: the same pass on a fresh copy (``DATA/after``) with
-   ``cli:template:../shared/tools/judgelab/replay.sh``; a prompt with no answer leaves its group
-   deferred and is reported.
-4. ``figures``: per store the memories by status, and over the stores the gold keepers active (a
-   labeled keep note behind an active memory, its own or one merged into it) and the labeled drops
-   active, for ``before`` and, when present, ``after``. Note ids are mapped to the label ids by
-   importing each session file into a throwaway session tier, as the end-to-end run did; the before
-   figure is checked against the build report's.
+1. ``build --split tuning|validation``: the sessions of that part of the split over both dev label
+   sets (consolidate/evals/split.py; 27 tuning, 14 validation) run end to end (``consolidate eval
+   --end-to-end``), judge-v1 answers replayed from ``cassettes/e2e-all-realnotes-judge-v1-capable.yaml``
+   through a ``cli:template:/nonexistent`` judge, one store per session (MiniLM):
+   ``DATA/before/<session>/.memofs``, the pristine "before" stores, never changed after. Every memory's
+   ``last_confirmed`` (a curate prompt shows it) is then set to PINNED_DAY, so a build on any day makes
+   the same prompts and the recorded answers replay.
+2. ``capture --prompt-version V``: ``consolidate curate --prompt-version V`` on a copy with the
+   judgelab capture judge, every group's exact prompt saved to ``DATA/prompts-V/<sha1-12>.txt``. The
+   capture judge's answer is no curate answer, so every group is deferred and every group is asked.
+   Checked: prompt files == groups.
+3. ``replay --prompt-version V --answers DIR|CASSETTE``: the same pass on a fresh copy
+   (``DATA/after-V``) with judgelab's replay judge over an answer folder, or replaying a CLI cassette
+   recorded before (``cassettes/curate-V-*-capable.yaml``); ``--record CASSETTE --how TEXT`` records one.
+   A prompt with no answer leaves its group deferred and is reported.
+4. ``figures``: per store the memories by status, and the gold keepers active (a labeled keep note
+   behind an active memory, its own or one merged into it) and the labeled drops active, of both label
+   sets and of the first alone (checked against the build report), for ``before`` and every ``after-V``.
+5. ``grades --grades F F``: two curators' grades of the before stores (``curator_grades.py export
+   --stores DATA/before``; cassettes/curate-grades/) scored against ``before`` and every ``after-V``:
+   duplicates and junk among the active memories, contradicting pairs left active, and how the
+   curators graded what each pass merged or dropped.
 
-    python benchmarks/bench_curate.py build
-    python benchmarks/bench_curate.py capture
-    python benchmarks/bench_curate.py replay --answers DIR
-    python benchmarks/bench_curate.py figures
+    python benchmarks/bench_curate.py build --split validation
+    python benchmarks/bench_curate.py capture --split validation --prompt-version curate-v3
+    python benchmarks/bench_curate.py replay --split validation --prompt-version curate-v3 \
+        --answers cassettes/curate-v3-validation-capable.yaml
+    python benchmarks/bench_curate.py figures --split validation
+    python benchmarks/bench_curate.py grades --split validation \
+        --grades cassettes/curate-grades/validation-1.json cassettes/curate-grades/validation-2.json
 """
 
 from __future__ import annotations
@@ -44,6 +49,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("CONSOLIDATE_SHARED", REPO.parent / "shared"))
 LABELS = SHARED / "data" / "labels" / "realnotes-dev-labels.jsonl"
+#: Both dev label sets: the gold keepers and labeled drops of the figures (the second set's agreed notes).
+LABEL_SETS = (LABELS, SHARED / "data" / "labels" / "realnotes-dev-labels-2.jsonl")
+#: The ``last_confirmed`` every memory of the before stores is set to after the build (a curate prompt
+#: carries it), so a build on another day makes the same prompts: the day curate-v1's answers were made.
+PINNED_DAY = "2026-12-02"
 SESSIONS = SHARED / "data" / "realnotes" / "sessions"
 JUDGELAB = SHARED / "tools" / "judgelab"
 CASSETTE = REPO / "cassettes" / "e2e-all-realnotes-judge-v1-capable.yaml"
@@ -51,13 +61,42 @@ DATA = Path(os.environ.get("CURATECAP_DATA", "/work/wt/curatecap-data"))
 PYTHON = sys.executable
 
 
-def validation_sessions() -> list[str]:
-    """The validation session ids of the dev-label split, sorted."""
-    from consolidate.evals.split import VALIDATION, split_sessions
+def label_rows() -> list[dict]:
+    """The rows of both label sets with an agreed verdict (keep or drop): ``id``, ``session_id``, ``verdict``."""
+    rows = []
+    for path in LABEL_SETS:
+        if path.is_file():
+            rows += [r for r in (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+                     if r.get("verdict") in ("keep", "drop") and r.get("session_id")]
+    return rows
 
-    rows = [json.loads(line) for line in LABELS.read_text(encoding="utf-8").splitlines() if line.strip()]
-    part = split_sessions(r["session_id"] for r in rows)
-    return sorted(s for s, p in part.items() if p == VALIDATION)
+
+def part_sessions(part: str) -> list[str]:
+    """The session ids of ``part`` (tuning or validation) of the dev-label split over both label
+    sets (consolidate/evals/split.py, the split ``eval --split`` reports), sorted."""
+    from consolidate.evals.split import split_sessions
+
+    split = split_sessions(r["session_id"] for r in label_rows())
+    return sorted(s for s, p in split.items() if p == part)
+
+
+def pin_day(before: Path) -> int:
+    """Set every memory's ``last_confirmed`` of the stores under ``before`` to PINNED_DAY; how many."""
+    from consolidate import Store
+
+    n = 0
+    for path in sorted(before.glob("*/.memofs")):
+        store = Store(path)
+        try:
+            col = store.longterm().collection
+            got = col.get(include=["metadatas"])
+            if got["ids"]:
+                metas = [dict(m or {}, last_confirmed=PINNED_DAY) for m in got["metadatas"]]
+                col.update(ids=got["ids"], metadatas=metas)
+                n += len(got["ids"])
+        finally:
+            store.close()
+    return n
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -68,26 +107,28 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def build(data: Path) -> None:
-    """Phase 1a: the before stores and the build report."""
+def build(data: Path, part: str) -> None:
+    """Phase 1a: the before stores of the sessions of ``part`` and the build report."""
     before = data / "before"
     if before.exists():
         sys.exit(f"{before} exists: the before stores are kept pristine, remove it to rebuild")
     data.mkdir(parents=True, exist_ok=True)
     argv = [PYTHON, "-m", "consolidate", "eval", "--json", "--judge", "cli:template:/nonexistent/capable-model",
-            "--end-to-end", "--prompt-version", "judge-v1", "--labels", str(LABELS), "--split", "validation",
+            "--end-to-end", "--prompt-version", "judge-v1", "--labels", str(LABELS), "--split", part,
             "--keep-stores", str(before)]
-    for s in validation_sessions():
+    for s in part_sessions(part):
         argv += ["--session", s]
     done = subprocess.run(argv, capture_output=True, text=True, env=clean_env(CONSOLIDATE_CASSETTE=str(CASSETTE)))
     if done.returncode:
         sys.exit(done.stderr)
     (data / "build-report.json").write_text(done.stdout, encoding="utf-8")
+    print(f"{pin_day(before)} memories confirmed {PINNED_DAY}")
     print(json.dumps(json.loads(done.stdout)["figures"], indent=1))
 
 
-def curate(data: Path, copy: str, judge: str, **env: str) -> dict[str, dict]:
-    """``consolidate curate`` on a fresh copy ``DATA/<copy>`` of every before store; session -> summary."""
+def curate(data: Path, copy: str, judge: str, version: str, **env: str) -> dict[str, dict]:
+    """``consolidate curate --prompt-version version`` on a fresh copy ``DATA/<copy>`` of every
+    before store; session -> summary."""
     target = data / copy
     if target.exists():
         shutil.rmtree(target)
@@ -95,7 +136,7 @@ def curate(data: Path, copy: str, judge: str, **env: str) -> dict[str, dict]:
     out = {}
     for store in sorted(target.glob("*/.memofs")):
         done = subprocess.run([PYTHON, "-m", "consolidate", "curate", "--store", str(store), "--judge", judge,
-                               "--time-box", "3600", "--json"], capture_output=True, text=True, env=clean_env(**env))
+                               "--time-box", "3600", "--prompt-version", version, "--json"], capture_output=True, text=True, env=clean_env(**env))
         if done.returncode:
             sys.exit(f"{store}: {done.stderr}")
         out[store.parent.name] = json.loads(done.stdout)
@@ -103,10 +144,11 @@ def curate(data: Path, copy: str, judge: str, **env: str) -> dict[str, dict]:
     return out
 
 
-def capture(data: Path) -> None:
-    """Phase 1b: every group's prompt saved to DATA/prompts."""
-    prompts = data / "prompts"
-    got = curate(data, "capture", f"cli:template:{JUDGELAB / 'capture.py'}", JUDGELAB_PROMPTS=str(prompts))
+def capture(data: Path, version: str) -> None:
+    """Phase 1b: every group's prompt of ``version`` saved to DATA/prompts-<version>."""
+    prompts = data / f"prompts-{version}"
+    got = curate(data, f"capture-{version}", f"cli:template:{JUDGELAB / 'capture.py'}", version,
+                 JUDGELAB_PROMPTS=str(prompts))
     groups = sum(r["groups"] for r in got.values())
     deferred = sum(len(r["deferred"]) for r in got.values())
     files = sorted(prompts.glob("*.txt"))
@@ -115,9 +157,21 @@ def capture(data: Path) -> None:
         sys.exit("not every group's prompt was captured (or two groups share a prompt)")
 
 
-def replay(data: Path, answers: Path) -> None:
-    """Phase 2: the same pass with the answers; prints the curate counts over the stores."""
-    got = curate(data, "after", f"cli:template:{JUDGELAB / 'replay.sh'}", JUDGELAB_ANSWERS=str(answers))
+def replay(data: Path, version: str, answers: Path, record: Path | None = None, how: str = "") -> None:
+    """Phase 2: the same pass with the answers into DATA/after-<version>; prints the curate counts.
+    With ``record``, every exchange is also written to that CLI cassette (consolidate/judges/
+    cli_cassette.py; answers that echo ../shared/data/realnotes masked), saying ``how`` it was made."""
+    extra = {}
+    if record:
+        extra = {"CONSOLIDATE_RECORD": "1", "CONSOLIDATE_CASSETTE": str(record.resolve()),
+                 "CONSOLIDATE_CASSETTE_MODEL": "capable model answered via judgelab helpers",
+                 "CONSOLIDATE_CASSETTE_HOW": how, "CONSOLIDATE_CASSETTE_SCRUB": str(SHARED / "data" / "realnotes")}
+    if answers.suffix == ".yaml":  # a CLI cassette recorded before: replayed, no CLI started
+        got = curate(data, f"after-{version}", "cli:template:/nonexistent/capable-model", version,
+                     CONSOLIDATE_CASSETTE=str(answers.resolve()))
+    else:
+        got = curate(data, f"after-{version}", f"cli:template:{JUDGELAB / 'replay.sh'}", version,
+                     JUDGELAB_ANSWERS=str(answers), **extra)
     totals: dict[str, int] = {}
     for r in got.values():
         for k, v in r["summary"].items():
@@ -178,39 +232,118 @@ def store_figures(stores: Path, gold: dict[str, tuple[str, str]]) -> dict:
 
 
 def figures(data: Path) -> None:
-    """Phase 3: before and after side by side."""
-    from consolidate.evals.end_to_end import label_rows
+    """Phase 3, printed: see :func:`gold_figures`."""
+    print(json.dumps(gold_figures(data), indent=1))
 
-    gold = {r["id"]: (r["verdict"], r["session_id"]) for r in label_rows(LABELS)}
-    out = {name: store_figures(data / name, gold) for name in ("before", "after") if (data / name).is_dir()}
+
+def gold_figures(data: Path) -> dict:
+    """The before stores and every DATA/after-<version> side by side, the gold keepers of label set
+    1 alone (as the build report) and of both sets; warns when the before figures differ from the
+    build report's."""
+    rows = label_rows()
+    set1 = {json.loads(line)["id"] for line in LABELS.read_text(encoding="utf-8").splitlines() if line.strip()}
+    gold = {r["id"]: (r["verdict"], r["session_id"]) for r in rows}
+    names = ["before"] + sorted(p.name for p in data.glob("after-*") if p.is_dir())
+    out = {}
+    for name in names:
+        both = store_figures(data / name, gold)
+        one = store_figures(data / name, {i: g for i, g in gold.items() if i in set1})
+        both["label_set_1"] = {k: one[k] for k in ("gold_keepers", "gold_keepers_active", "labeled_drops_active")}
+        out[name] = both
     report = data / "build-report.json"
     if report.is_file():
         want = json.loads(report.read_text(encoding="utf-8"))["figures"]
-        got = out["before"]
+        got = out["before"]["label_set_1"]
         if (got["gold_keepers_active"], got["labeled_drops_active"]) != (want["gold_keepers_active"], want["labeled_drops_active"]):
             print(f"warning: before figures differ from the build report's ({want['gold_keepers_active']}, "
                   f"{want['labeled_drops_active']})")
-    print(json.dumps(out, indent=1))
+    return out
+
+
+def grades(data: Path, files: list[Path]) -> None:
+    """Phase 4, printed: see :func:`grade_figures`."""
+    print(json.dumps(grade_figures(data, files), indent=1))
+
+
+def grade_figures(data: Path, files: list[Path]) -> dict:
+    """Phase 4: the curators' grades of the before stores (made on ``curator_grades.py export
+    --stores DATA/before``, blind to every curation pass) scored against the before stores and each
+    DATA/after-<version>: a curation pass changes which memories are active (an archived memory
+    leaves the collection), never their text, so one grading scores every pass: the before export's
+    key with each memory's status in the after stores (``archived`` when it left)."""
+    from consolidate.evals.curation import export_stores, read_stores, score_grades
+
+    names = ["before"] + sorted(p.name for p in data.glob("after-*") if p.is_dir())
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        export_stores(data / "before", Path(tmp) / "before.md")
+        key = json.loads((Path(tmp) / "before.md.key.json").read_text(encoding="utf-8"))
+        for name in names:
+            status = {(m["store"], m["memory_id"]): m["status"] for m in read_stores(data / name)}
+            now = {i: dict(v, status=status.get((v["store"], v["memory_id"]), "archived")) for i, v in key.items()}
+            key_file = Path(tmp) / f"{name}.key.json"
+            key_file.write_text(json.dumps(now), encoding="utf-8")
+            r = score_grades(key_file, list(files))
+            out[name] = {"curators": [{"active": c["active"]["graded"], "duplicates": c["active"]["duplicates"],
+                                       "duplicate_share": c["active"]["duplicate_share"], "junk": c["active"]["junk"],
+                                       "junk_share_of_the_rest": c["active"]["junk_share_of_the_rest"],
+                                       "unresolved_contradictions": c["unresolved_contradictions"]}
+                                      for c in r["curators"]], "agreement": r["agreement"]}
+            if name != "before":
+                out[name]["proposals"] = _proposal_grades(data / f"{name}-curate.json", key, files)
+    return out
+
+
+def _proposal_grades(summary: Path, key: dict, files: list[Path]) -> dict:
+    """How the curators graded what a pass changed: per curator, of its merges those whose two
+    memories the curator graded duplicates of each other (the others fold away a memory the curator
+    read as saying something of its own), and of its drops those the curator graded junk."""
+    opaque = {(v["store"], v["memory_id"]): i for i, v in key.items()}
+    graded = [{g["id"]: g for g in json.loads(Path(f).read_text(encoding="utf-8"))["memories"]} for f in files]
+    passes = json.loads(summary.read_text(encoding="utf-8"))
+    merges = [(opaque[(s, p["memory_id"])], opaque[(s, p["into"])]) for s, r in passes.items()
+              for p in r["proposals"] if p["action"] == "merge" and p["outcome"] == "applied"]
+    drops = [opaque[(s, p["memory_id"])] for s, r in passes.items()
+             for p in r["proposals"] if p["action"] == "drop" and p["outcome"] == "applied"]
+
+    def twins(g: dict, a: str, b: str) -> bool:
+        return any(g.get(x, {}).get("grade") == "duplicate" and g[x].get("duplicate_of") == y for x, y in ((a, b), (b, a)))
+
+    return {"merges": len(merges), "merges_graded_duplicate": [sum(twins(g, a, b) for a, b in merges) for g in graded],
+            "drops": len(drops), "drops_graded_junk": [sum(g.get(d, {}).get("grade") == "junk" for d in drops)
+                                                       for g in graded]}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("phase", choices=("build", "capture", "replay", "figures"))
-    ap.add_argument("--data", type=Path, default=DATA, help="folder of the stores and prompts (outside git)")
-    ap.add_argument("--answers", type=Path, help="replay: the folder of <sha1-12>.json answers")
+    ap.add_argument("phase", choices=("build", "capture", "replay", "figures", "grades"))
+    ap.add_argument("--split", choices=("tuning", "validation"), default="validation",
+                    help="which part of the dev-label split's sessions (default validation)")
+    ap.add_argument("--data", type=Path, help="folder of the stores and prompts (outside git; default DATA/<split>)")
+    ap.add_argument("--prompt-version", default="curate-v1", help="capture, replay: the curate prompt version")
+    ap.add_argument("--answers", type=Path, help="replay: the folder of <sha1-12>.json answers, or a CLI cassette"
+                                                 " (cassettes/curate-*-capable.yaml) recorded from one")
+    ap.add_argument("--grades", type=Path, nargs="+", help="grades: the curators' grade files of the before stores")
+    ap.add_argument("--record", type=Path, help="replay: also record the exchanges into this CLI cassette")
+    ap.add_argument("--how", default="", help="replay --record: how the answers were made (kept in the cassette)")
     a = ap.parse_args()
     if not LABELS.is_file():
         sys.exit(f"labels not found at {LABELS} (../shared is absent)")
+    data = a.data or DATA / a.split
     if a.phase == "build":
-        build(a.data)
+        build(data, a.split)
     elif a.phase == "capture":
-        capture(a.data)
+        capture(data, a.prompt_version)
     elif a.phase == "replay":
         if not a.answers:
             sys.exit("replay needs --answers DIR")
-        replay(a.data, a.answers)
+        replay(data, a.prompt_version, a.answers, a.record, a.how)
+    elif a.phase == "grades":
+        if not a.grades:
+            sys.exit("grades needs --grades FILE [FILE ...]")
+        grades(data, a.grades)
     else:
-        figures(a.data)
+        figures(data)
 
 
 if __name__ == "__main__":

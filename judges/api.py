@@ -32,7 +32,7 @@ from consolidate.core import settings
 from consolidate.core.errors import JudgeOutputInvalid, JudgeTimeout, JudgeUnavailable
 
 from .base import BaseJudge, JudgeContext, JudgeNote
-from .prompting import CURATE_PROMPT_VERSION, CurateAnswer, render_curate_prompt
+from .prompting import CurateAnswer, render_curate_prompt, selected_curate_prompt_version
 from .litellm_env import NOISY_LOGGERS, import_litellm as _import_litellm, missing_provider_keys, quiet_libraries  # noqa: F401
 # The prompts and their answer schemas live in consolidate.judges.prompting (one place for every judge kind);
 # the names stay importable from here.
@@ -112,12 +112,18 @@ class APIJudge(BaseJudge):
         return self._structured(render_compare_prompt(pairs, context, version), compare_model(version),
                                 min(MAX_TOKENS_CAP, 60 * len(pairs) + 100), timeout)
 
+    @property
+    def curate_prompt_version(self) -> str:
+        """The curation prompt version of :meth:`curate` (as the CLI judge's)."""
+        return selected_curate_prompt_version()
+
     def curate(self, members: list, context: JudgeContext, timeout: float | None) -> list[dict]:
         """The curation pass: ``members`` is a group of ``CurateMember``; returns raw ``{"id",
-        "action", "into", "with", "reason"}`` dicts (prompt ``curate-v1``; checked by
+        "action", "into", "with", "reason"}`` dicts (prompt :attr:`curate_prompt_version`; checked by
         ``consolidate.judges.curating.validate_curation``)."""
+        version = self.curate_prompt_version
         return [{("with" if k == "with_" else k): v for k, v in item.items()} for item in
-                self._structured(render_curate_prompt(members, context, CURATE_PROMPT_VERSION), CurateAnswer,
+                self._structured(render_curate_prompt(members, context, version), CurateAnswer,
                                  min(MAX_TOKENS_CAP, 60 * len(members) + 100), timeout)]
 
     def _structured(self, prompt: str, response_model, max_tokens: int, timeout: float | None) -> list[dict]:

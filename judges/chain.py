@@ -24,7 +24,7 @@ from .base import (BaseJudge, ChainResult, CurateMember, Curated, Item, Judged, 
                    as_judge, validate_verdicts)
 from .curating import validate_curation
 from .injection import instruction_like
-from .prompting import CURATE_PROMPT_VERSION
+from .prompting import selected_curate_prompt_version
 
 #: Defaults for batching: one judge call per 25 notes, rounded down, the remainder spread over the
 #: batches, so a batch holds 25 to 49 notes and a session's last batch is never a near-empty call:
@@ -449,7 +449,7 @@ def curate_members(chain, members: list[CurateMember], context: JudgeContext,
                                "problems": problems[:20]})
             continue
         out.actions, out.judge = actions, judge.name
-        out.prompt_version = getattr(judge, "curate_prompt_version", None) or CURATE_PROMPT_VERSION
+        out.prompt_version = getattr(judge, "curate_prompt_version", None) or selected_curate_prompt_version()
         return out
     if not out.reasons:
         out.reasons.append("no judge of the chain can curate")

@@ -67,7 +67,7 @@ from .prompting import (COMPARE_PROMPT_VERSION, PROMPT_VERSION, Verdicts, compar
                         render_compare_prompt,
                         render_prompt, selected_prompt_version)
 from . import cli_cassette
-from .prompting import CURATE_PROMPT_VERSION, CurateAnswer, render_curate_prompt
+from .prompting import CurateAnswer, render_curate_prompt, selected_curate_prompt_version
 from .base import BaseJudge, JudgeContext, JudgeNote
 
 #: Preset name -> argv template. ``{model}`` arguments are dropped with their flag when no model is set.
@@ -351,8 +351,11 @@ class CLIJudge(BaseJudge):
         return self._call(render_compare_prompt(pairs, context, version), compare_model(version),
                           extract_relations, timeout, "compare", version)
 
-    #: the curation prompt version (prompts/curate-v1.md) of :meth:`curate`
-    curate_prompt_version = CURATE_PROMPT_VERSION
+    @property
+    def curate_prompt_version(self) -> str:
+        """The curation prompt version (prompts/<version>.md) of :meth:`curate`: the one selected
+        (``curate --prompt-version``, ``$CONSOLIDATE_CURATE_PROMPT_VERSION``), else CURATE_PROMPT_VERSION."""
+        return selected_curate_prompt_version()
 
     def curate(self, members: list, context: JudgeContext, timeout: float | None) -> list[dict]:
         """The curation pass: ``members`` is a group of ``CurateMember``; one CLI call with the

@@ -209,8 +209,22 @@ def compare_model(version: str):
     return COMPARE_MODELS.get(version, CompareAnswer)
 
 
-#: The curation prompt of ``consolidate curate`` (``prompts/<version>.md``), stamped in every curation event.
-CURATE_PROMPT_VERSION = "curate-v1"
+#: The curation prompt of ``consolidate curate`` (``prompts/<version>.md``) by default, stamped in every
+#: curation event; CURATE_PROMPT_VERSIONS are those ``curate --prompt-version`` accepts.
+CURATE_PROMPT_VERSION = "curate-v3"
+CURATE_PROMPT_VERSIONS = ("curate-v1", "curate-v2", "curate-v3")
+
+
+def selected_curate_prompt_version(version: str | None = None) -> str:
+    """The curation prompt version to use: ``version`` when given, else
+    ``$CONSOLIDATE_CURATE_PROMPT_VERSION``, else CURATE_PROMPT_VERSION. Raises ConfigError for a
+    version not in CURATE_PROMPT_VERSIONS."""
+
+    chosen = version or settings.CURATE_PROMPT_VERSION.get() or CURATE_PROMPT_VERSION
+    if chosen not in CURATE_PROMPT_VERSIONS:
+        raise ConfigError(f"unknown curation prompt version {chosen!r}; versions: {', '.join(CURATE_PROMPT_VERSIONS)}",
+                          judge="prompt")
+    return chosen
 
 
 def render_curate_prompt(members: list[CurateMember], context: JudgeContext,

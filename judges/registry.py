@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from consolidate.core.errors import ConfigError
-from consolidate.core.settings import JUDGES
+from consolidate.core.settings import CURATE_PROMPT_VERSION, JUDGES
 from consolidate.rules.redaction import error_text
 
 from .base import BaseJudge, as_judge
-from consolidate.judges.prompting import PROMPT_VERSION_ENV, selected_prompt_version
+from consolidate.judges.prompting import PROMPT_VERSION_ENV, selected_curate_prompt_version, selected_prompt_version
 from consolidate.judges.cli import PRESET_ORDER, CLIJudge
 from consolidate.judges.chain import JudgeChain
 import importlib
@@ -98,6 +98,16 @@ def select_prompt_version(version: str) -> str:
     version with no template."""
 
     os.environ[PROMPT_VERSION_ENV] = chosen = selected_prompt_version(version)
+    return chosen
+
+
+def select_curate_prompt_version(version: str | None) -> str:
+    """Make ``version`` (None: the one ``$CONSOLIDATE_CURATE_PROMPT_VERSION`` or the default names)
+    the curation prompt of this process (it sets ``$CONSOLIDATE_CURATE_PROMPT_VERSION``, which the
+    judges read at each curation call). Returns the version; raises ConfigError for a version with no
+    template."""
+
+    os.environ[CURATE_PROMPT_VERSION.name] = chosen = selected_curate_prompt_version(version)
     return chosen
 
 

@@ -219,6 +219,9 @@ CLI_MODEL: Setting[str | None] = Setting(
 PROMPT_VERSION: Setting[str | None] = Setting(
     "CONSOLIDATE_PROMPT_VERSION", lambda v: v.strip(), None, "The judge prompt version (`eval --prompt-version`).",
     default_text="judge-v1")
+CURATE_PROMPT_VERSION: Setting[str | None] = Setting(
+    "CONSOLIDATE_CURATE_PROMPT_VERSION", lambda v: v.strip(), None,
+    "The curation prompt version (`curate --prompt-version`).", default_text="curate-v3")
 REASK: Setting[bool] = Setting(
     "CONSOLIDATE_REASK", zero_or_one, True,
     "`0`: the judge chain does not ask again for notes a judge left out (replaying old cassettes).",

@@ -75,7 +75,7 @@ KEEP, DROP = "keep", "drop"
 #: A judge's verdict for one note.
 VERDICTS: tuple[str, ...] = (KEEP, DROP)
 MERGE, CONFLICT = "merge", "conflict"
-#: The curation pass's answer for one stored memory (consolidate curate, prompts/curate-v1.md).
+#: The curation pass's answer for one stored memory (consolidate curate, prompts/curate-v3.md).
 CURATE_ACTIONS: tuple[str, ...] = (KEEP, DROP, MERGE, CONFLICT)
 #: The contradiction check's answer for a pair (NEW, OLD): ``updates`` since prompt contradiction-v2.
 DUPLICATE, UPDATES, CONTRADICTS, UNRELATED = "duplicate", "updates", "contradicts", "unrelated"

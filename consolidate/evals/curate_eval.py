@@ -1,4 +1,4 @@
-"""``consolidate eval --curate-groups FILE``: measure a judge chain's curation answers (prompts/curate-v1.md)
+"""``consolidate eval --curate-groups FILE``: measure a judge chain's curation answers (prompts/curate-v3.md, or the version selected)
 against labeled groups of memories, as ``--pairs`` measures the compare prompt.
 
 The file is JSONL, one group per line::

@@ -14,7 +14,9 @@ Curators write ``grades.json``::
      "contradictions": [{"ids": ["S03-M004", "S03-M009"], "why": "..."}, ...]}
 
 ``score_grades`` turns one or more grade files into the issue's figures: the share of written memories
-that repeat another memory of the same store (goal: at most 2 %), the share of the other memories that
+that repeat another memory of the same store (goal: at most 2 %; among the active memories, a memory
+graded duplicate of one no longer active is none, so grades of a store made before a curation pass
+score the store after it, whose export numbers the same memories alike), the share of the other memories that
 are junk (stale, readable from the code in seconds, work in progress, task or status lines, generic
 advice; goal: at most 3 %), and the contradicting pairs left unresolved (both memories active; goal:
 none). A pair with a disputed or quarantined side is counted apart as flagged for review. Each figure
@@ -122,16 +124,49 @@ def read_grades(path: str | Path, ids: set[str]) -> dict[str, Any]:
     return {"grade": grade, "duplicate_of": dup_of, "contradictions": sorted(set(pairs))}
 
 
-def _figures(memories: list[dict[str, Any]], grade: dict[str, str], pairs) -> dict[str, Any]:
+def _duplicates(ids: list[str], grade: dict[str, str], dup_of: dict[str, str]) -> set[str]:
+    """The memories of ``ids`` that repeat another memory of ``ids``. The curators' ``duplicate_of``
+    links join memories into groups that make one point; in each group the first member of ``ids``
+    not graded duplicate (else the first) is the one that stays, the others of ``ids`` are
+    duplicates. So a memory graded duplicate of one that is no longer active (merged, dropped) is no
+    duplicate of the active ones; one graded duplicate without a valid ``duplicate_of`` always is."""
+    root: dict[str, str] = {}
+
+    def find(i: str) -> str:
+        while root.get(i, i) != i:
+            i = root[i]
+        return i
+
+    for a, b in dup_of.items():
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            root[ra] = rb
+    groups: dict[str, list[str]] = {}
+    for i in ids:
+        groups.setdefault(find(i), []).append(i)
+    out: set[str] = set()
+    for members in groups.values():
+        if len(members) == 1:
+            if grade[members[0]] == "duplicate" and members[0] not in dup_of:
+                out.add(members[0])
+            continue
+        stays = next((i for i in members if grade[i] != "duplicate"), members[0])
+        out |= {i for i in members if i != stays}
+    return out
+
+
+def _figures(memories: list[dict[str, Any]], grade: dict[str, str], pairs,
+             dup_of: dict[str, str] | None = None) -> dict[str, Any]:
     status = {m["id"]: m["status"] for m in memories}
     graded = [m["id"] for m in memories if m["id"] in grade]
     active = [i for i in graded if status[i] == "active"]
+    links = {a: b for a, b in (dup_of or {}).items() if a in grade and b in grade}
 
     def shares(ids):
-        dup = sum(grade[i] == "duplicate" for i in ids)
-        rest = [i for i in ids if grade[i] != "duplicate"]
+        dups = _duplicates(ids, grade, links)
+        rest = [i for i in ids if i not in dups]
         junk = sum(grade[i] == "junk" for i in rest)
-        return {"graded": len(ids), "duplicates": dup, "duplicate_share": dup / len(ids) if ids else None,
+        return {"graded": len(ids), "duplicates": len(dups), "duplicate_share": len(dups) / len(ids) if ids else None,
                 "junk": junk, "junk_share_of_the_rest": junk / len(rest) if rest else None}
 
     unresolved = [p for p in pairs if all(status[i] == "active" for i in p)]
@@ -150,10 +185,10 @@ def score_grades(export_key: str | Path, grade_files: list[str | Path]) -> dict[
     memories = [{"id": i, **v} for i, v in sorted(key.items())]
     ids = set(key)
     graded = [read_grades(g, ids) for g in grade_files]
-    per = [_figures(memories, g["grade"], g["contradictions"]) for g in graded]
+    per = [_figures(memories, g["grade"], g["contradictions"], g["duplicate_of"]) for g in graded]
     common = set.intersection(*(set(g["grade"]) for g in graded)) if graded else set()
     alike = {i: graded[0]["grade"][i] for i in common if len({g["grade"][i] for g in graded}) == 1}
     pairs = set.intersection(*(set(g["contradictions"]) for g in graded)) if graded else set()
     return {"memories": len(memories), "curators": per,
-            "agreed": _figures(memories, alike, sorted(pairs)) if graded else None,
+            "agreed": _figures(memories, alike, sorted(pairs), graded[0]["duplicate_of"]) if graded else None,
             "agreement": len(alike) / len(common) if common else None}

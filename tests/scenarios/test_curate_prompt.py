@@ -43,7 +43,8 @@ def model_server():
         yield base
 
 
-def test_curation_with_recorded_model(store, model_server):
+def test_curation_with_recorded_model(store, model_server, monkeypatch):
+    monkeypatch.setenv("CONSOLIDATE_CURATE_PROMPT_VERSION", "curate-v1")  # the version the cassette holds
     # the member lines carry each memory's last confirmed date: fixed to the recording's day, or the
     # request (and the cassette's match) would change with the day the test runs
     day = RECORDED_ON

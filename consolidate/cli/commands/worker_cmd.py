@@ -18,6 +18,7 @@ from consolidate.model.report import run_notices
 from consolidate.pipeline.rejudge import prompt_versions
 import dataclasses
 from consolidate.pipeline.curate.curation import run_curate, summary
+from consolidate.judges import registry
 
 
 def cmd_worker(args) -> int:
@@ -135,6 +136,7 @@ def curated_words(c: dict) -> str:
 def cmd_curate(args) -> int:
     """``consolidate curate``: the store curation pass (consolidate/pipeline/curate/)."""
 
+    registry.select_curate_prompt_version(args.prompt_version)  # checked before anything; the judges read it
     store = open_store(args, create=False, writes=not args.dry_run)
     if not store.exists:
         print(f"curate: no store at {store.path}; nothing to do")

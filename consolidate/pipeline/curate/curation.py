@@ -1,6 +1,6 @@
 """``consolidate curate``: the judge reads the project's active memories in groups of related ones
 (consolidate/pipeline/curate/groups.py) and answers per memory keep, drop, merge or conflict
-(prompts/curate-v1.md, asked through ``JudgeChain.curate``). The answers become ONE maintenance
+(prompts/curate-v3.md by default, ``--prompt-version`` another, asked through ``JudgeChain.curate``). The answers become ONE maintenance
 run through the journaled apply stage: ``consolidate runs`` lists it, ``consolidate undo RUN_ID``
 reverts all of it.
 

@@ -21,8 +21,17 @@ def test_notes_behind_a_memory_include_those_merged_into_it():
     assert bench.behind({}) == []
 
 
-def test_validation_sessions_are_the_splits_fourteen():
+def test_the_parts_are_the_splits_sessions_over_both_label_sets():
     if not bench.LABELS.is_file():
         pytest.skip(f"labels not found at {bench.LABELS} (../shared is absent)")
-    got = bench.validation_sessions()
-    assert len(got) == 14 and got == sorted(set(got))
+    from consolidate.evals.split import session_split
+    from consolidate.evals.judges import read_label_file
+
+    tuning, validation = bench.part_sessions("tuning"), bench.part_sessions("validation")
+    assert len(validation) == 14 and len(tuning) == 27 and not set(tuning) & set(validation)
+    assert validation == sorted(set(validation))
+    # the split ``eval --split`` reports over the same files
+    split = session_split([read_label_file(p).notes for p in bench.LABEL_SETS])
+    assert sorted(s for s, p in split.items() if p == "validation") == validation
+    rows = bench.label_rows()
+    assert rows and all(r["verdict"] in ("keep", "drop") for r in rows)  # the second set's disagreements left out

@@ -156,3 +156,25 @@ def test_benchmark_script_exports_and_scores(run, tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "duplicates 0 of 3 written (0.0 %" in done.stdout and "unresolved contradictions: 0" in done.stdout
+
+
+def test_a_repeat_of_a_memory_no_longer_active_is_no_repeat_among_the_active(tmp_path):
+    """Grades made on the store before a curation pass score the store after it: among the active
+    memories a repeat counts only while another memory of its repeated group is active too; a
+    ``duplicate`` grade with no valid ``duplicate_of`` always counts (issue 31 item 5)."""
+    key = {"S01-M001": {"status": "active"}, "S01-M002": {"status": "active"}, "S01-M003": {"status": "active"},
+           "S01-M004": {"status": "archived"}, "S01-M005": {"status": "active"}, "S01-M006": {"status": "active"},
+           "S01-M007": {"status": "active"}}
+    for v in key.values():
+        v.update(store="p", memory_id="x", type="fact", evidence="inferred")
+    key_file = tmp_path / "key.json"
+    key_file.write_text(json.dumps(key), encoding="utf-8")
+    grades = _grades(tmp_path / "g.json", [
+        ("S01-M001", "ok", None), ("S01-M002", "duplicate", "S01-M001"), ("S01-M003", "duplicate", "S01-M001"),
+        ("S01-M004", "ok", None), ("S01-M005", "duplicate", "S01-M004"),  # its twin was merged away
+        ("S01-M006", "duplicate", None),  # no target named: still a repeat
+        ("S01-M007", "junk", None)])
+    (f,) = score_grades(key_file, [grades])["curators"]
+    assert f["written"]["duplicates"] == 4 and f["written"]["graded"] == 7  # M002, M003, M005, M006
+    assert f["active"]["graded"] == 6 and f["active"]["duplicates"] == 3  # M005 is alone now
+    assert f["active"]["junk"] == 1 and f["active"]["junk_share_of_the_rest"] == 1 / 3

@@ -416,3 +416,51 @@ def test_forgetting_one_side_of_a_dispute_settles_it(curated_store, capsys):
     assert res["settled"] == [_by_text(curated_store)[T30]["id"]]
     assert _status(curated_store)[T30] == "active" and T60 not in _status(curated_store)
     assert {e["id"] for e in queue(curated_store)}.isdisjoint({_by_text(curated_store)[T30]["id"]})
+
+
+def _prompt_recorder(tmp_path):
+    """A ``cli:template`` curator that saves every prompt it gets and keeps every memory."""
+    script = tmp_path / "curator.py"
+    script.write_text(
+        "import json, os, re, sys\n"
+        "text = sys.stdin.read()\n"
+        "open(os.environ['PROMPTS'], 'a').write(text + '\\0')\n"
+        "ids = re.findall(r'^\\[(m\\d+)\\] ', text, re.M)\n"
+        "print(json.dumps({'actions': [{'id': i, 'action': 'keep'} for i in ids]}))\n")
+    return script
+
+
+@pytest.mark.parametrize("version, words", [
+    (None, "another memory of the group already says all that this one says"),  # the default: curate-v3
+    ("curate-v1", "Merge only true repeats"),
+    ("curate-v2", "A detail that only this one adds does not make it a memory of its own"),
+])
+def test_prompt_version_picks_the_curation_prompt_and_is_stamped(curated_store, tmp_path, monkeypatch, version, words):
+    """``curate --prompt-version`` (else $CONSOLIDATE_CURATE_PROMPT_VERSION, else curate-v3) is the
+    prompt every group is sent and the version every judge call of the run names."""
+    monkeypatch.setenv("CONSOLIDATE_CURATE_PROMPT_VERSION", "")  # restored after the test: main() sets it
+    prompts = tmp_path / "prompts.txt"
+    monkeypatch.setenv("PROMPTS", str(prompts))
+    judge = f"cli:template:{sys.executable} {_prompt_recorder(tmp_path)}"
+    argv = ["curate", "--store", str(curated_store.path), "--judge", judge, "--json"]
+    assert main(argv + (["--prompt-version", version] if version else [])) == 0
+    sent = [p for p in prompts.read_text().split("\0") if p]
+    assert sent and all(words in p for p in sent)
+    others = {"curate-v1": "Merge only true repeats", "curate-v2": "does not make it a memory of its own",
+              "curate-v3": "already says all that this one says"}
+    chosen = version or "curate-v3"
+    assert not any(w in p for v, w in others.items() if v != chosen for p in sent)
+    # the ``v1`` and ``v3`` wordings share no sentence: the check above tells the three apart
+
+
+def test_an_unknown_curation_prompt_version_is_one_line_and_changes_nothing(curated_store, capsys, monkeypatch):
+    monkeypatch.setenv("CONSOLIDATE_CURATE_PROMPT_VERSION", "")
+    before = _status(curated_store)
+    code = main(["curate", "--store", str(curated_store.path), "--judge", "noop", "--prompt-version", "curate-v9"])
+    err = capsys.readouterr().err
+    assert code != 0 and "curate-v9" in err and "curate-v3" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    monkeypatch.setenv("CONSOLIDATE_CURATE_PROMPT_VERSION", "curate-v0")  # the variable is checked alike
+    assert main(["curate", "--store", str(curated_store.path), "--judge", "noop"]) != 0
+    assert "curate-v0" in capsys.readouterr().err
+    assert _status(curated_store) == before

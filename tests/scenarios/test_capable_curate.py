@@ -1,0 +1,122 @@
+"""Capable-model answers to the curation prompts (issue 31 items 2 and 5), replayed offline through
+``consolidate curate`` and the CLI judge's cassettes (judges/cli_cassette.py).
+
+How they were made (written in each cassette's ``how``): the stores judge-v1 wrote for the 14
+validation sessions of the dev-label split (benchmarks/bench_curate.py ``build``: the capable judge-v1
+end-to-end cassette replayed, MiniLM, every ``last_confirmed`` pinned to 2026-12-02), every group's
+prompt captured with ../shared/tools/judgelab, answered by fresh helpers who saw only the prompt files,
+replayed and recorded. Two curators graded the stores before any pass (cassettes/curate-grades/).
+
+The test builds the same stores, replays each cassette with the CLI absent (a changed prompt, member
+line or grouping misses the cassette: the group is deferred and the counts differ), and checks the
+counts and figures recorded beside the cassettes (``curate-capable.expected.json``; rewritten by
+``python tests/scenarios/test_capable_curate.py``), then what the issue asks of the default prompt
+against the first one. Skipped, with the reason, when ../shared is absent."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from paths import REPO
+
+_spec = importlib.util.spec_from_file_location("bench_curate", REPO / "benchmarks" / "bench_curate.py")
+assert _spec and _spec.loader
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+CASSETTES = REPO / "cassettes"
+GRADES = [CASSETTES / "curate-grades" / f"validation-{n}.json" for n in (1, 2)]
+EXPECTED = CASSETTES / "curate-capable.expected.json"
+
+#: The prompt templates these cassettes cover (read by tests/scenarios/test_prompt_regression.py's meta-test).
+PROMPT_CASSETTES = {
+    "curate-v1": ("curate-v1-validation-2-capable.yaml", "curate-v1-tuning-capable.yaml"),
+    "curate-v2": ("curate-v2-validation-capable.yaml", "curate-v2-tuning-capable.yaml"),
+    "curate-v3": ("curate-v3-validation-capable.yaml", "curate-v3-validation-2-capable.yaml",
+                  "curate-v3-tuning-capable.yaml"),
+}
+#: after-store name -> (prompt version, validation answers: a CLI cassette, or a judgelab answer folder
+#: replayed by ../shared/tools/judgelab/replay.sh)
+PASSES = {"after-curate-v1": ("curate-v1", "curate-v1-validation-capable"),
+          "after-curate-v1-2": ("curate-v1", "curate-v1-validation-2-capable.yaml"),
+          "after-curate-v2": ("curate-v2", "curate-v2-validation-capable.yaml"),
+          "after-curate-v3": ("curate-v3", "curate-v3-validation-capable.yaml"),
+          "after-curate-v3-2": ("curate-v3", "curate-v3-validation-2-capable.yaml")}
+
+
+@pytest.fixture(scope="module")
+def passes(tmp_path_factory):
+    """The validation stores, then each recorded pass replayed on a copy (see :func:`replay_passes`)."""
+    if not bench.LABELS.is_file():
+        pytest.skip(f"labels not found at {bench.LABELS} (../shared is absent)")
+    return replay_passes(tmp_path_factory.mktemp("curate-capable"))
+
+
+def replay_passes(data: Path) -> dict:
+    """Build the validation stores under ``data`` and replay every pass of PASSES on its own copy:
+    ``{"counts": {pass: curate counts}, "grades": the curators' figures, "gold": the gold figures}``."""
+    bench.build(data, "validation")
+    counts = {}
+    for name, (version, answers) in PASSES.items():
+        if answers.endswith(".yaml"):
+            got = bench.curate(data, name, "cli:template:/nonexistent/capable-model", version,
+                               CONSOLIDATE_CASSETTE=str(CASSETTES / answers))
+        else:
+            got = bench.curate(data, name, f"cli:template:{bench.JUDGELAB / 'replay.sh'}", version,
+                               JUDGELAB_ANSWERS=str(CASSETTES / answers))
+        total: dict[str, int] = {}
+        for r in got.values():
+            for k, v in r["summary"].items():
+                if isinstance(v, int) and not isinstance(v, bool):
+                    total[k] = total.get(k, 0) + v
+        counts[name] = total
+    return {"counts": counts, "grades": bench.grade_figures(data, GRADES), "gold": bench.gold_figures(data)}
+
+
+def _shares(figures: dict, what: str) -> list[float]:
+    return [c[what] for c in figures["curators"]]
+
+
+@pytest.mark.spawns
+def test_recorded_passes_come_out_again(passes):
+    expected = json.loads(EXPECTED.read_text(encoding="utf-8"))
+    got = _expected(passes)
+    assert got["counts"] == expected["counts"]
+    assert all(c["deferred_groups"] == 0 and c["groups"] == 27 for c in got["counts"].values())  # no miss
+    assert got["grades"] == expected["grades"] and got["gold"] == expected["gold"]
+
+
+@pytest.mark.spawns
+def test_the_default_prompt_leaves_fewer_repeats_and_less_junk_than_v1_and_keeps_every_gold_keeper(passes):
+    """curate-v3, the default, on both answer sets against curate-v1: fewer duplicates and no more junk
+    among the active memories by each curator, no contradicting pair left active, every gold keeper
+    that was active before still active (merged ones count in their survivor)."""
+    g, gold = passes["grades"], passes["gold"]
+    for name in ("after-curate-v3", "after-curate-v3-2"):
+        for v1 in (g["after-curate-v1"], g["after-curate-v1-2"]):
+            assert all(a <= b for a, b in zip(_shares(g[name], "duplicates"), _shares(v1, "duplicates")))
+            assert all(a <= b for a, b in zip(_shares(g[name], "junk"), _shares(v1, "junk")))
+        assert sum(_shares(g[name], "duplicates")) < sum(_shares(g["before"], "duplicates"))
+        assert _shares(g[name], "unresolved_contradictions") == [0, 0]
+        assert gold[name]["gold_keepers_active"] == gold["before"]["gold_keepers_active"]
+    # curate-v2 leaves the fewest repeats, but folds away memories no curator read as repeats
+    v2 = g["after-curate-v2"]["proposals"]
+    v3 = g["after-curate-v3"]["proposals"]
+    assert v2["merges"] - max(v2["merges_graded_duplicate"]) > v3["merges"] - max(v3["merges_graded_duplicate"])
+
+
+def _expected(passes: dict) -> dict:
+    gold = {k: {x: v[x] for x in ("gold_keepers", "gold_keepers_active", "labeled_drops_active")}
+            for k, v in passes["gold"].items()}
+    return {"counts": passes["counts"], "grades": passes["grades"], "gold": gold}
+
+
+if __name__ == "__main__":  # rewrite the expected figures from a replay (after re-recording a cassette)
+    import tempfile
+
+    EXPECTED.write_text(json.dumps(_expected(replay_passes(Path(tempfile.mkdtemp(prefix="curate-capable")))), indent=1)
+                        + "\n", encoding="utf-8")
