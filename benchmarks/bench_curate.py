@@ -5,7 +5,8 @@ Phases (``DATA`` is outside git: ``--data``, default /work/wt/curatecap-data/<sp
 
 1. ``build --split tuning|validation``: the sessions of that part of the split over both dev label
    sets (consolidate/evals/split.py; 27 tuning, 14 validation) run end to end (``consolidate eval
-   --end-to-end``), judge-v1 answers replayed from ``cassettes/e2e-all-realnotes-judge-v1-capable.yaml``
+   --end-to-end``), judge-v1 answers (``--judge-prompt judge-v5``: v5's) replayed from
+   ``cassettes/e2e-all-realnotes-judge-v1-capable.yaml``
    through a ``cli:template:/nonexistent`` judge, one store per session (MiniLM):
    ``DATA/before/<session>/.memofs``, the pristine "before" stores, never changed after. Every memory's
    ``last_confirmed`` (a curate prompt shows it) is then set to PINNED_DAY, so a build on any day makes
@@ -56,7 +57,8 @@ LABEL_SETS = (LABELS, SHARED / "data" / "labels" / "realnotes-dev-labels-2.jsonl
 PINNED_DAY = "2026-12-02"
 SESSIONS = SHARED / "data" / "realnotes" / "sessions"
 JUDGELAB = SHARED / "tools" / "judgelab"
-CASSETTE = REPO / "cassettes" / "e2e-all-realnotes-judge-v1-capable.yaml"
+#: The end-to-end judge cassette of a judge prompt version (both cover all 41 real-notes sessions).
+JUDGE_CASSETTES = {v: REPO / "cassettes" / f"e2e-all-realnotes-{v}-capable.yaml" for v in ("judge-v1", "judge-v5")}
 DATA = Path(os.environ.get("CURATECAP_DATA", "/work/wt/curatecap-data"))
 PYTHON = sys.executable
 
@@ -107,18 +109,19 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def build(data: Path, part: str) -> None:
-    """Phase 1a: the before stores of the sessions of ``part`` and the build report."""
+def build(data: Path, part: str, judge: str = "judge-v1") -> None:
+    """Phase 1a: the before stores of the sessions of ``part``, written by judge prompt ``judge``
+    (a key of JUDGE_CASSETTES), and the build report."""
     before = data / "before"
     if before.exists():
         sys.exit(f"{before} exists: the before stores are kept pristine, remove it to rebuild")
     data.mkdir(parents=True, exist_ok=True)
     argv = [PYTHON, "-m", "consolidate", "eval", "--json", "--judge", "cli:template:/nonexistent/capable-model",
-            "--end-to-end", "--prompt-version", "judge-v1", "--labels", str(LABELS), "--split", part,
+            "--end-to-end", "--prompt-version", judge, "--labels", str(LABELS), "--split", part,
             "--keep-stores", str(before)]
     for s in part_sessions(part):
         argv += ["--session", s]
-    done = subprocess.run(argv, capture_output=True, text=True, env=clean_env(CONSOLIDATE_CASSETTE=str(CASSETTE)))
+    done = subprocess.run(argv, capture_output=True, text=True, env=clean_env(CONSOLIDATE_CASSETTE=str(JUDGE_CASSETTES[judge])))
     if done.returncode:
         sys.exit(done.stderr)
     (data / "build-report.json").write_text(done.stdout, encoding="utf-8")
@@ -320,7 +323,9 @@ def main() -> None:
     ap.add_argument("--split", choices=("tuning", "validation"), default="validation",
                     help="which part of the dev-label split's sessions (default validation)")
     ap.add_argument("--data", type=Path, help="folder of the stores and prompts (outside git; default DATA/<split>)")
-    ap.add_argument("--prompt-version", default="curate-v1", help="capture, replay: the curate prompt version")
+    ap.add_argument("--prompt-version", default="curate-v3", help="capture, replay: the curate prompt version")
+    ap.add_argument("--judge-prompt", choices=sorted(JUDGE_CASSETTES), default="judge-v1",
+                    help="build: the judge prompt whose capable end-to-end answers write the stores")
     ap.add_argument("--answers", type=Path, help="replay: the folder of <sha1-12>.json answers, or a CLI cassette"
                                                  " (cassettes/curate-*-capable.yaml) recorded from one")
     ap.add_argument("--grades", type=Path, nargs="+", help="grades: the curators' grade files of the before stores")
@@ -331,7 +336,7 @@ def main() -> None:
         sys.exit(f"labels not found at {LABELS} (../shared is absent)")
     data = a.data or DATA / a.split
     if a.phase == "build":
-        build(data, a.split)
+        build(data, a.split, a.judge_prompt)
     elif a.phase == "capture":
         capture(data, a.prompt_version)
     elif a.phase == "replay":
