@@ -23,7 +23,8 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from consolidate.core import settings
-from consolidate.core.vocab import (COMPARE_RELATIONS, CONFIDENCE_LEVELS, CURATE_ACTIONS, ENTITY_RELATIONS, EVIDENCE_KINDS, MEMORY_TYPES,
+from consolidate.core.vocab import (COMPARE_RELATIONS, CONFIDENCE_LEVELS, CURATE_ACTIONS, CURATE_PROMPT_DEFAULT,
+                                    CURATE_PROMPT_VERSIONS, ENTITY_RELATIONS, EVIDENCE_KINDS, MEMORY_TYPES,
                                     UPDATES, VERDICTS)
 
 from .base import CurateMember, JudgeContext, JudgeNote
@@ -211,8 +212,7 @@ def compare_model(version: str):
 
 #: The curation prompt of ``consolidate curate`` (``prompts/<version>.md``) by default, stamped in every
 #: curation event; CURATE_PROMPT_VERSIONS are those ``curate --prompt-version`` accepts.
-CURATE_PROMPT_VERSION = "curate-v3"
-CURATE_PROMPT_VERSIONS = ("curate-v1", "curate-v2", "curate-v3")
+CURATE_PROMPT_VERSION = CURATE_PROMPT_DEFAULT
 
 
 def selected_curate_prompt_version(version: str | None = None) -> str:
@@ -220,10 +220,12 @@ def selected_curate_prompt_version(version: str | None = None) -> str:
     ``$CONSOLIDATE_CURATE_PROMPT_VERSION``, else CURATE_PROMPT_VERSION. Raises ConfigError for a
     version not in CURATE_PROMPT_VERSIONS."""
 
-    chosen = version or settings.CURATE_PROMPT_VERSION.get() or CURATE_PROMPT_VERSION
+    given = (version or "").strip()
+    chosen = given or settings.CURATE_PROMPT_VERSION.get() or CURATE_PROMPT_VERSION
     if chosen not in CURATE_PROMPT_VERSIONS:
-        raise ConfigError(f"unknown curation prompt version {chosen!r}; versions: {', '.join(CURATE_PROMPT_VERSIONS)}",
-                          judge="prompt")
+        where = "" if given else f"{settings.CURATE_PROMPT_VERSION.name}="
+        raise ConfigError(f"{where}{chosen!r}: unknown curation prompt version; versions:"
+                          f" {', '.join(CURATE_PROMPT_VERSIONS)}", judge="prompt")
     return chosen
 
 

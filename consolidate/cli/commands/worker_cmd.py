@@ -7,7 +7,7 @@ import sys
 
 from consolidate.cli.commands import open_store
 from consolidate.rules.redaction import error_text
-from consolidate.core.errors import ConsolidateError
+from consolidate.core.errors import BadInput, ConsolidateError
 from consolidate.pipeline.worker import run_worker
 from consolidate.store.worker_health import record
 from consolidate.store.store import resolve_store_path
@@ -53,6 +53,11 @@ def worker_failed(args, exc: BaseException) -> None:
 
 def cmd_batch(args) -> int:
     args.rejudge = args.rejudge or args.drifted  # --drifted alone means: re-judge the drifted memories
+    if args.prompt_version and not args.rejudge:
+        raise BadInput("batch --prompt-version selects the entries of --rejudge; the curation prompt of --curate"
+                       " is $CONSOLIDATE_CURATE_PROMPT_VERSION (or `consolidate curate --prompt-version`)")
+    if args.curate:
+        registry.select_curate_prompt_version(None)  # a bad $CONSOLIDATE_CURATE_PROMPT_VERSION: one line, first
     since = parse_user_date(args.since, what="--since date") if args.since is not None else None
     store = open_store(args, create=False, writes=True)
     if not store.exists:
@@ -127,7 +132,8 @@ def _batch_json(r) -> dict:
 
 def curated_words(c: dict) -> str:
     """A curation pass's counts in words (``batch --curate``, ``curate``)."""
-    return (f"curated {c.get('considered', 0)} memories in {c.get('groups', 0)} groups: {c.get('merged', 0)} merged,"
+    how = f" with {c['prompt_version']}" if c.get("prompt_version") else ""
+    return (f"curated {c.get('considered', 0)} memories in {c.get('groups', 0)} groups{how}: {c.get('merged', 0)} merged,"
             f" {c.get('dropped', 0)} dropped, {c.get('conflicts', 0)} conflicts disputed,"
             f" {c.get('for_review', 0)} sent to review, {c.get('deferred_groups', 0)} groups deferred"
             + (f" (run {c['run_id']})" if c.get("run_id") else ""))
@@ -139,7 +145,11 @@ def cmd_curate(args) -> int:
     registry.select_curate_prompt_version(args.prompt_version)  # checked before anything; the judges read it
     store = open_store(args, create=False, writes=not args.dry_run)
     if not store.exists:
-        print(f"curate: no store at {store.path}; nothing to do")
+        if args.json:
+            print(json.dumps({"store": str(store.path), "exists": False, "proposals": [], "deferred": [],
+                              "summary": {"run_id": None, "considered": 0, "groups": 0}}))
+        else:
+            print(f"curate: no store at {store.path}; nothing to do")
         return 0
     res = run_curate(store, judges=args.judge, time_box=args.time_box, review=args.review, dry_run=args.dry_run,
                      max_group=args.max_group)

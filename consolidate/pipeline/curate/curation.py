@@ -14,8 +14,9 @@ reverts all of it.
   pair is in the review queue (``consolidate review --list``, ``consolidate disputes``);
 - **keep**, or a member the answer leaves out: nothing changes.
 
-A memory the user stated or pinned (credited evidence ``user-stated``: consolidate/model/credit.py;
-or source ``flagged``, ``user`` or ``review``) is never dropped or merged away without review: such a
+A memory the user stated, pinned or approved in review (credited evidence ``user-stated``:
+consolidate/model/credit.py; source ``flagged``, ``user`` or ``review``; ``reviewed`` "approved ...")
+is never dropped or merged away without review: such a
 proposal is sent to the review queue instead. With ``review``, every proposal is: the memory is only
 marked (``curate_proposed``, ``curate_proposal``: what the judge proposed, as JSON), stays as it is,
 and waits in ``consolidate review`` (approve: it holds, the mark is cleared; decline: it is
@@ -31,6 +32,7 @@ from typing import Any
 
 from consolidate.core.vocab import CONFLICT, CURATED_OUT, DISPUTED, DROP, MERGE, SUPERSEDED, USER_STATED
 from consolidate.judges.base import CurateMember, JudgeContext
+from consolidate.judges.prompting import selected_curate_prompt_version
 from consolidate.model.credit import credited
 from consolidate.model.plan import MemoryUpdate, Plan
 from consolidate.pipeline.curate.groups import MAX_GROUP, related_groups
@@ -47,9 +49,12 @@ PROPOSED, PROPOSAL = "curate_proposed", "curate_proposal"
 
 def protected(meta: dict[str, Any]) -> str | None:
     """Why a memory of metadata ``meta`` may not be dropped or merged away without review (its
-    credited evidence is user-stated, or its source is one of PROTECTED_SOURCES), or None."""
+    credited evidence is user-stated, the user approved it in review, or its source is one of
+    PROTECTED_SOURCES), or None."""
     if credited(meta.get("evidence"), meta.get("source"), meta.get("origin")) == USER_STATED:
         return "user-stated"
+    if str(meta.get("reviewed") or "").startswith("approved"):  # consolidate/pipeline/review.py approve()
+        return "approved in review"
     source = str(meta.get("source") or "")
     return f"source {source}" if source in PROTECTED_SOURCES else None
 
@@ -65,6 +70,7 @@ class CurateResult:
     judge answered; ``run_id`` is None when nothing was written."""
 
     mode: str = "apply"
+    prompt_version: str = ""
     run_id: str | None = None
     considered: int = 0
     groups: int = 0
@@ -164,7 +170,8 @@ def _mark(plan: Plan, p: dict[str, Any], why: str) -> None:
     plan.updates.append(MemoryUpdate(p["memory_id"], "update",
                                      {PROPOSED: True, PROPOSAL: json.dumps(proposal, ensure_ascii=False)},
                                      event="curate.proposed", reason=f"curation proposes {_words(p)}; {why}"))
-    plan.decide("curate.proposed", memory_id=p["memory_id"], reason=f"{_words(p)}: {why}", judge=p["judge"])
+    plan.decide("curate.proposed", memory_id=p["memory_id"], reason=f"{_words(p)}: {why}", judge=p["judge"],
+                prompt_version=p["prompt_version"])
 
 
 def _words(p: dict[str, Any]) -> str:
@@ -196,7 +203,7 @@ def _plan_updates(plan: Plan, result: CurateResult, rows: dict[str, dict], revie
         if p["action"] == DROP:
             plan.updates.append(MemoryUpdate(p["memory_id"], "archive", {"status": CURATED_OUT},
                                              event="memory.curated_out", reason=f"dropped as junk {how}: {p['reason']}"))
-            plan.decide("curate.dropped", memory_id=p["memory_id"], reason=p["reason"] or "junk", judge=p["judge"])
+            plan.decide("curate.dropped", memory_id=p["memory_id"], reason=p["reason"] or "junk", judge=p["judge"], prompt_version=p["prompt_version"])
         elif p["action"] == MERGE:
             into.setdefault(p["into"], []).append(p["memory_id"])
             plan.updates.append(MemoryUpdate(p["memory_id"], "archive",
@@ -204,12 +211,12 @@ def _plan_updates(plan: Plan, result: CurateResult, rows: dict[str, dict], revie
                                              event="memory.merged", edges=[[p["into"], "supersedes"]],
                                              reason=f"merged into {p['into']} {how}: {p['reason']}"))
             plan.decide("curate.merged", memory_id=p["memory_id"], into=p["into"], reason=p["reason"] or "a repeat",
-                        judge=p["judge"])
+                        judge=p["judge"], prompt_version=p["prompt_version"])
         else:
             one, other = sorted((p["memory_id"], p["with"]))
             disputes.add((one, other))
             plan.decide("curate.conflict", memory_id=p["memory_id"], reason=p["reason"] or "incompatible statements",
-                        judge=p["judge"], **{"with": p["with"]})
+                        judge=p["judge"], prompt_version=p["prompt_version"], **{"with": p["with"]})
     for survivor, losers in sorted(into.items()):
         plan.updates.append(MemoryUpdate(survivor, "update",
                                          _fold(rows[survivor], [(m, rows[m]) for m in losers], plan.run_id),
@@ -250,7 +257,7 @@ def _plan(store, *, judges, chain_factory, time_box, review, max_group) -> tuple
     (``{id: metadata}``: :func:`_unchanged` compares it under the lock)."""
     started = time.perf_counter()
     plan = new_plan(store, "curate")
-    result = CurateResult(mode="review" if review else "apply")
+    result = CurateResult(mode="review" if review else "apply", prompt_version=selected_curate_prompt_version())
     if not (store.exists and store.has_longterm):
         return plan, result, {}
     lt = store.longterm()
@@ -276,7 +283,7 @@ def run_curate(store, *, dry_run: bool = False, lock_timeout: float = 60.0, **op
     if dry_run:
         result.mode = "dry-run"
         for p in result.proposals:
-            p["outcome"] = "dry-run"
+            p["would"], p["outcome"] = p.get("outcome"), "dry-run"  # ``would``: what applying would do
         return result
     if plan.updates or plan.events:
         started = time.perf_counter()
@@ -315,10 +322,14 @@ def _unchanged(store, plan: Plan, result: CurateResult, seen: dict[str, dict]) -
 
 
 def summary(result: CurateResult) -> dict[str, Any]:
-    """A pass's counts: ``run_id``, ``mode``, ``considered``, ``groups``, ``kept``, ``merged``,
-    ``dropped``, ``conflicts`` (applied), ``for_review`` (sent to review), ``deferred_groups``."""
-    return {"run_id": result.run_id, "mode": result.mode, "considered": result.considered, "groups": result.groups,
-            "kept": result.kept, "merged": result.count(MERGE, "applied"), "dropped": result.count(DROP, "applied"),
-            "conflicts": result.count(CONFLICT, "applied"),
-            "for_review": sum(1 for p in result.proposals if p.get("outcome") == "review"),
-            "deferred_groups": len(result.deferred)}
+    """A pass's counts: ``run_id``, ``mode``, ``prompt_version``, ``considered``, ``groups``, ``kept``,
+    ``merged``, ``dropped``, ``conflicts`` (applied; in a dry run, what applying would do),
+    ``for_review`` (sent to review), ``deferred_groups``."""
+    def n(action: str | None, outcome: str) -> int:
+        return sum(1 for p in result.proposals if action in (None, p["action"])
+                   and (p.get("would") if result.mode == "dry-run" else p.get("outcome")) == outcome)
+
+    return {"run_id": result.run_id, "mode": result.mode, "prompt_version": result.prompt_version,
+            "considered": result.considered, "groups": result.groups, "kept": result.kept,
+            "merged": n(MERGE, "applied"), "dropped": n(DROP, "applied"), "conflicts": n(CONFLICT, "applied"),
+            "for_review": n(None, "review"), "deferred_groups": len(result.deferred)}

@@ -16,6 +16,7 @@ from consolidate.judges.base import CurateMember
 from consolidate.judges.curating import validate_curation
 from consolidate.judges.scripted import ScriptedJudge
 from consolidate.pipeline.curate import run_curate
+from consolidate.pipeline.curate.curation import summary
 from consolidate.pipeline.curate.groups import related_groups
 from consolidate.pipeline.recall import recall
 from consolidate.pipeline.review import queue
@@ -464,3 +465,58 @@ def test_an_unknown_curation_prompt_version_is_one_line_and_changes_nothing(cura
     assert main(["curate", "--store", str(curated_store.path), "--judge", "noop"]) != 0
     assert "curate-v0" in capsys.readouterr().err
     assert _status(curated_store) == before
+
+
+def test_a_memory_approved_in_review_is_never_dropped_or_merged_away_again(curated_store):
+    """A fresh tester: a judge's memory approved in review (the --review pass proposed dropping it)
+    was dropped by the next pass, and one merged away: approval is a person's word, like a pin."""
+    before = _by_text(curated_store)
+    _curate(curated_store, _judge(SCRIPT), review=True)
+    for text in (JUNK, PNPM_B):
+        assert main(["review", "--approve", before[text]["id"], "--store", str(curated_store.path)]) == 0
+    again = _curate(curated_store, _judge(SCRIPT))
+    outcome = {p["statement"]: p["outcome"] for p in again.proposals}
+    assert outcome[JUNK] == outcome[PNPM_B] == "reviewed"
+    assert _status(curated_store)[JUNK] == _status(curated_store)[PNPM_B] == "active"
+
+
+def test_a_dry_run_counts_what_it_would_do(curated_store, capsys):
+    got = summary(_curate(curated_store, _judge(SCRIPT), dry_run=True))
+    assert (got["merged"], got["dropped"], got["conflicts"], got["mode"]) == (1, 1, 1, "dry-run")
+    assert _status(curated_store) == dict.fromkeys([PNPM_A, PNPM_B, JUNK, T30, T60, OTHER], "active")
+
+
+def test_the_version_is_named_in_the_summary_the_line_and_every_decision(curated_store, capsys, monkeypatch):
+    monkeypatch.setenv("CONSOLIDATE_CURATE_PROMPT_VERSION", " curate-v1 ")  # spaces around it are ignored
+    res = _curate(curated_store, _judge(SCRIPT))
+    assert summary(res)["prompt_version"] == "curate-v1"
+    events = [json.loads(x) for x in curated_store.events_path.read_text().splitlines() if res.run_id in x]
+    decisions = [e for e in events if e["event"] in ("curate.merged", "curate.dropped", "curate.conflict")]
+    # the scripted judge reads no prompt: its decisions name the version selected for the pass
+    assert len(decisions) == 3 and {e["prompt_version"] for e in decisions} == {"curate-v1"}
+    monkeypatch.setenv("CONSOLIDATE_CURATE_PROMPT_VERSION", "")
+    assert main(["curate", "--store", str(curated_store.path), "--judge", "noop", "--prompt-version", " curate-v2 "]) == 0
+    assert "groups with curate-v2:" in capsys.readouterr().out
+
+
+def test_batch_curate_checks_the_version_first_and_prompt_version_belongs_to_rejudge(curated_store, capsys,
+                                                                                       monkeypatch):
+    """A fresh tester: ``batch --curate`` with a bad $CONSOLIDATE_CURATE_PROMPT_VERSION exited 0 (every
+    group deferred, the reason only in the events), and ``batch --curate --prompt-version curate-v1``
+    silently used the default."""
+    before = _status(curated_store)
+    monkeypatch.setenv("CONSOLIDATE_CURATE_PROMPT_VERSION", "curate-v9")
+    assert main(["batch", "--store", str(curated_store.path), "--judge", "noop", "--curate"]) == 2
+    err = capsys.readouterr().err
+    assert "CONSOLIDATE_CURATE_PROMPT_VERSION='curate-v9'" in err and len(err.strip().splitlines()) == 1
+    monkeypatch.setenv("CONSOLIDATE_CURATE_PROMPT_VERSION", "")
+    assert main(["batch", "--store", str(curated_store.path), "--curate", "--prompt-version", "curate-v1"]) == 2
+    err = capsys.readouterr().err
+    assert "--rejudge" in err and "CONSOLIDATE_CURATE_PROMPT_VERSION" in err and "Traceback" not in err
+    assert _status(curated_store) == before
+
+
+def test_curate_json_without_a_store_is_json(tmp_path, capsys):
+    assert main(["curate", "--store", str(tmp_path / "none" / ".memofs"), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["exists"] is False and got["summary"]["run_id"] is None
