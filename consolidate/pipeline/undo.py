@@ -7,7 +7,10 @@ events, and marks the run's entries in ``memory/notes.md`` as undone (struck thr
 idempotent, and the record is marked undone only at the end, so an interrupted undo is finished by
 running it again. Session notes the run consumed are not restored (they were scratch). A memory
 forgotten after the run (by a later ``forget``) stays forgotten: its earlier state is not brought back,
-and the counts say how many were kept so (``kept_forgotten``).
+and the counts say how many were kept so (``kept_forgotten``). Likewise a memory the user approved in
+review after the run (``consolidate review --approve``) keeps that approval: its earlier state comes back
+with the approval's fields (``reviewed``, ``evidence``, ``confidence``, ``last_confirmed``) as they are
+now (``kept_approved``).
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
         later = {row.get("id") for row in tombstones(store) if row.get("run_id") != run_id}
         before = {i: r for i, r in record.get("before", {}).items() if i not in later}
         kept_forgotten = sorted(set(record.get("before", {})) & later)
+        kept_approved = _keep_later_approvals(lt, before)
         # the entries it changed go too and come back whole: an upsert merges metadata, so a key the run
         # added (``disputed_with``, a review mark) would outlive the undo
         lt.delete(list(added))
@@ -86,7 +90,27 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
     replica = store.replica()
     if replica is not None:
         replica.push()  # failures wait in the outbox for the next run or `consolidate sync`
-    return {"removed": len(added), "restored": len(before), "kept_forgotten": len(kept_forgotten)}
+    return {"removed": len(added), "restored": len(before), "kept_forgotten": len(kept_forgotten),
+            "kept_approved": len(kept_approved)}
+
+
+#: The fields a review approval sets (consolidate/pipeline/review.py ``approve``) that an undo keeps.
+APPROVAL_FIELDS = ("reviewed", "evidence", "confidence", "last_confirmed")
+
+
+def _keep_later_approvals(lt, before: dict[str, dict]) -> list[str]:
+    """The ids of ``before`` (the undo record's earlier states, changed in place) that the user
+    approved in review after the run: their earlier state takes the approval's fields as they are now."""
+    now = lt.get(sorted(before)) if before else {}
+    kept = []
+    for i, row in before.items():
+        meta_now = (now.get(i) or {}).get("metadata") or {}
+        meta_then = row.get("metadata") or {}
+        approved = str(meta_now.get("reviewed") or "")
+        if approved.startswith("approved") and approved != str(meta_then.get("reviewed") or ""):
+            row["metadata"] = {**meta_then, **{k: meta_now[k] for k in APPROVAL_FIELDS if k in meta_now}}
+            kept.append(i)
+    return kept
 
 
 def _anchors_of(row: dict) -> list[dict]:

@@ -108,6 +108,7 @@ def cmd_undo(args) -> int:
               " dropped or a failure), so nothing was reverted; `consolidate runs` shows it undone")
         return 0
     kept = f", kept {counts['kept_forgotten']} forgotten after it as forgotten" if counts.get("kept_forgotten") else ""
+    kept += f", kept {counts['kept_approved']} approved after it as approved" if counts.get("kept_approved") else ""
     print(f"undid {args.run_id}: removed {counts['removed']} entries, restored {counts['restored']}{kept}")
     return 0
 

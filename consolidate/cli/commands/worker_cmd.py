@@ -13,7 +13,7 @@ from consolidate.store.worker_health import record
 from consolidate.store.store import resolve_store_path
 from consolidate.pipeline.batch import run_batch
 from consolidate.core.dates import parse_user_date
-from consolidate.pipeline.deferral import no_judge_line
+from consolidate.pipeline.deferral import EXIT_PARTIAL, no_judge_line
 from consolidate.model.report import run_notices
 from consolidate.pipeline.rejudge import prompt_versions
 import dataclasses
@@ -136,7 +136,10 @@ def curated_words(c: dict) -> str:
     return (f"curated {c.get('considered', 0)} memories in {c.get('groups', 0)} groups{how}: {c.get('merged', 0)} merged,"
             f" {c.get('dropped', 0)} dropped, {c.get('conflicts', 0)} conflicts disputed,"
             f" {c.get('for_review', 0)} sent to review, {c.get('deferred_groups', 0)} groups deferred"
-            + (f" (run {c['run_id']})" if c.get("run_id") else ""))
+            + (f" (run {c['run_id']})" if c.get("run_id") and any(c.get(k) for k in ("merged", "dropped", "conflicts",
+                                                                                       "for_review")) else "")
+            + ("; stale: another run changed its memories while the judge answered, nothing applied, run curate"
+               " again" if c.get("stale") else ""))
 
 
 def cmd_curate(args) -> int:
@@ -155,15 +158,23 @@ def cmd_curate(args) -> int:
                      max_group=args.max_group)
     if args.json:
         print(json.dumps({**dataclasses.asdict(res), "summary": summary(res)}, ensure_ascii=False, default=str))
-        return 0
+        return EXIT_PARTIAL if _nothing_answered(res) else 0
     print(("DRY RUN, nothing written: " if args.dry_run else "") + curated_words(summary(res))
-          + (f"; `consolidate undo {res.run_id}` reverts it" if res.run_id and (res.proposals) else ""))
+          + (f"; `consolidate undo {res.run_id}` reverts it" if res.run_id and any(
+              p.get("outcome") in ("applied", "review") for p in res.proposals) else ""))
     for p in res.proposals:
         target = f" into {p['into']}" if p.get("into") else f" with {p['with']}" if p.get("with") else ""
-        print(f"  {p['outcome']}: {p['action']} {p['memory_id']}{target}"
-              + (f" ({p['held']}: sent to review)" if p.get("held") else "")
+        held = "" if not p.get("held") else f" ({p['held']}: not proposed again)" if (
+            p.get("would") or p["outcome"]) == "reviewed" else f" ({p['held']}: sent to review)"
+        print(f"  {p['outcome']}: {p['action']} {p['memory_id']}{target}{held}"
               + (f": {p['reason']}" if p.get("reason") else ""))
         print(f"      {p['statement'][:160]}")
     for d in res.deferred:
         print(f"  deferred: {len(d['memory_ids'])} memories unchanged: {d['reason'][:200]}")
-    return 0
+    return EXIT_PARTIAL if _nothing_answered(res) else 0
+
+
+def _nothing_answered(res) -> bool:
+    """A pass (not a dry run) with groups none of which a judge answered: ``curate`` exits 75, as
+    ``run`` does when notes wait for a judge, so a script can tell nothing was curated."""
+    return res.mode != "dry-run" and res.groups > 0 and len(res.deferred) == res.groups

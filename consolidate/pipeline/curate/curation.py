@@ -261,8 +261,10 @@ def _plan(store, *, judges, chain_factory, time_box, review, max_group) -> tuple
     if not (store.exists and store.has_longterm):
         return plan, result, {}
     lt = store.longterm()
-    active = [r for r in lt.active(scope=store.project) if not (r["metadata"] or {}).get(PROPOSED)]
+    everything = lt.active(scope=store.project)
+    active = [r for r in everything if not (r["metadata"] or {}).get(PROPOSED)]
     rows = {r["id"]: r for r in active}
+    pending = {r["id"]: r for r in everything if (r["metadata"] or {}).get(PROPOSED)}
     result.considered = len(rows)
     groups = newest_first(related_groups(lt, active, store.project, max_group) if active else [], rows)
     result.groups = len(groups)
@@ -270,8 +272,28 @@ def _plan(store, *, judges, chain_factory, time_box, review, max_group) -> tuple
         deadline = time.time() + time_box if time_box else None
         _ask(store, plan, result, rows, _chain(store, judges, chain_factory), groups, deadline)
         _plan_updates(plan, result, rows, review)
+        _void_pending(plan, pending)
     result.seconds = round(time.perf_counter() - started, 3)
-    return plan, result, {u.memory_id: rows[u.memory_id]["metadata"] for u in plan.updates}
+    read = {**rows, **pending}
+    return plan, result, {u.memory_id: read[u.memory_id]["metadata"] for u in plan.updates}
+
+
+def _void_pending(plan: Plan, pending: dict[str, dict]) -> None:
+    """A proposal waiting in review that names a memory this pass archives (merge into it, conflict
+    with it) no longer holds: its mark is cleared, the memory stays as it is (a fresh tester: declining
+    such a merge archived the last memory that said it)."""
+    gone = {u.memory_id: u.event for u in plan.updates if u.action == "archive"}
+    for mid, row in sorted(pending.items()):
+        try:
+            proposal = json.loads((row["metadata"] or {}).get(PROPOSAL) or "{}")
+        except ValueError:
+            proposal = {}
+        target = proposal.get("into") or proposal.get("with") if isinstance(proposal, dict) else None
+        if target in gone and mid not in gone:
+            why = f"its proposal ({proposal.get('action')} {target}) no longer holds: this pass archives {target}"
+            plan.updates.append(MemoryUpdate(mid, "update", {PROPOSED: False, PROPOSAL: ""},
+                                             event="curate.proposal_void", reason=why))
+            plan.decide("curate.proposal_void", memory_id=mid, reason=why)
 
 
 def run_curate(store, *, dry_run: bool = False, lock_timeout: float = 60.0, **options) -> CurateResult:
@@ -332,4 +354,4 @@ def summary(result: CurateResult) -> dict[str, Any]:
     return {"run_id": result.run_id, "mode": result.mode, "prompt_version": result.prompt_version,
             "considered": result.considered, "groups": result.groups, "kept": result.kept,
             "merged": n(MERGE, "applied"), "dropped": n(DROP, "applied"), "conflicts": n(CONFLICT, "applied"),
-            "for_review": n(None, "review"), "deferred_groups": len(result.deferred)}
+            "for_review": n(None, "review"), "deferred_groups": len(result.deferred), "stale": n(None, "stale")}

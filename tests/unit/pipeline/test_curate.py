@@ -300,7 +300,8 @@ def test_a_capture_judge_sees_every_group_and_changes_nothing(curated_store, tmp
 
 def test_cli_curate_and_batch_curate(curated_store, capsys):
     path = str(curated_store.path)
-    assert main(["curate", "--store", path, "--judge", "noop", "--json"]) == 0
+    # no group answered: exit 75, as ``run`` when notes wait for a judge (a script can tell)
+    assert main(["curate", "--store", path, "--judge", "noop", "--json"]) == 75
     got = json.loads(capsys.readouterr().out)
     assert got["proposals"] == [] and got["deferred"]  # a judge that cannot curate defers every group
     assert got["run_id"] is None and "can curate" in got["deferred"][0]["reason"]  # nothing asked, no run
@@ -495,7 +496,7 @@ def test_the_version_is_named_in_the_summary_the_line_and_every_decision(curated
     # the scripted judge reads no prompt: its decisions name the version selected for the pass
     assert len(decisions) == 3 and {e["prompt_version"] for e in decisions} == {"curate-v1"}
     monkeypatch.setenv("CONSOLIDATE_CURATE_PROMPT_VERSION", "")
-    assert main(["curate", "--store", str(curated_store.path), "--judge", "noop", "--prompt-version", " curate-v2 "]) == 0
+    assert main(["curate", "--store", str(curated_store.path), "--judge", "noop", "--prompt-version", " curate-v2 "]) == 75
     assert "groups with curate-v2:" in capsys.readouterr().out
 
 
@@ -520,3 +521,44 @@ def test_curate_json_without_a_store_is_json(tmp_path, capsys):
     assert main(["curate", "--store", str(tmp_path / "none" / ".memofs"), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["exists"] is False and got["summary"]["run_id"] is None
+
+
+def test_undo_of_a_curate_pass_keeps_the_approvals_made_after_it(curated_store, capsys):
+    """A fresh tester: ``curate --review``, ``review --approve`` of its proposals, then ``undo`` of the
+    curate run took the approvals back (evidence and ``reviewed`` as before), and the next pass
+    proposed them again."""
+    before = _by_text(curated_store)
+    res = _curate(curated_store, _judge(SCRIPT), review=True)
+    for text in (JUNK, PNPM_B):
+        assert main(["review", "--approve", before[text]["id"], "--store", str(curated_store.path)]) == 0
+    assert main(["undo", res.run_id, "--store", str(curated_store.path)]) == 0
+    assert "kept 2 approved after it as approved" in capsys.readouterr().out
+    meta = {t: r["metadata"] for t, r in _by_text(curated_store).items()}
+    assert meta[JUNK]["reviewed"].startswith("approved") and meta[PNPM_B]["reviewed"].startswith("approved")
+    assert not meta[JUNK].get("curate_proposed") and meta[JUNK]["status"] == "active"
+    again = _curate(curated_store, _judge(SCRIPT))
+    assert {p["statement"]: p["outcome"] for p in again.proposals}[JUNK] == "reviewed"
+
+
+def test_a_waiting_proposal_that_names_a_memory_the_pass_archives_is_cleared(curated_store):
+    """A fresh tester: a merge waiting in review named a memory a later pass dropped; declining it
+    (accepting the merge) then archived the last memory that said it. The later pass clears it."""
+    before = _by_text(curated_store)
+    _curate(curated_store, _judge({PNPM_B: {"action": "merge", "into": "npm rewrites pnpm-lock.yaml and breaks",
+                                            "reason": "a repeat"}}), review=True)
+    assert [e["id"] for e in queue(curated_store)] == [before[PNPM_B]["id"]]
+    res = _curate(curated_store, _judge({PNPM_A: {"action": "drop", "reason": "junk"}}))
+    assert [(p["statement"], p["outcome"]) for p in res.proposals] == [(PNPM_A, "applied")]
+    assert queue(curated_store) == []  # the merge into the dropped memory waits no more
+    meta = _by_text(curated_store)[PNPM_B]["metadata"]
+    assert meta["status"] == "active" and not meta.get("curate_proposed")
+    assert main(["undo", res.run_id, "--store", str(curated_store.path)]) == 0  # and undo brings the proposal back
+    assert [e["id"] for e in queue(curated_store)] == [before[PNPM_B]["id"]]
+
+
+def test_a_pass_that_applies_nothing_promises_no_undo(curated_store, capsys):
+    """A fresh tester: a pass that changed nothing printed ``(run ...)`` and "`consolidate undo ...`
+    reverts it", and that undo failed (no undo record)."""
+    assert main(["curate", "--store", str(curated_store.path), "--judge", "noop"]) == 75
+    out = capsys.readouterr().out
+    assert "(run " not in out and "consolidate undo" not in out
