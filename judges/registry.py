@@ -101,6 +101,12 @@ def select_prompt_version(version: str) -> str:
     return chosen
 
 
+def curate_prompt_version() -> str:
+    """The curation prompt version the judges use now (``$CONSOLIDATE_CURATE_PROMPT_VERSION``, else
+    the default); raises ConfigError for a bad variable (the core reads it here, not in prompting)."""
+    return selected_curate_prompt_version()
+
+
 def select_curate_prompt_version(version: str | None) -> str:
     """Make ``version`` (None: the one ``$CONSOLIDATE_CURATE_PROMPT_VERSION`` or the default names)
     the curation prompt of this process (it sets ``$CONSOLIDATE_CURATE_PROMPT_VERSION``, which the

@@ -32,7 +32,7 @@ from typing import Any
 
 from consolidate.core.vocab import CONFLICT, CURATED_OUT, DISPUTED, DROP, MERGE, SUPERSEDED, USER_STATED
 from consolidate.judges.base import CurateMember, JudgeContext
-from consolidate.judges.prompting import selected_curate_prompt_version
+from consolidate.judges.registry import curate_prompt_version
 from consolidate.model.credit import credited
 from consolidate.model.plan import MemoryUpdate, Plan
 from consolidate.pipeline.curate.groups import MAX_GROUP, related_groups
@@ -257,7 +257,7 @@ def _plan(store, *, judges, chain_factory, time_box, review, max_group) -> tuple
     (``{id: metadata}``: :func:`_unchanged` compares it under the lock)."""
     started = time.perf_counter()
     plan = new_plan(store, "curate")
-    result = CurateResult(mode="review" if review else "apply", prompt_version=selected_curate_prompt_version())
+    result = CurateResult(mode="review" if review else "apply", prompt_version=curate_prompt_version())
     if not (store.exists and store.has_longterm):
         return plan, result, {}
     lt = store.longterm()
