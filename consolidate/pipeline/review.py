@@ -188,7 +188,8 @@ def approve(store, memory_id: str, note: str | None = None) -> dict[str, Any]:
     plan = new_plan(store, "review")
     plan.scope = (entry["metadata"] or {}).get("scope") or store.project
     changes: dict[str, Any] = {"status": "active", "evidence": EVIDENCE, "confidence": "high",
-                               "last_confirmed": _today(), "reviewed": f"approved {_today()}"}
+                               "last_confirmed": _today(), "reviewed": f"approved {_today()}",
+                               "reviewed_run": plan.run_id}  # an undo of another run keeps it (pipeline/undo.py)
     if entry["drifted"] or entry["stale"]:
         changes["anchors"] = json.dumps(_reanchored(store, entry["id"]), ensure_ascii=False)
     if "curate" in entry["reasons"]:  # the curation proposal is refused: the memory holds

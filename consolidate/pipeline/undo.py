@@ -59,7 +59,7 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
         later = {row.get("id") for row in tombstones(store) if row.get("run_id") != run_id}
         before = {i: r for i, r in record.get("before", {}).items() if i not in later}
         kept_forgotten = sorted(set(record.get("before", {})) & later)
-        kept_approved = _keep_later_approvals(lt, before)
+        kept_approved = _keep_later_approvals(lt, before, run_id)
         # the entries it changed go too and come back whole: an upsert merges metadata, so a key the run
         # added (``disputed_with``, a review mark) would outlive the undo
         lt.delete(list(added))
@@ -95,19 +95,22 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
 
 
 #: The fields a review approval sets (consolidate/pipeline/review.py ``approve``) that an undo keeps.
-APPROVAL_FIELDS = ("reviewed", "evidence", "confidence", "last_confirmed")
+APPROVAL_FIELDS = ("reviewed", "reviewed_run", "evidence", "confidence", "last_confirmed")
 
 
-def _keep_later_approvals(lt, before: dict[str, dict]) -> list[str]:
+def _keep_later_approvals(lt, before: dict[str, dict], run_id: str) -> list[str]:
     """The ids of ``before`` (the undo record's earlier states, changed in place) that the user
-    approved in review after the run: their earlier state takes the approval's fields as they are now."""
+    approved in review after the run ``run_id`` (an approval stamps its own run, ``reviewed_run``;
+    undoing the approving run itself takes the approval back): their earlier state takes the
+    approval's fields as they are now."""
     now = lt.get(sorted(before)) if before else {}
     kept = []
     for i, row in before.items():
         meta_now = (now.get(i) or {}).get("metadata") or {}
         meta_then = row.get("metadata") or {}
-        approved = str(meta_now.get("reviewed") or "")
-        if approved.startswith("approved") and approved != str(meta_then.get("reviewed") or ""):
+        by = meta_now.get("reviewed_run")
+        if str(meta_now.get("reviewed") or "").startswith("approved") and by and by != run_id \
+                and by != meta_then.get("reviewed_run"):
             row["metadata"] = {**meta_then, **{k: meta_now[k] for k in APPROVAL_FIELDS if k in meta_now}}
             kept.append(i)
     return kept

@@ -39,6 +39,8 @@ PROMPT_CASSETTES = {
     "curate-v3": ("curate-v3-validation-capable.yaml", "curate-v3-validation-2-capable.yaml",
                   "curate-v3-tuning-capable.yaml"),
 }
+#: The counts of a pass's summary (consolidate/pipeline/curate/curation.py ``summary``) pinned here.
+COUNTS = ("considered", "groups", "kept", "merged", "dropped", "conflicts", "for_review", "deferred_groups")
 #: after-store name -> (prompt version, validation answers: a CLI cassette, or a judgelab answer folder
 #: replayed by ../shared/tools/judgelab/replay.sh)
 PASSES = {"after-curate-v1": ("curate-v1", "curate-v1-validation-capable"),
@@ -68,11 +70,7 @@ def replay_passes(data: Path) -> dict:
         else:
             got = bench.curate(data, name, f"cli:template:{bench.JUDGELAB / 'replay.sh'}", version,
                                JUDGELAB_ANSWERS=str(CASSETTES / answers))
-        total: dict[str, int] = {}
-        for r in got.values():
-            for k, v in r["summary"].items():
-                if isinstance(v, int) and not isinstance(v, bool):
-                    total[k] = total.get(k, 0) + v
+        total = {k: sum(r["summary"][k] for r in got.values()) for k in COUNTS}
         counts[name] = total
     return {"counts": counts, "grades": bench.grade_figures(data, GRADES), "gold": bench.gold_figures(data)}
 

@@ -562,3 +562,16 @@ def test_a_pass_that_applies_nothing_promises_no_undo(curated_store, capsys):
     assert main(["curate", "--store", str(curated_store.path), "--judge", "noop"]) == 75
     out = capsys.readouterr().out
     assert "(run " not in out and "consolidate undo" not in out
+
+
+def test_undo_of_the_approving_run_itself_takes_the_approval_back(curated_store, capsys):
+    """A third fresh tester: ``undo`` of the ``review --approve`` run said "kept 1 approved after it as
+    approved" and kept it: only an approval by a later run is kept."""
+    before = _by_text(curated_store)
+    _curate(curated_store, _judge(SCRIPT), review=True)
+    assert main(["review", "--approve", before[JUNK]["id"], "--store", str(curated_store.path), "--json"]) == 0
+    approving = json.loads(capsys.readouterr().out)["run_id"]
+    assert main(["undo", approving, "--store", str(curated_store.path)]) == 0
+    assert "approved after it" not in capsys.readouterr().out
+    meta = _by_text(curated_store)[JUNK]["metadata"]
+    assert not str(meta.get("reviewed") or "").startswith("approved") and meta.get("curate_proposed")
