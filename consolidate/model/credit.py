@@ -107,3 +107,13 @@ def imported(evidence: str, claimed: object, type_: str) -> str:
     if evidence == CREDITED_OBSERVED:
         return OBSERVED_FAILURE if type_ == FAILURE else OBSERVED_SUCCESS
     return evidence
+
+
+#: How ``consolidate review --approve`` marks a memory (``reviewed``: "approved <date>",
+#: consolidate/pipeline/review.py); :func:`approved` reads it.
+APPROVED = "approved"
+
+
+def approved(meta: dict) -> bool:
+    """Whether the user approved the memory of metadata ``meta`` in review (its ``reviewed`` mark)."""
+    return str(meta.get("reviewed") or "").startswith(APPROVED)

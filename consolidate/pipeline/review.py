@@ -40,6 +40,7 @@ from consolidate.store.views import shown as agent_view
 from consolidate.pipeline.maintenance import apply_updates
 from consolidate.store.views import context_md
 from consolidate.pipeline.maintenance import new_plan
+from consolidate.model.credit import APPROVED
 from consolidate.model.plan import Candidate, MemoryUpdate
 from consolidate.rules.memory_types import fields_after_edit, required_missing
 from consolidate.rules.secrets import user_reason
@@ -188,7 +189,7 @@ def approve(store, memory_id: str, note: str | None = None) -> dict[str, Any]:
     plan = new_plan(store, "review")
     plan.scope = (entry["metadata"] or {}).get("scope") or store.project
     changes: dict[str, Any] = {"status": "active", "evidence": EVIDENCE, "confidence": "high",
-                               "last_confirmed": _today(), "reviewed": f"approved {_today()}",
+                               "last_confirmed": _today(), "reviewed": f"{APPROVED} {_today()}",
                                "reviewed_run": plan.run_id}  # an undo of another run keeps it (pipeline/undo.py)
     if entry["drifted"] or entry["stale"]:
         changes["anchors"] = json.dumps(_reanchored(store, entry["id"]), ensure_ascii=False)

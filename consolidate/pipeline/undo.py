@@ -24,6 +24,7 @@ from consolidate.store import anchors, events as event_log, graph, snapshots
 from consolidate.store.layout import GRAPH, SESSIONS_DB
 from consolidate.store.archive import lift_tombstones
 from consolidate.core.errors import BadInput
+from consolidate.model.credit import approved
 from consolidate.core.private import private_umask
 from consolidate.store.views import context_md
 from consolidate.store.forgotten import lift, tombstones
@@ -109,7 +110,7 @@ def _keep_later_approvals(lt, before: dict[str, dict], run_id: str) -> list[str]
         meta_now = (now.get(i) or {}).get("metadata") or {}
         meta_then = row.get("metadata") or {}
         by = meta_now.get("reviewed_run")
-        if str(meta_now.get("reviewed") or "").startswith("approved") and by and by != run_id \
+        if approved(meta_now) and by and by != run_id \
                 and by != meta_then.get("reviewed_run"):
             row["metadata"] = {**meta_then, **{k: meta_now[k] for k in APPROVAL_FIELDS if k in meta_now}}
             kept.append(i)

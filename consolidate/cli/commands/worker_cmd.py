@@ -57,7 +57,7 @@ def cmd_batch(args) -> int:
         raise BadInput("batch --prompt-version selects the entries of --rejudge; the curation prompt of --curate"
                        " is $CONSOLIDATE_CURATE_PROMPT_VERSION (or `consolidate curate --prompt-version`)")
     if args.curate:
-        registry.select_curate_prompt_version(None)  # a bad $CONSOLIDATE_CURATE_PROMPT_VERSION: one line, first
+        registry.curate_prompt_version()  # a bad $CONSOLIDATE_CURATE_PROMPT_VERSION: one line, before anything
     since = parse_user_date(args.since, what="--since date") if args.since is not None else None
     store = open_store(args, create=False, writes=True)
     if not store.exists:
@@ -130,14 +130,19 @@ def _batch_json(r) -> dict:
     return dataclasses.asdict(r) if dataclasses.is_dataclass(r) and not isinstance(r, type) else dict(vars(r))
 
 
+def changed(c: dict) -> bool:
+    """Whether the pass of summary ``c`` wrote a run there is something to undo in (an applied
+    merge, drop or conflict, or a proposal sent to review)."""
+    return bool(c.get("run_id")) and any(c.get(k) for k in ("merged", "dropped", "conflicts", "for_review"))
+
+
 def curated_words(c: dict) -> str:
     """A curation pass's counts in words (``batch --curate``, ``curate``)."""
     how = f" with {c['prompt_version']}" if c.get("prompt_version") else ""
     return (f"curated {c.get('considered', 0)} memories in {c.get('groups', 0)} groups{how}: {c.get('merged', 0)} merged,"
             f" {c.get('dropped', 0)} dropped, {c.get('conflicts', 0)} conflicts disputed,"
             f" {c.get('for_review', 0)} sent to review, {c.get('deferred_groups', 0)} groups deferred"
-            + (f" (run {c['run_id']})" if c.get("run_id") and any(c.get(k) for k in ("merged", "dropped", "conflicts",
-                                                                                       "for_review")) else "")
+            + (f" (run {c['run_id']})" if changed(c) else "")
             + ("; stale: another run changed its memories while the judge answered, nothing applied, run curate"
                " again" if c.get("stale") else ""))
 
@@ -159,9 +164,9 @@ def cmd_curate(args) -> int:
     if args.json:
         print(json.dumps({**dataclasses.asdict(res), "summary": summary(res)}, ensure_ascii=False, default=str))
         return EXIT_PARTIAL if _nothing_answered(res) else 0
-    print(("DRY RUN, nothing written: " if args.dry_run else "") + curated_words(summary(res))
-          + (f"; `consolidate undo {res.run_id}` reverts it" if res.run_id and any(
-              p.get("outcome") in ("applied", "review") for p in res.proposals) else ""))
+    counts = summary(res)
+    print(("DRY RUN, nothing written: " if args.dry_run else "") + curated_words(counts)
+          + (f"; `consolidate undo {res.run_id}` reverts it" if changed(counts) else ""))
     for p in res.proposals:
         target = f" into {p['into']}" if p.get("into") else f" with {p['with']}" if p.get("with") else ""
         held = "" if not p.get("held") else f" ({p['held']}: not proposed again)" if (

@@ -33,7 +33,7 @@ from typing import Any
 from consolidate.core.vocab import CONFLICT, CURATED_OUT, DISPUTED, DROP, MERGE, SUPERSEDED, USER_STATED
 from consolidate.judges.base import CurateMember, JudgeContext
 from consolidate.judges.registry import curate_prompt_version
-from consolidate.model.credit import credited
+from consolidate.model.credit import approved, credited
 from consolidate.model.plan import MemoryUpdate, Plan
 from consolidate.pipeline.curate.groups import MAX_GROUP, related_groups
 from consolidate.pipeline.maintenance import new_plan
@@ -53,7 +53,7 @@ def protected(meta: dict[str, Any]) -> str | None:
     PROTECTED_SOURCES), or None."""
     if credited(meta.get("evidence"), meta.get("source"), meta.get("origin")) == USER_STATED:
         return "user-stated"
-    if str(meta.get("reviewed") or "").startswith("approved"):  # consolidate/pipeline/review.py approve()
+    if approved(meta):
         return "approved in review"
     source = str(meta.get("source") or "")
     return f"source {source}" if source in PROTECTED_SOURCES else None
@@ -282,13 +282,13 @@ def _void_pending(plan: Plan, pending: dict[str, dict]) -> None:
     """A proposal waiting in review that names a memory this pass archives (merge into it, conflict
     with it) no longer holds: its mark is cleared, the memory stays as it is (a fresh tester: declining
     such a merge archived the last memory that said it)."""
-    gone = {u.memory_id: u.event for u in plan.updates if u.action == "archive"}
+    gone = {u.memory_id for u in plan.updates if u.action == "archive"}
     for mid, row in sorted(pending.items()):
         try:
             proposal = json.loads((row["metadata"] or {}).get(PROPOSAL) or "{}")
         except ValueError:
             proposal = {}
-        target = proposal.get("into") or proposal.get("with") if isinstance(proposal, dict) else None
+        target = (proposal.get("into") or proposal.get("with")) if isinstance(proposal, dict) else None
         if target in gone and mid not in gone:
             why = f"its proposal ({proposal.get('action')} {target}) no longer holds: this pass archives {target}"
             plan.updates.append(MemoryUpdate(mid, "update", {PROPOSED: False, PROPOSAL: ""},
