@@ -28,6 +28,7 @@ def cmd_eval(args) -> int:
     if args.pairs:
         return _eval_pairs(args)
     if args.curate_groups:
+        registry.curate_prompt_version()  # a bad $CONSOLIDATE_CURATE_PROMPT_VERSION: one line, before any judge
         return _eval_curate(args)
     if args.end_to_end:
         return _eval_end_to_end(args)

@@ -575,3 +575,24 @@ def test_undo_of_the_approving_run_itself_takes_the_approval_back(curated_store,
     assert "approved after it" not in capsys.readouterr().out
     meta = _by_text(curated_store)[JUNK]["metadata"]
     assert not str(meta.get("reviewed") or "").startswith("approved") and meta.get("curate_proposed")
+
+
+#: Every command that asks a judge with the curation prompt (it reads $CONSOLIDATE_CURATE_PROMPT_VERSION).
+CURATE_VERSION_READERS = {
+    "curate": ["curate", "--judge", "noop", "--store", "{store}"],
+    "batch --curate": ["batch", "--curate", "--judge", "noop", "--store", "{store}"],
+    "eval --curate-groups": ["eval", "--curate-groups", str(SUPPORT / "labels" / "curate-groups.jsonl"), "--judge", "noop"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(CURATE_VERSION_READERS))
+def test_every_command_that_curates_refuses_a_bad_version_first(curated_store, capsys, monkeypatch, command):
+    """A bad $CONSOLIDATE_CURATE_PROMPT_VERSION is one line naming the variable, exit 2, before any
+    judge is asked or anything is written, whichever command reads it (``eval --curate-groups`` had
+    deferred every group and exited 5)."""
+    before = _status(curated_store)
+    monkeypatch.setenv("CONSOLIDATE_CURATE_PROMPT_VERSION", "curate-v9")
+    assert main([a.replace("{store}", str(curated_store.path)) for a in CURATE_VERSION_READERS[command]]) == 2
+    err = capsys.readouterr().err
+    assert "CONSOLIDATE_CURATE_PROMPT_VERSION='curate-v9'" in err and len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err and _status(curated_store) == before
