@@ -37,9 +37,10 @@ from pathlib import Path
 from typing import Any
 
 from consolidate.core.errors import BadInput
-from consolidate.core.vocab import ACTIVE, DISPUTED, QUARANTINED, VERDICTS
-from consolidate.core.jsonl import read_objects
+from consolidate.core.vocab import ACTIVE, DISPUTED, QUARANTINED
+from consolidate.evals.judges import read_label_file
 from consolidate.evals.policy import fold_specifics
+from consolidate.evals.split import PARTS, SEED, split_sessions
 from consolidate import Store
 from consolidate.store.resolve import in_folder
 from consolidate.pipeline.run import run_queue
@@ -55,20 +56,24 @@ def default_sessions_dir(labels: Path) -> Path:
     return Path(labels).resolve().parent.parent / "realnotes" / "sessions"
 
 
-def label_rows(labels: Path) -> list[dict[str, Any]]:
-    """The label file's rows (``id``, ``session_id``, ``verdict``, ``type``); BadInput when a row has
-    no ``session_id`` or the file holds none."""
-
-    rows = []
-    for _lineno, obj, bad in read_objects(Path(labels), what="label file"):
-        if not isinstance(obj.get("session_id"), str) or not obj["session_id"].strip():
-            raise bad("no `session_id`: --end-to-end needs the session of every labeled note")
-        if obj.get("verdict") not in VERDICTS:
-            raise bad("`verdict` must be keep or drop")
-        rows.append({"id": str(obj.get("id")), "session_id": obj["session_id"], "verdict": obj["verdict"],
-                     "type": obj.get("type")})
-    if not rows:
-        raise BadInput(f"label file {labels} holds no labeled note")
+def label_rows(labels: Path | list[Path]) -> list[dict[str, Any]]:
+    """The labeled notes (``id``, ``session_id``, ``verdict``, ``type``) of one label file or of several
+    (both dev sets, say), read by consolidate/evals/judges.py's :func:`read_label_file`, the one reader
+    of label files: a two-annotator file's disagreements (null ``verdict``, ``agree`` false) are left
+    out. Raises BadInput when a labeled note has no ``session_id``, when two files hold the same id,
+    or as :func:`read_label_file` does."""
+    rows: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
+    for path in [labels] if isinstance(labels, (str, Path)) else labels:
+        for n in read_label_file(path).notes:
+            if not n.session_id:
+                raise BadInput(f"{path}: note {n.id!r} has no `session_id`: --end-to-end needs the session of"
+                               " every labeled note", path=str(path))
+            if n.id in seen:
+                raise BadInput(f"{path}: note id {n.id!r} is also in {seen[n.id]}: the label files must not share"
+                               " an id", path=str(path))
+            seen[n.id] = str(path)
+            rows.append({"id": n.id, "session_id": n.session_id, "verdict": n.verdict, "type": n.type})
     return rows
 
 
@@ -123,6 +128,8 @@ class EndToEndReport:
     judges: list[str]
     subset: str = "all labeled sessions"
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Session id -> its part of the tuning / validation split ("tuning" or "validation").
+    parts: dict[str, str] = field(default_factory=dict)
 
     def outcome_counts(self, verdict: str) -> dict[str, int]:
         """Outcome -> count over the labeled notes with ``verdict`` (keep or drop)."""
@@ -132,6 +139,17 @@ class EndToEndReport:
                 if self.gold.get(nid) == verdict:
                     counts[o] = counts.get(o, 0) + 1
         return counts
+
+    def part(self, name: str) -> "EndToEndReport":
+        """The same report over the sessions of one part of the split (``tuning`` or ``validation``)."""
+        return EndToEndReport(self.labels, [s for s in self.sessions if self.parts.get(s.session_id) == name],
+                              self.gold, self.judges, f"the {name} part", parts=self.parts)
+
+    def split_figures(self) -> dict[str, Any]:
+        """Per part of the split: its session ids and its :meth:`figures` (the ``split`` of the report)."""
+        return {"seed": SEED, **{name: {"session_ids": [s.session_id for s in self.sessions
+                                                         if self.parts.get(s.session_id) == name],
+                                         "figures": self.part(name).figures()} for name in PARTS}}
 
     def figures(self) -> dict[str, Any]:
         """The headline figures: gold keepers active (share), labeled drops among the active memories
@@ -164,7 +182,7 @@ class EndToEndReport:
         return {"labels": self.labels, "judges": self.judges, "subset": self.subset, "figures": self.figures(),
                 "gold_keepers": self.outcome_counts("keep"), "labeled_drops": self.outcome_counts("drop"),
                 "not_written": _merge(s.not_written for s in self.sessions),
-                "sessions": [asdict(s) for s in self.sessions], **self.extra}
+                "sessions": [asdict(s) for s in self.sessions], "split": self.split_figures(), **self.extra}
 
 
 def _merge(dicts) -> dict[str, int]:
@@ -257,16 +275,21 @@ def _why(plan, c) -> str:
     return c.status
 
 
-def evaluate_end_to_end(labels: str | Path, chain_factory, *, sessions_dir: str | Path | None = None,
+def evaluate_end_to_end(labels: str | Path | list[str | Path], chain_factory, *, sessions_dir: str | Path | None = None,
                         sessions: int | list[str] | None = None, keep_stores: str | Path | None = None,
                         embedding: str | None = None, progress=None) -> EndToEndReport:
     """Run every picked labeled session alone through the pipeline (see the module docstring) and
     score the labeled notes. ``chain_factory`` returns a fresh JudgeChain per session. The stores go
     to a temporary folder removed afterwards, or to ``keep_stores`` (one ``<session>/.memofs`` each).
+    ``labels`` is one label file or several (their labeled notes together; the sessions folder
+    defaults to the first one's). The report carries the figures per part of the tuning / validation
+    split (consolidate/evals/split.py, drawn over the labeled sessions of all the files).
     Raises BadInput for a bad label file, sessions folder or subset."""
-    labels = Path(labels)
-    rows = label_rows(labels)
-    sdir = Path(sessions_dir) if sessions_dir else default_sessions_dir(labels)
+    files = [Path(labels)] if isinstance(labels, (str, Path)) else [Path(p) for p in labels]
+    if not files:
+        raise BadInput("no label file given")
+    rows = label_rows(files)
+    sdir = Path(sessions_dir) if sessions_dir else default_sessions_dir(files[0])
     if not sdir.is_dir():
         raise BadInput(f"sessions folder {sdir} not found (give --sessions-dir)")
     picked = pick_sessions(rows, sdir, sessions)
@@ -298,7 +321,9 @@ def evaluate_end_to_end(labels: str | Path, chain_factory, *, sessions_dir: str 
         subset = f"the {len(picked)} labeled sessions with the fewest notes (of {len({r['session_id'] for r in rows})})"
     else:
         subset = f"{len(picked)} sessions named: {', '.join(picked)}"
-    return EndToEndReport(str(labels), results, gold, judges, subset)
+    parts = split_sessions(r["session_id"] for r in rows)
+    return EndToEndReport(", ".join(map(str, files)), results, gold, judges, subset,
+                          parts={sid: parts[sid] for sid in picked})
 
 
 def _pct(x: float | None) -> str:
@@ -325,6 +350,11 @@ def render_end_to_end(report: EndToEndReport) -> str:
              f"active memories from labeled drops: {f['labeled_drops_active']} of {f['active_from_labeled_notes']} active"
              f" from labeled notes ({_pct(f['labeled_drops_active_share'])}; goal <= 5 %);"
              f" labeled drops written in any status: {f['labeled_drops_written']}",
+             *(f"  {name} part ({len(p['session_ids'])} session{'' if len(p['session_ids']) == 1 else 's'}):"
+               f" gold keepers active"
+               f" {p['figures']['gold_keepers_active']} of {p['figures']['gold_keepers']}"
+               f" ({_pct(p['figures']['gold_keepers_active_share'])}), labeled drops active"
+               f" {p['figures']['labeled_drops_active']}" for name, p in report.split_figures().items() if name in PARTS),
              "",
              f"{'outcome':<12} {'gold keepers':>12} {'labeled drops':>14}"]
     for o in OUTCOMES:

@@ -87,10 +87,8 @@ def _eval_end_to_end(args) -> int:
     if args.limit is not None:  # it would be ignored: refuse it, with the option that does limit
         raise BadInput("--limit counts labeled notes or pairs; with --end-to-end use --sessions N or --session ID")
     _chain(args)  # the judge specs and the prompt version are checked once, before any session runs
-    if len(args.labels) != 1:
-        raise BadInput("--end-to-end reads one --labels file")
     subset = args.session or args.sessions
-    report = evaluate_end_to_end(args.labels[0], lambda: _chain(args), sessions_dir=args.sessions_dir,
+    report = evaluate_end_to_end(args.labels, lambda: _chain(args), sessions_dir=args.sessions_dir,
                                  sessions=subset, keep_stores=args.keep_stores,
                                  progress=None if args.json else
                                  lambda s: print(f"  {s.session_id}: {s.notes} notes, {s.keeps} keeps,"

@@ -18,7 +18,8 @@ def register(sub, common) -> None:
     what = s.add_mutually_exclusive_group(required=True)
     what.add_argument("--labels", action="append",
                       help="JSONL file: id, content, optional section, verdict keep|drop, optional type, optional"
-                           " session_id (with --end-to-end: required); repeatable, each file judged on its own;"
+                           " session_id (with --end-to-end: required); repeatable, each file judged on its own (with"
+                           " --end-to-end: their notes together, figures per split part beside all);"
                            " a two-annotator file's disagreements (verdict null, agree false) are left out")
     what.add_argument("--pairs", help="JSONL file of labeled pairs for the compare prompt: id, type, old, new,"
                                       " relation " + "|".join(COMPARE_RELATIONS) + ", optional also, category")

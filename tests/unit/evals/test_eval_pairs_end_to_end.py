@@ -15,6 +15,7 @@ import pytest
 
 from consolidate.evals.compare import evaluate_pairs, load_pairs, render_pair_report
 from consolidate.evals.end_to_end import evaluate_end_to_end, pick_sessions, label_rows, render_end_to_end
+from consolidate.evals.split import SEED, split_sessions
 from consolidate.core.errors import BadInput, ConfigError, InvalidImportLine
 from consolidate.judges.api import APIJudge, selected_prompt_version
 from consolidate.judges.base import JudgeContext
@@ -214,6 +215,35 @@ def test_end_to_end_scores_each_labeled_note_by_id(labeled, tmp_path):
     text = render_end_to_end(report)
     assert "gold keepers active after one session: 3 of 5 (60.0 %" in text
     assert "rejected: a failure needs cause" in text and "quarantined: low-confidence single observation" in text
+
+
+def test_end_to_end_reads_two_label_files_and_reports_each_part_of_the_split(labeled, tmp_path):
+    """Two label files (the dev sets' case): their labeled notes together, a two-annotator file's
+    disagreement left out as the plain eval leaves it out; the figures of the tuning and validation
+    parts (consolidate/evals/split.py over the labeled sessions) add up to the whole. Two files that
+    share an id are refused: the same note must not count twice."""
+    second = labeled.parent / "l2.jsonl"
+    second.write_text(json.dumps({"id": "a5", "session_id": "alpha", "content": NOTES["alpha"][4][1], "verdict": "drop",
+                                  "verdict_a": "drop", "verdict_b": "drop", "agree": True}) + "\n"
+                      + json.dumps({"id": "x9", "session_id": "gamma", "content": "disputed", "verdict": None,
+                                    "verdict_a": "keep", "verdict_b": "drop", "agree": False}) + "\n", encoding="utf-8")
+    report = evaluate_end_to_end([labeled, second], lambda: JudgeChain([ScriptedJudge(_script)]), embedding="hash")
+    by_id = {nid: o for s in report.sessions for nid, o in s.outcomes.items()}
+    assert by_id["a5"] == "dropped" and "x9" not in by_id
+    f = report.figures()
+    assert f["labeled_notes"] == 16 and (f["gold_keepers"], f["gold_keepers_active"]) == (5, 3)
+    split = report.to_dict()["split"]
+    assert split["seed"] == SEED
+    parts = {p: split[p] for p in ("tuning", "validation")}
+    assert sorted(parts["tuning"]["session_ids"] + parts["validation"]["session_ids"]) == ["alpha", "beta", "gamma"]
+    assert all(parts[p]["session_ids"] for p in parts)  # three sessions: one of them is validation
+    want = split_sessions(["alpha", "beta", "gamma"])
+    assert all(want[s] == p for p in parts for s in parts[p]["session_ids"])
+    for key in ("labeled_notes", "gold_keepers", "gold_keepers_active", "labeled_drops_active", "judge_keeps"):
+        assert parts["tuning"]["figures"][key] + parts["validation"]["figures"][key] == f[key], key
+    assert "validation part (1 session): gold keepers active" in render_end_to_end(report)
+    with pytest.raises(BadInput, match="also in"):
+        evaluate_end_to_end([labeled, labeled], lambda: JudgeChain([ScriptedJudge(_script)]), embedding="hash")
 
 
 def test_end_to_end_subset_is_deterministic(labeled):

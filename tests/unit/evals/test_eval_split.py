@@ -242,12 +242,6 @@ def test_two_label_files_share_one_split_and_sum_per_part(tmp_path, capsys):
     assert "all 2 label sets, split by session" in text and "left out: 1 notes the two annotators disagreed on" in text
 
 
-def test_end_to_end_refuses_two_label_files(tmp_path, capsys):
-    labels, _, _ = corpus(tmp_path)
-    assert main(["eval", "--end-to-end", "--labels", str(labels), "--labels", str(labels), "--judge", "noop"]) == 2
-    assert "one --labels file" in capsys.readouterr().err
-
-
 def test_notes_without_a_session_are_in_neither_part(tmp_path, capsys):
     rows = [{"id": f"a{i}", "content": f"note {i}", "verdict": "drop"} for i in range(4)]
     code, d = run_json(capsys, "--judge", "rules", "--labels", str(write(tmp_path / "l.jsonl", rows)))
