@@ -64,7 +64,10 @@ def label_rows(labels: Path | list[Path]) -> list[dict[str, Any]]:
     or as :func:`read_label_file` does."""
     rows: list[dict[str, Any]] = []
     seen: dict[str, str] = {}
-    for path in [labels] if isinstance(labels, (str, Path)) else labels:
+    paths = [Path(labels)] if isinstance(labels, (str, Path)) else [Path(p) for p in labels]
+    for i, path in enumerate(paths):
+        if path.resolve() in {p.resolve() for p in paths[:i]}:
+            raise BadInput(f"label file {path} is given twice", path=str(path))
         for n in read_label_file(path).notes:
             if not n.session_id:
                 raise BadInput(f"{path}: note {n.id!r} has no `session_id`: --end-to-end needs the session of"
@@ -130,6 +133,8 @@ class EndToEndReport:
     extra: dict[str, Any] = field(default_factory=dict)
     #: Session id -> its part of the tuning / validation split ("tuning" or "validation").
     parts: dict[str, str] = field(default_factory=dict)
+    #: The parts the report shows (``eval --split``: both, or one of them).
+    shown_parts: tuple[str, ...] = PARTS
 
     def outcome_counts(self, verdict: str) -> dict[str, int]:
         """Outcome -> count over the labeled notes with ``verdict`` (keep or drop)."""
@@ -149,7 +154,7 @@ class EndToEndReport:
         """Per part of the split: its session ids and its :meth:`figures` (the ``split`` of the report)."""
         return {"seed": SEED, **{name: {"session_ids": [s.session_id for s in self.sessions
                                                          if self.parts.get(s.session_id) == name],
-                                         "figures": self.part(name).figures()} for name in PARTS}}
+                                         "figures": self.part(name).figures()} for name in self.shown_parts}}
 
     def figures(self) -> dict[str, Any]:
         """The headline figures: gold keepers active (share), labeled drops among the active memories
@@ -213,6 +218,12 @@ def run_session(session_id: str, session_file: Path, labeled: set[str], chain_fa
         written_rows: list[dict[str, Any]] = []
         store.sessions.import_jsonl(session_file, session_id, written=written_rows)
         by_note = {r["note_id"]: str((r.get("metadata") or {}).get("id")) for r in written_rows}
+        if not written_rows:
+            raise BadInput(f"session file {session_file} holds no note", path=str(session_file))
+        absent = sorted(labeled - set(by_note.values()))
+        if absent:
+            raise BadInput(f"{len(absent)} labeled note(s) of session {session_id} not in {session_file} (no note with"
+                           f" that `id`): {', '.join(map(repr, absent[:5]))}", path=str(session_file))
         store.sessions.end(session_id, "success")
         plans = run_queue(store, session_id=session_id, chain_factory=chain_factory, time_box=None)
         plan = plans[-1] if plans else None

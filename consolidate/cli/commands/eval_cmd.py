@@ -15,6 +15,7 @@ from consolidate.evals.compare import evaluate_pairs, load_pairs, render_pair_re
 from consolidate.evals.curate_eval import evaluate_groups, load_groups, render_curate_report
 from consolidate.judges.base import JudgeContext
 from consolidate.evals.end_to_end import evaluate_end_to_end, render_end_to_end
+from consolidate.evals.split import PARTS
 from consolidate.evals.demo import run_demo
 
 
@@ -93,6 +94,7 @@ def _eval_end_to_end(args) -> int:
                                  progress=None if args.json else
                                  lambda s: print(f"  {s.session_id}: {s.notes} notes, {s.keeps} keeps,"
                                                  f" {s.written['active']} active ({s.seconds:.1f} s)", file=sys.stderr))
+    report.shown_parts = PARTS if args.split == "both" else (args.split,)
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
     else:

@@ -24,6 +24,7 @@ from consolidate.judges.cli import CLIJudge
 from consolidate.judges.scripted import ScriptedJudge
 
 from conftest import keep
+from consolidate.cli.main import main
 from paths import REPO
 
 PAIRS = REPO / "tests" / "support" / "labels" / "contradiction-realnotes.jsonl"
@@ -242,8 +243,32 @@ def test_end_to_end_reads_two_label_files_and_reports_each_part_of_the_split(lab
     for key in ("labeled_notes", "gold_keepers", "gold_keepers_active", "labeled_drops_active", "judge_keeps"):
         assert parts["tuning"]["figures"][key] + parts["validation"]["figures"][key] == f[key], key
     assert "validation part (1 session): gold keepers active" in render_end_to_end(report)
-    with pytest.raises(BadInput, match="also in"):
+    with pytest.raises(BadInput, match="given twice"):
         evaluate_end_to_end([labeled, labeled], lambda: JudgeChain([ScriptedJudge(_script)]), embedding="hash")
+    copy = labeled.parent / "copy.jsonl"
+    copy.write_text(labeled.read_text(encoding="utf-8"), encoding="utf-8")
+    with pytest.raises(BadInput, match="also in"):
+        evaluate_end_to_end([labeled, copy], lambda: JudgeChain([ScriptedJudge(_script)]), embedding="hash")
+
+
+def test_end_to_end_refuses_a_labeled_note_its_session_lacks_and_an_empty_session(labeled, tmp_path, capsys):
+    """A labeled id no note of its session file carries would count as never judged: refused, naming it,
+    exit 2 (not the exit 5 of a judge that answered nothing); so is an empty session file."""
+    ghost = labeled.parent / "ghost.jsonl"
+    ghost.write_text(labeled.read_text(encoding="utf-8") + json.dumps({"id": "zz", "session_id": "beta", "content": "x",
+                                                                       "verdict": "keep"}) + "\n", encoding="utf-8")
+    with pytest.raises(BadInput, match="session beta not in .*'zz'"):
+        evaluate_end_to_end(ghost, lambda: JudgeChain([ScriptedJudge(_script)]), embedding="hash")
+    (labeled.parent.parent / "realnotes" / "sessions" / "beta.jsonl").write_text("\n", encoding="utf-8")
+    assert main(["--embedding", "hash", "eval", "--end-to-end", "--labels", str(labeled), "--judge", "noop"]) == 2
+    assert "beta.jsonl holds no note" in capsys.readouterr().err
+
+
+def test_end_to_end_split_option_shows_one_part(labeled, capsys):
+    assert main(["--embedding", "hash", "eval", "--end-to-end", "--labels", str(labeled), "--judge", "noop", "--json",
+                 "--split", "validation"]) == 5  # noop answers nothing: figures undefined, still printed
+    split = json.loads(capsys.readouterr().out)["split"]
+    assert set(split) == {"seed", "validation"}
 
 
 def test_end_to_end_subset_is_deterministic(labeled):
