@@ -5,7 +5,7 @@ Phases (``DATA`` is outside git: ``--data``, default /work/wt/curatecap-data/<sp
 
 1. ``build --split tuning|validation``: the sessions of that part of the split over both dev label
    sets (consolidate/evals/split.py; 27 tuning, 14 validation) run end to end (``consolidate eval
-   --end-to-end``), judge-v1 answers (``--judge-prompt judge-v5``: v5's) replayed from
+   --end-to-end``), judge-v1 answers (``--judge-prompt judge-v5`` or ``judge-v10``: theirs) replayed from
    ``cassettes/e2e-all-realnotes-judge-v1-capable.yaml``
    through a ``cli:template:/nonexistent`` judge, one store per session (MiniLM):
    ``DATA/before/<session>/.memofs``, the pristine "before" stores, never changed after. Every memory's
@@ -58,7 +58,7 @@ PINNED_DAY = "2026-12-02"
 SESSIONS = SHARED / "data" / "realnotes" / "sessions"
 JUDGELAB = SHARED / "tools" / "judgelab"
 #: The end-to-end judge cassette of a judge prompt version (both cover all 41 real-notes sessions).
-JUDGE_CASSETTES = {v: REPO / "cassettes" / f"e2e-all-realnotes-{v}-capable.yaml" for v in ("judge-v1", "judge-v5")}
+JUDGE_CASSETTES = {v: REPO / "cassettes" / f"e2e-all-realnotes-{v}-capable.yaml" for v in ("judge-v1", "judge-v5", "judge-v10", "judge-v11")}
 DATA = Path(os.environ.get("CURATECAP_DATA", "/work/wt/curatecap-data"))
 PYTHON = sys.executable
 
@@ -140,7 +140,7 @@ def curate(data: Path, copy: str, judge: str, version: str, **env: str) -> dict[
     for store in sorted(target.glob("*/.memofs")):
         done = subprocess.run([PYTHON, "-m", "consolidate", "curate", "--store", str(store), "--judge", judge,
                                "--time-box", "3600", "--prompt-version", version, "--json"], capture_output=True, text=True, env=clean_env(**env))
-        if done.returncode:
+        if done.returncode not in (0, 75):  # 75: no group answered (every group deferred, as capture makes them)
             sys.exit(f"{store}: {done.stderr}")
         out[store.parent.name] = json.loads(done.stdout)
     (data / f"{copy}-curate.json").write_text(json.dumps(out, indent=1), encoding="utf-8")

@@ -32,7 +32,7 @@ from consolidate.core.errors import ConfigError
 
 PROMPT_VERSION = "judge-v1"
 #: Judge prompt versions a user may select (``prompts/<version>.md``); see :func:`selected_prompt_version`.
-PROMPT_VERSIONS = ("judge-v1", "judge-v2", "judge-v5", "judge-v7", "judge-v8", "judge-v9")
+PROMPT_VERSIONS = ("judge-v1", "judge-v2", "judge-v5", "judge-v7", "judge-v8", "judge-v9", "judge-v10", "judge-v11")
 #: Environment variable selecting the judge prompt version of the API and CLI judges.
 PROMPT_VERSION_ENV = settings.PROMPT_VERSION.name
 
