@@ -81,8 +81,8 @@ def cmd_forget(args) -> int:
 def cmd_runs(args) -> int:
     store = open_store(args, create=False)
     rows = with_partial_runs(store, list_runs(store)) if store.exists else []
-    if args.json:
-        print(json.dumps(rows))
+    if args.json:  # the same newest ``--limit`` runs as the text (it printed every run)
+        print(json.dumps(rows[: args.limit]))
         return 0
     if not rows:
         print("no runs")

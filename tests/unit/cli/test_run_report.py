@@ -270,6 +270,8 @@ def test_a_run_of_a_session_without_notes_is_listed_and_can_be_undone(tmp_path, 
     assert "no judge available" not in run.stdout  # no note of it needs one
     rows = {r["session_id"]: r for r in json.loads(cli(st_, "runs", "--json").stdout)}
     assert set(rows) == {"s1", "empty"} and rows["empty"]["undo_record"] is False
+    # --limit holds for --json as for the text: the newest run only (it printed every run)
+    assert [r["session_id"] for r in json.loads(cli(st_, "runs", "--json", "--limit", "1").stdout)] == ["empty"]
     run_id = rows["empty"]["run_id"]
     assert run_id in run.stdout
     undo = cli(st_, "undo", run_id)
