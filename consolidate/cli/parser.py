@@ -163,7 +163,7 @@ def add_examples(parsers: Mapping[str, argparse.ArgumentParser]) -> None:
 
 #: Exit codes besides the error classes' (consolidate.core.errors): the README lists the same ones.
 EXTRA_EXIT_CODES = ((0, "success"), (1, "batch: a session's run failed with an error; doctor: findings left to repair"),
-                    (75, "run: a partial run, notes wait for a judge; curate: no group answered"), (130, "interrupted (Ctrl-C)"))
+                    (75, "run: a partial run, notes wait for a judge; curate, batch --curate: no group answered"), (130, "interrupted (Ctrl-C)"))
 
 
 def exit_codes() -> list[tuple[int, str]]:

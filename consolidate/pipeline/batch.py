@@ -56,6 +56,8 @@ class BatchResult:
     notices: list[str] = field(default_factory=list)
     #: with ``curate``: the curation pass's run (consolidate/pipeline/curate/): ``run_id`` and counts
     curated: dict[str, Any] = field(default_factory=dict)
+    #: with ``curate``: the pass itself (a CurateResult: its proposals with reasons, its deferred groups)
+    curation: Any = None
 
 
 def end_orphans(store, orphan_age: float = ORPHAN_AGE, now: float | None = None) -> list[str]:
@@ -174,7 +176,7 @@ def run_batch(store, *, concurrency: int = 4, judges: list[str] | None = None, c
         if plan.updates or plan.events:
             apply_updates(store, plan)
         if curate:
-            result.curated = curate_summary(run_curate(store, judges=judges, chain_factory=chain_factory,
-                                                       time_box=time_box))
+            result.curation = run_curate(store, judges=judges, chain_factory=chain_factory, time_box=time_box)
+            result.curated = curate_summary(result.curation)
     result.seconds = time.perf_counter() - started
     return result

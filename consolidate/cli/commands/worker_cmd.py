@@ -73,9 +73,10 @@ def cmd_batch(args) -> int:
     errors = [s for s in r.sessions if "error" in s]
     partial = [s for s in r.sessions if s.get("partial")]
     _say_unmatched_prompt_version(args, store, r)
+    unanswered = r.curation is not None and _nothing_answered(r.curation)  # curate's exit 75, as `curate` says it
     if args.json:
         print(json.dumps(_batch_json(r), ensure_ascii=False, default=str))
-        return 130 if r.interrupted else (1 if errors else 0)
+        return 130 if r.interrupted else (1 if errors else EXIT_PARTIAL if unanswered else 0)
     print(("PARTIAL " if partial else "")
           + f"batch: {len(r.sessions)} sessions ({len(errors)} errors), {len(r.orphans_ended)} orphans ended,"
           f" {r.expired} quarantined entries expired, {r.decayed} decayed"
@@ -90,6 +91,8 @@ def cmd_batch(args) -> int:
     for s in r.sessions:  # judge answers ignored, disputed memories written: per session
         for line in run_notices(s):
             print(f"  {s['session_id']}: {line}")
+    if r.curation is not None:
+        print_curation(r.curation)
     for line in r.notices:  # a crash replay, a failed team push
         print(f"  {line}")
     for s in errors:
@@ -99,7 +102,7 @@ def cmd_batch(args) -> int:
         print("interrupted: " + (f"applied {len(applied)}: {', '.join(applied)}" if applied else "no session was applied")
               + f"; {r.left_in_queue} session ends left in the queue; run `consolidate batch` again", file=sys.stderr)
         return 130
-    return 1 if errors else 0
+    return 1 if errors else EXIT_PARTIAL if unanswered else 0
 
 
 def _say_unmatched_prompt_version(args, store, r) -> None:
@@ -167,6 +170,13 @@ def cmd_curate(args) -> int:
     counts = summary(res)
     print(("DRY RUN, nothing written: " if args.dry_run else "") + curated_words(counts)
           + (f"; `consolidate undo {res.run_id}` reverts it" if changed(counts) else ""))
+    print_curation(res)
+    return EXIT_PARTIAL if _nothing_answered(res) else 0
+
+
+def print_curation(res) -> None:
+    """A curation pass's proposals (outcome, action, memory, reason, statement) and deferred groups, one
+    or two lines each: what ``curate`` and ``batch --curate`` print under their count line."""
     for p in res.proposals:
         target = f" into {p['into']}" if p.get("into") else f" with {p['with']}" if p.get("with") else ""
         held = "" if not p.get("held") else f" ({p['held']}: not proposed again)" if (
@@ -176,7 +186,6 @@ def cmd_curate(args) -> int:
         print(f"      {p['statement'][:160]}")
     for d in res.deferred:
         print(f"  deferred: {len(d['memory_ids'])} memories unchanged: {d['reason'][:200]}")
-    return EXIT_PARTIAL if _nothing_answered(res) else 0
 
 
 def _nothing_answered(res) -> bool:

@@ -305,8 +305,13 @@ def test_cli_curate_and_batch_curate(curated_store, capsys):
     got = json.loads(capsys.readouterr().out)
     assert got["proposals"] == [] and got["deferred"]  # a judge that cannot curate defers every group
     assert got["run_id"] is None and "can curate" in got["deferred"][0]["reason"]  # nothing asked, no run
-    assert main(["batch", "--store", path, "--judge", "noop", "--curate"]) == 0
-    assert "curated" in capsys.readouterr().out
+    # batch --curate says the same: the deferred groups with their reason under its line, and exit 75
+    # (it exited 0 and printed only the counts)
+    assert main(["batch", "--store", path, "--judge", "noop", "--curate"]) == 75
+    out = capsys.readouterr().out
+    assert "curated" in out and "deferred:" in out and "can curate" in out
+    assert main(["batch", "--store", path, "--judge", "noop", "--curate", "--json"]) == 75
+    assert json.loads(capsys.readouterr().out)["curation"]["deferred"]
     assert _status(curated_store) == dict.fromkeys([PNPM_A, PNPM_B, JUNK, T30, T60, OTHER], "active")
 
 
