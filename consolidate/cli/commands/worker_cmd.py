@@ -84,6 +84,7 @@ def cmd_batch(args) -> int:
           + (f", {r.drift.get('drifted', 0)} drifted and {r.drift.get('stale', 0)} stale (code anchors)" if r.drift else "")
           + (f", re-judged drifted {_rejudged(r.rejudged_drifted)}" if args.rejudge and args.drifted else "")
           + (f", {curated_words(r.curated)}" if args.curate else "")
+          + (f" (`consolidate undo {r.curated['run_id']}` reverts the curation)" if args.curate and changed(r.curated) else "")
           + f" in {r.seconds:.1f} s"
           + (f"; {sum(s['waiting'] for s in partial)} notes of {len(partial)} sessions wait for a judge"
              " (`consolidate status`, `consolidate judges`)" if partial else ""))

@@ -314,7 +314,9 @@ def run_curate(store, *, dry_run: bool = False, lock_timeout: float = 60.0, **op
         replica = store.replica()
         if replica is not None:
             replica.push()  # a store in a team: the pass reaches it too (as maintenance.apply_updates does)
-        result.run_id = plan.run_id
+        # the run's id only when it wrote (there is something for ``runs`` to list and ``undo`` to revert); a
+        # pass whose events alone were logged (every memory kept) names no run (a fresh tester: its id was unknown)
+        result.run_id = plan.run_id if plan.updates else None
         result.seconds = round(result.seconds + time.perf_counter() - started, 3)
     return result
 

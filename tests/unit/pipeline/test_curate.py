@@ -20,6 +20,7 @@ from consolidate.pipeline.curate.curation import summary
 from consolidate.pipeline.curate.groups import related_groups
 from consolidate.pipeline.recall import recall
 from consolidate.pipeline.review import queue
+from consolidate.store.snapshots import list_runs
 from consolidate.pipeline.run import run_queue
 from consolidate.pipeline.undo import undo_run
 from consolidate.testing import keep
@@ -601,3 +602,12 @@ def test_every_command_that_curates_refuses_a_bad_version_first(curated_store, c
     err = capsys.readouterr().err
     assert "CONSOLIDATE_CURATE_PROMPT_VERSION='curate-v9'" in err and len(err.strip().splitlines()) == 1
     assert "Traceback" not in err and _status(curated_store) == before
+
+
+def test_a_pass_that_changes_nothing_names_no_run(curated_store):
+    """Every memory kept: the pass's events are logged, nothing is written, and it names no run (a fresh
+    tester: ``--json`` gave a run id that ``runs`` did not list and ``undo`` refused)."""
+    res = _curate(curated_store, _judge(lambda ms: [{"id": m.id, "action": "keep", "reason": "holds"} for m in ms]))
+    assert res.groups and not res.deferred and res.run_id is None
+    assert summary(res)["run_id"] is None
+    assert all(r.get("session_id") != "maintenance:curate" for r in list_runs(curated_store))
