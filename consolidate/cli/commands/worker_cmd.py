@@ -190,6 +190,6 @@ def print_curation(res) -> None:
 
 
 def _nothing_answered(res) -> bool:
-    """A pass (not a dry run) with groups none of which a judge answered: ``curate`` exits 75, as
-    ``run`` does when notes wait for a judge, so a script can tell nothing was curated."""
-    return res.mode != "dry-run" and res.groups > 0 and len(res.deferred) == res.groups
+    """A pass (a dry run too: it previews nothing) with groups none of which a judge answered: ``curate``
+    exits 75, as ``run`` does when notes wait for a judge, so a script can tell nothing was curated."""
+    return res.groups > 0 and len(res.deferred) == res.groups

@@ -313,6 +313,9 @@ def test_cli_curate_and_batch_curate(curated_store, capsys):
     assert "curated" in out and "deferred:" in out and "can curate" in out
     assert main(["batch", "--store", path, "--judge", "noop", "--curate", "--json"]) == 75
     assert json.loads(capsys.readouterr().out)["curation"]["deferred"]
+    # a dry run that no judge answered previews nothing: 75 as well (a fresh tester: it exited 0)
+    assert main(["curate", "--store", path, "--judge", "noop", "--dry-run"]) == 75
+    assert "DRY RUN" in capsys.readouterr().out
     assert _status(curated_store) == dict.fromkeys([PNPM_A, PNPM_B, JUNK, T30, T60, OTHER], "active")
 
 
