@@ -5,7 +5,7 @@ Phases (``DATA`` is outside git: ``--data``, default /work/wt/curatecap-data/<sp
 
 1. ``build --split tuning|validation``: the sessions of that part of the split over both dev label
    sets (consolidate/evals/split.py; 27 tuning, 14 validation) run end to end (``consolidate eval
-   --end-to-end``), judge-v1 answers (``--judge-prompt judge-v5`` or ``judge-v10``: theirs) replayed from
+   --end-to-end``), judge-v1 answers (``--judge-prompt judge-v5``, ``judge-v10`` or ``judge-v11``: theirs) replayed from
    ``cassettes/e2e-all-realnotes-judge-v1-capable.yaml``
    through a ``cli:template:/nonexistent`` judge, one store per session (MiniLM):
    ``DATA/before/<session>/.memofs``, the pristine "before" stores, never changed after. Every memory's

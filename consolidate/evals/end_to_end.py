@@ -56,6 +56,11 @@ def default_sessions_dir(labels: Path) -> Path:
     return Path(labels).resolve().parent.parent / "realnotes" / "sessions"
 
 
+def _paths(labels: Any) -> list[Path]:
+    """One label file or several, as a list of paths."""
+    return [Path(labels)] if isinstance(labels, (str, Path)) else [Path(p) for p in labels]
+
+
 def label_rows(labels: Path | list[Path]) -> list[dict[str, Any]]:
     """The labeled notes (``id``, ``session_id``, ``verdict``, ``type``) of one label file or of several
     (both dev sets, say), read by consolidate/evals/judges.py's :func:`read_label_file`, the one reader
@@ -64,7 +69,7 @@ def label_rows(labels: Path | list[Path]) -> list[dict[str, Any]]:
     or as :func:`read_label_file` does."""
     rows: list[dict[str, Any]] = []
     seen: dict[str, str] = {}
-    paths = [Path(labels)] if isinstance(labels, (str, Path)) else [Path(p) for p in labels]
+    paths = _paths(labels)
     for i, path in enumerate(paths):
         if path.resolve() in {p.resolve() for p in paths[:i]}:
             raise BadInput(f"label file {path} is given twice", path=str(path))
@@ -296,7 +301,7 @@ def evaluate_end_to_end(labels: str | Path | list[str | Path], chain_factory, *,
     defaults to the first one's). The report carries the figures per part of the tuning / validation
     split (consolidate/evals/split.py, drawn over the labeled sessions of all the files).
     Raises BadInput for a bad label file, sessions folder or subset."""
-    files = [Path(labels)] if isinstance(labels, (str, Path)) else [Path(p) for p in labels]
+    files = _paths(labels)
     if not files:
         raise BadInput("no label file given")
     rows = label_rows(files)

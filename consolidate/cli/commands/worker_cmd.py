@@ -84,7 +84,7 @@ def cmd_batch(args) -> int:
           + (f", {r.drift.get('drifted', 0)} drifted and {r.drift.get('stale', 0)} stale (code anchors)" if r.drift else "")
           + (f", re-judged drifted {_rejudged(r.rejudged_drifted)}" if args.rejudge and args.drifted else "")
           + (f", {curated_words(r.curated)}" if args.curate else "")
-          + (f" (`consolidate undo {r.curated['run_id']}` reverts the curation)" if args.curate and changed(r.curated) else "")
+          + (f" ({undo_hint(r.curated)} the curation)" if args.curate and changed(r.curated) else "")
           + f" in {r.seconds:.1f} s"
           + (f"; {sum(s['waiting'] for s in partial)} notes of {len(partial)} sessions wait for a judge"
              " (`consolidate status`, `consolidate judges`)" if partial else ""))
@@ -134,6 +134,11 @@ def _batch_json(r) -> dict:
     return dataclasses.asdict(r) if dataclasses.is_dataclass(r) and not isinstance(r, type) else dict(vars(r))
 
 
+def undo_hint(c: dict) -> str:
+    """How to revert the pass of summary ``c`` (the words ``curate`` and ``batch --curate`` print)."""
+    return f"`consolidate undo {c['run_id']}` reverts"
+
+
 def changed(c: dict) -> bool:
     """Whether the pass of summary ``c`` wrote a run there is something to undo in (an applied
     merge, drop or conflict, or a proposal sent to review)."""
@@ -170,7 +175,7 @@ def cmd_curate(args) -> int:
         return EXIT_PARTIAL if _nothing_answered(res) else 0
     counts = summary(res)
     print(("DRY RUN, nothing written: " if args.dry_run else "") + curated_words(counts)
-          + (f"; `consolidate undo {res.run_id}` reverts it" if changed(counts) else ""))
+          + (f"; {undo_hint(counts)} it" if changed(counts) else ""))
     print_curation(res)
     return EXIT_PARTIAL if _nothing_answered(res) else 0
 
