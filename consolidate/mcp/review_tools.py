@@ -37,7 +37,8 @@ def register(server, backend) -> None:
         note: Annotated[str | None, Field(description="Why (kept in the event log).")] = None,
     ) -> dict[str, Any]:
         """The user says the memory holds: it becomes active with evidence user-stated (a disputed one
-        wins its dispute, a drifted one is re-anchored on today's code). Only on the user's word."""
+        wins its dispute, as does one a curation proposal found in conflict; a drifted one is re-anchored on
+        today's code). Only on the user's word."""
         def run(s) -> dict[str, Any]:
 
             return approve(s, memory_id, note)
@@ -50,7 +51,8 @@ def register(server, backend) -> None:
         reason: Annotated[str | None, Field(description="Why it is wrong (kept in the event log).")] = None,
     ) -> dict[str, Any]:
         """The user says the memory is wrong: archived with a tombstone (a later session does not bring
-        it back unless the user states it again). Only on the user's word."""
+        it back unless the user states it again). One a curation proposal would merge into another
+        memory is merged there instead (its provenance folded in). Only on the user's word."""
         def run(s) -> dict[str, Any]:
 
             return decline(s, memory_id, reason)

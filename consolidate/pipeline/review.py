@@ -14,8 +14,11 @@ anchored to changed or is gone: consolidate.store.anchors). For each, the user d
   note is flagged. An entry it disputed with, left with no other dispute, becomes active.
 - a memory waiting with a **curation proposal** (``consolidate curate --review``, or a proposal to
   drop or merge away a memory the user stated: consolidate/pipeline/curate/) stays as it is until
-  decided: approve refuses the proposal (the memory holds), decline accepts a drop or a merge away
-  (the memory is archived as below).
+  decided: approve refuses a drop or a merge away (the memory holds) and settles a conflict in the
+  memory's favour (the memory it conflicts with is archived ``superseded`` by it, as for a dispute);
+  decline accepts the proposal: a drop archives it as below, a merge folds it into the memory it
+  repeats (its provenance moves there, it is archived ``superseded``, no tombstone: the survivor says
+  it), as the curation pass would have, and a conflict archives it so the other holds.
 - **edit**: the memory, reworded by the user. A new entry with the user's text (evidence
   ``user-stated``, the old type and fields, fresh code anchors) supersedes the old one (archived
   ``superseded``, a ``supersedes`` edge in the graph); a disputed one's partners are superseded too.
@@ -45,6 +48,7 @@ from consolidate.model.plan import Candidate, MemoryUpdate
 from consolidate.rules.memory_types import fields_after_edit, required_missing
 from consolidate.rules.secrets import user_reason
 from consolidate.pipeline.forget import forget
+from consolidate.pipeline.curate.curation import PROPOSAL as CURATE_PROPOSAL, PROPOSED as CURATE_MARK, absorbs, merged_away
 from consolidate.rules.persisted import findings
 from consolidate.rules.private_spans import strip as strip_private
 from consolidate.store import archive
@@ -55,8 +59,6 @@ from consolidate.store.anchors import find_anchors, memory_anchors, project_root
 #: What a memory may wait for, in the order the queue lists them (``curate``: a proposal of the
 #: curation pass, consolidate/pipeline/curate/, sent to review).
 REASONS = (*REVIEW_STATUSES, "drifted", "stale", "curate")
-#: The metadata of a memory that waits with a curation proposal (consolidate/pipeline/curate/curation.py).
-CURATE_MARK, CURATE_PROPOSAL = "curate_proposed", "curate_proposal"
 #: The evidence every review decision carries.
 EVIDENCE = "user-stated"
 #: What the review queue shows of a memory the context guard holds back (its text is never shown).
@@ -193,24 +195,46 @@ def approve(store, memory_id: str, note: str | None = None) -> dict[str, Any]:
                                "reviewed_run": plan.run_id}  # an undo of another run keeps it (pipeline/undo.py)
     if entry["drifted"] or entry["stale"]:
         changes["anchors"] = json.dumps(_reanchored(store, entry["id"]), ensure_ascii=False)
-    if "curate" in entry["reasons"]:  # the curation proposal is refused: the memory holds
+    rival = None
+    if "curate" in entry["reasons"]:  # a drop or merge refused: the memory holds; a conflict settled for it
         changes.update({CURATE_MARK: False, CURATE_PROPOSAL: ""})
+        rival = _live_target(store, entry, "conflict", "with")
     _decide(plan, "approved", entry, why)
     plan.updates.append(MemoryUpdate(entry["id"], "update", changes, event="memory.approved", reason=why))
     _supersede_partners(plan, entry, entry["id"], f"dispute settled in review in favour of {entry['id']}")
+    if rival and rival not in entry["with"]:
+        plan.updates.append(MemoryUpdate(rival, "archive", {"status": "superseded", "superseded_by": entry["id"]},
+                                         event="memory.superseded", edges=[[entry["id"], "supersedes"]],
+                                         reason=f"curation conflict settled in review in favour of {entry['id']}"))
     _apply(store, plan)
     return {"memory_id": entry["id"], "decision": "approved", "run_id": plan.run_id, "status": ACTIVE,
-            "superseded": [o for o in entry["with"]]}
+            "superseded": [*entry["with"], *([rival] if rival and rival not in entry["with"] else [])]}
+
+
+def _live_target(store, entry: dict[str, Any], action: str, key: str) -> str | None:
+    """The memory that ``entry``'s curation proposal of ``action`` names under ``key`` (``into`` of a
+    merge, ``with`` of a conflict) when it is still active; else None."""
+    proposal = entry.get("proposal") or {}
+    target = proposal.get(key) if proposal.get("action") == action else None
+    if not isinstance(target, str) or target == entry["id"]:
+        return None
+    row = store.longterm().get([target]).get(target)
+    return target if row and (row["metadata"] or {}).get("status") == ACTIVE else None
 
 
 def decline(store, memory_id: str, reason: str | None = None) -> dict[str, Any]:
     """Decline a memory: archived with a tombstone like ``consolidate forget`` (status
     ``declined``); an entry it disputed with and no other becomes active. Returns ``{"memory_id",
-    "decision": "declined", "run_id", "status": "declined", "settled": [ids made active]}``. Any
-    memory may be declined, whether it waits for review or not. Raises BadInput for an unknown id."""
+    "decision": "declined", "run_id", "status": "declined", "settled": [ids made active]}``. A memory
+    waiting with a curation proposal to merge it into another, still active, is merged instead
+    (``"status": "superseded", "merged_into": id``; see the module docstring). Any memory may be
+    declined, whether it waits for review or not. Raises BadInput for an unknown id."""
     entry = _entry(store, memory_id)
 
     why = user_reason(reason, "declined by the user in review")
+    into = _live_target(store, entry, "merge", "into") if "curate" in entry["reasons"] else None
+    if into:
+        return _merge(store, entry, into, why)
 
     def extend(plan, _row) -> None:
 
@@ -221,6 +245,21 @@ def decline(store, memory_id: str, reason: str | None = None) -> dict[str, Any]:
     res = forget(store, entry["id"], why, status="declined", event="memory.declined", label="review", extend=extend)
     return {"memory_id": entry["id"], "decision": "declined", "run_id": res["run_id"], "status": "declined",
             "settled": res["settled"]}
+
+
+def _merge(store, entry: dict[str, Any], into: str, why: str) -> dict[str, Any]:
+    """Decline of a merge proposal: ``entry`` folded into ``into`` as the curation pass merges
+    (consolidate/pipeline/curate/curation.py ``merged_away``, ``absorbs``), as one journaled run."""
+    lt = store.longterm()
+    rows = lt.get([entry["id"], into])
+    plan = new_plan(store, "review")
+    plan.scope = (entry["metadata"] or {}).get("scope") or store.project
+    _decide(plan, "declined", entry, why, merged_into=into)
+    plan.updates.append(merged_away(entry["id"], into, f"merged into {into} in review: {why}"))
+    plan.updates.append(absorbs(into, rows[into], [(entry["id"], rows[entry["id"]])], plan.run_id, "review"))
+    _apply(store, plan)
+    return {"memory_id": entry["id"], "decision": "declined", "run_id": plan.run_id, "status": "superseded",
+            "merged_into": into, "settled": []}
 
 
 def check_edit_text(text: Any) -> str:

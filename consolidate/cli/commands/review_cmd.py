@@ -26,13 +26,24 @@ def _print_entry(e: dict, index: int | None = None) -> None:
         p = e["proposal"]
         target = f" into {p['into']}" if p.get("into") else f" with {p['with']}" if p.get("with") else ""
         print(f"    curation proposes {p.get('action')}{target}" + (f": {p['reason']}" if p.get("reason") else "")
-              + " (approve: it holds; decline: archive it)")
+              + f" ({_choices(p)})")
+
+
+def _choices(p: dict) -> str:
+    """What approve and decline do to a memory waiting with curation proposal ``p`` (pipeline/review.py)."""
+    if p.get("action") == "merge":
+        return f"approve: it holds apart; decline: merge it into {p.get('into')}"
+    if p.get("action") == "conflict":
+        return f"approve: it holds, {p.get('with')} is superseded; decline: archive it, {p.get('with')} holds"
+    return "approve: it holds; decline: drop it"
 
 
 def _print_result(res: dict) -> None:
     if res["decision"] == "approved":
         extra = f"; superseded {', '.join(res['superseded'])}" if res["superseded"] else ""
         print(f"approved {res['memory_id']}: active, user-stated{extra} (run {res['run_id']})")
+    elif res["decision"] == "declined" and res.get("merged_into"):
+        print(f"declined {res['memory_id']}: merged into {res['merged_into']}, its provenance folded in (run {res['run_id']})")
     elif res["decision"] == "declined":
         extra = f"; {', '.join(res['settled'])} active again" if res["settled"] else ""
         print(f"declined {res['memory_id']}: archived with a tombstone{extra} (run {res['run_id']})")

@@ -19,8 +19,8 @@ consolidate/model/credit.py; source ``flagged``, ``user`` or ``review``; ``revie
 is never dropped or merged away without review: such a
 proposal is sent to the review queue instead. With ``review``, every proposal is: the memory is only
 marked (``curate_proposed``, ``curate_proposal``: what the judge proposed, as JSON), stays as it is,
-and waits in ``consolidate review`` (approve: it holds, the mark is cleared; decline: it is
-archived). A group no judge answered validly is deferred: nothing of it changes (never a deletion).
+and waits in ``consolidate review`` (approve: it holds, the mark is cleared, a conflict is settled
+for it; decline: the proposal is applied, a merge as this pass merges: consolidate/pipeline/review.py). A group no judge answered validly is deferred: nothing of it changes (never a deletion).
 """
 
 from __future__ import annotations
@@ -128,6 +128,21 @@ def _ask(store, plan: Plan, result: CurateResult, rows: dict[str, dict], chain, 
             result.proposals.append(p)
 
 
+def merged_away(memory_id: str, into: str, reason: str) -> MemoryUpdate:
+    """The update that archives ``memory_id`` as merged into ``into`` (status ``superseded``,
+    ``superseded_by``/``merged_into``, a ``supersedes`` edge from ``into``): the loser's half of a merge,
+    applied by the pass and by ``consolidate review --decline`` of a merge proposal (pipeline/review.py)."""
+    return MemoryUpdate(memory_id, "archive", {"status": SUPERSEDED, "superseded_by": into, "merged_into": into},
+                        event="memory.merged", edges=[[into, "supersedes"]], reason=reason)
+
+
+def absorbs(survivor_id: str, survivor: dict, losers: list[tuple[str, dict]], run_id: str, by: str) -> MemoryUpdate:
+    """The survivor's half of a merge: ``losers`` (``(id, row)``) folded into ``survivor`` (a row with
+    ``metadata``) by ``_fold``; ``by`` names who merged (``curation``, ``review``)."""
+    return MemoryUpdate(survivor_id, "update", _fold(survivor, losers, run_id), event="memory.merged_into",
+                        reason=f"absorbed {', '.join(m for m, _ in losers)} ({by}): provenance folded in")
+
+
 def _fold(survivor: dict, losers: list[tuple[str, dict]], run_id: str) -> dict[str, Any]:
     """The survivor's metadata changes of a merge: the losers' provenance folded into its own
     (``merged``: one entry per memory merged in, with its session, run and note ids, and what was
@@ -206,10 +221,7 @@ def _plan_updates(plan: Plan, result: CurateResult, rows: dict[str, dict], revie
             plan.decide("curate.dropped", memory_id=p["memory_id"], reason=p["reason"] or "junk", judge=p["judge"], prompt_version=p["prompt_version"])
         elif p["action"] == MERGE:
             into.setdefault(p["into"], []).append(p["memory_id"])
-            plan.updates.append(MemoryUpdate(p["memory_id"], "archive",
-                                             {"status": SUPERSEDED, "superseded_by": p["into"], "merged_into": p["into"]},
-                                             event="memory.merged", edges=[[p["into"], "supersedes"]],
-                                             reason=f"merged into {p['into']} {how}: {p['reason']}"))
+            plan.updates.append(merged_away(p["memory_id"], p["into"], f"merged into {p['into']} {how}: {p['reason']}"))
             plan.decide("curate.merged", memory_id=p["memory_id"], into=p["into"], reason=p["reason"] or "a repeat",
                         judge=p["judge"], prompt_version=p["prompt_version"])
         else:
@@ -218,10 +230,7 @@ def _plan_updates(plan: Plan, result: CurateResult, rows: dict[str, dict], revie
             plan.decide("curate.conflict", memory_id=p["memory_id"], reason=p["reason"] or "incompatible statements",
                         judge=p["judge"], prompt_version=p["prompt_version"], **{"with": p["with"]})
     for survivor, losers in sorted(into.items()):
-        plan.updates.append(MemoryUpdate(survivor, "update",
-                                         _fold(rows[survivor], [(m, rows[m]) for m in losers], plan.run_id),
-                                         event="memory.merged_into",
-                                         reason=f"absorbed {', '.join(losers)} (curation): provenance folded in"))
+        plan.updates.append(absorbs(survivor, rows[survivor], [(m, rows[m]) for m in losers], plan.run_id, "curation"))
     for a, b in sorted(disputes):
         for one, other in ((a, b), (b, a)):
             plan.updates.append(MemoryUpdate(one, "update", {"status": DISPUTED, "disputed_with": other},

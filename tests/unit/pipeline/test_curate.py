@@ -20,6 +20,7 @@ from consolidate.pipeline.curate.curation import summary
 from consolidate.pipeline.curate.groups import related_groups
 from consolidate.pipeline.recall import recall
 from consolidate.pipeline.review import queue
+from consolidate.store import archive
 from consolidate.store.snapshots import list_runs
 from consolidate.pipeline.run import run_queue
 from consolidate.pipeline.undo import undo_run
@@ -132,8 +133,6 @@ def test_undo_of_a_run_keeps_a_memory_forgotten_after_it_forgotten(curated_store
 
 
 def _runs(store):
-    from consolidate.store.snapshots import list_runs
-
     return list_runs(store)
 
 
@@ -614,3 +613,44 @@ def test_a_pass_that_changes_nothing_names_no_run(curated_store):
     assert res.groups and not res.deferred and res.run_id is None
     assert summary(res)["run_id"] is None
     assert all(r.get("session_id") != "maintenance:curate" for r in list_runs(curated_store))
+
+
+def test_review_decides_a_merge_and_a_conflict_the_way_the_proposal_reads(curated_store, capsys):
+    """A fresh tester: declining a merge proposal archived the memory with a tombstone (its provenance
+    lost, not folded into the survivor), and approving a conflict left both sides active."""
+    before = _by_text(curated_store)
+    _curate(curated_store, _judge(SCRIPT), review=True)
+    assert main(["review", "--list", "--store", str(curated_store.path)]) == 0
+    out = capsys.readouterr().out
+    assert f"decline: merge it into {before[PNPM_A]['id']}" in out
+    assert f"approve: it holds, {before[T30]['id']} is superseded" in out
+
+    assert main(["review", "--decline", before[PNPM_B]["id"], "--store", str(curated_store.path)]) == 0
+    assert f"merged into {before[PNPM_A]['id']}" in capsys.readouterr().out
+    after = _by_text(curated_store)
+    cold = archive.load(curated_store, before[PNPM_B]["id"])["metadata"]
+    assert PNPM_B not in after and (cold["status"], cold["merged_into"]) == ("superseded", before[PNPM_A]["id"])
+    merged = json.loads(after[PNPM_A]["metadata"]["provenance"])["merged"]
+    assert [m["memory_id"] for m in merged] == [before[PNPM_B]["id"]]
+    assert "s2" in json.loads(after[PNPM_A]["metadata"]["provenance"])["sessions"]
+    assert before[PNPM_B]["document"] not in {t["statement"] for t in _tombstones(curated_store)}
+
+    assert main(["review", "--approve", before[T60]["id"], "--store", str(curated_store.path)]) == 0
+    assert _status(curated_store)[T60] == "active" and T30 not in _status(curated_store)
+    cold = archive.load(curated_store, before[T30]["id"])["metadata"]
+    assert (cold["status"], cold["superseded_by"]) == ("superseded", before[T60]["id"])
+
+    assert main(["review", "--decline", before[JUNK]["id"], "--store", str(curated_store.path)]) == 0
+    assert JUNK not in _status(curated_store)
+    assert archive.load(curated_store, before[JUNK]["id"])["metadata"]["status"] == "declined"
+    assert before[JUNK]["document"] in {t["statement"] for t in _tombstones(curated_store)}
+    # each decision is its own run: undoing them all restores the store as the --review pass left it
+    for run in [r for r in list_runs(curated_store) if r["session_id"] == "maintenance:review"]:
+        undo_run(curated_store, run["run_id"])
+    assert _status(curated_store) == {t: "active" for t in before}
+    assert "merged" not in json.loads(_by_text(curated_store)[PNPM_A]["metadata"]["provenance"])
+
+
+def _tombstones(store) -> list[dict]:
+    from consolidate.pipeline.forget import tombstones
+    return tombstones(store)
