@@ -87,8 +87,13 @@ def label_rows(labels: Path | list[Path]) -> list[dict[str, Any]]:
 
 def pick_sessions(rows: list[dict[str, Any]], sessions_dir: Path, sessions: int | list[str] | None) -> list[str]:
     """The labeled sessions to run: all (sorted by id), the ``sessions`` ids given, or the N with the
-    fewest notes (ties by id). BadInput for an id with no labeled note or no session file."""
+    fewest notes (ties by id). BadInput for an id with no labeled note or no session file, or one
+    that is no plain file name (``../x``, ``a/b``: it would name a file outside ``sessions_dir``)."""
     labeled = sorted({r["session_id"] for r in rows})
+    outside = [s for s in labeled if not s or Path(s).name != s or s in (".", "..") or "\\" in s]
+    if outside:
+        raise BadInput(f"session id {outside[0]!r} of the labels is not a file name in {sessions_dir}:"
+                       " a session id names its file <id>.jsonl there")
     missing = [s for s in labeled if not (sessions_dir / f"{s}.jsonl").is_file()]
     if missing:
         raise BadInput(f"no session file for {', '.join(missing[:5])} in {sessions_dir}")

@@ -9,7 +9,7 @@ from consolidate.cli.commands import open_store
 from consolidate.rules.redaction import error_text
 from consolidate.core.errors import StoreCorrupt
 from consolidate.store.anchors import read_section
-from consolidate.store.snapshots import path_of
+from consolidate.store.snapshots import list_runs, path_of
 from consolidate.store.worker_health import health_line, queue_state, read as worker_status
 from consolidate.store.sessions.tables import pending_harvest_sessions
 from consolidate.team.local import status as team_status
@@ -71,6 +71,7 @@ def cmd_status(args) -> int:
                     "recorded_project": store.recorded_project, "queued": [q["session_id"] for q in queued],
                     "sessions_with_notes": store.sessions.sessions(), "memories": {},
                     "last_run": (store.sessions.last_runs(1) or [None])[0]}
+    status["last_maintenance_run"] = _last_maintenance(store)
     last = status["last_run"]
     if last and last.get("run_id"):
         try:  # the undo record says whether `consolidate undo` reverted that run
@@ -141,7 +142,23 @@ def cmd_status(args) -> int:
 
         for line in run_notices(last["result"]):
             print(f"  ! {line}")
+    m = status["last_maintenance_run"]
+    if m:
+        print(f"last maintenance run: {m['run_id']} ({m['kind']}, {m['started_at']}):"
+              f" {m['changed']} memor{'y' if m['changed'] == 1 else 'ies'} changed, {m['added']} added"
+              + ("  (undone by `consolidate undo`)" if m["undone"] else "") + "; `consolidate runs` lists them all")
     return damaged.exit_code if damaged else 0
+
+
+def _last_maintenance(store) -> dict | None:
+    """The newest maintenance run (curate, review, forget, resolve, doctor --repair...: the undo records
+    whose session is ``maintenance:<kind>``, consolidate/pipeline/maintenance.py) as ``{"run_id", "kind",
+    "started_at" (ISO UTC), "changed", "added", "undone"}``; None when there is none."""
+    for r in list_runs(store):
+        if str(r["session_id"]).startswith("maintenance:"):
+            return {"run_id": r["run_id"], "kind": r["session_id"].split(":", 1)[1], "started_at": iso(r["started_at"]),
+                    "changed": r["changed"], "added": r["added"], "undone": r["undone"]}
+    return None
 
 def _waiting_status(store) -> dict:
     """Notes waiting for a judge: ``{"notes", "sessions": {id: count}, "first_until"}`` (ISO UTC)."""

@@ -267,6 +267,19 @@ def test_end_to_end_refuses_a_labeled_note_its_session_lacks_and_an_empty_sessio
     assert "beta.jsonl holds no note" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("sid", ["../beta", "sub/beta", "..", "a\\b"])
+def test_end_to_end_refuses_a_session_id_that_names_a_file_elsewhere(labeled, tmp_path, capsys, sid):
+    """A fresh tester: a label's session id ``../x`` read ``x.jsonl`` outside the sessions folder."""
+    outside = labeled.parent.parent / "realnotes" / f"{sid.split('/')[-1]}.jsonl"
+    outside.write_text(json.dumps({"id": "o1", "session_id": sid, "content": "Remember the outside note"}) + "\n",
+                       encoding="utf-8")
+    bad = labeled.parent / "bad.jsonl"
+    bad.write_text(json.dumps({"id": "o1", "session_id": sid, "content": "x", "verdict": "keep"}) + "\n", encoding="utf-8")
+    assert main(["--embedding", "hash", "eval", "--end-to-end", "--labels", str(bad), "--judge", "noop"]) == 2
+    err = capsys.readouterr().err
+    assert f"session id {sid!r} of the labels is not a file name" in err and len(err.strip().splitlines()) == 1
+
+
 def test_end_to_end_split_option_shows_one_part(labeled, capsys):
     assert main(["--embedding", "hash", "eval", "--end-to-end", "--labels", str(labeled), "--judge", "noop", "--json",
                  "--split", "validation"]) == 5  # noop answers nothing: figures undefined, still printed

@@ -654,3 +654,17 @@ def test_review_decides_a_merge_and_a_conflict_the_way_the_proposal_reads(curate
 def _tombstones(store) -> list[dict]:
     from consolidate.pipeline.forget import tombstones
     return tombstones(store)
+
+
+def test_status_shows_the_last_maintenance_run(curated_store, capsys):
+    """A fresh tester: ``status`` never showed a curation run, only the last session's run."""
+    res = _curate(curated_store, _judge(SCRIPT))
+    assert main(["status", "--store", str(curated_store.path)]) == 0
+    out = capsys.readouterr().out
+    assert f"last maintenance run: {res.run_id} (curate, " in out and "5 memories changed" in out  # merged, survivor, dropped, two disputed
+    assert main(["status", "--json", "--store", str(curated_store.path)]) == 0
+    got = json.loads(capsys.readouterr().out)["last_maintenance_run"]
+    assert (got["run_id"], got["kind"], got["undone"]) == (res.run_id, "curate", False)
+    undo_run(curated_store, res.run_id)
+    main(["status", "--store", str(curated_store.path)])
+    assert "(undone by `consolidate undo`)" in capsys.readouterr().out
