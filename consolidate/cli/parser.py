@@ -25,6 +25,7 @@ that need them, never by ``note`` or ``end``.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
@@ -47,11 +48,51 @@ class OneLineParser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):  # noqa: D401 - argparse's entry (subparsers too)
         argv = sys.argv[1:] if args is None else list(args)
-        return super().parse_known_args(join_dash_values(self, argv), namespace)
+        self._argv = join_dash_values(self, argv)
+        ns, extras = super().parse_known_args(self._argv, namespace)
+        if extras and " " in self.prog:  # a command's own parser: its unknown words, with its help
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return ns, extras
 
     def error(self, message: str):  # noqa: D401 - argparse's hook
-        text = redacted(" ".join(str(message).split()))  # argparse echoes the value it refused
+        message = str(message)
+        unknown = self._unknown_options()
+        if unknown and message.startswith("the following arguments are required"):
+            message = f"unrecognized arguments: {' '.join(unknown)}"  # the typo, not what it left missing
+        if message.startswith("unrecognized arguments"):
+            message += self._did_you_mean(unknown or message.split(":", 1)[1].split())
+        text = redacted(" ".join(message.split()))  # argparse echoes the value it refused
         self.exit(2, f"error: {self.prog}: {text} (see {self.prog} --help)\n")
+
+    def _unknown_options(self) -> list[str]:
+        """The words of the last parsed command line that look like options this parser lacks."""
+        out = []
+        for arg in getattr(self, "_argv", []):
+            if arg == "--":
+                break
+            name = arg.split("=", 1)[0]
+            if (arg.startswith("-") and not _number(arg) and name not in self._option_string_actions
+                    and _abbreviated(self, self._option_string_actions, name) is None):
+                out.append(name)
+        return out
+
+    def _did_you_mean(self, words: list[str]) -> str:
+        """`` (did you mean --session?)`` for the first of ``words`` close to one of this parser's
+        long options (difflib ratio >= 0.75), else ""."""
+        options = [o for o in self._option_string_actions if o.startswith("--")]
+        for word in words:
+            close = difflib.get_close_matches(word.split("=", 1)[0], options, n=1, cutoff=0.75)
+            if word.startswith("-") and close:
+                return f" (did you mean {close[0]}?)"
+        return ""
+
+
+def _number(arg: str) -> bool:
+    try:
+        float(arg)
+    except ValueError:
+        return False
+    return True
 
     def exit(self, status: int = 0, message: str | None = None):
         if message:

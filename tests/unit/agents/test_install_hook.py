@@ -260,4 +260,4 @@ def test_parse_hook_argv_is_the_hook_command_s_parser(capsys):
     with pytest.raises(SystemExit) as refused:
         parse_hook_argv(["hook", "--no-such-option"])
     assert refused.value.code == 2
-    assert capsys.readouterr().err.startswith("error: consolidate: unrecognized arguments: --no-such-option")
+    assert capsys.readouterr().err.startswith("error: consolidate hook: unrecognized arguments: --no-such-option")

@@ -690,3 +690,22 @@ def test_doctor_reports_and_repairs_graph_lines_with_wrong_types(tmp_path, capsy
     main(["doctor", "--repair", "--store", str(st), "--embedding", "hash"])
     capsys.readouterr()
     assert (path.parent / (path.name + ".corrupt")).read_text().count("\n") == 1  # moved aside, not lost
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["note", "--sesion", "s1", "text"], "consolidate note: unrecognized arguments: --sesion (did you mean --session?)"
+                                         " (see consolidate note --help)"),
+    (["end", "--sesion", "s1", "--outcome", "success"], "consolidate end: unrecognized arguments: --sesion (did you mean"
+                                                        " --session?)"),
+    (["status", "--bogus"], "consolidate status: unrecognized arguments: --bogus (see consolidate status --help)"),
+    (["recall", "q", "--jsn"], "consolidate recall: unrecognized arguments: --jsn (did you mean --json?)"),
+    (["--bogus", "status"], "consolidate: unrecognized arguments: --bogus (see consolidate --help)"),
+])
+def test_a_mistyped_option_is_named_with_its_command_s_help(tmp_path, capsys, argv, says):
+    """A fresh tester: ``note --sesion s1`` said the required --session was missing, and an unknown
+    option of a command pointed to the top-level help; the typo is named now, with a close option."""
+    with pytest.raises(SystemExit) as refused:
+        main(["--store", str(tmp_path / "s"), *argv])
+    assert refused.value.code == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert says in line and not (tmp_path / "s").exists()
