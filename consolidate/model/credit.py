@@ -117,3 +117,13 @@ APPROVED = "approved"
 def approved(meta: dict) -> bool:
     """Whether the user approved the memory of metadata ``meta`` in review (its ``reviewed`` mark)."""
     return str(meta.get("reviewed") or "").startswith(APPROVED)
+
+
+def credited_entry(meta: dict) -> str | None:
+    """The evidence a stored entry of metadata ``meta`` is credited with: :func:`credited`, except that
+    an entry the user approved in review (:func:`approved`; the approval sets its evidence user-stated,
+    consolidate/pipeline/review.py) is credited its evidence whatever judge wrote it: the user vouched
+    for it (a fresh tester: an approved memory was shown ``observed``)."""
+    if approved(meta):
+        return meta.get("evidence")
+    return credited(meta.get("evidence"), meta.get("source"), meta.get("origin"))

@@ -38,6 +38,7 @@ PROMPT_CASSETTES = {
     "curate-v2": ("curate-v2-validation-capable.yaml", "curate-v2-tuning-capable.yaml"),
     "curate-v3": ("curate-v3-validation-capable.yaml", "curate-v3-validation-2-capable.yaml",
                   "curate-v3-tuning-capable.yaml", "curate-v3-validation-judge-v11-capable.yaml"),
+    "curate-v4": ("curate-v4-validation-capable.yaml", "curate-v4-validation-judge-v11-capable.yaml"),
 }
 #: The counts of a pass's summary (consolidate/pipeline/curate/curation.py ``summary``) pinned here.
 COUNTS = ("considered", "groups", "kept", "merged", "dropped", "conflicts", "for_review", "deferred_groups")
@@ -47,7 +48,8 @@ PASSES = {"after-curate-v1": ("curate-v1", "curate-v1-validation-capable"),
           "after-curate-v1-2": ("curate-v1", "curate-v1-validation-2-capable.yaml"),
           "after-curate-v2": ("curate-v2", "curate-v2-validation-capable.yaml"),
           "after-curate-v3": ("curate-v3", "curate-v3-validation-capable.yaml"),
-          "after-curate-v3-2": ("curate-v3", "curate-v3-validation-2-capable.yaml")}
+          "after-curate-v3-2": ("curate-v3", "curate-v3-validation-2-capable.yaml"),
+          "after-curate-v4": ("curate-v4", "curate-v4-validation-capable.yaml")}
 
 
 @pytest.fixture(scope="module")
@@ -84,17 +86,19 @@ def test_recorded_passes_come_out_again(passes):
     expected = json.loads(EXPECTED.read_text(encoding="utf-8"))
     got = _expected(passes)
     assert got["counts"] == expected["counts"]
-    assert all(c["deferred_groups"] == 0 and c["groups"] == 27 for c in got["counts"].values())  # no miss
+    assert all(c["deferred_groups"] == 0 for c in got["counts"].values())  # no miss
+    assert {name: c["groups"] for name, c in got["counts"].items()} == {name: 30 if name == "after-curate-v4" else 27
+                                                                        for name in PASSES}  # v4's wide groups
     assert got["grades"] == expected["grades"] and got["gold"] == expected["gold"]
 
 
 @pytest.mark.spawns
 def test_the_default_prompt_leaves_fewer_repeats_and_less_junk_than_v1_and_keeps_every_gold_keeper(passes):
-    """curate-v3, the default, on both answer sets against curate-v1: fewer duplicates and no more junk
-    among the active memories by each curator, no contradicting pair left active, every gold keeper
-    that was active before still active (merged ones count in their survivor)."""
+    """curate-v3 on both answer sets and curate-v4, the default, against curate-v1: fewer duplicates
+    and no more junk among the active memories by each curator, no contradicting pair left active,
+    every gold keeper that was active before still active (merged ones count in their survivor)."""
     g, gold = passes["grades"], passes["gold"]
-    for name in ("after-curate-v3", "after-curate-v3-2"):
+    for name in ("after-curate-v3", "after-curate-v3-2", "after-curate-v4"):
         for v1 in (g["after-curate-v1"], g["after-curate-v1-2"]):
             assert all(a <= b for a, b in zip(_shares(g[name], "duplicates"), _shares(v1, "duplicates")))
             assert all(a <= b for a, b in zip(_shares(g[name], "junk"), _shares(v1, "junk")))
@@ -116,28 +120,50 @@ def replay_v11(data: Path) -> dict:
     """judge-v11's validation stores (its all-sessions cassette) under ``data``, curate-v3's recorded
     pass on a copy: counts, both curators' figures, gold figures (as :func:`_expected`)."""
     bench.build(data, "validation", "judge-v11")
-    got = bench.curate(data, "after-curate-v3", "cli:template:/nonexistent/capable-model", "curate-v3",
-                       CONSOLIDATE_CASSETTE=str(CASSETTES / "curate-v3-validation-judge-v11-capable.yaml"))
-    counts = {"after-curate-v3": {k: sum(r["summary"][k] for r in got.values()) for k in COUNTS}}
+    counts = {}
+    for version in ("curate-v3", "curate-v4"):
+        got = bench.curate(data, f"after-{version}", "cli:template:/nonexistent/capable-model", version,
+                           CONSOLIDATE_CASSETTE=str(CASSETTES / f"{version}-validation-judge-v11-capable.yaml"))
+        counts[f"after-{version}"] = {k: sum(r["summary"][k] for r in got.values()) for k in COUNTS}
     return _expected({"counts": counts, "grades": bench.grade_figures(data, V11_GRADES),
                       "gold": bench.gold_figures(data)})
 
 
+@pytest.fixture(scope="module")
+def v11(tmp_path_factory):
+    """:func:`replay_v11` once for the tests below."""
+    if not bench.LABELS.is_file():
+        pytest.skip(f"labels not found at {bench.LABELS} (../shared is absent)")
+    return replay_v11(tmp_path_factory.mktemp("curate-v11") / "v11")
+
+
 @pytest.mark.spawns
-def test_curate_v3_on_the_stores_judge_v11_wrote(tmp_path):
+def test_curate_v3_on_the_stores_judge_v11_wrote(v11):
     """The more generous judge-v11 (23 of 32 validation gold keepers active, against judge-v5's 17) with
     the default curation pass after it: the recorded figures come out again; the pass keeps every gold
     keeper, leaves fewer repeats and no more junk by each curator. What it does not reach (the issue's
     goals): duplicates stay above 2 % and a contradicting pair stays active."""
-    if not bench.LABELS.is_file():
-        pytest.skip(f"labels not found at {bench.LABELS} (../shared is absent)")
-    got = replay_v11(tmp_path / "v11")
+    got = v11
     assert got == json.loads(V11_EXPECTED.read_text(encoding="utf-8"))
     c, g, gold = got["counts"]["after-curate-v3"], got["grades"], got["gold"]
     assert c["deferred_groups"] == 0 and c["merged"] > 0
     assert gold["after-curate-v3"]["gold_keepers_active"] == gold["before"]["gold_keepers_active"]
     assert all(a < b for a, b in zip(_shares(g["after-curate-v3"], "duplicates"), _shares(g["before"], "duplicates")))
     assert all(a <= b for a, b in zip(_shares(g["after-curate-v3"], "junk"), _shares(g["before"], "junk")))
+
+
+@pytest.mark.spawns
+def test_curate_v4_s_wide_groups_leave_fewer_repeats_on_validation(v11):
+    """curate-v4 (groups linked across types and to each memory's nearest neighbour, written from the
+    tuning stores' misses: every repeat curate-v3 left active there had been grouped apart) against
+    curate-v3 on judge-v11's validation stores: fewer duplicates by each curator, junk within the
+    issue's 5 %, every gold keeper kept. Not reached: duplicates <= 2 %, no contradicting pair left."""
+    got = v11
+    c, g, gold = got["counts"]["after-curate-v4"], got["grades"], got["gold"]
+    assert c["deferred_groups"] == 0
+    assert all(a < b for a, b in zip(_shares(g["after-curate-v4"], "duplicates"), _shares(g["after-curate-v3"], "duplicates")))
+    assert all(share <= 0.05 for share in _shares(g["after-curate-v4"], "junk_share_of_the_rest"))
+    assert gold["after-curate-v4"]["gold_keepers_active"] == gold["before"]["gold_keepers_active"]
 
 
 def _expected(passes: dict) -> dict:

@@ -67,7 +67,7 @@ def register_curate(sub, common) -> None:
     add_dry_run(s, "print the proposals, write nothing")
     s.add_argument("--max-group", type=count_from_to(2, 64), default=8,
                    help="most memories the judge sees in one group (at least 2, at most 64; default 8)")
-    s.add_argument("--prompt-version", help="curation prompt version (curate-v1, curate-v2, curate-v3; default:"
-                                            " $CONSOLIDATE_CURATE_PROMPT_VERSION, else curate-v3)")
+    s.add_argument("--prompt-version", help="curation prompt version (curate-v1 to curate-v4; default:"
+                                            " $CONSOLIDATE_CURATE_PROMPT_VERSION, else curate-v4)")
     add_json(s, "print the proposals and counts as one JSON object")
     s.set_defaults(func=command("worker_cmd", "cmd_curate"))

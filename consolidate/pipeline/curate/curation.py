@@ -33,9 +33,9 @@ from typing import Any
 from consolidate.core.vocab import CONFLICT, CURATED_OUT, DISPUTED, DROP, MERGE, SUPERSEDED, USER_STATED
 from consolidate.judges.base import CurateMember, JudgeContext
 from consolidate.judges.registry import curate_prompt_version
-from consolidate.model.credit import approved, credited
+from consolidate.model.credit import approved, credited_entry
 from consolidate.model.plan import MemoryUpdate, Plan
-from consolidate.pipeline.curate.groups import MAX_GROUP, related_groups
+from consolidate.pipeline.curate.groups import MAX_GROUP, related_groups, wide_links
 from consolidate.pipeline.maintenance import new_plan
 from consolidate.pipeline.run import RunContext, run_stages
 from consolidate.pipeline.stages import APPLY, Stage
@@ -51,10 +51,10 @@ def protected(meta: dict[str, Any]) -> str | None:
     """Why a memory of metadata ``meta`` may not be dropped or merged away without review (its
     credited evidence is user-stated, the user approved it in review, or its source is one of
     PROTECTED_SOURCES), or None."""
-    if credited(meta.get("evidence"), meta.get("source"), meta.get("origin")) == USER_STATED:
-        return "user-stated"
     if approved(meta):
         return "approved in review"
+    if credited_entry(meta) == USER_STATED:
+        return "user-stated"
     source = str(meta.get("source") or "")
     return f"source {source}" if source in PROTECTED_SOURCES else None
 
@@ -89,7 +89,7 @@ def _members(rows: dict[str, dict], ids: list[str]) -> list[CurateMember]:
     for n, mid in enumerate(ids, 1):
         meta = rows[mid]["metadata"] or {}
         out.append(CurateMember(f"m{n}", rows[mid]["document"] or "", str(meta.get("type") or "fact"),
-                                str(credited(meta.get("evidence"), meta.get("source"), meta.get("origin")) or ""),
+                                str(credited_entry(meta) or ""),
                                 str(meta.get("last_confirmed") or "")[:10]))
     return out
 
@@ -275,7 +275,8 @@ def _plan(store, *, judges, chain_factory, time_box, review, max_group) -> tuple
     rows = {r["id"]: r for r in active}
     pending = {r["id"]: r for r in everything if (r["metadata"] or {}).get(PROPOSED)}
     result.considered = len(rows)
-    groups = newest_first(related_groups(lt, active, store.project, max_group) if active else [], rows)
+    wide = wide_links(result.prompt_version)
+    groups = newest_first(related_groups(lt, active, store.project, max_group, wide) if active else [], rows)
     result.groups = len(groups)
     if groups:
         deadline = time.time() + time_box if time_box else None

@@ -12,6 +12,14 @@ thing:
   entity is named by at most ``2 * max_group`` memories (a name every memory mentions relates nothing);
 - **shared code anchors**: a project file both are anchored to (consolidate.store.anchors).
 
+From prompt ``curate-v4`` on (:data:`WIDE_FROM`) the links are **wide**: a memory's type is a label the
+judge gave when it wrote it, and the same point is often typed twice (a decision and a fact, a fact
+and a failure), so every type pair links from ``CANDIDATE_SIMILARITY`` on, and every memory is also
+linked to its nearest active neighbour from ``NEAREST_SIMILARITY`` on (a looser link costs only
+prompt length: the judge keeps what is unrelated). Measured on the tuning stores of the dev-label
+split (benchmarks/bench_curate.py, one curator's grades): every graded repeat or contradiction the
+pass left active had been grouped apart, at MiniLM similarities 0.42-0.65, mostly across types.
+
 Connected memories form a group; a group larger than ``max_group`` is cut into groups of at most
 ``max_group``, each grown from its most linked memory by the strongest links. Memories linked to
 nothing are pooled into groups of ``max_group`` too (still judged for junk; a merge between them is
@@ -28,6 +36,17 @@ from consolidate.store.graph import extract_entities
 
 #: Most memories shown to the judge in one group (one call each).
 MAX_GROUP = 8
+#: The first curation prompt version whose groups use the wide links (see the module docstring); the
+#: earlier versions keep the groups their recorded answers were made for.
+WIDE_FROM = "curate-v4"
+#: Wide links: each memory's nearest active neighbour is linked from this similarity on.
+NEAREST_SIMILARITY = 0.40
+
+
+def wide_links(version: str) -> bool:
+    """Whether the groups of curation prompt ``version`` (``curate-vN``) use the wide links."""
+    number = lambda v: int(v.rsplit("-v", 1)[1]) if v.rsplit("-v", 1)[-1].isdigit() else 0  # noqa: E731
+    return number(version) >= number(WIDE_FROM)
 #: Link weight of a shared entity and of a shared anchored file (a similarity is its own weight).
 ENTITY_WEIGHT, ANCHOR_WEIGHT = 0.6, 0.7
 
@@ -50,10 +69,11 @@ def _names(row: dict[str, Any]) -> tuple[set[str], set[str]]:
     return entities, paths
 
 
-def links(longterm, rows: list[dict[str, Any]], scope: str | None, max_group: int = MAX_GROUP
+def links(longterm, rows: list[dict[str, Any]], scope: str | None, max_group: int = MAX_GROUP, wide: bool = False
           ) -> dict[str, dict[str, float]]:
     """``{memory id: {linked id: weight}}`` over ``rows`` (active memories with ``id``, ``document``,
-    ``metadata``; see the module docstring). Reads the index (embeddings, one neighbour query)."""
+    ``metadata``; see the module docstring; ``wide``: the wide links). Reads the index (embeddings, one
+    neighbour query)."""
     ids = [r["id"] for r in rows]
     known = set(ids)
     adj: dict[str, dict[str, float]] = {i: {} for i in ids}
@@ -72,12 +92,16 @@ def links(longterm, rows: list[dict[str, Any]], scope: str | None, max_group: in
     for start in range(0, len(have), page):
         found += longterm.neighbours_many([with_vectors[i]["embedding"] for i in have[start:start + page]],
                                           scope=scope, k=NEIGHBOURS + 1, statuses=("active",),
-                                          min_similarity=CANDIDATE_SIMILARITY)
+                                          min_similarity=NEAREST_SIMILARITY if wide else CANDIDATE_SIMILARITY)
     for i, hits in zip(have, found):
-        for h in hits:
-            floor = CANDIDATE_SIMILARITY if type_of.get(h["id"]) == type_of[i] else CROSS_TYPE_SIMILARITY
+        others = [h for h in hits if h["id"] != i and h["id"] in known]
+        for h in others:
+            floor = CANDIDATE_SIMILARITY if wide or type_of.get(h["id"]) == type_of[i] else CROSS_TYPE_SIMILARITY
             if h["similarity"] >= floor:
                 link(i, h["id"], float(h["similarity"]))
+        if wide and others:
+            nearest = max(others, key=lambda h: (h["similarity"], h["id"]))
+            link(i, nearest["id"], float(nearest["similarity"]))
     named: dict[tuple[str, str], list[str]] = {}
     for r in rows:
         entities, paths = _names(r)
@@ -133,12 +157,13 @@ def _cut(part: list[str], adj: dict[str, dict[str, float]], max_group: int) -> l
     return out
 
 
-def related_groups(longterm, rows: list[dict[str, Any]], scope: str | None, max_group: int = MAX_GROUP
-                   ) -> list[list[str]]:
+def related_groups(longterm, rows: list[dict[str, Any]], scope: str | None, max_group: int = MAX_GROUP,
+                   wide: bool = False) -> list[list[str]]:
     """The memory ids of ``rows`` in groups of related ones, each of 1..``max_group`` ids (see the
-    module docstring); every id is in exactly one group. Deterministic for one store."""
+    module docstring; ``wide``: the wide links); every id is in exactly one group. Deterministic for
+    one store."""
     max_group = max(2, int(max_group))
-    adj = links(longterm, rows, scope, max_group)
+    adj = links(longterm, rows, scope, max_group, wide)
     groups: list[list[str]] = []
     alone: list[str] = []
     for part in _components(adj):

@@ -98,7 +98,7 @@ def entry_strength(meta: dict[str, Any]) -> tuple[int, int]:
     its ``origin`` supports (consolidate.model.credit.cap; none recorded: observed at most), as
     every surface shows it; a flagged one keeps its own."""
     rank = EVIDENCE_RANK.get(meta.get("evidence") or "", 0)
-    if judge_claimed(meta):
+    if judge_claimed(meta) and not credit.approved(meta):  # an approval is the user's word
         rank = min(rank, credit.cap(meta.get("origin")))
     return rank, CONFIDENCE_RANK.get(meta.get("confidence") or "", 0)
 

@@ -171,8 +171,9 @@ class Shown:
 def credited_evidence(meta: dict[str, Any]) -> str | None:
     """The evidence a stored entry is shown with: its own, except a judge's claim (``source``
     ``judge:...``) ranked above what a judged entry is credited (:data:`JUDGED_MAX_RANK`), which is
-    shown as :data:`CREDITED_OBSERVED` (consolidate.model.credit.credited)."""
-    return credit.credited(meta.get("evidence"), meta.get("source"), meta.get("origin"))
+    shown as :data:`CREDITED_OBSERVED`, unless the user approved it in review
+    (consolidate.model.credit.credited_entry)."""
+    return credit.credited_entry(meta)
 
 
 def judge_claimed(meta: dict[str, Any]) -> bool:

@@ -668,3 +668,57 @@ def test_status_shows_the_last_maintenance_run(curated_store, capsys):
     undo_run(curated_store, res.run_id)
     main(["status", "--store", str(curated_store.path)])
     assert "(undone by `consolidate undo`)" in capsys.readouterr().out
+
+
+class _Vectors:
+    """A long-term index of fixed unit vectors (cosine = dot product): what links() reads."""
+
+    def __init__(self, vectors: dict[str, list[float]]):
+        import math
+        self.v = {i: [x / math.sqrt(sum(y * y for y in vec)) for x in vec] for i, vec in vectors.items()}
+
+    def get_with_embeddings(self, ids):
+        return {i: {"embedding": self.v[i]} for i in ids if i in self.v}
+
+    def neighbours_many(self, embeddings, *, scope=None, k=5, statuses=(), min_similarity=None, type_=None):
+        out = []
+        for e in embeddings:
+            hits = sorted(({"id": i, "similarity": sum(a * b for a, b in zip(e, v))} for i, v in self.v.items()),
+                          key=lambda h: -h["similarity"])
+            out.append([h for h in hits if min_similarity is None or h["similarity"] >= min_similarity][:k])
+        return out
+
+
+def _row(mid: str, type_: str) -> dict:
+    return {"id": mid, "document": f"memory {mid}", "metadata": {"type": type_, "status": "active"}}
+
+
+def test_wide_links_join_types_and_the_nearest_neighbour():
+    """From curate-v4 on, a repeat typed differently (a decision and a fact at cosine 0.60, under the
+    0.65 cross-type floor) is linked, and so is a memory to its nearest neighbour at 0.45 (under the
+    0.55 floor); curate-v3's links stay as they were (its recorded answers were made for its groups)."""
+    import math
+    from consolidate.pipeline.curate.groups import links, wide_links
+    lt = _Vectors({"a": [1.0, 0.0, 0.0, 0.0], "b": [0.6, 0.8, 0.0, 0.0], "n1": [0.0, 0.0, 1.0, 0.0],
+                   "n2": [0.0, 0.0, 0.45, math.sqrt(1 - 0.45 ** 2)]})
+    rows = [_row("a", "decision"), _row("b", "fact"), _row("n1", "fact"), _row("n2", "fact")]
+    close, wide = links(lt, rows, None), links(lt, rows, None, wide=True)
+    assert close == {"a": {}, "b": {}, "n1": {}, "n2": {}}
+    assert wide["a"] == {"b": pytest.approx(0.6)} and wide["n2"] == {"n1": pytest.approx(0.45)}
+    assert {frozenset(g) for g in related_groups(lt, rows, None, max_group=2, wide=True)} == {
+        frozenset({"a", "b"}), frozenset({"n1", "n2"})}
+    assert [wide_links(v) for v in ("curate-v1", "curate-v3", "curate-v4", "curate-v12")] == [False, False, True, True]
+
+
+def test_an_approved_memory_is_shown_user_stated(curated_store, capsys):
+    """A fresh tester: after ``review --approve`` of a judge's memory, recall and review showed its
+    evidence ``observed``, below what it was before (the judge's claim cap applied to the user's word)."""
+    before = _by_text(curated_store)
+    _curate(curated_store, _judge(SCRIPT), review=True)
+    assert main(["review", "--approve", before[OTHER]["id"], "--store", str(curated_store.path)]) != 0  # not waiting
+    assert main(["review", "--approve", before[JUNK]["id"], "--store", str(curated_store.path)]) == 0
+    capsys.readouterr()
+    assert main(["recall", "pnpm install step CI log", "--json", "--store", str(curated_store.path)]) == 0
+    shown = {m["id"]: m for m in json.loads(capsys.readouterr().out)}
+    assert shown[before[JUNK]["id"]]["evidence"] == "user-stated"
+    assert shown.get(before[PNPM_A]["id"], {"evidence": "observed"})["evidence"] != "user-stated"
