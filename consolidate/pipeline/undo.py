@@ -10,7 +10,9 @@ forgotten after the run (by a later ``forget``) stays forgotten: its earlier sta
 and the counts say how many were kept so (``kept_forgotten``). Likewise a memory the user approved in
 review after the run (``consolidate review --approve``) keeps that approval: its earlier state comes back
 with the approval's fields (``reviewed``, ``evidence``, ``confidence``, ``last_confirmed``) as they are
-now (``kept_approved``).
+now (``kept_approved``). And a memory a later run archived (superseded, merged, declined, curated out)
+stays archived, its graph node as that run left it (``kept_archived``): undo that run first to bring
+it back. An earlier state waiting with a curation proposal of a run since undone comes back without it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from consolidate.store.layout import GRAPH, SESSIONS_DB
 from consolidate.store.archive import lift_tombstones
 from consolidate.core.errors import BadInput
 from consolidate.model.credit import approved
+from consolidate.pipeline.curate.curation import PROPOSAL, PROPOSED
 from consolidate.core.private import private_umask
 from consolidate.store.views import context_md
 from consolidate.store.forgotten import lift, tombstones
@@ -58,8 +61,13 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
         # an entry a later run forgot stays forgotten: restoring its earlier state would bring back what
         # the user forgot (its tombstone, laid by that later run, is not this undo's to lift)
         later = {row.get("id") for row in tombstones(store) if row.get("run_id") != run_id}
-        before = {i: r for i, r in record.get("before", {}).items() if i not in later}
         kept_forgotten = sorted(set(record.get("before", {})) & later)
+        # likewise an entry a later run archived (superseded, merged, declined, dropped by curation) stays
+        # archived: bringing it back would set it beside what replaced it (a fresh tester: a merge declined
+        # in review came undone with the curate run before it, both copies active, doctor inconsistent)
+        kept_archived = _archived_later(store, lt, run_id, record, set(record.get("before", {})) - later)
+        before = {i: r for i, r in record.get("before", {}).items() if i not in later and i not in kept_archived}
+        _clear_void_proposals(store, before)
         kept_approved = _keep_later_approvals(lt, before, run_id)
         # the entries it changed go too and come back whole: an upsert merges metadata, so a key the run
         # added (``disputed_with``, a review mark) would outlive the undo
@@ -73,7 +81,8 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
         lift(store, run_id)  # an undone `forget` protects nothing any more
         if store.sub(SESSIONS_DB).exists():  # the notes it took from notes files are new again to their next hand-over
             store.sessions.unsettle_notes_files(run_id)
-        reversed_graph = apply_stage.reverse_graph(store, record.get("graph"), loaded)
+        reversed_graph = apply_stage.reverse_graph(store, record.get("graph"), loaded,
+                                                   keep=set(kept_forgotten) | set(kept_archived))
         ts = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         lines = [{"ts": ts, "event": "memory.undone", "run_id": run_id, "memory_id": i, "action": "removed"} for i in added]
         lines += [{"ts": ts, "event": "memory.undone", "run_id": run_id, "memory_id": i, "action": "restored"}
@@ -92,7 +101,42 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
     if replica is not None:
         replica.push()  # failures wait in the outbox for the next run or `consolidate sync`
     return {"removed": len(added), "restored": len(before), "kept_forgotten": len(kept_forgotten),
-            "kept_approved": len(kept_approved)}
+            "kept_approved": len(kept_approved), "kept_archived": len(kept_archived)}
+
+
+def _archived_later(store, lt, run_id: str, record: dict, ids: set[str]) -> list[str]:
+    """The ids of ``ids`` (entries run ``run_id`` changed) that are out of the index now and that a later
+    run, not undone, changed too (its undo record's ``before`` names them): that run archived them."""
+    gone = sorted(i for i in ids if i not in lt.get(sorted(ids))) if ids else []
+    if not gone:
+        return []
+    started = record.get("started_at") or 0
+    touched: set[str] = set()
+    for r in snapshots.list_runs(store):
+        if r["run_id"] == run_id or r["undone"] or (r.get("started_at") or 0) < started:
+            continue
+        try:
+            touched |= set(snapshots.load(store, r["run_id"]).get("before", {}))
+        except BadInput:
+            continue
+    return [i for i in gone if i in touched]
+
+
+def _clear_void_proposals(store, before: dict[str, dict]) -> None:
+    """An earlier state that waits with a curation proposal of a run since undone comes back without it
+    (a fresh tester: undoing the review runs after their curate run brought back its proposals, which
+    still acted when decided)."""
+    undone = {r["run_id"] for r in snapshots.list_runs(store) if r["undone"]}
+    for row in before.values():
+        meta = row.get("metadata") or {}
+        if not meta.get(PROPOSED):
+            continue
+        try:
+            made_by = json.loads(meta.get(PROPOSAL) or "{}").get("run_id")
+        except (ValueError, AttributeError):
+            made_by = None
+        if made_by in undone:
+            row["metadata"] = {**meta, PROPOSED: False, PROPOSAL: ""}
 
 
 #: The fields a review approval sets (consolidate/pipeline/review.py ``approve``) that an undo keeps.

@@ -373,9 +373,10 @@ def _session_rows(plan, store) -> None:
         store.sessions.settle_notes_files(plan.session_id, plan.scope, plan.run_id, added)
 
 
-def reverse_graph(store, diff: dict | None, loaded=None) -> dict | None:
+def reverse_graph(store, diff: dict | None, loaded=None, keep: set[str] | frozenset[str] = frozenset()) -> dict | None:
     """Reverse the run's graph diff and rewrite the graph files; ``loaded``: the graph as the files
-    hold it now, when the caller has it. Returns the diff reversed (None: there was none)."""
+    hold it now, when the caller has it; ``keep``: nodes left as they are (entries the undo leaves as a
+    later run left them: consolidate/pipeline/undo.py). Returns the diff reversed (None: there was none)."""
     if not diff:
         return None
     if "append" in diff:  # lines appended by the run: every such record becomes a diff before the rewrite
@@ -390,7 +391,7 @@ def reverse_graph(store, diff: dict | None, loaded=None) -> dict | None:
         if g.has_edge(u, v, key=k):
             g.remove_edge(u, v, key=k)
     for node, attrs in diff.get("changed_nodes", {}).items():
-        if node in g:
+        if node in g and node not in keep:
             g.nodes[node].clear()
             g.nodes[node].update(attrs)
     for node in diff.get("added_nodes", []):
