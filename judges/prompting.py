@@ -41,6 +41,8 @@ def selected_prompt_version(version: str | None = None) -> str:
     """The judge prompt version to use: ``version`` when given, else ``$CONSOLIDATE_PROMPT_VERSION``,
     else PROMPT_VERSION. Raises ConfigError for a version with no template in ``prompts/``."""
 
+    if version is not None and not str(version).strip():  # `--prompt-version ""`: not the default, a mistake
+        raise ConfigError(f"an empty judge prompt version; versions: {', '.join(PROMPT_VERSIONS)}", judge="prompt")
     chosen = version or settings.PROMPT_VERSION.get() or PROMPT_VERSION
     if chosen not in PROMPT_VERSIONS:
         raise ConfigError(f"unknown judge prompt version {chosen!r}; versions: {', '.join(PROMPT_VERSIONS)}",
@@ -221,6 +223,9 @@ def selected_curate_prompt_version(version: str | None = None) -> str:
     version not in CURATE_PROMPT_VERSIONS."""
 
     given = (version or "").strip()
+    if version is not None and not given:  # `--prompt-version ""`: not the default, a mistake
+        raise ConfigError(f"an empty curation prompt version; versions: {', '.join(CURATE_PROMPT_VERSIONS)}",
+                          judge="prompt")
     chosen = given or settings.CURATE_PROMPT_VERSION.get() or CURATE_PROMPT_VERSION
     if chosen not in CURATE_PROMPT_VERSIONS:
         where = "" if given else f"{settings.CURATE_PROMPT_VERSION.name}="

@@ -44,7 +44,13 @@ from consolidate.store.sessions.tier import check_session_id
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line on stderr (exit 2); see the module docstring."""
+    """An ArgumentParser whose errors are one line on stderr (exit 2); see the module docstring. No
+    option may be abbreviated (``--rejudg`` once ran a whole re-judging batch as ``--rejudge``): a
+    mistyped option is refused, naming the closest one."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def parse_known_args(self, args=None, namespace=None):  # noqa: D401 - argparse's entry (subparsers too)
         argv = sys.argv[1:] if args is None else list(args)
@@ -57,47 +63,99 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str):  # noqa: D401 - argparse's hook
         message = str(message)
         unknown = self._unknown_options()
-        if unknown and message.startswith("the following arguments are required"):
+        if "argument COMMAND: invalid choice" in message and not self._option_first():
+            message = self._unknown_command(message)
+        elif unknown and ("required" in message or "invalid choice" in message):
             message = f"unrecognized arguments: {' '.join(unknown)}"  # the typo, not what it left missing
         if message.startswith("unrecognized arguments"):
             message += self._did_you_mean(unknown or message.split(":", 1)[1].split())
         text = redacted(" ".join(message.split()))  # argparse echoes the value it refused
         self.exit(2, f"error: {self.prog}: {text} (see {self.prog} --help)\n")
 
+    def exit(self, status: int = 0, message: str | None = None):
+        if message:
+            sys.stderr.write(message if message.endswith("\n") else message + "\n")
+        raise SystemExit(status)
+
+    def _commands(self) -> dict[str, argparse.ArgumentParser]:
+        """The command parsers of this parser (the top-level one's subcommands), by name."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):  # argparse keeps no public accessor
+                return dict(action.choices)
+        return {}
+
     def _unknown_options(self) -> list[str]:
-        """The words of the last parsed command line that look like options this parser lacks."""
-        out = []
+        """The words of the last parsed command line that look like options this parser lacks (on the
+        top-level parser: those before the command's name, which are the command's own after it)."""
+        out, commands = [], self._commands()
         for arg in getattr(self, "_argv", []):
-            if arg == "--":
+            if arg == "--" or arg in commands:
                 break
             name = arg.split("=", 1)[0]
-            if (arg.startswith("-") and not _number(arg) and name not in self._option_string_actions
-                    and _abbreviated(self, self._option_string_actions, name) is None):
+            if arg.startswith("-") and not _number(arg) and name not in self._option_string_actions:
                 out.append(name)
         return out
 
+    def _words(self) -> list[str]:
+        """The last parsed command line without the values of this parser's own options (``--store X``)."""
+        out, skip = [], False
+        for arg in getattr(self, "_argv", []):
+            if skip:
+                skip = False
+                continue
+            action = self._option_string_actions.get(arg)
+            skip = action is not None and action.nargs != 0 and "=" not in arg
+            out.append(arg)
+        return out
+
+    def _unknown_command(self, message: str) -> str:
+        """argparse's ``invalid choice: 'X' (choose from ...every command...)`` as ``unknown command 'X'``
+        with the closest command's name."""
+        commands = self._commands()
+        word = next((a for a in self._words() if not a.startswith("-") and a not in commands), "")
+        close = difflib.get_close_matches(word, list(commands), n=1, cutoff=0.6)
+        return f"unknown command {word!r}" + (f" (did you mean {close[0]}?)" if close else "") if word else message
+
+    def _option_first(self) -> bool:
+        """Whether an option this parser lacks comes before the first word that is no command (``--stroe x
+        status``: the typo made ``x`` read as the command)."""
+        commands = self._commands()
+        for arg in self._words():
+            if arg.startswith("-") and not _number(arg):
+                if arg.split("=", 1)[0] not in self._option_string_actions:
+                    return True
+            elif arg not in commands:
+                return False
+        return False
+
     def _did_you_mean(self, words: list[str]) -> str:
-        """`` (did you mean --session?)`` for the first of ``words`` close to one of this parser's
-        long options (difflib ratio >= 0.75), else ""."""
-        options = [o for o in self._option_string_actions if o.startswith("--")]
+        """`` (did you mean --session?)`` for the first of ``words`` close to an option of this parser
+        or, on the top-level parser, of the command given (difflib ratio >= 0.75), or the hint that the
+        command takes it; else ""."""
+        argv = getattr(self, "_argv", [])
+        name_of, command = next(((n, c) for n, c in self._commands().items() if n in argv), ("", None))
+        theirs = list(command._option_string_actions) if command is not None else []
         for word in words:
-            close = difflib.get_close_matches(word.split("=", 1)[0], options, n=1, cutoff=0.75)
-            if word.startswith("-") and close:
+            name = word.split("=", 1)[0]
+            if not name.startswith("-"):
+                continue
+            if name in theirs:
+                return f" ({name} is an option of {name_of!r}: give it after the command)"
+            close = difflib.get_close_matches(name, list(self._option_string_actions) + theirs, n=1, cutoff=0.75)
+            if close and close[0] in theirs and close[0] not in self._option_string_actions:
+                return f" (did you mean {close[0]}, an option of {name_of!r}? give it after the command)"
+            if close:
                 return f" (did you mean {close[0]}?)"
         return ""
 
 
 def _number(arg: str) -> bool:
+    """Whether ``arg`` reads as a number (``-5``, ``-1e3``): a value, not an option."""
     try:
         float(arg)
     except ValueError:
         return False
     return True
-
-    def exit(self, status: int = 0, message: str | None = None):
-        if message:
-            sys.stderr.write(message if message.endswith("\n") else message + "\n")
-        raise SystemExit(status)
 
 
 def join_dash_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
@@ -114,7 +172,7 @@ def join_dash_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[s
         arg = argv[i]
         if arg == "--":
             return out + argv[i:]
-        action = actions.get(arg) or _abbreviated(parser, actions, arg)
+        action = actions.get(arg)  # no abbreviation: OneLineParser allows none
         nxt = argv[i + 1] if i + 1 < len(argv) else None
         if (action is not None and action.type in VALUE_TYPES and nxt is not None and nxt.startswith("-")
                 and nxt != "--" and nxt.split("=", 1)[0] not in actions):
@@ -124,15 +182,6 @@ def join_dash_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[s
         out.append(arg)
         i += 1
     return out
-
-
-def _abbreviated(parser: argparse.ArgumentParser, actions: dict, arg: str):
-    """The action a unique abbreviation ``arg`` of a long option names (``--time`` for
-    ``--time-box``), as argparse resolves it when ``allow_abbrev`` is on; None otherwise."""
-    if not parser.allow_abbrev or not arg.startswith("--") or "=" in arg:
-        return None
-    found = {a for name, a in actions.items() if name.startswith(arg)}
-    return found.pop() if len(found) == 1 else None
 
 
 def check_session_option(args) -> None:

@@ -29,6 +29,8 @@ from typing import Any
 from consolidate.core.errors import BadInput
 from consolidate.core.vocab import CONFLICT, CURATE_ACTIONS, DROP, KEEP, MERGE
 from consolidate.judges.base import CurateMember, JudgeContext
+from consolidate.judges.registry import curate_prompt_version
+from consolidate.model.run_lines import counted
 
 
 def load_groups(path: str | Path, limit: int | None = None) -> list[dict[str, Any]]:
@@ -77,6 +79,7 @@ class CurateReport:
     groups: int = 0
     memories: int = 0
     deferred_groups: int = 0
+    prompt_version: str = ""
     answered: int = 0
     correct: int = 0
     merge_pair: int = 0
@@ -99,7 +102,7 @@ def evaluate_groups(chain, groups: list[dict[str, Any]], context: JudgeContext,
                     deadline: float | None = None) -> CurateReport:
     """Ask ``chain`` (a JudgeChain: ``chain.curate``) for each labeled group and score the answers
     (see the module docstring). Never raises for a judge's failure (its group is deferred)."""
-    report = CurateReport(groups=len(groups))
+    report = CurateReport(groups=len(groups), prompt_version=curate_prompt_version())
     for g in groups:
         labels = g["memories"]
         report.memories += len(labels)
@@ -149,8 +152,9 @@ def _score(report: CurateReport, labels: dict[str, dict[str, dict]]) -> None:
 def render_curate_report(report: CurateReport, source: str) -> str:
     """The report as the lines ``consolidate eval --curate-groups`` prints."""
     acc = f"{report.accuracy:.3f}" if report.accuracy is not None else "undefined"
-    lines = [f"curation eval of {source}: {report.groups} groups, {report.memories} memories;"
-             f" {report.deferred_groups} groups deferred (no valid answer)",
+    lines = [f"curation eval of {source} ({report.prompt_version}): {counted(report.groups, 'group')},"
+             f" {counted(report.memories, 'memory', 'memories')}; {counted(report.deferred_groups, 'group')} deferred"
+             " (no valid answer)",
              f"accuracy {acc} over {report.answered} answered memories; {report.lost} kept or conflicting memories"
              f" dropped or merged away; {report.merge_pair} merges of the right pair the other way round"]
     for action, d in report.per_action.items():
@@ -158,3 +162,4 @@ def render_curate_report(report: CurateReport, source: str) -> str:
         r = "-" if d["recall"] is None else f"{d['recall']:.3f}"
         lines.append(f"  {action:<9} labeled {d['labeled']:>3}  predicted {d['predicted']:>3}  precision {p}  recall {r}")
     return "\n".join(lines)
+

@@ -6,6 +6,12 @@ from __future__ import annotations
 import json
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """A count with its noun, singular for one: ``1 group``, ``2 groups``, ``1 memory``, ``0 memories``
+    (``plural``: when adding ``s`` is wrong). Every line that counts in words goes through it."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
 def count_line(summary: dict | None) -> str:
     """A run's counts in words: ``1 durable, 0 quarantined, 0 transient, 0 re-confirmed``."""
     s = summary or {}

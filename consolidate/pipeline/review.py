@@ -37,7 +37,7 @@ import json
 from typing import Any
 
 from consolidate.core.errors import BadInput
-from consolidate.core.vocab import ACTIVE, LIVE_STATUSES, REVIEW_STATUSES
+from consolidate.core.vocab import ACTIVE, LIVE_STATUSES, REVIEW_STATUSES, SUPERSEDED
 from consolidate.pipeline.maintenance import disputes
 from consolidate.store.views import shown as agent_view
 from consolidate.pipeline.maintenance import apply_updates
@@ -203,7 +203,7 @@ def approve(store, memory_id: str, note: str | None = None) -> dict[str, Any]:
     plan.updates.append(MemoryUpdate(entry["id"], "update", changes, event="memory.approved", reason=why))
     _supersede_partners(plan, entry, entry["id"], f"dispute settled in review in favour of {entry['id']}")
     if rival and rival not in entry["with"]:
-        plan.updates.append(MemoryUpdate(rival, "archive", {"status": "superseded", "superseded_by": entry["id"]},
+        plan.updates.append(MemoryUpdate(rival, "archive", {"status": SUPERSEDED, "superseded_by": entry["id"]},
                                          event="memory.superseded", edges=[[entry["id"], "supersedes"]],
                                          reason=f"curation conflict settled in review in favour of {entry['id']}"))
     _apply(store, plan)
@@ -258,7 +258,7 @@ def _merge(store, entry: dict[str, Any], into: str, why: str) -> dict[str, Any]:
     plan.updates.append(merged_away(entry["id"], into, f"merged into {into} in review: {why}"))
     plan.updates.append(absorbs(into, rows[into], [(entry["id"], rows[entry["id"]])], plan.run_id, "review"))
     _apply(store, plan)
-    return {"memory_id": entry["id"], "decision": "declined", "run_id": plan.run_id, "status": "superseded",
+    return {"memory_id": entry["id"], "decision": "declined", "run_id": plan.run_id, "status": SUPERSEDED,
             "merged_into": into, "settled": []}
 
 

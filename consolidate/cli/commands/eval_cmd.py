@@ -17,11 +17,15 @@ from consolidate.judges.base import JudgeContext
 from consolidate.evals.end_to_end import evaluate_end_to_end, render_end_to_end
 from consolidate.evals.split import PARTS
 from consolidate.evals.demo import run_demo
+from consolidate.model.run_lines import counted
 
 
 def _chain(args):
-    if args.prompt_version:  # the judges read it when they are built
-        registry.select_prompt_version(args.prompt_version)
+    if args.prompt_version is not None:  # the judges read it when they are built ("" refused there)
+        if getattr(args, "curate_groups", None):  # the curation prompt: curate-v1 ... (a fresh tester)
+            registry.select_curate_prompt_version(args.prompt_version)
+        else:
+            registry.select_prompt_version(args.prompt_version)
     return registry.build_chain(args.judge)
 
 
@@ -63,7 +67,7 @@ def _eval_pairs(args) -> int:
 
 def _eval_curate(args) -> int:
     return _eval_items(args, load_groups(args.curate_groups, limit=args.limit), evaluate_groups, render_curate_report,
-                       str(args.curate_groups), lambda r: (r.answered, f"{r.groups} groups"))
+                       str(args.curate_groups), lambda r: (r.answered, counted(r.groups, "group")))
 
 
 def _eval_items(args, items, evaluate, render, source: str, answered) -> int:

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import json
-from consolidate.core.dates import iso
+from consolidate.core.dates import display, iso
+from consolidate.model.run_lines import counted
 from consolidate.cli.commands import open_store
 from consolidate.rules.redaction import error_text
 from consolidate.core.errors import StoreCorrupt
@@ -74,11 +75,7 @@ def cmd_status(args) -> int:
     status["last_maintenance_run"] = _last_maintenance(store)
     last = status["last_run"]
     if last and last.get("run_id"):
-        try:  # the undo record says whether `consolidate undo` reverted that run
-            record = json.loads(path_of(store, last["run_id"]).read_text(encoding="utf-8"))
-            last["undone"] = record.get("undone")
-        except (OSError, ValueError):
-            last["undone"] = None
+        last["undone"] = _undone(store, last["run_id"])
     damaged = None
     if store.has_longterm:
         try:
@@ -103,18 +100,7 @@ def cmd_status(args) -> int:
     if args.json:
         print(json.dumps(status, ensure_ascii=False, default=str))
         return damaged.exit_code if damaged else 0
-    print(f"store: {status['store']}")
-    print(f"project: {store.project} ({_PROJECT_SOURCES[store.project_source]})")
-
-    if project_note(store):
-        print(project_note(store))
-    mem = status["memories"]
-    print("memories: " + (f"unavailable: {damaged}" if damaged else
-                          ", ".join(f"{k} {v}" for k, v in sorted(mem.items())) if mem else "none"))
-    anchored = status.get("anchors") or {}
-    if anchored.get("anchored"):
-        print(f"anchored to code: {anchored['anchored']} memories; {anchored['drifted']} drifted"
-              f" (queued for `consolidate batch --rejudge --drifted`), {anchored['stale']} stale (file gone)")
+    _print_store(store, status, damaged)
 
     print(f"queued session ends: {len(queued)}" + (f" ({', '.join(status['queued'][:10])})" if queued else "")
           + (f"; the oldest ended {age(oldest)} ago" if oldest is not None else ""))
@@ -133,31 +119,58 @@ def cmd_status(args) -> int:
     if w["notes"]:
         print(f"waiting for a judge: {w['notes']} notes in {len(w['sessions'])} sessions (partial runs); the first"
               f" bound {w['first_until']}: judged by the next run with an answering judge (`consolidate judges`)")
+    _print_runs(last, status["last_maintenance_run"])
+    return damaged.exit_code if damaged else 0
+
+
+def _print_store(store, status: dict, damaged) -> None:
+    """The ``store:``, ``project:``, ``memories:`` and ``anchored to code:`` lines."""
+    print(f"store: {status['store']}")
+    print(f"project: {store.project} ({_PROJECT_SOURCES[store.project_source]})")
+    if project_note(store):
+        print(project_note(store))
+    mem = status["memories"]
+    print("memories: " + (f"unavailable: {damaged}" if damaged else
+                          ", ".join(f"{k} {v}" for k, v in sorted(mem.items())) if mem else "none"))
+    anchored = status.get("anchors") or {}
+    if anchored.get("anchored"):
+        print(f"anchored to code: {anchored['anchored']} memories; {anchored['drifted']} drifted"
+              f" (queued for `consolidate batch --rejudge --drifted`), {anchored['stale']} stale (file gone)")
+
+
+def _undone(store, run_id: str) -> str | None:
+    """When ``consolidate undo`` reverted ``run_id`` (its undo record's ``undone``, ISO UTC), else None."""
+    try:
+        return json.loads(path_of(store, run_id).read_text(encoding="utf-8")).get("undone") or None
+    except (OSError, ValueError):
+        return None
+
+
+def _print_runs(last: dict | None, m: dict | None) -> None:
+    """The ``last run:`` lines (the last session run, its notices) and the ``last maintenance run:`` one."""
     if last:
         partial = (f"  PARTIAL: {(last['result'] or {}).get('waiting', '?')} notes left waiting for a judge"
                    if last["partial"] else "")
         print(f"last run: {last['run_id'] or '-'} session {last['session_id']} ({last['status']}): "
               + json.dumps(last["result"] or {}) + ("  (undone by `consolidate undo`)" if last.get("undone") else "")
               + partial)
-
         for line in run_notices(last["result"]):
             print(f"  ! {line}")
-    m = status["last_maintenance_run"]
     if m:
-        print(f"last maintenance run: {m['run_id']} ({m['kind']}, {m['started_at']}):"
-              f" {m['changed']} memor{'y' if m['changed'] == 1 else 'ies'} changed, {m['added']} added"
+        print(f"last maintenance run: {m['run_id']} ({m['kind']}, {display(m['started_at'])}):"
+              f" {counted(m['changed'], 'memory', 'memories')} changed, {m['added']} added"
               + ("  (undone by `consolidate undo`)" if m["undone"] else "") + "; `consolidate runs` lists them all")
-    return damaged.exit_code if damaged else 0
 
 
 def _last_maintenance(store) -> dict | None:
     """The newest maintenance run (curate, review, forget, resolve, doctor --repair...: the undo records
     whose session is ``maintenance:<kind>``, consolidate/pipeline/maintenance.py) as ``{"run_id", "kind",
-    "started_at" (ISO UTC), "changed", "added", "undone"}``; None when there is none."""
+    "started_at" (Unix seconds, as ``last_run``'s ``finished_at``), "changed", "added", "undone" (when
+    ``consolidate undo`` reverted it, ISO UTC, as ``last_run``'s; else null)}``; None when there is none."""
     for r in list_runs(store):
         if str(r["session_id"]).startswith("maintenance:"):
-            return {"run_id": r["run_id"], "kind": r["session_id"].split(":", 1)[1], "started_at": iso(r["started_at"]),
-                    "changed": r["changed"], "added": r["added"], "undone": r["undone"]}
+            return {"run_id": r["run_id"], "kind": r["session_id"].split(":", 1)[1], "started_at": r["started_at"],
+                    "changed": r["changed"], "added": r["added"], "undone": _undone(store, r["run_id"])}
     return None
 
 def _waiting_status(store) -> dict:

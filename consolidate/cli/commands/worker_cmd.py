@@ -15,6 +15,7 @@ from consolidate.pipeline.batch import run_batch
 from consolidate.core.dates import parse_user_date
 from consolidate.pipeline.deferral import EXIT_PARTIAL, no_judge_line
 from consolidate.model.report import run_notices
+from consolidate.model.run_lines import counted
 from consolidate.pipeline.rejudge import prompt_versions
 import dataclasses
 from consolidate.pipeline.curate.curation import run_curate, summary
@@ -148,9 +149,10 @@ def changed(c: dict) -> bool:
 def curated_words(c: dict) -> str:
     """A curation pass's counts in words (``batch --curate``, ``curate``)."""
     how = f" with {c['prompt_version']}" if c.get("prompt_version") else ""
-    return (f"curated {c.get('considered', 0)} memories in {c.get('groups', 0)} groups{how}: {c.get('merged', 0)} merged,"
-            f" {c.get('dropped', 0)} dropped, {c.get('conflicts', 0)} conflicts disputed,"
-            f" {c.get('for_review', 0)} sent to review, {c.get('deferred_groups', 0)} groups deferred"
+    return (f"curated {counted(c.get('considered', 0), 'memory', 'memories')} in {counted(c.get('groups', 0), 'group')}"
+            f"{how}: {c.get('merged', 0)} merged, {c.get('dropped', 0)} dropped,"
+            f" {counted(c.get('conflicts', 0), 'memory', 'memories')} disputed,"
+            f" {c.get('for_review', 0)} sent to review, {counted(c.get('deferred_groups', 0), 'group')} deferred"
             + (f" (run {c['run_id']})" if changed(c) else "")
             + ("; stale: another run changed its memories while the judge answered, nothing applied, run curate"
                " again" if c.get("stale") else ""))

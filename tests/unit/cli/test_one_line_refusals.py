@@ -700,12 +700,28 @@ def test_doctor_reports_and_repairs_graph_lines_with_wrong_types(tmp_path, capsy
     (["status", "--bogus"], "consolidate status: unrecognized arguments: --bogus (see consolidate status --help)"),
     (["recall", "q", "--jsn"], "consolidate recall: unrecognized arguments: --jsn (did you mean --json?)"),
     (["--bogus", "status"], "consolidate: unrecognized arguments: --bogus (see consolidate --help)"),
+    (["--stroe", "x", "status"], "consolidate: unrecognized arguments: --stroe (did you mean --store?)"),
+    (["--sesion", "s3", "run"], "--sesion (did you mean --session, an option of 'run'? give it after the command)"),
+    (["--json", "status"], "--json (--json is an option of 'status': give it after the command)"),
+    (["statuss"], "consolidate: unknown command 'statuss' (did you mean status?)"),
+    (["curat", "--dry-run"], "consolidate: unknown command 'curat' (did you mean curate?)"),
+    (["recall", "--k", "3", "foo"], "(did you mean -k?)"),
+    (["status", "--stor", "x"], "consolidate status: unrecognized arguments: --stor x (did you mean --store?)"),
+    (["batch", "--curate", "--rejudg"], "consolidate batch: unrecognized arguments: --rejudg (did you mean --rejudge?)"),
+    (["eval", "--lables", "x"], "consolidate eval: unrecognized arguments: --lables (did you mean --labels?)"),
+    (["curate", "--prompt-version", ""], "an empty curation prompt version"),
+    (["eval", "--labels", "x.jsonl", "--prompt-version", ""], "an empty judge prompt version"),
 ])
 def test_a_mistyped_option_is_named_with_its_command_s_help(tmp_path, capsys, argv, says):
-    """A fresh tester: ``note --sesion s1`` said the required --session was missing, and an unknown
-    option of a command pointed to the top-level help; the typo is named now, with a close option."""
-    with pytest.raises(SystemExit) as refused:
-        main(["--store", str(tmp_path / "s"), *argv])
-    assert refused.value.code == 2
+    """Fresh testers: ``note --sesion s1`` said the required --session was missing, an unknown option
+    of a command pointed to the top-level help, a unique prefix was taken for the option (``--rejudg``
+    ran a re-judging batch), a typo before the command read as an invalid command; the typo is named
+    now, with the closest option or command."""
+    code = None
+    try:
+        code = main(["--store", str(tmp_path / "s"), *argv])
+    except SystemExit as refused:
+        code = refused.code
+    assert code == 2
     [line] = capsys.readouterr().err.splitlines()
     assert says in line and not (tmp_path / "s").exists()

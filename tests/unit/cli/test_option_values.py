@@ -109,10 +109,14 @@ def test_both_spellings_say_the_same(form, capsys):
         assert f"argument {opt}:" in capsys.readouterr().err
 
 
-def test_an_abbreviated_option_is_joined_too(capsys):
-    with pytest.raises(SystemExit):
-        main(["run", "--time", "-5x"])
-    assert "argument --time-box: must be a positive number of seconds" in capsys.readouterr().err
+def test_an_abbreviated_option_is_refused_naming_the_option(capsys):
+    """No option may be abbreviated: a fresh tester's ``batch --curate --rejudg`` ran a whole re-judging
+    batch as ``--rejudge``."""
+    for argv, says in ((["run", "--time", "-5x"], "--time -5x (did you mean --time-box?)"),
+                       (["batch", "--curate", "--rejudg"], "--rejudg (did you mean --rejudge?)")):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2 and says in capsys.readouterr().err
 
 
 def test_an_option_after_a_value_option_is_still_an_option(capsys):

@@ -28,7 +28,6 @@ LONG_FUNCTIONS = {
     "consolidate/pipeline/harvest.py:harvest_lines": 110,
     "consolidate/team/sync.py:_apply_pulled": 94,
     "consolidate/cli/commands/run.py:cmd_run": 82,
-    "consolidate/cli/commands/status_cmd.py:cmd_status": 84,
     "consolidate/store/anchors.py:check": 95,
     "consolidate/mcp/server.py:build_server": 193,
 }

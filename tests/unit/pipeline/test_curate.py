@@ -328,7 +328,7 @@ def test_members_are_escaped_data(store):
     assert body.count("\n") == 0 and body.startswith("[m1] (fact, unknown, unknown) x\\n")
 
 
-def test_eval_scores_curation_answers_against_labeled_groups(tmp_path, capsys):
+def test_eval_scores_curation_answers_against_labeled_groups(tmp_path, capsys, monkeypatch):
     """``consolidate eval --curate-groups``: actions and targets scored per member; a kept memory the
     judge drops is counted as lost; a group whose answer is rejected is deferred."""
 
@@ -353,6 +353,11 @@ def test_eval_scores_curation_answers_against_labeled_groups(tmp_path, capsys):
     bad.write_text('{"id": "g", "memories": [{"id": "a", "statement": "x", "action": "merge", "into": "zz"}]}\n')
     assert main(["eval", "--curate-groups", str(bad), "--judge", "noop"]) != 0
     assert "names no other memory" in capsys.readouterr().err
+    # --prompt-version names the curation prompt with --curate-groups, and the report says which (a fresh tester)
+    monkeypatch.setenv("CONSOLIDATE_CURATE_PROMPT_VERSION", "curate-v4")  # the command sets it: restored after
+    assert main(["eval", "--curate-groups", str(labels), "--judge", "noop", "--prompt-version", "curate-v2"]) == 5
+    assert "(curate-v2): 3 groups, 7 memories" in capsys.readouterr().out
+    assert main(["eval", "--curate-groups", str(labels), "--judge", "noop", "--prompt-version", "judge-v1"]) == 2
 
 
 def test_a_memory_changed_while_the_judge_answered_stops_the_whole_pass(curated_store):
@@ -505,7 +510,7 @@ def test_the_version_is_named_in_the_summary_the_line_and_every_decision(curated
     assert len(decisions) == 3 and {e["prompt_version"] for e in decisions} == {"curate-v1"}
     monkeypatch.setenv("CONSOLIDATE_CURATE_PROMPT_VERSION", "")
     assert main(["curate", "--store", str(curated_store.path), "--judge", "noop", "--prompt-version", " curate-v2 "]) == 75
-    assert "groups with curate-v2:" in capsys.readouterr().out
+    assert "in 1 group with curate-v2:" in capsys.readouterr().out  # one group: no "1 groups"
 
 
 def test_batch_curate_checks_the_version_first_and_prompt_version_belongs_to_rejudge(curated_store, capsys,
@@ -664,7 +669,8 @@ def test_status_shows_the_last_maintenance_run(curated_store, capsys):
     assert f"last maintenance run: {res.run_id} (curate, " in out and "5 memories changed" in out  # merged, survivor, dropped, two disputed
     assert main(["status", "--json", "--store", str(curated_store.path)]) == 0
     got = json.loads(capsys.readouterr().out)["last_maintenance_run"]
-    assert (got["run_id"], got["kind"], got["undone"]) == (res.run_id, "curate", False)
+    assert (got["run_id"], got["kind"], got["undone"]) == (res.run_id, "curate", None)
+    assert isinstance(got["started_at"], float)
     undo_run(curated_store, res.run_id)
     main(["status", "--store", str(curated_store.path)])
     assert "(undone by `consolidate undo`)" in capsys.readouterr().out
