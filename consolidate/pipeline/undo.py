@@ -10,9 +10,10 @@ forgotten after the run (by a later ``forget``) stays forgotten: its earlier sta
 and the counts say how many were kept so (``kept_forgotten``). Likewise a memory the user approved in
 review after the run (``consolidate review --approve``) keeps that approval: its earlier state comes back
 with the approval's fields (``reviewed``, ``evidence``, ``confidence``, ``last_confirmed``) as they are
-now (``kept_approved``). And a memory a later run archived (superseded, merged, declined, curated out)
-stays archived, its graph node as that run left it (``kept_archived``): undo that run first to bring
-it back. An earlier state waiting with a curation proposal of a run since undone comes back without it.
+now (``kept_approved``). Any other entry the run changed or added that a later run (not undone)
+changed or added too refuses the undo, before anything changes, naming the later runs: undo them first
+(newest first always works). An earlier state waiting with a curation proposal of a run since undone
+comes back without it.
 """
 
 from __future__ import annotations
@@ -62,12 +63,10 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
         # the user forgot (its tombstone, laid by that later run, is not this undo's to lift)
         later = {row.get("id") for row in tombstones(store) if row.get("run_id") != run_id}
         kept_forgotten = sorted(set(record.get("before", {})) & later)
-        # likewise an entry a later run archived (superseded, merged, declined, dropped by curation) stays
-        # archived: bringing it back would set it beside what replaced it (a fresh tester: a merge declined
-        # in review came undone with the curate run before it, both copies active, doctor inconsistent)
-        kept_archived = _archived_later(store, lt, run_id, record, set(record.get("before", {})) - later)
-        before = {i: r for i, r in record.get("before", {}).items() if i not in later and i not in kept_archived}
-        _clear_void_proposals(store, before)
+        approved_later = _approved_later(lt, record.get("before", {}), run_id)
+        _refuse_if_later_runs_changed_them(store, run_id, record, later | approved_later)
+        before = {i: r for i, r in record.get("before", {}).items() if i not in later}
+        _clear_void_proposals(store, before, {r["run_id"] for r in snapshots.list_runs(store) if r["undone"]})
         kept_approved = _keep_later_approvals(lt, before, run_id)
         # the entries it changed go too and come back whole: an upsert merges metadata, so a key the run
         # added (``disputed_with``, a review mark) would outlive the undo
@@ -81,8 +80,7 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
         lift(store, run_id)  # an undone `forget` protects nothing any more
         if store.sub(SESSIONS_DB).exists():  # the notes it took from notes files are new again to their next hand-over
             store.sessions.unsettle_notes_files(run_id)
-        reversed_graph = apply_stage.reverse_graph(store, record.get("graph"), loaded,
-                                                   keep=set(kept_forgotten) | set(kept_archived))
+        reversed_graph = apply_stage.reverse_graph(store, record.get("graph"), loaded, keep=set(kept_forgotten))
         ts = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         lines = [{"ts": ts, "event": "memory.undone", "run_id": run_id, "memory_id": i, "action": "removed"} for i in added]
         lines += [{"ts": ts, "event": "memory.undone", "run_id": run_id, "memory_id": i, "action": "restored"}
@@ -101,32 +99,57 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
     if replica is not None:
         replica.push()  # failures wait in the outbox for the next run or `consolidate sync`
     return {"removed": len(added), "restored": len(before), "kept_forgotten": len(kept_forgotten),
-            "kept_approved": len(kept_approved), "kept_archived": len(kept_archived)}
+            "kept_approved": len(kept_approved)}
 
 
-def _archived_later(store, lt, run_id: str, record: dict, ids: set[str]) -> list[str]:
-    """The ids of ``ids`` (entries run ``run_id`` changed) that are out of the index now and that a later
-    run, not undone, changed too (its undo record's ``before`` names them): that run archived them."""
-    gone = sorted(i for i in ids if i not in lt.get(sorted(ids))) if ids else []
-    if not gone:
-        return []
+def _approved_later(lt, before: dict[str, dict], run_id: str) -> set[str]:
+    """The ids of ``before`` the user approved in review after run ``run_id`` (see
+    :func:`_keep_later_approvals`, which keeps those approvals)."""
+    now = lt.get(sorted(before)) if before else {}
+    return {i for i, row in before.items()
+            if approved((now.get(i) or {}).get("metadata") or {})
+            and ((now.get(i) or {}).get("metadata") or {}).get("reviewed_run") not in (None, run_id,
+                                                                                    (row.get("metadata") or {}).get("reviewed_run"))}
+
+
+#: The maintenance runs that forget a memory (``forget``; ``review --decline`` is a forget): undoing an
+#: earlier run after one keeps what it forgot forgotten and restores the rest (``kept_forgotten``).
+FORGETTING = frozenset({"maintenance:forget"})
+
+
+def _refuse_if_later_runs_changed_them(store, run_id: str, record: dict, exempt: set[str]) -> None:
+    """BadInput, before anything changes, when a later run that is not undone changed or added one of the
+    entries run ``run_id`` changed or added (its undo record's ``before`` and ``added``): restoring this
+    run's earlier states would undo that run's work on them too, or bring back beside it what it replaced
+    (fresh testers: an old value active beside its replacement, memories of undone runs alive again, index
+    and graph out of step). Undoing newest first always works. ``exempt``: entries a later ``forget``
+    tombstoned or a later review approved (kept as they are: see the module docstring)."""
+    mine = (set(record.get("before", {})) | set(record.get("added", []))) - exempt
+    if not mine:
+        return
     started = record.get("started_at") or 0
-    touched: set[str] = set()
+    blocking = []
     for r in snapshots.list_runs(store):
-        if r["run_id"] == run_id or r["undone"] or (r.get("started_at") or 0) < started:
+        if r["run_id"] == run_id or r["undone"] or (r.get("started_at") or 0) < started \
+                or r["session_id"] in FORGETTING:  # a forget after the run is kept (its entry stays forgotten)
             continue
         try:
-            touched |= set(snapshots.load(store, r["run_id"]).get("before", {}))
+            theirs = snapshots.load(store, r["run_id"])
         except BadInput:
             continue
-    return [i for i in gone if i in touched]
+        if mine & (set(theirs.get("before", {})) | set(theirs.get("added", []))):
+            blocking.append(r["run_id"])
+    if blocking:
+        raise BadInput(f"run {run_id} cannot be undone before {', '.join(blocking[:5])}"
+                       f"{' and more' if len(blocking) > 5 else ''}: later runs that changed the same memories;"
+                       " undo them first, newest first (`consolidate runs` lists them); nothing was changed",
+                       run_id=run_id)
 
 
-def _clear_void_proposals(store, before: dict[str, dict]) -> None:
-    """An earlier state that waits with a curation proposal of a run since undone comes back without it
-    (a fresh tester: undoing the review runs after their curate run brought back its proposals, which
-    still acted when decided)."""
-    undone = {r["run_id"] for r in snapshots.list_runs(store) if r["undone"]}
+def _clear_void_proposals(store, before: dict[str, dict], undone: set[str]) -> None:
+    """An earlier state that waits with a curation proposal of a run since undone (``undone``: their ids)
+    comes back without it (a fresh tester: undoing the review runs after their curate run brought back
+    its proposals, which still acted when decided)."""
     for row in before.values():
         meta = row.get("metadata") or {}
         if not meta.get(PROPOSED):

@@ -730,23 +730,25 @@ def test_an_approved_memory_is_shown_user_stated(curated_store, capsys):
     assert shown.get(before[PNPM_A]["id"], {"evidence": "observed"})["evidence"] != "user-stated"
 
 
-def test_undoing_a_run_out_of_order_never_brings_back_what_a_later_run_archived(curated_store, capsys):
-    """A fresh tester: undoing the --review curate run after a merge was declined in review brought the
-    merged memory back beside its survivor (doctor: index and graph disagree); undoing the review runs
-    after the curate run brought back its proposals, which still acted when decided."""
+def test_undoing_a_run_out_of_order_is_refused_when_a_later_run_changed_its_memories(curated_store, capsys):
+    """Fresh testers: undoing the --review curate run after a merge was declined in review brought the
+    merged memory back beside its survivor (doctor: index and graph disagree), and undoing session runs
+    oldest first left memories of undone runs alive. Such an undo is refused now, naming the later run,
+    and nothing changes; newest first works, and the undone pass's proposals do not come back."""
     before = _by_text(curated_store)
     res = _curate(curated_store, _judge(SCRIPT), review=True)
     assert main(["review", "--decline", before[PNPM_B]["id"], "--store", str(curated_store.path)]) == 0
-    capsys.readouterr()
-    assert main(["undo", res.run_id, "--store", str(curated_store.path)]) == 0
-    assert "left 1 archived by a later run as they are" in capsys.readouterr().out
-    status = _status(curated_store)
-    assert PNPM_B not in status and status[PNPM_A] == "active"  # still merged into its survivor
-    assert main(["doctor", "--store", str(curated_store.path)]) == 0
-    assert all(e["id"] != before[JUNK]["id"] for e in queue(curated_store))  # the undone pass's marks are gone
-    # the review run undone after its curate run: the memory comes back without the void proposal
     review_run = next(r["run_id"] for r in list_runs(curated_store) if r["session_id"] == "maintenance:review")
-    assert main(["undo", review_run, "--store", str(curated_store.path)]) == 0
-    assert _status(curated_store)[PNPM_B] == "active" and queue(curated_store) == []
+    state = _status(curated_store)
+    capsys.readouterr()
+    assert main(["undo", res.run_id, "--store", str(curated_store.path)]) == 2
+    err = capsys.readouterr().err
+    assert f"run {res.run_id} cannot be undone before {review_run}" in err and len(err.strip().splitlines()) == 1
+    assert _status(curated_store) == state and main(["doctor", "--store", str(curated_store.path)]) == 0
+    first = [r["run_id"] for r in list_runs(curated_store) if r["session_id"] == "s1"]
+    assert main(["undo", first[0], "--store", str(curated_store.path)]) == 2  # the pass and the review changed them
+    assert main(["undo", review_run, "--store", str(curated_store.path)]) == 0  # newest first
+    assert main(["undo", res.run_id, "--store", str(curated_store.path)]) == 0
+    assert _status(curated_store) == {t: "active" for t in before} and queue(curated_store) == []
     assert "merged" not in json.loads(_by_text(curated_store)[PNPM_A]["metadata"]["provenance"])
     assert main(["doctor", "--store", str(curated_store.path)]) == 0
