@@ -64,7 +64,7 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
         later = {row.get("id") for row in tombstones(store) if row.get("run_id") != run_id}
         kept_forgotten = sorted(set(record.get("before", {})) & later)
         approved_later = _approved_later(lt, record.get("before", {}), run_id)
-        _refuse_if_later_runs_changed_them(store, run_id, record, later | approved_later)
+        _refuse_if_later_runs_changed_them(store, run_id, record, {str(i) for i in later if i} | approved_later)
         before = {i: r for i, r in record.get("before", {}).items() if i not in later}
         _clear_void_proposals(store, before, {r["run_id"] for r in snapshots.list_runs(store) if r["undone"]})
         kept_approved = _keep_later_approvals(lt, before, run_id)
