@@ -171,10 +171,11 @@ def _reanchored(store, memory_id: str) -> list[dict]:
     return reanchor(project_root(store), section, memory_anchors(section, memory_id))
 
 
-def _supersede_partners(plan, entry: dict[str, Any], winner: str, why: str) -> None:
-    for other in entry["with"]:
+def _supersede_partners(plan, entry: dict[str, Any], winner: str, why: str, others: list[str] | None = None) -> None:
+    """Archive ``others`` (default: the entries ``entry`` disputes with) as superseded by ``winner``."""
+    for other in entry["with"] if others is None else others:
         if other != winner:
-            plan.updates.append(MemoryUpdate(other, "archive", {"status": "superseded", "superseded_by": winner},
+            plan.updates.append(MemoryUpdate(other, "archive", {"status": SUPERSEDED, "superseded_by": winner},
                                              event="memory.superseded", reason=why, edges=[[winner, "supersedes"]]))
 
 
@@ -203,9 +204,8 @@ def approve(store, memory_id: str, note: str | None = None) -> dict[str, Any]:
     plan.updates.append(MemoryUpdate(entry["id"], "update", changes, event="memory.approved", reason=why))
     _supersede_partners(plan, entry, entry["id"], f"dispute settled in review in favour of {entry['id']}")
     if rival and rival not in entry["with"]:
-        plan.updates.append(MemoryUpdate(rival, "archive", {"status": SUPERSEDED, "superseded_by": entry["id"]},
-                                         event="memory.superseded", edges=[[entry["id"], "supersedes"]],
-                                         reason=f"curation conflict settled in review in favour of {entry['id']}"))
+        _supersede_partners(plan, entry, entry["id"], f"curation conflict settled in review in favour of {entry['id']}",
+                            [rival])
     _apply(store, plan)
     return {"memory_id": entry["id"], "decision": "approved", "run_id": plan.run_id, "status": ACTIVE,
             "superseded": [*entry["with"], *([rival] if rival and rival not in entry["with"] else [])]}

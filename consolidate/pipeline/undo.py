@@ -63,11 +63,12 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
         # the user forgot (its tombstone, laid by that later run, is not this undo's to lift)
         later = {row.get("id") for row in tombstones(store) if row.get("run_id") != run_id}
         kept_forgotten = sorted(set(record.get("before", {})) & later)
-        approved_later = _approved_later(lt, record.get("before", {}), run_id)
-        _refuse_if_later_runs_changed_them(store, run_id, record, {str(i) for i in later if i} | approved_later)
+        approvals = _approved_later(lt, record.get("before", {}), run_id)
+        runs = snapshots.list_runs(store)
+        _refuse_if_later_runs_changed_them(store, runs, run_id, record, {str(i) for i in later if i} | set(approvals))
         before = {i: r for i, r in record.get("before", {}).items() if i not in later}
-        _clear_void_proposals(store, before, {r["run_id"] for r in snapshots.list_runs(store) if r["undone"]})
-        kept_approved = _keep_later_approvals(lt, before, run_id)
+        _clear_void_proposals(before, {r["run_id"] for r in runs if r["undone"]})
+        kept_approved = _keep_later_approvals(before, approvals)
         # the entries it changed go too and come back whole: an upsert merges metadata, so a key the run
         # added (``disputed_with``, a review mark) would outlive the undo
         lt.delete(list(added))
@@ -102,14 +103,18 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
             "kept_approved": len(kept_approved)}
 
 
-def _approved_later(lt, before: dict[str, dict], run_id: str) -> set[str]:
-    """The ids of ``before`` the user approved in review after run ``run_id`` (see
-    :func:`_keep_later_approvals`, which keeps those approvals)."""
+def _approved_later(lt, before: dict[str, dict], run_id: str) -> dict[str, dict]:
+    """``{id: metadata now}`` of the entries of ``before`` (the undo record's earlier states) that the
+    user approved in review after run ``run_id`` (an approval stamps its own run, ``reviewed_run``;
+    undoing the approving run itself takes the approval back)."""
     now = lt.get(sorted(before)) if before else {}
-    return {i for i, row in before.items()
-            if approved((now.get(i) or {}).get("metadata") or {})
-            and ((now.get(i) or {}).get("metadata") or {}).get("reviewed_run") not in (None, run_id,
-                                                                                    (row.get("metadata") or {}).get("reviewed_run"))}
+    out = {}
+    for i, row in before.items():
+        meta_now = (now.get(i) or {}).get("metadata") or {}
+        by = meta_now.get("reviewed_run")
+        if approved(meta_now) and by and by != run_id and by != (row.get("metadata") or {}).get("reviewed_run"):
+            out[i] = meta_now
+    return out
 
 
 #: The maintenance runs that forget a memory (``forget``; ``review --decline`` is a forget): undoing an
@@ -117,19 +122,20 @@ def _approved_later(lt, before: dict[str, dict], run_id: str) -> set[str]:
 FORGETTING = frozenset({"maintenance:forget"})
 
 
-def _refuse_if_later_runs_changed_them(store, run_id: str, record: dict, exempt: set[str]) -> None:
+def _refuse_if_later_runs_changed_them(store, runs: list[dict], run_id: str, record: dict, exempt: set[str]) -> None:
     """BadInput, before anything changes, when a later run that is not undone changed or added one of the
     entries run ``run_id`` changed or added (its undo record's ``before`` and ``added``): restoring this
     run's earlier states would undo that run's work on them too, or bring back beside it what it replaced
     (fresh testers: an old value active beside its replacement, memories of undone runs alive again, index
     and graph out of step). Undoing newest first always works. ``exempt``: entries a later ``forget``
-    tombstoned or a later review approved (kept as they are: see the module docstring)."""
+    tombstoned or a later review approved (kept as they are: see the module docstring); ``runs``:
+    snapshots.list_runs."""
     mine = (set(record.get("before", {})) | set(record.get("added", []))) - exempt
     if not mine:
         return
     started = record.get("started_at") or 0
     blocking = []
-    for r in snapshots.list_runs(store):
+    for r in runs:
         if r["run_id"] == run_id or r["undone"] or (r.get("started_at") or 0) < started \
                 or r["session_id"] in FORGETTING:  # a forget after the run is kept (its entry stays forgotten)
             continue
@@ -146,7 +152,7 @@ def _refuse_if_later_runs_changed_them(store, run_id: str, record: dict, exempt:
                        run_id=run_id)
 
 
-def _clear_void_proposals(store, before: dict[str, dict], undone: set[str]) -> None:
+def _clear_void_proposals(before: dict[str, dict], undone: set[str]) -> None:
     """An earlier state that waits with a curation proposal of a run since undone (``undone``: their ids)
     comes back without it (a fresh tester: undoing the review runs after their curate run brought back
     its proposals, which still acted when decided)."""
@@ -166,20 +172,14 @@ def _clear_void_proposals(store, before: dict[str, dict], undone: set[str]) -> N
 APPROVAL_FIELDS = ("reviewed", "reviewed_run", "evidence", "confidence", "last_confirmed")
 
 
-def _keep_later_approvals(lt, before: dict[str, dict], run_id: str) -> list[str]:
-    """The ids of ``before`` (the undo record's earlier states, changed in place) that the user
-    approved in review after the run ``run_id`` (an approval stamps its own run, ``reviewed_run``;
-    undoing the approving run itself takes the approval back): their earlier state takes the
-    approval's fields as they are now."""
-    now = lt.get(sorted(before)) if before else {}
+def _keep_later_approvals(before: dict[str, dict], approvals: dict[str, dict]) -> list[str]:
+    """The ids of ``before`` (the undo record's earlier states, changed in place) approved after the run
+    (``approvals``: :func:`_approved_later`): their earlier state takes the approval's fields as they are now."""
     kept = []
-    for i, row in before.items():
-        meta_now = (now.get(i) or {}).get("metadata") or {}
-        meta_then = row.get("metadata") or {}
-        by = meta_now.get("reviewed_run")
-        if approved(meta_now) and by and by != run_id \
-                and by != meta_then.get("reviewed_run"):
-            row["metadata"] = {**meta_then, **{k: meta_now[k] for k in APPROVAL_FIELDS if k in meta_now}}
+    for i, meta_now in approvals.items():
+        if i in before:
+            before[i]["metadata"] = {**(before[i].get("metadata") or {}),
+                                     **{k: meta_now[k] for k in APPROVAL_FIELDS if k in meta_now}}
             kept.append(i)
     return kept
 
