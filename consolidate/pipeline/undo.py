@@ -7,7 +7,9 @@ events, and marks the run's entries in ``memory/notes.md`` as undone (struck thr
 idempotent, and the record is marked undone only at the end, so an interrupted undo is finished by
 running it again. Session notes the run consumed are not restored (they were scratch). A memory
 forgotten after the run (by a later ``forget``) stays forgotten: its earlier state is not brought back,
-and the counts say how many were kept so (``kept_forgotten``). Likewise a memory the user approved in
+and the counts say how many were kept so (``kept_forgotten``). An entry the run removed whose earlier
+state an undone run wrote stays gone, its tombstones kept (``kept_gone``: undoing a forget after the
+session that wrote the memory brings nothing back). Likewise a memory the user approved in
 review after the run (``consolidate review --approve``) keeps that approval: its earlier state comes back
 with the approval's fields (``reviewed``, ``evidence``, ``confidence``, ``last_confirmed``) as they are
 now (``kept_approved``). Any other entry the run changed or added that a later run (not undone)
@@ -66,22 +68,25 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
         approvals = _approved_later(lt, record.get("before", {}), run_id)
         runs = snapshots.list_runs(store)
         _refuse_if_later_runs_changed_them(store, runs, run_id, record, {str(i) for i in later if i} | set(approvals))
-        before = {i: r for i, r in record.get("before", {}).items() if i not in later}
-        _clear_void_proposals(before, {r["run_id"] for r in runs if r["undone"]})
+        undone = {r["run_id"] for r in runs if r["undone"]}
+        orphans = _written_by_undone_runs(lt, record.get("before", {}), undone)
+        before = {i: r for i, r in record.get("before", {}).items() if i not in later and i not in orphans}
+        _clear_void_proposals(before, undone)
         kept_approved = _keep_later_approvals(before, approvals)
         # the entries it changed go too and come back whole: an upsert merges metadata, so a key the run
         # added (``disputed_with``, a review mark) would outlive the undo
         lt.delete(list(added))
         lt.restore(before)
-        lift_tombstones(store, set(record.get("tombstoned", [])))
+        lift_tombstones(store, set(record.get("tombstoned", [])) - orphans)
         # the code anchors come back with their entries (an archive or a forget took them out of the
         # manifest), as stored: a file edited since shows as drifted; the added entries' leave
         anchors.record(store, {i: _anchors_of(r) for i, r in before.items() if _anchors_of(r)}, removed=added)
 
-        lift(store, run_id)  # an undone `forget` protects nothing any more
+        lift(store, run_id, keep=orphans)  # an undone `forget` protects nothing any more (but what stays gone)
         if store.sub(SESSIONS_DB).exists():  # the notes it took from notes files are new again to their next hand-over
             store.sessions.unsettle_notes_files(run_id)
-        reversed_graph = apply_stage.reverse_graph(store, record.get("graph"), loaded, keep=set(kept_forgotten))
+        reversed_graph = apply_stage.reverse_graph(store, record.get("graph"), loaded,
+                                                    keep=set(kept_forgotten) | orphans)
         ts = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         lines = [{"ts": ts, "event": "memory.undone", "run_id": run_id, "memory_id": i, "action": "removed"} for i in added]
         lines += [{"ts": ts, "event": "memory.undone", "run_id": run_id, "memory_id": i, "action": "restored"}
@@ -100,7 +105,19 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
     if replica is not None:
         replica.push()  # failures wait in the outbox for the next run or `consolidate sync`
     return {"removed": len(added), "restored": len(before), "kept_forgotten": len(kept_forgotten),
-            "kept_approved": len(kept_approved)}
+            "kept_approved": len(kept_approved), "kept_gone": len(orphans)}
+
+
+def _written_by_undone_runs(lt, before: dict[str, dict], undone: set[str]) -> set[str]:
+    """The ids of ``before`` (the undo record's earlier states) that are in the index no more and whose
+    earlier state a run since undone wrote (``undone``: their ids): such an entry stays gone, its
+    tombstones kept (a fresh tester: a memory forgotten, the session that wrote it undone, then the
+    forget undone came back active, a memory of an undone run, missing from the graph)."""
+    if not before:
+        return set()
+    present = lt.get(sorted(before))
+    return {i for i, row in before.items()
+            if i not in present and (row.get("metadata") or {}).get("run_id") in undone}
 
 
 def _approved_later(lt, before: dict[str, dict], run_id: str) -> dict[str, dict]:

@@ -49,8 +49,10 @@ def append(store, row: dict[str, Any]) -> None:
     append_lines(path(store), [json.dumps(gate_record(row), ensure_ascii=False) + "\n"])
 
 
-def lift(store, run_id: str | None = None, ids: set[str] | None = None) -> int:
+def lift(store, run_id: str | None = None, ids: set[str] | None = None, keep: set[str] | frozenset[str] = frozenset()
+         ) -> int:
     """Remove the tombstones laid by ``run_id`` (``consolidate undo`` of a forget), or those of the
-    memory ids ``ids`` (a forget undone on another machine of the team); returns how many."""
-    return drop_lines(path(store), lambda row: (run_id is not None and row.get("run_id") == run_id)
-                      or bool(ids and row.get("id") in ids))
+    memory ids ``ids`` (a forget undone on another machine of the team), but those of the ids ``keep``;
+    returns how many."""
+    return drop_lines(path(store), lambda row: row.get("id") not in keep and (
+        (run_id is not None and row.get("run_id") == run_id) or bool(ids and row.get("id") in ids)))

@@ -21,6 +21,7 @@ before the next append (:func:`cut_torn_tail`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -339,11 +340,38 @@ def relations_of(g, name: str, depth: int = 1, statuses: tuple[str, ...] = LIVE_
     return result
 
 
-def appended_diffs(folder: Path, segments: dict[str, dict[str, list[int]]]) -> dict[str, dict]:
+def segment_digest(folder: Path, kind: str, start: int, end: int) -> str:
+    """SHA-256 (hex) of bytes ``start``..``end`` of graph file ``kind`` ("nodes" or "edges"): what a run
+    appended, so its lines are found again in a copy of the store (another inode, the same bytes)."""
+    try:
+        with open(folder / _FILES[kind], "rb") as f:
+            f.seek(start)
+            return hashlib.sha256(f.read(max(0, end - start))).hexdigest()
+    except FileNotFoundError:
+        return ""
+
+
+def _still_there(seg: list, ino: int, data: bytes) -> bool:
+    """Whether an appended segment ``[inode, start, end(, digest)]`` is still in a file of inode
+    ``ino`` and bytes ``data``: the same file, or the same bytes at the same place (a copy: ``cp -a``,
+    a backup restored; a fresh tester: undo after a copy reverted the index and not the graph)."""
+    seg_ino, start, end = seg[:3]
+    if start == end:
+        return True
+    if len(data) < end:
+        return False
+    if seg_ino == ino:
+        return True
+    return len(seg) > 3 and bool(seg[3]) and hashlib.sha256(data[start:end]).hexdigest() == seg[3]
+
+
+def appended_diffs(folder: Path, segments: dict[str, dict[str, list]]) -> dict[str, dict]:
     """The graph diff of each run from the lines it appended: ``segments`` maps a run id to
-    ``{"nodes": [inode, start, end], "edges": [inode, start, end]}``; returns ``{run_id: {"added_nodes",
-    "changed_nodes", "added_edges"}}`` (the shape consolidate.pipeline.undo reverses) for every run whose
-    segments are still in the current files (same inode), read in one pass per file."""
+    ``{"nodes": [inode, start, end, digest], "edges": [...]}`` (``digest``: :func:`segment_digest`,
+    absent in records of earlier versions); returns ``{run_id: {"added_nodes", "changed_nodes",
+    "added_edges"}}`` (the shape consolidate.pipeline.undo reverses) for every run whose segments are
+    still in the current files (same inode, or the same bytes: :func:`_still_there`), read in one pass
+    per file."""
     out: dict[str, dict[str, Any]] = {rid: {"added_nodes": [], "changed_nodes": {}, "added_edges": []}
                                       for rid in segments}
     valid = set(segments)
@@ -355,8 +383,7 @@ def appended_diffs(folder: Path, segments: dict[str, dict[str, list[int]]]) -> d
         except FileNotFoundError:
             files[kind] = (0, b"")
         for rid, seg in segments.items():
-            ino, start, end = (seg.get(kind) or [0, 0, 0])[:3]
-            if start != end and (ino != files[kind][0] or len(files[kind][1]) < end):
+            if not _still_there(seg.get(kind) or [0, 0, 0], *files[kind]):
                 valid.discard(rid)
     # nodes: state before each segment, then after it
     nodes: dict[str, dict] = {}

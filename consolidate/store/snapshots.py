@@ -112,6 +112,8 @@ def record_graph_append(store, run_id: str, starts: dict, ends: dict | None) -> 
             start = prev[1]
         end_ino, end = (ends or starts)[kind]
         seg[kind] = [end_ino if ino == 0 else ino, start, end]
+        if ends is not None:  # the bytes appended, found again in a copy of the store (graph.appended_diffs)
+            seg[kind].append(graph.segment_digest(store.sub(GRAPH), kind, start, end))
     data["graph"] = {"append": seg}
     write_json_atomic(p, data)
 

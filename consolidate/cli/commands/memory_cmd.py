@@ -109,6 +109,8 @@ def cmd_undo(args) -> int:
         return 0
     kept = f", kept {counts['kept_forgotten']} forgotten after it as forgotten" if counts.get("kept_forgotten") else ""
     kept += f", kept {counts['kept_approved']} approved after it as approved" if counts.get("kept_approved") else ""
+    kept += (f", left {counts['kept_gone']} gone: the runs that wrote them were undone" if counts.get("kept_gone")
+             else "")
     print(f"undid {args.run_id}: removed {counts['removed']} entries, restored {counts['restored']}{kept}")
     return 0
 

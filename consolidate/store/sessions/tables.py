@@ -101,6 +101,15 @@ def record_end(db: sqlite3.Connection, session_id: str, outcome: str, reason: st
         (session_id, outcome, reason, ended_at, updated_at))
 
 
+def _known_end(db: sqlite3.Connection, session_id: str, ended_at: float) -> bool:
+    """Whether the queue table already holds this end of ``session_id`` or a later one: a queue-file
+    record folded before, read again from the start because the file is another inode now (a copy of
+    the store, ``cp -a``, a backup restored; a fresh tester: every session end of the copy was queued
+    again and run once more)."""
+    r = db.execute("SELECT ended_at FROM session_ends WHERE session_id=?", (session_id,)).fetchone()
+    return r is not None and r[0] is not None and float(r[0]) >= float(ended_at)
+
+
 def failure_consolidated(db: sqlite3.Connection, session_id: str) -> bool:
     """Whether the session ended in failure and that end was consolidated (not queued or running):
     such a session is never ended again and takes no more notes."""
@@ -230,7 +239,7 @@ def fold_ends(db: sqlite3.Connection, name: str, inode: int, start: int, end: in
             return None
         n = 0
         for sid, outcome, reason, ended_at in records:
-            if failure_consolidated(db, sid):
+            if failure_consolidated(db, sid) or _known_end(db, sid, ended_at):
                 continue  # never re-ended after a failure (SessionTier._refuse_reending_a_failure)
             record_end(db, sid, outcome, reason, ended_at, now)
             n += 1

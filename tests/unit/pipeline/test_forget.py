@@ -144,3 +144,24 @@ def test_mcp_forget_tool(minilm_store):
             assert hit["id"] not in [m["id"] for m in left["memories"]]
 
     anyio.run(run)
+
+
+def test_undoing_the_forget_after_the_session_that_wrote_it_brings_nothing_back(store, capsys):
+    """The session that wrote a memory undone after the memory was forgotten (allowed: a later forget
+    is kept), then the forget undone: the memory stays gone, its tombstone kept, the graph and the
+    index in step (a fresh tester: it came back active, a memory of an undone run the graph lacked)."""
+    from consolidate.pipeline import doctor
+
+    plan = _session(store, "s1", "the api needs port 8080 for the load balancer")
+    memory_id = _active(store)[WRONG]
+    assert main(["forget", "--store", str(store.path), "--embedding", "hash", memory_id]) == 0
+    forget_run = capsys.readouterr().out.split("(run ")[1].split(";")[0]
+    assert main(["undo", "--store", str(store.path), "--embedding", "hash", plan.run_id]) == 0
+    capsys.readouterr()
+    assert main(["undo", "--store", str(store.path), "--embedding", "hash", forget_run]) == 0
+    out = capsys.readouterr().out
+    assert "restored 0" in out and "left 1 gone: the runs that wrote them were undone" in out
+    assert WRONG not in _active(store) and not store.longterm().get([memory_id])
+    assert doctor.check(store) == []
+    again = _session(store, "s2", "the api needs port 8080 for the load balancer")
+    assert not again.writes()  # its tombstone holds: the forget's undo could not bring it back
