@@ -221,7 +221,7 @@ PROMPT_VERSION: Setting[str | None] = Setting(
     default_text="judge-v1")
 CURATE_PROMPT_VERSION: Setting[str | None] = Setting(
     "CONSOLIDATE_CURATE_PROMPT_VERSION", lambda v: v.strip() or None, None,
-    "The curation prompt version (`curate --prompt-version`; also `batch --curate`).", default_text="curate-v4")
+    "The curation prompt version (`curate --prompt-version`; also `batch --curate`).", default_text="curate-v5")
 REASK: Setting[bool] = Setting(
     "CONSOLIDATE_REASK", zero_or_one, True,
     "`0`: the judge chain does not ask again for notes a judge left out (replaying old cassettes).",

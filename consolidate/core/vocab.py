@@ -75,11 +75,11 @@ KEEP, DROP = "keep", "drop"
 #: A judge's verdict for one note.
 VERDICTS: tuple[str, ...] = (KEEP, DROP)
 MERGE, CONFLICT = "merge", "conflict"
-#: The curation pass's answer for one stored memory (consolidate curate, prompts/curate-v4.md).
+#: The curation pass's answer for one stored memory (consolidate curate, prompts/curate-v5.md).
 CURATE_ACTIONS: tuple[str, ...] = (KEEP, DROP, MERGE, CONFLICT)
 #: The curation prompt versions (``prompts/<version>.md``) and the default (docs/curate.md, "Prompt versions").
-CURATE_PROMPT_VERSIONS: tuple[str, ...] = ("curate-v1", "curate-v2", "curate-v3", "curate-v4")
-CURATE_PROMPT_DEFAULT = "curate-v4"
+CURATE_PROMPT_VERSIONS: tuple[str, ...] = ("curate-v1", "curate-v2", "curate-v3", "curate-v4", "curate-v5")
+CURATE_PROMPT_DEFAULT = "curate-v5"
 #: The contradiction check's answer for a pair (NEW, OLD): ``updates`` since prompt contradiction-v2.
 DUPLICATE, UPDATES, CONTRADICTS, UNRELATED = "duplicate", "updates", "contradicts", "unrelated"
 COMPARE_RELATIONS: tuple[str, ...] = (DUPLICATE, UPDATES, CONTRADICTS, UNRELATED)

@@ -30,8 +30,8 @@ def register(sub, common) -> None:
     s.add_argument("--project", default="default", help="project name given to the judge as context")
     s.add_argument("--prompt-version", help="judge prompt version (judge-v1, judge-v2, judge-v5, judge-v7, judge-v8, judge-v9, judge-v10, judge-v11; default:"
                                             " $CONSOLIDATE_PROMPT_VERSION, else judge-v1); with --curate-groups, the"
-                                            " curation prompt version (curate-v1 to curate-v4; default:"
-                                            " $CONSOLIDATE_CURATE_PROMPT_VERSION, else curate-v4)")
+                                            " curation prompt version (curate-v1 to curate-v5; default:"
+                                            " $CONSOLIDATE_CURATE_PROMPT_VERSION, else curate-v5)")
     s.add_argument("--split", choices=("tuning", "validation", "both"), default="both",
                    help="which part of the session split (consolidate/evals/split.py: a third of the sessions"
                         " for validation, by a fixed seed) to report beside the figures over all notes"

@@ -65,9 +65,10 @@ def register_curate(sub, common) -> None:
     s.add_argument("--review", action="store_true",
                    help="send every proposal to the review queue (`consolidate review`) instead of applying it")
     add_dry_run(s, "print the proposals, write nothing")
-    s.add_argument("--max-group", type=count_from_to(2, 64), default=8,
-                   help="most memories the judge sees in one group (at least 2, at most 64; default 8)")
-    s.add_argument("--prompt-version", help="curation prompt version (curate-v1 to curate-v4; default:"
-                                            " $CONSOLIDATE_CURATE_PROMPT_VERSION, else curate-v4)")
+    s.add_argument("--max-group", type=count_from_to(2, 64),
+                   help="most memories the judge sees in one group (at least 2, at most 64; default: the"
+                        " prompt version's, 40 from curate-v5 on, 8 before)")
+    s.add_argument("--prompt-version", help="curation prompt version (curate-v1 to curate-v5; default:"
+                                            " $CONSOLIDATE_CURATE_PROMPT_VERSION, else curate-v5)")
     add_json(s, "print the proposals and counts as one JSON object")
     s.set_defaults(func=command("worker_cmd", "cmd_curate"))

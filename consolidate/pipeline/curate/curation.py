@@ -35,7 +35,7 @@ from consolidate.judges.base import CurateMember, JudgeContext
 from consolidate.judges.registry import curate_prompt_version
 from consolidate.model.credit import approved, credited_entry
 from consolidate.model.plan import MemoryUpdate, Plan
-from consolidate.pipeline.curate.groups import MAX_GROUP, related_groups, wide_links
+from consolidate.pipeline.curate.groups import default_max_group, large_groups, related_groups, wide_links
 from consolidate.pipeline.maintenance import new_plan
 from consolidate.pipeline.run import RunContext, run_stages
 from consolidate.pipeline.stages import APPLY, Stage
@@ -250,12 +250,13 @@ def newest_first(groups: list[list[str]], rows: dict[str, dict]) -> list[list[st
 
 
 def plan_curate(store, *, judges=None, chain_factory=None, time_box: float | None = 120.0, review: bool = False,
-                max_group: int = MAX_GROUP) -> tuple[Plan, CurateResult]:
+                max_group: int | None = None) -> tuple[Plan, CurateResult]:
     """The curation plan of ``store`` (reading only: nothing is written) and what it proposes (see
     the module docstring). ``judges``: judge specs (default: the store's chain), or ``chain_factory``
     (a callable returning a JudgeChain); ``time_box``: seconds for every judge call of the pass (the
     groups left when it runs out are deferred; the groups go newest first, :func:`newest_first`);
-    ``max_group``: most memories per group."""
+    ``max_group``: most memories per group (default: the prompt version's,
+    consolidate.pipeline.curate.groups.default_max_group)."""
     plan, result, _seen = _plan(store, judges=judges, chain_factory=chain_factory, time_box=time_box, review=review,
                                 max_group=max_group)
     return plan, result
@@ -276,7 +277,9 @@ def _plan(store, *, judges, chain_factory, time_box, review, max_group) -> tuple
     pending = {r["id"]: r for r in everything if (r["metadata"] or {}).get(PROPOSED)}
     result.considered = len(rows)
     wide = wide_links(result.prompt_version)
-    groups = newest_first(related_groups(lt, active, store.project, max_group, wide) if active else [], rows)
+    size = max_group or default_max_group(result.prompt_version)
+    groups = newest_first(related_groups(lt, active, store.project, size, wide, large_groups(result.prompt_version))
+                          if active else [], rows)
     result.groups = len(groups)
     if groups:
         deadline = time.time() + time_box if time_box else None
@@ -311,7 +314,7 @@ def run_curate(store, *, dry_run: bool = False, lock_timeout: float = 60.0, **op
     as one journaled run (``result.run_id``; when it changes nothing but has events to log, it is
     applied all the same, with nothing to undo). Raises StoreLocked, StoreError like every apply."""
     plan, result, seen = _plan(store, **{"judges": None, "chain_factory": None, "time_box": 120.0, "review": False,
-                                        "max_group": MAX_GROUP, **options})
+                                        "max_group": None, **options})
     if dry_run:
         result.mode = "dry-run"
         for p in result.proposals:

@@ -24,6 +24,14 @@ Connected memories form a group; a group larger than ``max_group`` is cut into g
 ``max_group``, each grown from its most linked memory by the strongest links. Memories linked to
 nothing are pooled into groups of ``max_group`` too (still judged for junk; a merge between them is
 as valid as any, since the judge sees them side by side).
+
+From prompt ``curate-v5`` on (:data:`LARGE_FROM`) a group holds up to ``LARGE_GROUP`` memories and the
+groups are packed together up to that size, so a project store of up to that size is read whole, in one call, as the background consolidators of the
+field read theirs (Claude Code's memory "dream", Letta's sleep-time agents: the whole memory at once).
+Measured on the tuning stores of the dev-label split (benchmarks/bench_curate.py, two curators'
+grades of judge-v11's stores): of the repeats and the contradiction curate-v4 left active, every one
+had been cut into different groups of 8; each pair's similarity ranked 2nd to 10th among the
+memory's neighbours, so no looser link threshold or nearest-neighbour bridge brings the pair together.
 """
 
 from __future__ import annotations
@@ -34,8 +42,12 @@ from typing import Any
 from consolidate.pipeline.stages.contradiction import CANDIDATE_SIMILARITY, CROSS_TYPE_SIMILARITY, NEIGHBOURS
 from consolidate.store.graph import extract_entities
 
-#: Most memories shown to the judge in one group (one call each).
+#: Most memories shown to the judge in one group (one call each), before curate-v5.
 MAX_GROUP = 8
+#: The first curation prompt version whose groups hold up to LARGE_GROUP memories (module docstring).
+LARGE_FROM = "curate-v5"
+#: Most memories in one group from LARGE_FROM on: a small project's store in one call.
+LARGE_GROUP = 40
 #: The first curation prompt version whose groups use the wide links (see the module docstring); the
 #: earlier versions keep the groups their recorded answers were made for.
 WIDE_FROM = "curate-v4"
@@ -43,10 +55,26 @@ WIDE_FROM = "curate-v4"
 NEAREST_SIMILARITY = 0.40
 
 
+def _number(version: str) -> int:
+    """N of ``curate-vN`` (0 for anything else)."""
+    tail = version.rsplit("-v", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
 def wide_links(version: str) -> bool:
     """Whether the groups of curation prompt ``version`` (``curate-vN``) use the wide links."""
-    number = lambda v: int(v.rsplit("-v", 1)[1]) if v.rsplit("-v", 1)[-1].isdigit() else 0  # noqa: E731
-    return number(version) >= number(WIDE_FROM)
+    return _number(version) >= _number(WIDE_FROM)
+
+
+def large_groups(version: str) -> bool:
+    """Whether curation prompt ``version`` reads packed groups of up to ``LARGE_GROUP`` (module docstring)."""
+    return _number(version) >= _number(LARGE_FROM)
+
+
+def default_max_group(version: str) -> int:
+    """Most memories per group for curation prompt ``version`` when the caller names none:
+    ``LARGE_GROUP`` from ``LARGE_FROM`` on, else ``MAX_GROUP`` (the groups earlier answers were made for)."""
+    return LARGE_GROUP if large_groups(version) else MAX_GROUP
 #: Link weight of a shared entity and of a shared anchored file (a similarity is its own weight).
 ENTITY_WEIGHT, ANCHOR_WEIGHT = 0.6, 0.7
 
@@ -157,11 +185,25 @@ def _cut(part: list[str], adj: dict[str, dict[str, float]], max_group: int) -> l
     return out
 
 
+def _packed(groups: list[list[str]], max_group: int) -> list[list[str]]:
+    """``groups`` packed into as few groups of at most ``max_group`` as first fit by decreasing size
+    finds (ties in order); each packed group lists its parts in turn."""
+    bins: list[list[str]] = []
+    for g in sorted(groups, key=len, reverse=True):
+        into = next((b for b in bins if len(b) + len(g) <= max_group), None)
+        if into is None:
+            bins.append(list(g))
+        else:
+            into.extend(g)
+    return bins
+
+
 def related_groups(longterm, rows: list[dict[str, Any]], scope: str | None, max_group: int = MAX_GROUP,
-                   wide: bool = False) -> list[list[str]]:
+                   wide: bool = False, pack: bool = False) -> list[list[str]]:
     """The memory ids of ``rows`` in groups of related ones, each of 1..``max_group`` ids (see the
-    module docstring; ``wide``: the wide links); every id is in exactly one group. Deterministic for
-    one store."""
+    module docstring; ``wide``: the wide links; ``pack``: groups packed together up to ``max_group``,
+    so a store of up to ``max_group`` memories is one group); every id is in exactly one group.
+    Deterministic for one store."""
     max_group = max(2, int(max_group))
     adj = links(longterm, rows, scope, max_group, wide)
     groups: list[list[str]] = []
@@ -173,4 +215,4 @@ def related_groups(longterm, rows: list[dict[str, Any]], scope: str | None, max_
             else:
                 groups.append(g)
     groups += [alone[i:i + max_group] for i in range(0, len(alone), max_group)]
-    return groups
+    return _packed(groups, max_group) if pack else groups

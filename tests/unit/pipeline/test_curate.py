@@ -240,7 +240,9 @@ def test_validation_takes_a_whole_answer_or_nothing():
 @pytest.mark.spawns
 def test_a_drop_without_a_reason_defers_its_group_through_the_command(curated_store, tmp_path, capsys):
     """``consolidate curate`` with a judge that drops the junk line and gives no reason: the group is
-    deferred as any invalid answer is, nothing changes (the schema sent to the model is unchanged)."""
+    deferred as any invalid answer is, nothing changes (the schema sent to the model is unchanged).
+    The six memories are one group (curate-v5 packs a small store whole), so no group was answered:
+    exit 75, as for a pass whose every group is deferred."""
     before = _by_text(curated_store)
     script = tmp_path / "judge.py"
     script.write_text(
@@ -251,7 +253,7 @@ def test_a_drop_without_a_reason_defers_its_group_through_the_command(curated_st
     code = main(["curate", "--store", str(curated_store.path), "--judge", f"cli:template:{sys.executable} {script}",
                  "--json"])
     got = json.loads(capsys.readouterr().out)
-    assert code == 0 and not got["proposals"], got
+    assert code == 75 and not got["proposals"] and got["summary"]["groups"] == 1, got
     assert any("without a reason" in d["reason"] for d in got["deferred"])
     assert _by_text(curated_store) == before
 
@@ -752,3 +754,28 @@ def test_undoing_a_run_out_of_order_is_refused_when_a_later_run_changed_its_memo
     assert _status(curated_store) == {t: "active" for t in before} and queue(curated_store) == []
     assert "merged" not in json.loads(_by_text(curated_store)[PNPM_A]["metadata"]["provenance"])
     assert main(["doctor", "--store", str(curated_store.path)]) == 0
+
+
+def test_curate_v5_reads_a_small_store_whole_and_cuts_a_large_one_into_packed_groups_of_40(curated_store, monkeypatch):
+    """From curate-v5 on (groups.LARGE_FROM) the groups are packed together up to 40 (LARGE_GROUP), so a
+    store of up to 40 active memories is one group; earlier versions keep their groups of 8 (their
+    recorded answers replay); ``--max-group`` still bounds a group. Every memory is in exactly one group."""
+    from consolidate.pipeline.curate.groups import (LARGE_GROUP, MAX_GROUP, default_max_group, large_groups,
+                                                    related_groups)
+
+    assert [default_max_group(v) for v in ("curate-v1", "curate-v4", "curate-v5", "curate-v12")] == [
+        MAX_GROUP, MAX_GROUP, LARGE_GROUP, LARGE_GROUP]
+    assert [large_groups(v) for v in ("curate-v4", "curate-v5")] == [False, True]
+    lt = curated_store.longterm()
+    rows = lt.active(scope=curated_store.project)
+    apart = related_groups(lt, rows, curated_store.project, MAX_GROUP, True)
+    whole = related_groups(lt, rows, curated_store.project, LARGE_GROUP, True, pack=True)
+    assert len(apart) > 1 and len(whole) == 1 and sorted(whole[0]) == sorted(r["id"] for r in rows)
+    cut = related_groups(lt, rows, curated_store.project, 4, True, pack=True)
+    assert all(1 <= len(g) <= 4 for g in cut) and sorted(i for g in cut for i in g) == sorted(r["id"] for r in rows)
+    monkeypatch.setenv("CONSOLIDATE_CURATE_PROMPT_VERSION", "curate-v5")
+    judge = _judge({})  # answers nothing: every memory kept
+    assert _curate(curated_store, judge).groups == 1 and [len(b) for b in judge.batches] == [len(rows)]
+    judge = _judge({})
+    assert _curate(curated_store, judge, max_group=3).groups == len(judge.batches) >= 2
+    assert max(len(b) for b in judge.batches) <= 3
