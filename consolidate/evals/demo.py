@@ -20,6 +20,7 @@ from consolidate.rules.redaction import error_text
 from consolidate.core.errors import PathRefused
 from consolidate.pipeline.workspace import start
 from consolidate.model.plan import run_summary as summary
+from consolidate.model.run_lines import count_line
 from consolidate.store.store import Store
 from consolidate.store.resolve import in_folder
 from consolidate.pipeline.recall import recall
@@ -188,8 +189,7 @@ def run_demo(keep: bool = False) -> int:
         for plan in plans:
             print(render_plan(plan))
             s = summary(plan)
-            print(f"  -> {s['written_durable']} durable, {s['written_quarantined']} quarantined,"
-                  f" {s['written_transient']} transient, {s['reconfirmed']} re-confirmed\n")
+            print(f"  -> {count_line(s)}\n")
         show_workspace(store, judges)
         show_anchors(store, folder)
         query = "why do the login tests time out on CI?"

@@ -21,6 +21,17 @@ def count_line(summary: dict | None) -> str:
             + (f", {s['withdrawn']} withdrawn (their notes no longer in their notes file)" if s.get("withdrawn") else ""))
 
 
+def result_line(summary: dict | None) -> str:
+    """A finished run's queue result in words (``status``'s ``last run:``): ``3 notes: 1 durable,
+    1 quarantined, 0 transient, 0 re-confirmed; judges: claude`` (``rejected`` and ``waiting`` when
+    there are any)."""
+    s = summary or {}
+    return (f"{counted(int(s.get('notes', 0) or 0), 'note')}: {count_line(s)}"
+            + (f", {s['rejected']} rejected" if s.get("rejected") else "")
+            + (f", {s['waiting']} waiting for a judge" if s.get("waiting") else "")
+            + f"; judges: {', '.join(s.get('judges') or []) or 'none'}")
+
+
 def consolidated_line(session_id: str, end: dict) -> str:
     """The line for a session end a run already took (``run --session``, ``end``): its status, run
     and counts, from the queue row (``consolidate.store.sessions.tier.Sessions.session_end``)."""

@@ -60,7 +60,8 @@ def _print_result(res: dict) -> None:
 
 
 def cmd_review(args) -> int:
-    action = [name for name in ("approve", "decline", "edit") if getattr(args, name)]
+    # given, even empty (`--approve ''` is a missing id, refused, not a request for the list)
+    action = [name for name in ("approve", "decline", "edit") if getattr(args, name) is not None]
     if len(action) > 1:
         raise BadInput("give one of --approve, --decline, --edit at a time")
     if action:
@@ -69,9 +70,9 @@ def cmd_review(args) -> int:
             memory_id = args.edit[0] if args.edit else getattr(args, action[0])
             raise BadInput(f"unknown memory {memory_id!r}: no store at {store.path}")
         store = open_store(args, create=False, writes=True)
-        if args.approve:
+        if args.approve is not None:
             res = review.approve(store, args.approve, args.reason)
-        elif args.decline:
+        elif args.decline is not None:
             res = review.decline(store, args.decline, args.reason)
         else:
             res = review.edit(store, args.edit[0], args.edit[1])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from consolidate.core.dates import display, iso
-from consolidate.model.run_lines import counted
+from consolidate.model.run_lines import counted, result_line
 from consolidate.cli.commands import open_store
 from consolidate.rules.redaction import error_text
 from consolidate.core.errors import StoreCorrupt
@@ -17,6 +17,7 @@ from consolidate.team.local import status as team_status
 from consolidate.store.store import project_note
 from consolidate.store.worker_health import age
 from consolidate.model.report import run_notices
+from consolidate.pipeline.review import queue as review_queue
 from pathlib import Path
 from consolidate.team.local import load_config
 
@@ -84,6 +85,7 @@ def cmd_status(args) -> int:
             damaged = exc
             status["memories_error"] = error_text(exc)
         status["anchors"] = _anchor_counts(store)
+    status["to_review"] = len(review_queue(store)) if status["memories"] else 0  # `consolidate review --list`
     status["waiting"] = _waiting_status(store)
 
     queue = queue_state(store.sessions.db)  # queued or running ends (the queue file folded above)
@@ -132,6 +134,8 @@ def _print_store(store, status: dict, damaged) -> None:
     mem = status["memories"]
     print("memories: " + (f"unavailable: {damaged}" if damaged else
                           ", ".join(f"{k} {v}" for k, v in sorted(mem.items())) if mem else "none"))
+    if status.get("to_review"):
+        print(f"to review: {counted(status['to_review'], 'memory', 'memories')} (`consolidate review --list`)")
     anchored = status.get("anchors") or {}
     if anchored.get("anchored"):
         print(f"anchored to code: {anchored['anchored']} memories; {anchored['drifted']} drifted"
@@ -152,7 +156,7 @@ def _print_runs(last: dict | None, m: dict | None) -> None:
         partial = (f"  PARTIAL: {(last['result'] or {}).get('waiting', '?')} notes left waiting for a judge"
                    if last["partial"] else "")
         print(f"last run: {last['run_id'] or '-'} session {last['session_id']} ({last['status']}): "
-              + json.dumps(last["result"] or {}) + ("  (undone by `consolidate undo`)" if last.get("undone") else "")
+              + result_line(last["result"]) + ("  (undone by `consolidate undo`)" if last.get("undone") else "")
               + partial)
         for line in run_notices(last["result"]):
             print(f"  ! {line}")

@@ -31,6 +31,6 @@ def register(sub, common) -> None:
     s.add_argument("--depth", type=count_1_to(5), default=1, help="follow relations this many hops (1 to 5, default 1)")
     add_json(s, "print {entity, found, relations: [{source, relation, target, depth, memory_ids}], memories}")
     s.set_defaults(func=command("read", "cmd_graph"))
-    s = sub.add_parser("status", parents=[common], help="counts by status and tier, queue, last run")
+    s = sub.add_parser("status", parents=[common], help="counts by status and tier, review queue, session queue, last runs")
     add_json(s)
     s.set_defaults(func=command("status_cmd", "cmd_status"))

@@ -50,6 +50,10 @@ def test_note_end_run_recall_status(cli):
     assert st["memories"] == {"active/durable": 1} and st["queued"] == [] and st["last_run"]["session_id"] == "s1"
     code, out, _ = cli("status")
     assert "active/durable 1" in out
+    [last] = [line for line in out.splitlines() if line.startswith("last run:")]
+    # in words, not the queue row's JSON (a fresh tester: "last run: ... (done): {"notes": 2, ...}")
+    assert last.endswith("(done): 2 notes: 1 durable, 0 quarantined, 0 transient, 0 re-confirmed;"
+                         " judges: rules") and "{" not in last, last
 
 
 def test_import_command(cli, tmp_path):

@@ -109,6 +109,11 @@ def test_list_shows_quarantined_disputed_and_drifted_only(queued, capsys):
     assert [r["reasons"][0] for r in rows] == ["disputed", "disputed", "quarantined", "drifted"]
     code, out, _ = _cli(capsys, store)  # stdin is not a terminal under pytest: the list
     assert code == 0 and "4 to review" in out and "[drifted: src/auth.py]" in out and "[quarantined]" in out
+    # status counts the same queue (a fresh tester: it was absent from status)
+    assert main(["status", "--store", str(store.path)]) == 0
+    assert "to review: 4 memories (`consolidate review --list`)" in capsys.readouterr().out.splitlines()
+    assert main(["status", "--store", str(store.path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["to_review"] == 4
 
 
 def test_approve_quarantined_makes_it_active_and_user_stated(queued, capsys):
@@ -205,6 +210,8 @@ def test_edit_of_a_drifted_memory_is_anchored_afresh(queued, capsys):
     (["--edit", "GUESS", "   "], "no text"),
     (["--edit", "GUESS", "the deploy key is ghp_" + "x7Yq2LmN9pR4sT6vW8zA1bC3dE5fG7hJ9kLm"], "secret material"),
     (["--approve", "FILLER"], "waits for no review"),
+    (["--approve", ""], "no memory id"),  # an empty id is refused, not read as "list" (a fresh tester)
+    (["--decline", ""], "no memory id"),
     (["--approve", "GUESS", "--decline", "GUESS"], "one of --approve, --decline, --edit"),
 ])
 def test_bad_review_input_is_one_line_and_changes_nothing(queued, capsys, args, needle):
