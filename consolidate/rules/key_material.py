@@ -20,6 +20,13 @@ base64 / base64url      20+ characters with upper and lower case, or 32+ of one 
                         digits (base64 of 15+ bytes); entropy >= 3.5 bits/char; not words
 ======================  =====================================================================
 
+A run **named as a key** (:func:`_named`: a word of :data:`_KEY_WORDS`, key, secret, token, password,
+..., ends at most :data:`_NAMED_GAP` characters before it, with no hash or id word nearer: "TOTP secret
+<run>", "use key <run> for staging", "token <run>") is held to shorter floors, since the word says what
+it is: hex of one case 20+ digits (80 bits), base32 of one case (upper or lower: authenticator apps
+show either) 24+ characters, base64 of one case with digits 24+; the entropy floors stay (fresh
+tester: a 30-digit hex key and a lower-case base32 seed after "key" and "secret" passed the gate).
+
 "Not words" (:func:`_reads_as_words`): the letters of the run, cut at case changes and at digits
 and symbols (``getUserById2Factor`` -> get User By Id Factor), are scored by how many of their
 adjacent letter pairs are common English bigrams (:data:`_COMMON_BIGRAMS`, 351 pairs). An identifier,
@@ -240,6 +247,43 @@ def _chunk(text: str, start: int, end: int) -> str:
     return text[lo:hi]
 
 
+#: Characters between the end of a word naming a secret and a run it names ("secret <run>", "key for
+#: staging: <run>"): a few words at most.
+_NAMED_GAP = 24
+#: The floors of a run named as a key (module docs).
+MIN_HEX_NAMED, MIN_BASE32_NAMED, MIN_ONE_CASE_NAMED = 20, 24, 24
+
+
+def _named(text: str, start: int, end: int) -> bool:
+    """Whether a word naming a secret (:data:`_KEY_WORDS`) ends at most :data:`_NAMED_GAP` characters
+    before ``text[start:end]``, on its line, with no hash or id word (:data:`_HASH_CONTEXT`) nearer."""
+    lo = max(0, start - _NAMED_GAP)
+    between = text[lo:start]
+    if "\n" in between:
+        lo += between.rindex("\n") + 1
+    keys = [m.end() for m in _KEY_WORDS.finditer(text, lo, start)]
+    if not keys:
+        return False
+    hashes = [m.end() for m in _HASH_CONTEXT.finditer(text, keys[-1], start)]
+    return not hashes
+
+
+def _named_key(core: str, text: str, start: int, end: int) -> bool:
+    """A run shorter than the standalone floors, named as a key (module docs)."""
+    n = len(core)
+    if n < MIN_HEX_NAMED or not _named(text, start, end) or _is_sequence(core) or _HEX_GROUPS.fullmatch(core):
+        return False
+    has_digit = _DIGIT.search(core) is not None
+    if _HEX.fullmatch(core):
+        return has_digit and not core.isdigit() and _entropy(core) >= ENTROPY_MIN_HEX
+    one_case = core == core.lower() or core == core.upper()
+    if _BASE32.fullmatch(core.upper()) and one_case:
+        return n >= MIN_BASE32_NAMED and has_digit and _entropy(core) >= ENTROPY_MIN_B32 \
+            and not _reads_as_words(core.upper(), upper_only=True)
+    return one_case and has_digit and n >= MIN_ONE_CASE_NAMED and _entropy(core) >= ENTROPY_MIN_B64_SHORT \
+        and not (_reads_as_words(core) or _identifier_shaped(core) or _path_shaped(core) or _words_joined(core))
+
+
 def is_key_material(run: str, text: str = "", start: int = 0, end: int | None = None) -> bool:
     """Whether ``run`` (a run of the base64/hex/base32 alphabets, as :data:`_RUN` finds it) is key
     material, by the table of the module docs; ``text[start:end]`` is the run in its note, for the
@@ -251,6 +295,8 @@ def is_key_material(run: str, text: str = "", start: int = 0, end: int | None = 
         if len(core) == 40:  # an Ethereum address: public
             return False
     n = len(core)
+    if text and _named_key(core, text, start, end):
+        return True
     if _HEX.fullmatch(core):
         return (
             n >= MIN_HEX

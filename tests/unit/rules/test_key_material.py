@@ -152,6 +152,44 @@ def test_key_material_alone_is_blocked(seed, size, encoding, template):
     assert value.rstrip("=")[-16:] not in redact(text)
 
 
+#: Notes that name the value as a key, with no copula ("is", "=") between: the word says what it is.
+NAMED_NOTES = ["TOTP secret {k}", "use key {k} for the staging bucket", "token {k}", "the deploy key for staging {k}",
+               "Secret: {k}", "passphrase {k} opens the vault", "секретный ключ {k}", "密钥 {k} 用于预发布",
+               "the webhook secret, {k}, lives in the vault", "API token\t{k}"]
+SHORT_ENCODINGS = {"hex": lambda b: b.hex(), "HEX": lambda b: b.hex().upper(),
+                   "base32-lower": lambda b: base64.b32encode(b).decode().rstrip("=").lower(),
+                   "base32": lambda b: base64.b32encode(b).decode().rstrip("=")}
+
+
+@PROPERTY
+@given(seed=st.integers(0, 2**32), size=st.integers(10, 16), encoding=st.sampled_from(sorted(SHORT_ENCODINGS)),
+       template=st.sampled_from(NAMED_NOTES))
+def test_a_shorter_key_named_as_a_key_is_blocked(seed, size, encoding, template):
+    """80 to 128 bits of key, under the standalone floors (hex 32, base32 24 upper case), right after a
+    word naming a secret: hex of 20+ digits and base32 of either case of 24+ characters are found (a
+    fresh tester: a 30-digit hex key after "use key" and a lower-case base32 seed after "secret"
+    passed). The entropy floor and a digit are still needed (what random keys almost always have)."""
+    from consolidate.rules.secrets.values import shannon_entropy
+
+    value = SHORT_ENCODINGS[encoding](key_bytes(seed, size))
+    assume(len(value) >= (20 if encoding.lower() == "hex" else 24))
+    assume(any(c.isdigit() for c in value) and not value.isdigit() and shannon_entropy(value) >= 3.0)
+    text = template.format(k=value)
+    assert covered(text, value), (encoding, size, text)
+
+
+@PROPERTY
+@given(seed=st.integers(0, 2**32), size=st.integers(10, 15), template=st.sampled_from([
+    "key id {k}", "the cache key is the content hash {k}", "the key rotation landed in commit {k}",
+    "token usage for request {k}", "the secret santa sheet has 12 names", "key {k}"[:4] + "points: none",
+]))
+def test_a_short_hex_named_as_an_id_or_a_hash_is_not_a_key(seed, size, template):
+    """A hash or id word nearer the value than the key word ("key id", "content hash", "commit"): an
+    id, as the standalone rule reads it too."""
+    text = template.format(k=key_bytes(seed, size).hex())
+    assert scan(text) == [], text
+
+
 @PROPERTY
 @given(seed=st.integers(0, 2**32), size=st.integers(48, 600), width=st.sampled_from([64, 76]),
        template=st.sampled_from(["{k}", "pasted:\n{k}\nthat was the body", "  \"{k}\"", "{k}\n-- end"]))
