@@ -312,7 +312,8 @@ def evaluate_end_to_end(labels: str | Path | list[str | Path], chain_factory, *,
     rows = label_rows(files)
     sdir = Path(sessions_dir) if sessions_dir else default_sessions_dir(files[0])
     if not sdir.is_dir():
-        raise BadInput(f"sessions folder {sdir} not found (give --sessions-dir)")
+        what = "is a file, not a folder" if sdir.exists() else "not found"
+        raise BadInput(f"sessions folder {sdir} {what} (give --sessions-dir: the folder of the <session id>.jsonl files)")
     picked = pick_sessions(rows, sdir, sessions)
     gold = {r["id"]: r["verdict"] for r in rows if r["session_id"] in set(picked)}
     work = Path(keep_stores) if keep_stores else Path(tempfile.mkdtemp(prefix="consolidate-e2e-"))

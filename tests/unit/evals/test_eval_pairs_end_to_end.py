@@ -280,6 +280,18 @@ def test_end_to_end_refuses_a_session_id_that_names_a_file_elsewhere(labeled, tm
     assert f"session id {sid!r} of the labels is not a file name" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("where, said", [("file", "is a file, not a folder"), ("nowhere", "not found")])
+def test_end_to_end_says_what_is_wrong_with_the_sessions_folder(labeled, tmp_path, capsys, where, said):
+    """A fresh tester: --sessions-dir naming a file said "not found"."""
+    path = tmp_path / where
+    if where == "file":
+        path.write_text("x\n", encoding="utf-8")
+    assert main(["--embedding", "hash", "eval", "--end-to-end", "--labels", str(labeled), "--judge", "noop",
+                 "--sessions-dir", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"sessions folder {path} {said}" in err and len(err.strip().splitlines()) == 1
+
+
 def test_end_to_end_split_option_shows_one_part(labeled, capsys):
     assert main(["--embedding", "hash", "eval", "--end-to-end", "--labels", str(labeled), "--judge", "noop", "--json",
                  "--split", "validation"]) == 5  # noop answers nothing: figures undefined, still printed
