@@ -24,8 +24,11 @@ A run **named as a key** (:func:`_named`: a word of :data:`_KEY_WORDS`, key, sec
 ..., ends at most :data:`_NAMED_GAP` characters before it, with no hash or id word nearer: "TOTP secret
 <run>", "use key <run> for staging", "token <run>") is held to shorter floors, since the word says what
 it is: hex of one case 20+ digits (80 bits), base32 of one case (upper or lower: authenticator apps
-show either) 24+ characters, base64 of one case with digits 24+; the entropy floors stay (fresh
-tester: a 30-digit hex key and a lower-case base32 seed after "key" and "secret" passed the gate).
+show either) 16+ characters (80 bits: a TOTP seed), base64 of both cases 14+ (with a digit or a
+symbol), of one case with digits 16+; entropy >= 2.8 bits/char under 20 characters, the usual floors
+from 20 (fresh testers: a 30-digit hex key, a lower-case base32 seed after "secret", 16-character
+TOTP seeds and 15-character tokens after "seed" and "token" passed the gate). Hex groups joined by
+``:`` or ``-`` of 128+ bits named as a key are one too ("pre-shared key a6:d4:be:...").
 
 "Not words" (:func:`_reads_as_words`): the letters of the run, cut at case changes and at digits
 and symbols (``getUserById2Factor`` -> get User By Id Factor), are scored by how many of their
@@ -49,6 +52,10 @@ What is not key material, by rule (each one tested in tests/unit/rules/test_key_
   about a commit or a file names it;
 * UUIDs and other hex groups joined by dashes; an Ethereum address (``0x`` + 40 hex); a base58 run
   (Solana, Bitcoin) named as an address, program or account (:data:`_ADDRESS_CONTEXT`);
+* a base64 run of a digest's length (MD5 to SHA-512) named as a digest (:data:`_DIGEST_WORDS`: hash,
+  digest, checksum, in the languages of _HASH_CONTEXT too), and a base64url run of up to 32 characters
+  right after an id word ("order id <run>"), unless a key word is nearer; after a key word, an
+  identifier of word segments (``cart_state_v3``);
 * a digest with its algorithm (``sha256:...``, ``SHA256:<base64>``, ``sha512-...`` SRI, CSP
   ``'sha256-...'``); object ids with a documented prefix (:data:`_ID_PREFIXES`: ``msg_01...``,
   ``chatcmpl-...``, ``toolu_...``, ``cus_...``); IPFS CIDs;
@@ -96,7 +103,7 @@ IDENTIFIER_WORD_SCORE = 0.4  # the word score an identifier of few long segments
 # quote ``\\"<key>\\"`` or ``\\u0022<key>\\u0022`` of JSON inside a string, escapes escaped again ``\\\\n``)
 _RUN = re.compile(
     r"(?:(?<=\\[nrt\"'])|(?<=\\u[0-9a-fA-F]{4})|(?<![A-Za-z0-9+/_\-.\\@$%&#~]))(?<!==)"
-    r"[A-Za-z0-9+/_-]{20,}={0,6}"
+    r"[A-Za-z0-9+/_-]{14,}={0,6}"  # 14: a key named as one (_named); every standalone floor is 20+
     r"(?![A-Za-z0-9+/=_\-@$%&#~])(?!\\(?![nrt\"']|u[0-9a-fA-F]{4}|\\+[nrt\"']))(?!\.[A-Za-z0-9])"
 )
 # Full-width forms of ASCII (U+FF01-U+FF5E) read as ASCII, one character for one (the offsets stay):
@@ -123,7 +130,8 @@ _HASH_CONTEXT = re.compile(
     r"(?i)(?<![a-z])(?:(?:" + _INFLECTED + r")(?:s|es|d|ed|ing|er|ers|_?ids?|sums?)?(?![a-z])"
     r"|(?:id|ids|rev|ref|refs|head|pin|tag|branch|git|tree|oid|lfs|job|run|salt|iv|cid|tx|txid|block|pr|mr"
     r"|sum)(?![a-z])"
-    r"|коммит|хеш|хэш|ревизи|提交|哈希|散列|コミット|ハッシュ|커밋|해시)"
+    r"|коммит|хеш|хэш|ревизи|контрольн|提交|哈希|散列|校验|校驗|コミット|ハッシュ|チェックサム|커밋|해시|체크섬"
+    r"|suma de verificaci|somme de contr[oô]le|pr[uü]fsumme)"
 )
 _CONTEXT_BEFORE = 100  # characters before a hex run searched for a context word
 _CONTEXT_AFTER = 40
@@ -221,7 +229,7 @@ def _ssh_public_blob(value: str) -> bool:
 # <hex>"); "key id <hex>", "the key's sha256 is <hex>", "cache key is the content hash <hex>" name an
 # id and hashes (the hash word is the nearer one)
 _KEY_WORDS = re.compile(r"(?i)(?<![a-z])(?:key|keys|secret|secrets|token|tokens|password|passphrase|passwort|credentials?"
-                        r"|private|apikey)(?![a-z])|ключ|секрет|пароль|密钥|秘钥|私钥|鍵|キー|シークレット|키|비밀")
+                        r"|private|apikey|seed|seeds)(?![a-z])|ключ|секрет|пароль|密钥|秘钥|私钥|鍵|キー|シークレット|키|비밀")
 
 
 def _has_context(words: re.Pattern[str], text: str, start: int, end: int) -> bool:
@@ -250,8 +258,12 @@ def _chunk(text: str, start: int, end: int) -> str:
 #: Characters between the end of a word naming a secret and a run it names ("secret <run>", "key for
 #: staging: <run>"): a few words at most.
 _NAMED_GAP = 24
-#: The floors of a run named as a key (module docs).
-MIN_HEX_NAMED, MIN_BASE32_NAMED, MIN_ONE_CASE_NAMED = 20, 24, 24
+#: The floors of a run named as a key (module docs): hex 80 bits, base32 80 bits, base64 of both cases
+#: 84 bits, of one case with digits 96 bits.
+MIN_HEX_NAMED, MIN_BASE32_NAMED, MIN_MIXED_NAMED, MIN_ONE_CASE_NAMED = 20, 16, 14, 16
+#: The entropy a named run of fewer than 20 characters needs (bits per character; 16 random base32
+#: characters: lowest of 100,000 about 2.9, 1 in 1,000 under 3.1; a word or a repeated pattern much less).
+ENTROPY_MIN_NAMED_SHORT = 2.8
 
 
 def _named(text: str, start: int, end: int) -> bool:
@@ -268,20 +280,11 @@ def _named(text: str, start: int, end: int) -> bool:
     return not hashes
 
 
-def _named_key(core: str, text: str, start: int, end: int) -> bool:
-    """A run shorter than the standalone floors, named as a key (module docs)."""
-    n = len(core)
-    if n < MIN_HEX_NAMED or not _named(text, start, end) or _is_sequence(core) or _HEX_GROUPS.fullmatch(core):
-        return False
-    has_digit = _DIGIT.search(core) is not None
-    if _HEX.fullmatch(core):
-        return has_digit and not core.isdigit() and _entropy(core) >= ENTROPY_MIN_HEX
-    one_case = core == core.lower() or core == core.upper()
-    if _BASE32.fullmatch(core.upper()) and one_case:
-        return n >= MIN_BASE32_NAMED and has_digit and _entropy(core) >= ENTROPY_MIN_B32 \
-            and not _reads_as_words(core.upper(), upper_only=True)
-    return one_case and has_digit and n >= MIN_ONE_CASE_NAMED and _entropy(core) >= ENTROPY_MIN_B64_SHORT \
-        and not (_reads_as_words(core) or _identifier_shaped(core) or _path_shaped(core) or _words_joined(core))
+def _word_segments(core: str) -> bool:
+    """Whether a run joined by ``_`` or ``-`` has two or more segments of 3+ letters of one case
+    (``anidachi_home_survey_v2``, ``release-candidate-7``): an identifier, not a key."""
+    parts = re.split(r"[_-]", core)
+    return len(parts) > 1 and sum(1 for x in parts if len(x) >= 3 and x.isalpha() and (x.islower() or x.isupper())) >= 2
 
 
 def is_key_material(run: str, text: str = "", start: int = 0, end: int | None = None) -> bool:
@@ -295,30 +298,34 @@ def is_key_material(run: str, text: str = "", start: int = 0, end: int | None = 
         if len(core) == 40:  # an Ethereum address: public
             return False
     n = len(core)
-    if text and _named_key(core, text, start, end):
-        return True
+    named = bool(text) and n < MIN_HEX and _named(text, start, end)  # shorter floors (module docs)
+    short = ENTROPY_MIN_NAMED_SHORT if n < 20 else None
     if _HEX.fullmatch(core):
         return (
-            n >= MIN_HEX
+            n >= (MIN_HEX_NAMED if named else MIN_HEX)
             and not core.isdigit()
             and _DIGIT.search(core) is not None
             and _entropy(core) >= ENTROPY_MIN_HEX
             and not _is_sequence(core)
             and not _has_context(_HASH_CONTEXT, text, start, end)
         )
-    if _BASE32.fullmatch(core):
-        return n >= MIN_BASE32 and _entropy(core) >= ENTROPY_MIN_B32 and not _is_sequence(core) \
-            and not _reads_as_words(core, upper_only=True)
+    if _BASE32.fullmatch(core) or (named and core.islower() and _BASE32.fullmatch(core.upper())):
+        return n >= (MIN_BASE32_NAMED if named else MIN_BASE32) and _entropy(core) >= min(short or 9, ENTROPY_MIN_B32) \
+            and not _is_sequence(core) and not _reads_as_words(core.upper(), upper_only=True) \
+            and (not named or n >= MIN_BASE32 or _DIGIT.search(core) is not None)
     upper = core != core.lower()
     lower = core != core.upper()
     digit = _DIGIT.search(core) is not None
     if upper and lower:
-        if n < MIN_MIXED:
+        if n < (MIN_MIXED_NAMED if named else MIN_MIXED) or (named and n < MIN_MIXED and not digit
+                                                             and not any(c in "+/_-" for c in core)):
             return False
     elif (upper or lower) and digit:
-        if n < MIN_ONE_CASE:
+        if n < (MIN_ONE_CASE_NAMED if named else MIN_ONE_CASE):
             return False
     else:
+        return False
+    if named and _word_segments(core):
         return False
     if _HEX_GROUPS.fullmatch(core):  # a UUID (8-4-4-4-12) or another id in hex groups: an id
         return False
@@ -326,7 +333,12 @@ def is_key_material(run: str, text: str = "", start: int = 0, end: int | None = 
         return False
     if _DIGEST_BEFORE.search(text, max(0, start - 16), start):  # SHA256:<base64>, sha512-<base64>
         return False
-    if _entropy(core) < (ENTROPY_MIN_B64 if n >= ENTROPY_B64_LONG else ENTROPY_MIN_B64_SHORT) or _is_sequence(core):
+    if n in _DIGEST_B64_LENGTHS and _has_context(_DIGEST_WORDS, text, start, end):
+        return False  # a digest in base64 named as one ("sha256 digest of the bundle is <base64>")
+    if n <= 32 and _ID_BEFORE.search(text, max(0, start - 12), start) and not _KEY_WORDS.search(text, max(0, start - 12), start):
+        return False  # an id in base64url named as one ("order id V1StGXR8_Z5jdHi6B-myT", "user id usr_...")
+    if _entropy(core) < (short or (ENTROPY_MIN_B64 if n >= ENTROPY_B64_LONG else ENTROPY_MIN_B64_SHORT)) \
+            or _is_sequence(core):
         return False
     if _reads_as_words(core) or _identifier_shaped(core) or _path_shaped(core) or _words_joined(core):
         return False
@@ -338,6 +350,15 @@ def is_key_material(run: str, text: str = "", start: int = 0, end: int | None = 
 
 
 _HEX_GROUPS = re.compile(r"[0-9a-fA-F]+(?:-[0-9a-fA-F]+)+")
+#: Lengths of an MD5, SHA-1, SHA-256, SHA-384 and SHA-512 digest in unpadded base64 (16, 20, 32, 48, 64 bytes).
+_DIGEST_B64_LENGTHS = frozenset({22, 27, 43, 64, 86})
+#: Words that name a digest (a base64 run of a digest's length after one is that digest; the looser
+#: _HASH_CONTEXT words, deploy, request, id, name other things a base64 key sits beside)
+_DIGEST_WORDS = re.compile(r"(?i)(?<![a-z])(?:hash|hashes|hashed|digest|digests|checksums?|sha-?\d*|md5|integrity"
+                           r"|fingerprint)(?![a-z])|контрольн|хеш|хэш|哈希|散列|校验|校驗|ハッシュ|チェックサム|해시|체크섬"
+                           r"|(?i:suma de verificaci|pr[uü]fsumme)")
+#: An id word right before a run ("order id <run>", "request ID: <run>"): the run is the id.
+_ID_BEFORE = re.compile(r"(?i)(?<![a-z])(?:id|ids|identifier)[\s:=#]*$")
 _DIGEST_BEFORE = re.compile(r"(?i)(?:sha\d*|md5|blake2[bs]?\d*|sha3-\d+)[:=-]$")
 _BASE58 = re.compile(r"[1-9A-HJ-NP-Za-km-z]+")
 # Words that say a base58 run is an address or a program id (public), not a key
@@ -440,8 +461,24 @@ def find(text: str, found: Iterable[tuple[int, int]] = ()) -> Iterator[tuple[int
                 break
             cut = value.index(" ") + 1
             start, value = start + cut, value[cut:]
+    for m in _SEPARATED_HEX.finditer(text):  # a key in hex groups joined by ":" or "-", named as a key
+        start, end = m.span()
+        digits = m.group().replace(":", "").replace("-", "")
+        if _UUID.fullmatch(m.group()):
+            continue  # a UUID stays an id (module docs), named or not
+        if len(digits) >= MIN_HEX and (digits.islower() or digits.isupper() or digits.isdigit()) \
+                and _entropy(digits) >= ENTROPY_MIN_HEX and _named(text, start, end) \
+                and not any(a <= start < b or start <= a < end for a, b in taken + spans):
+            spans.append((start, end))
     spans.sort()
     yield from _joined(text, spans)
+
+
+# Hex groups joined by ":" or "-" ("pre-shared key a6:d4:be:...", "license key cf412f7c-d71212f1-..."): a
+# key only when named as one (_named: "SSH key fingerprint a6:d4:..." names a fingerprint, nearer) and of
+# 128 bits or more (a UUID named as a token is one too)
+_UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
+_SEPARATED_HEX = re.compile(r"(?<![\w:-])[0-9A-Fa-f]{2,64}(?:[:-][0-9A-Fa-f]{2,64})+(?![\w:-])")
 
 
 # A key shown in groups split by single spaces, as authenticator apps show a TOTP seed (base32 in

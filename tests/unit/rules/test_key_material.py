@@ -155,7 +155,7 @@ def test_key_material_alone_is_blocked(seed, size, encoding, template):
 #: Notes that name the value as a key, with no copula ("is", "=") between: the word says what it is.
 NAMED_NOTES = ["TOTP secret {k}", "use key {k} for the staging bucket", "token {k}", "the deploy key for staging {k}",
                "Secret: {k}", "passphrase {k} opens the vault", "секретный ключ {k}", "密钥 {k} 用于预发布",
-               "the webhook secret, {k}, lives in the vault", "API token\t{k}"]
+               "the webhook secret, {k}, lives in the vault", "API token\t{k}", "TOTP seed {k}", "MFA seed: {k}"]
 SHORT_ENCODINGS = {"hex": lambda b: b.hex(), "HEX": lambda b: b.hex().upper(),
                    "base32-lower": lambda b: base64.b32encode(b).decode().rstrip("=").lower(),
                    "base32": lambda b: base64.b32encode(b).decode().rstrip("=")}
@@ -176,6 +176,57 @@ def test_a_shorter_key_named_as_a_key_is_blocked(seed, size, encoding, template)
     assume(any(c.isdigit() for c in value) and not value.isdigit() and shannon_entropy(value) >= 3.0)
     text = template.format(k=value)
     assert covered(text, value), (encoding, size, text)
+
+
+SHORTEST_ENCODINGS = {"base32": lambda b: base64.b32encode(b).decode().rstrip("="),
+                      "base32-lower": lambda b: base64.b32encode(b).decode().rstrip("=").lower(),
+                      "base64url": lambda b: base64.urlsafe_b64encode(b).decode().rstrip("="),
+                      "base64": lambda b: base64.b64encode(b).decode().rstrip("=")}
+
+
+@PROPERTY
+@given(seed=st.integers(0, 2**32), encoding=st.sampled_from(sorted(SHORTEST_ENCODINGS)),
+       template=st.sampled_from(NAMED_NOTES))
+def test_an_80_to_96_bit_key_named_as_a_key_is_blocked(seed, encoding, template):
+    """10 to 12 bytes, 16 characters of base32 (a TOTP seed as authenticator apps issue it) or 14-16
+    of base64: found after a word naming it (a fresh tester: "TOTP seed <16 base32>", "token <15
+    base64url>" passed). The floors of the named rule: a digit (base32), entropy 2.8 bits/char."""
+    from consolidate.rules.secrets.values import shannon_entropy
+
+    size = 10 if encoding.startswith("base32") else 11
+    value = SHORTEST_ENCODINGS[encoding](key_bytes(seed, size))
+    assume(shannon_entropy(value) >= 2.8 and any(c.isdigit() for c in value))
+    text = template.format(k=value)
+    assert covered(text, value), (encoding, text)
+
+
+@PROPERTY
+@given(seed=st.integers(0, 2**32), sep=st.sampled_from([":", "-"]), group=st.sampled_from([1, 2, 4, 8, 16]),
+       template=st.sampled_from(["pre-shared key {k}", "license key {k}", "use key {k} for staging"]))
+def test_a_key_in_hex_groups_named_as_a_key_is_blocked(seed, sep, group, template):
+    """128 bits of hex in groups joined by ':' or '-' after a key word (a fresh tester: "pre-shared key
+    a6:d4:...", "license key cf412f7c-d71212f1-..." passed); a UUID stays an id."""
+    digits = key_bytes(seed, 16).hex()
+    value = sep.join(digits[i:i + 2 * group] for i in range(0, 32, 2 * group))
+    assume(value.count(sep) >= 1)
+    text = template.format(k=value)
+    assert covered(text, value), text
+
+
+@pytest.mark.parametrize("text", [
+    "SSH key fingerprint a6:d4:be:23:33:e0:49:3c:cf:70:56:4f:e3:82:1c:df",  # a fingerprint, named nearer
+    "ключ сессии 550e8400-e29b-41d4-a716-446655440000", "the MAC address is a6:d4:be:23:33:e0",
+    "the storage key is now `shopfront_cart_state_v3` in `cart.ts`",  # an identifier after "key"
+    "token limits: max_tokens_per_request_2048", "the key 2024 release ships release-candidate-7",
+    "sha256 digest of the bundle is " + base64.b64encode(bytes(range(32))[::-1]).decode(),
+    "order id " + base64.urlsafe_b64encode(bytes(range(7, 22))).decode().rstrip("=") + " never got a receipt",
+    "контрольная сумма " + "ab" * 32, "校验和 " + "cd" * 32, "チェックサム " + "ef" * 31 + "01",
+])
+def test_named_look_alikes_pass(text):
+    """Values beside a key word that are no key: a fingerprint, a UUID, a MAC address, identifiers, a
+    base64 digest named as one, a base64url id named as one, checksums named in other languages (a fresh
+    tester: the last five were blocked)."""
+    assert scan(text) == [], [(f.kind, text[f.start:f.end]) for f in scan(text)]
 
 
 @PROPERTY
