@@ -78,7 +78,7 @@ import re
 from typing import Iterable, Iterator
 from consolidate.rules.secrets.values import shannon_entropy
 
-__all__ = ["find", "KIND"]
+__all__ = ["find", "continued", "KIND"]
 
 KIND = "key-material"
 
@@ -472,6 +472,33 @@ def find(text: str, found: Iterable[tuple[int, int]] = ()) -> Iterator[tuple[int
             spans.append((start, end))
     spans.sort()
     yield from _joined(text, spans)
+
+
+#: A line of a key's base64 or hex, as wrapped: 4+ characters of the alphabet, padding allowed.
+_KEY_LINE = re.compile(r"[A-Za-z0-9+/_-]{4,}={0,6}(?![A-Za-z0-9+/=_\-.@])")
+
+
+def continued(text: str, taken: list[tuple[int, int]], spans: list[tuple[int, int]] = ()) -> list[tuple[int, int]]:
+    """The lines that go on a value the gate found (``taken``: "the signing key is\\n<line>\\n<line>",
+    the value after "is" found, its next lines not), when that value is itself a run of 16+ characters
+    of a key alphabet and each next line is only such a run: the rest of the key (a fresh tester: the
+    second line of a wrapped key after its name line stayed in clear)."""
+    out: list[tuple[int, int]] = []
+    for a, b in taken:
+        if not _RUN.fullmatch(text, a, b) or b - a < 16:
+            continue
+        end = b
+        while (gap := _WRAP.match(text, end)) is not None and ("\n" in gap.group() or "\\n" in gap.group()):
+            line = _KEY_LINE.match(text, gap.end())
+            if line is None or _has_text_after(text, line.end()) or any(x <= line.start() < y for x, y in [*spans, *out]):
+                break
+            got = line.group()
+            if not (len(got) >= 8 and (_DIGIT.search(got) or got.endswith("=") or "+" in got or "/" in got
+                                       or got.lower() != got != got.upper())):
+                break  # a word on the next line ("Thanks"), not the key's rest
+            out.append(line.span())
+            end = line.end()
+    return out
 
 
 # Hex groups joined by ":" or "-" ("pre-shared key a6:d4:be:...", "license key cf412f7c-d71212f1-..."): a

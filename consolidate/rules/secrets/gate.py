@@ -75,6 +75,9 @@ def scan(text: str) -> list[Finding]:
     if joined.starts is not None:
         candidates.extend(c._replace(start=a, end=b) for c in _context_candidates(joined.text)
                           for a, b in (view.span(*joined.span(c.start, c.end)),) if _joined_value(text, a))
+    # the next lines of a value found as it is wrapped (a key's base64 after its name line): the key's too
+    rest = _key_material().continued(text, [(c.start, c.end) for c in candidates])
+    candidates.extend(_Candidate(_P_KEY_MATERIAL, _key_material().KIND, a, b) for a, b in rest)
     return [Finding(c.kind, redact_preview(fold_map(text[c.start:c.end]).text, c.kind), c.start, c.end)
             for c in _resolve(candidates)]
 

@@ -213,6 +213,22 @@ def test_a_key_in_hex_groups_named_as_a_key_is_blocked(seed, sep, group, templat
     assert covered(text, value), text
 
 
+@PROPERTY
+@given(seed=st.integers(0, 2**32), size=st.integers(24, 96), width=st.integers(16, 40),
+       name=st.sampled_from(["the signing key is", "signing key:", "API_KEY=", "das Passwort ist"]))
+def test_a_key_wrapped_after_its_name_line_is_found_whole(seed, size, width, name):
+    """The name on its own line, the key's base64 wrapped over the next lines: every line of the key
+    is inside a finding (a fresh tester: the value after "is" was found, its second line stayed in
+    clear)."""
+    encoded = base64.b64encode(key_bytes(seed, size)).decode()
+    lines = [encoded[i:i + width] for i in range(0, len(encoded), width)]
+    assume(len(lines) >= 2 and len(lines[-1]) >= 8)
+    text = name + "\n" + "\n".join(lines) + "\nthat was all"
+    for line in lines:
+        assert covered(text, line), (line, redact(text))
+    assert "that was all" in redact(text)
+
+
 @pytest.mark.parametrize("text", [
     "SSH key fingerprint a6:d4:be:23:33:e0:49:3c:cf:70:56:4f:e3:82:1c:df",  # a fingerprint, named nearer
     "ключ сессии 550e8400-e29b-41d4-a716-446655440000", "the MAC address is a6:d4:be:23:33:e0",
