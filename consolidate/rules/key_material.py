@@ -478,7 +478,7 @@ def find(text: str, found: Iterable[tuple[int, int]] = ()) -> Iterator[tuple[int
 _KEY_LINE = re.compile(r"[A-Za-z0-9+/_-]{4,}={0,6}(?![A-Za-z0-9+/=_\-.@])")
 
 
-def continued(text: str, taken: list[tuple[int, int]], spans: list[tuple[int, int]] = ()) -> list[tuple[int, int]]:
+def continued(text: str, taken: list[tuple[int, int]], spans: Iterable[tuple[int, int]] = ()) -> list[tuple[int, int]]:
     """The lines that go on a value the gate found (``taken``: "the signing key is\\n<line>\\n<line>",
     the value after "is" found, its next lines not), when that value is itself a run of 16+ characters
     of a key alphabet and each next line is only such a run: the rest of the key (a fresh tester: the
