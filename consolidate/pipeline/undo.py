@@ -63,10 +63,10 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
         added = record.get("added", [])
         # an entry a later run forgot stays forgotten: restoring its earlier state would bring back what
         # the user forgot (its tombstone, laid by that later run, is not this undo's to lift)
-        later = {row.get("id") for row in tombstones(store) if row.get("run_id") != run_id}
+        runs = snapshots.list_runs(store)
+        later = _still_forgotten(store, runs, [row for row in tombstones(store) if row.get("run_id") != run_id])
         kept_forgotten = sorted(set(record.get("before", {})) & later)
         approvals = _approved_later(lt, record.get("before", {}), run_id)
-        runs = snapshots.list_runs(store)
         _refuse_if_later_runs_changed_them(store, runs, run_id, record, {str(i) for i in later if i} | set(approvals))
         undone = {r["run_id"] for r in runs if r["undone"]}
         orphans = _written_by_undone_runs(lt, record.get("before", {}), undone)
@@ -106,6 +106,32 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
         replica.push()  # failures wait in the outbox for the next run or `consolidate sync`
     return {"removed": len(added), "restored": len(before), "kept_forgotten": len(kept_forgotten),
             "kept_approved": len(kept_approved), "kept_gone": len(orphans)}
+
+
+def _still_forgotten(store, runs: list[dict], rows: list[dict]) -> set:
+    """The ids of the tombstone rows ``rows`` (``forgotten.jsonl``: ``id``, ``run_id`` of the forget)
+    that no later run (not undone) wrote again: a memory stated again after its forget (flagged,
+    user-stated: the same id, in that session's ``added``) is no longer the forget's to keep, and the
+    run that wrote it refuses the undo like any other (a fresh tester: undoing the first session took
+    the flagged restatement with it; the store left inconsistent, or the restatement lost for good).
+    ``runs``: snapshots.list_runs."""
+    started = {r["run_id"]: r.get("started_at") or 0 for r in runs}
+    forgotten_at: dict[str, float] = {}
+    for row in rows:
+        if row.get("id"):
+            forgotten_at[row["id"]] = min(forgotten_at.get(row["id"], float("inf")), started.get(row.get("run_id"), 0))
+    restated: set[str] = set()
+    for r in runs:
+        if r["undone"] or not r["added"] or not forgotten_at:
+            continue
+        later = {i for i, at in forgotten_at.items() if (r.get("started_at") or 0) > at}
+        if not later:
+            continue
+        try:
+            restated |= later & set(snapshots.load(store, r["run_id"]).get("added", []))
+        except BadInput:
+            continue
+    return set(forgotten_at) - restated
 
 
 def _written_by_undone_runs(lt, before: dict[str, dict], undone: set[str]) -> set[str]:

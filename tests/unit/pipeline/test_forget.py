@@ -165,3 +165,25 @@ def test_undoing_the_forget_after_the_session_that_wrote_it_brings_nothing_back(
     assert doctor.check(store) == []
     again = _session(store, "s2", "the api needs port 8080 for the load balancer")
     assert not again.writes()  # its tombstone holds: the forget's undo could not bring it back
+
+
+def test_a_memory_stated_again_after_its_forget_is_the_later_runs_and_refuses_the_undo(store, capsys):
+    """Forgotten, then written again by a flagged note (the same id): the forget no longer keeps it, so
+    undoing the session that first wrote it is refused, naming the restating run, and changes nothing
+    (a fresh tester: the undo went through and took the restatement with it, the store inconsistent)."""
+    from consolidate.pipeline import doctor
+
+    first = _session(store, "s1", "the api needs port 8080 for the load balancer")
+    memory_id = _active(store)[WRONG]
+    assert main(["forget", "--store", str(store.path), "--embedding", "hash", memory_id]) == 0
+    again = _session(store, "s2", WRONG, flag=True)
+    assert _active(store)[WRONG] == memory_id and again.writes()
+    capsys.readouterr()
+    assert main(["undo", "--store", str(store.path), "--embedding", "hash", first.run_id]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot be undone before {again.run_id}" in err and "nothing was changed" in err
+    assert _active(store)[WRONG] == memory_id and doctor.check(store) == []
+    # newest first works: the restatement undone, the first session after it; the memory stays forgotten
+    assert main(["undo", "--store", str(store.path), "--embedding", "hash", again.run_id]) == 0
+    assert main(["undo", "--store", str(store.path), "--embedding", "hash", first.run_id]) == 0
+    assert WRONG not in _active(store) and doctor.check(store) == []
