@@ -64,12 +64,14 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
         # an entry a later run forgot stays forgotten: restoring its earlier state would bring back what
         # the user forgot (its tombstone, laid by that later run, is not this undo's to lift)
         runs = snapshots.list_runs(store)
-        later = _still_forgotten(store, runs, [row for row in tombstones(store) if row.get("run_id") != run_id])
+        records = _Records(store)
+        later = _still_forgotten(records, runs, [row for row in tombstones(store) if row.get("run_id") != run_id])
         kept_forgotten = sorted(set(record.get("before", {})) & later)
-        approvals = _approved_later(lt, record.get("before", {}), run_id)
-        _refuse_if_later_runs_changed_them(store, runs, run_id, record, {str(i) for i in later if i} | set(approvals))
+        now = lt.get(sorted(record.get("before", {}))) if record.get("before") else {}  # the entries as they are now
+        approvals = _approved_later(now, record.get("before", {}), run_id)
+        _refuse_if_later_runs_changed_them(records, runs, run_id, record, {str(i) for i in later if i} | set(approvals))
         undone = {r["run_id"] for r in runs if r["undone"]}
-        orphans = _written_by_undone_runs(lt, record.get("before", {}), undone)
+        orphans = _written_by_undone_runs(now, record.get("before", {}), undone)
         before = {i: r for i, r in record.get("before", {}).items() if i not in later and i not in orphans}
         _clear_void_proposals(before, undone)
         kept_approved = _keep_later_approvals(before, approvals)
@@ -108,7 +110,23 @@ def undo_run(store, run_id: str, lock_timeout: float = 60.0) -> dict:
             "kept_approved": len(kept_approved), "kept_gone": len(orphans)}
 
 
-def _still_forgotten(store, runs: list[dict], rows: list[dict]) -> set:
+class _Records:
+    """The undo records of other runs, each read once for one undo (snapshots.load; None for a run
+    whose record cannot be read)."""
+
+    def __init__(self, store):
+        self.store, self._seen = store, {}
+
+    def get(self, run_id: str) -> dict | None:
+        if run_id not in self._seen:
+            try:
+                self._seen[run_id] = snapshots.load(self.store, run_id)
+            except BadInput:
+                self._seen[run_id] = None
+        return self._seen[run_id]
+
+
+def _still_forgotten(records: _Records, runs: list[dict], rows: list[dict]) -> set:
     """The ids of the tombstone rows ``rows`` (``forgotten.jsonl``: ``id``, ``run_id`` of the forget)
     that no later run (not undone) wrote again: a memory stated again after its forget (flagged,
     user-stated: the same id, in that session's ``added``) is no longer the forget's to keep, and the
@@ -127,30 +145,27 @@ def _still_forgotten(store, runs: list[dict], rows: list[dict]) -> set:
         later = {i for i, at in forgotten_at.items() if (r.get("started_at") or 0) > at}
         if not later:
             continue
-        try:
-            restated |= later & set(snapshots.load(store, r["run_id"]).get("added", []))
-        except BadInput:
-            continue
+        theirs = records.get(r["run_id"])
+        if theirs is not None:
+            restated |= later & set(theirs.get("added", []))
     return set(forgotten_at) - restated
 
 
-def _written_by_undone_runs(lt, before: dict[str, dict], undone: set[str]) -> set[str]:
+def _written_by_undone_runs(now: dict[str, dict], before: dict[str, dict], undone: set[str]) -> set[str]:
     """The ids of ``before`` (the undo record's earlier states) that are in the index no more and whose
     earlier state a run since undone wrote (``undone``: their ids): such an entry stays gone, its
     tombstones kept (a fresh tester: a memory forgotten, the session that wrote it undone, then the
-    forget undone came back active, a memory of an undone run, missing from the graph)."""
-    if not before:
-        return set()
-    present = lt.get(sorted(before))
+    forget undone came back active, a memory of an undone run, missing from the graph). ``now``: the
+    entries of ``before`` as the index holds them now."""
     return {i for i, row in before.items()
-            if i not in present and (row.get("metadata") or {}).get("run_id") in undone}
+            if i not in now and (row.get("metadata") or {}).get("run_id") in undone}
 
 
-def _approved_later(lt, before: dict[str, dict], run_id: str) -> dict[str, dict]:
+def _approved_later(now: dict[str, dict], before: dict[str, dict], run_id: str) -> dict[str, dict]:
     """``{id: metadata now}`` of the entries of ``before`` (the undo record's earlier states) that the
     user approved in review after run ``run_id`` (an approval stamps its own run, ``reviewed_run``;
-    undoing the approving run itself takes the approval back)."""
-    now = lt.get(sorted(before)) if before else {}
+    undoing the approving run itself takes the approval back; ``now``: those entries as the index
+    holds them now)."""
     out = {}
     for i, row in before.items():
         meta_now = (now.get(i) or {}).get("metadata") or {}
@@ -165,7 +180,8 @@ def _approved_later(lt, before: dict[str, dict], run_id: str) -> dict[str, dict]
 FORGETTING = frozenset({"maintenance:forget"})
 
 
-def _refuse_if_later_runs_changed_them(store, runs: list[dict], run_id: str, record: dict, exempt: set[str]) -> None:
+def _refuse_if_later_runs_changed_them(records: _Records, runs: list[dict], run_id: str, record: dict,
+                                       exempt: set[str]) -> None:
     """BadInput, before anything changes, when a later run that is not undone changed or added one of the
     entries run ``run_id`` changed or added (its undo record's ``before`` and ``added``): restoring this
     run's earlier states would undo that run's work on them too, or bring back beside it what it replaced
@@ -182,9 +198,8 @@ def _refuse_if_later_runs_changed_them(store, runs: list[dict], run_id: str, rec
         if r["run_id"] == run_id or r["undone"] or (r.get("started_at") or 0) < started \
                 or r["session_id"] in FORGETTING:  # a forget after the run is kept (its entry stays forgotten)
             continue
-        try:
-            theirs = snapshots.load(store, r["run_id"])
-        except BadInput:
+        theirs = records.get(r["run_id"])
+        if theirs is None:
             continue
         if mine & (set(theirs.get("before", {})) | set(theirs.get("added", []))):
             blocking.append(r["run_id"])

@@ -356,7 +356,7 @@ _DIGEST_B64_LENGTHS = frozenset({22, 27, 43, 64, 86})
 #: _HASH_CONTEXT words, deploy, request, id, name other things a base64 key sits beside)
 _DIGEST_WORDS = re.compile(r"(?i)(?<![a-z])(?:hash|hashes|hashed|digest|digests|checksums?|sha-?\d*|md5|integrity"
                            r"|fingerprint)(?![a-z])|контрольн|хеш|хэш|哈希|散列|校验|校驗|ハッシュ|チェックサム|해시|체크섬"
-                           r"|(?i:suma de verificaci|pr[uü]fsumme)")
+                           r"|suma de verificaci|pr[uü]fsumme")
 #: An id word right before a run ("order id <run>", "request ID: <run>"): the run is the id.
 _ID_BEFORE = re.compile(r"(?i)(?<![a-z])(?:id|ids|identifier)[\s:=#]*$")
 _DIGEST_BEFORE = re.compile(r"(?i)(?:sha\d*|md5|blake2[bs]?\d*|sha3-\d+)[:=-]$")
